@@ -1,0 +1,285 @@
+/*
+ * loom.h - the tensor engine: contexts, tensors, graph ops, compute.
+ *
+ * A context (loom_ctx) is made per forward pass. It owns an arena of tensor
+ * descriptors (sized up front: max_nodes), the graph accumulated with
+ * loom_ctx_forward, and the memory of tensors created through it. Ops only
+ * describe work (they create graph nodes); loom_ctx_compute runs the graph.
+ *
+ * Example (standalone CPU engine):
+ *     loom_ctx *ctx; loom_error err = {0};
+ *     loom_ctx_params p = loom_ctx_default_params();
+ *     if (loom_ctx_new(&p, &ctx, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+ *     int64_t ne[2] = {4, 3};
+ *     loom_tensor *a = loom_from_f32(loom_ctx_input(ctx), data, 12, 2, ne);
+ *     loom_tensor *y = loom_silu(ctx, loom_rms_norm(ctx, a, NULL, 1e-5f));
+ *     loom_ctx_forward(ctx, y);
+ *     if (loom_ctx_compute(ctx, 1, &y) == LOOM_OK) loom_tensor_read_f32(y, out, 12);
+ *     loom_ctx_free(ctx);
+ *
+ * Errors: every op checks shapes/types/arity. On the first failure the context
+ * records a sticky error (op name, shapes, message) and the op returns a poison
+ * tensor (never NULL); ops on poison tensors return poison. forward/compute/
+ * reserve then return that status. Check once with loom_ctx_status().
+ *
+ * Conventions (ggml/GGUF order): ne[0] is the innermost (contiguous) dimension;
+ * nb[i] are byte strides; at most 4 dims; unused dims have ne=1.
+ *
+ * Threading: a context and its tensors belong to one thread at a time.
+ * Compute internally uses the engine's/backend's thread pool.
+ */
+#ifndef LOOM_H
+#define LOOM_H
+
+#include "loom_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_MAX_DIMS 4
+#define LOOM_MAX_NAME 64
+
+typedef struct loom_ctx loom_ctx;
+typedef struct loom_tensor loom_tensor;
+
+/* Every op of the engine. Composite ops (variance, stddev, layer_norm with
+ * weights, stack, conv2d, sdpa without flash) are built from these. */
+typedef enum loom_op {
+    LOOM_OP_NONE = 0, /* leaf: weight, input, allocated tensor */
+    LOOM_OP_VIEW,     /* reshape/view/permute/transpose: no compute */
+    LOOM_OP_DUP,      /* contiguous copy (cont, dup), same type */
+    LOOM_OP_CPY,      /* copy into another tensor's memory, converting type */
+    LOOM_OP_SET,
+    LOOM_OP_PAD,
+    LOOM_OP_CONCAT,
+    LOOM_OP_REPEAT,
+    LOOM_OP_GET_ROWS,
+    LOOM_OP_ARANGE,
+    LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV,
+    LOOM_OP_SCALE,
+    LOOM_OP_NEG, LOOM_OP_SQR, LOOM_OP_SQRT, LOOM_OP_SIN, LOOM_OP_COS,
+    LOOM_OP_TANH, LOOM_OP_SIGMOID, LOOM_OP_SILU, LOOM_OP_RELU, LOOM_OP_GELU,
+    LOOM_OP_QUICK_GELU, LOOM_OP_CLAMP,
+    LOOM_OP_SUM_ROWS, LOOM_OP_MEAN,
+    LOOM_OP_SOFT_MAX,     /* softmax(x*scale + mask) along ne0; mask optional */
+    LOOM_OP_NORM,         /* (x-mean)/sqrt(var+eps) */
+    LOOM_OP_RMS_NORM,     /* x/sqrt(mean(x^2)+eps) */
+    LOOM_OP_MUL_MAT,
+    LOOM_OP_MUL_MAT_ID,
+    LOOM_OP_ARGSORT,      /* op_param: 0 ascending, 1 descending */
+    LOOM_OP_ROPE,
+    LOOM_OP_IM2COL,
+    LOOM_OP_POOL_2D,
+    LOOM_OP_FLASH_ATTN,
+    LOOM_OP_COUNT
+} loom_op;
+
+/* Static op name ("MUL_MAT", ...). */
+const char *loom_op_name(loom_op op);
+
+/* ------------------------------------------------------------------ contexts */
+
+typedef struct loom_ctx_params {
+    int64_t max_nodes;  /* tensor objects and graph nodes this context may hold (default 8192) */
+    int n_threads;      /* standalone engine only: 0 = physical cores available */
+    bool flash_attn;    /* loom_sdpa uses flash attention (standalone engine only;
+                           backend contexts take it from the backend params) */
+} loom_ctx_params;
+
+loom_ctx_params loom_ctx_default_params(void);
+
+/* Standalone CPU context (no model, no backend): tensors are allocated in host
+ * memory; compute runs on an internal thread pool owned by the context.
+ * Backend contexts come from loom_backend_ctx_new (loom_backend.h). */
+loom_status loom_ctx_new(const loom_ctx_params *params, loom_ctx **out, loom_error *err);
+
+/* Free the context, its derived contexts, its graph, and every tensor allocated
+ * through the family. Outputs of compute become invalid. NULL is a no-op. */
+void loom_ctx_free(loom_ctx *ctx);
+
+/* Derived contexts share the root's arena and graph but place new tensors:
+ * input() on the CPU (input device); layer(i) on layer i's device, with the bytes
+ * counted as cache of layer i. Owned by the root (do not free). For a standalone
+ * context both allocate host memory. layer(i) with an unknown i returns ctx itself. */
+loom_ctx *loom_ctx_input(loom_ctx *ctx);
+loom_ctx *loom_ctx_layer(loom_ctx *ctx, int layer);
+
+/* Sticky error: LOOM_OK until the first failure in this context family. */
+loom_status loom_ctx_status(const loom_ctx *ctx);
+const char *loom_ctx_error(const loom_ctx *ctx); /* "" when OK; valid until free */
+int64_t loom_ctx_max_nodes(const loom_ctx *ctx);
+
+/* Append t and all its ancestors (dedup, topological order) to the graph.
+ * LOOM_ERR_RANGE if the graph would exceed max_nodes (error is sticky). */
+loom_status loom_ctx_forward(loom_ctx *ctx, loom_tensor *t);
+/* Run the whole accumulated graph. Afterwards the listed outputs are readable
+ * with loom_tensor_read until the next compute/reserve on the same engine/backend. */
+loom_status loom_ctx_compute(loom_ctx *ctx, int n_outputs, loom_tensor *const *outputs);
+/* Plan (and allocate) compute memory for the accumulated graph without running it. */
+loom_status loom_ctx_reserve(loom_ctx *ctx);
+/* Bytes the last reserve/compute planned for intermediates on the CPU. */
+size_t loom_ctx_compute_bytes(const loom_ctx *ctx);
+int64_t loom_ctx_graph_size(const loom_ctx *ctx); /* nodes in the graph */
+
+/* Called after each node is computed (in graph order, on the calling thread).
+ * Return false to stop compute with LOOM_ERR_CANCELLED. */
+typedef bool (*loom_eval_cb)(loom_tensor *t, void *user);
+void loom_ctx_set_eval_callback(loom_ctx *ctx, loom_eval_cb cb, void *user);
+/* Polled between graph nodes; return true to abort compute (LOOM_ERR_CANCELLED). */
+typedef bool (*loom_abort_cb)(void *user);
+void loom_ctx_set_abort_callback(loom_ctx *ctx, loom_abort_cb cb, void *user);
+
+/* ------------------------------------------------------------------ tensors */
+
+/* Allocating constructors (memory committed now, freed with the context family).
+ * n_dims 1..4; every extent >= 1, except: n_dims == 0 or ne[0] == 0 gives an empty
+ * 1-D tensor (ne0 = 0, no memory). Bad arguments set the sticky error. */
+loom_tensor *loom_empty(loom_ctx *ctx, loom_type type, int n_dims, const int64_t *ne);
+loom_tensor *loom_zeros(loom_ctx *ctx, loom_type type, int n_dims, const int64_t *ne);
+/* data has exactly n elements; n must equal the shape's element count. */
+loom_tensor *loom_from_f32(loom_ctx *ctx, const float *data, size_t n, int n_dims, const int64_t *ne);
+loom_tensor *loom_from_i32(loom_ctx *ctx, const int32_t *data, size_t n, int n_dims, const int64_t *ne);
+/* Raw bytes in the type's block layout; nbytes must equal the tensor's size. */
+loom_tensor *loom_from_bytes(loom_ctx *ctx, loom_type type, const void *data, size_t nbytes,
+                             int n_dims, const int64_t *ne);
+/* [start, stop) with step. F32: a graph op; I32: filled now. */
+loom_tensor *loom_arange(loom_ctx *ctx, float start, float stop, float step, loom_type type);
+
+loom_type loom_tensor_type(const loom_tensor *t);
+int64_t loom_tensor_ne(const loom_tensor *t, int i);  /* i in 0..3, else 1 */
+size_t loom_tensor_nb(const loom_tensor *t, int i);   /* i in 0..3, else 0 */
+int loom_tensor_n_dims(const loom_tensor *t);         /* trailing 1s dropped, min 1 */
+int64_t loom_tensor_nelements(const loom_tensor *t);
+size_t loom_tensor_nbytes(const loom_tensor *t);
+loom_op loom_tensor_op(const loom_tensor *t);
+bool loom_tensor_is_poison(const loom_tensor *t);
+bool loom_tensor_is_contiguous(const loom_tensor *t);
+const loom_tensor *loom_tensor_src(const loom_tensor *t, int i); /* NULL if none */
+/* Names (for debugging, callbacks, weights). Truncated to LOOM_MAX_NAME-1. */
+loom_tensor *loom_tensor_set_name(loom_tensor *t, const char *name);
+const char *loom_tensor_name(const loom_tensor *t);
+
+/* Read the bytes of a computed output (or of any allocated tensor), in logical
+ * order for contiguous tensors. nbytes must equal loom_tensor_nbytes(t).
+ * LOOM_ERR_INVALID_ARG if t has no readable data. */
+loom_status loom_tensor_read(const loom_tensor *t, void *dst, size_t nbytes);
+loom_status loom_tensor_read_f32(const loom_tensor *t, float *dst, size_t n);
+/* Overwrite the data of an allocated (non-op) tensor. */
+loom_status loom_tensor_write(loom_tensor *t, const void *src, size_t nbytes);
+
+/* ------------------------------------------------------------------ ops */
+/* All ops return a new node (or a view) in ctx's arena; a poison tensor on error. */
+
+/* Elementwise binary, b broadcast into a: b.ne[i] must divide a.ne[i]. Result = a's shape/type. */
+loom_tensor *loom_add(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_sub(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_mul(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_div(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+
+/* Unary (F32; F16 input allowed where noted in the docs). */
+loom_tensor *loom_neg(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_scale(loom_ctx *ctx, loom_tensor *a, float s);
+loom_tensor *loom_sqr(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_sqrt(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_sin(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_cos(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_tanh(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_sigmoid(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_silu(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a);       /* tanh form */
+loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a); /* x*sigmoid(1.702x) */
+loom_tensor *loom_clamp(loom_ctx *ctx, loom_tensor *a, float lo, float hi);
+
+/* Reductions / normalisation along ne0. */
+loom_tensor *loom_sum_rows(loom_ctx *ctx, loom_tensor *a);  /* [1,ne1,ne2,ne3] */
+loom_tensor *loom_mean(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_variance(loom_ctx *ctx, loom_tensor *a);  /* population variance */
+loom_tensor *loom_stddev(loom_ctx *ctx, loom_tensor *a);
+loom_tensor *loom_softmax(loom_ctx *ctx, loom_tensor *a);
+/* softmax(a*scale + mask) per row; mask F32/F16 [ne0, >=ne1] broadcast over dims 2,3; may be NULL. */
+loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale);
+/* (x-mean)/sqrt(var+eps), then *w if w, then +b if w and b. */
+loom_tensor *loom_layer_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, loom_tensor *b, float eps);
+/* x/sqrt(mean(x^2)+eps), then *w if w. */
+loom_tensor *loom_rms_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, float eps);
+
+/* out[i,j,k,l] = sum_d a[d,i,k/(b.ne2/a.ne2),l/(b.ne3/a.ne3)] * b[d,j,k,l]; result F32
+ * [a.ne1, b.ne1, b.ne2, b.ne3]. a: any weight type; b: F32. */
+loom_tensor *loom_mul_mat(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+loom_tensor *loom_mul_mat_full_prec(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+/* MoE: a [K,N,E], b [K,B1,T], ids I32 [S,T] (S % B1 == 0) -> F32 [N,S,T]. */
+loom_tensor *loom_mul_mat_id(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, loom_tensor *ids);
+
+/* Shape and view ops (O(1) descriptor changes unless noted). */
+loom_tensor *loom_reshape(loom_ctx *ctx, loom_tensor *a, int n_dims, const int64_t *ne); /* a contiguous */
+/* View: args alternate ne0, nb1, ne1, nb2, ne2, nb3, ne3 (n_args 1, 3, 5 or 7);
+ * offset in bytes from a's data. Bounds-checked. */
+loom_tensor *loom_view(loom_ctx *ctx, loom_tensor *a, size_t offset, int n_args, const int64_t *args);
+/* Source dim i moves to position p[i]. */
+loom_tensor *loom_permute(loom_ctx *ctx, loom_tensor *a, int p0, int p1, int p2, int p3);
+loom_tensor *loom_transpose(loom_ctx *ctx, loom_tensor *a); /* swap dims 0 and 1 */
+loom_tensor *loom_cont(loom_ctx *ctx, loom_tensor *a);      /* contiguous copy */
+loom_tensor *loom_cont_nd(loom_ctx *ctx, loom_tensor *a, int n_dims, const int64_t *ne);
+loom_tensor *loom_dup(loom_ctx *ctx, loom_tensor *a);
+/* Copy a's elements (flattened logical order) into b's memory, converting type
+ * (F32->F32/F16/BF16/Q8_0/Q4_0, F16->F32/F16, I32->I32). Returns a view of b;
+ * has effect only if the returned node is forwarded. Counts must match. */
+loom_tensor *loom_cpy(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
+/* Copy of a with b's elements written from byte offset (1-D), or as rows of stride nb1. */
+loom_tensor *loom_set(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, size_t offset);
+loom_tensor *loom_set_2d(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, size_t offset, size_t nb1);
+/* Pad at the end of each dim with zeros; negative values truncate. p3 must be 0. */
+loom_tensor *loom_pad(loom_ctx *ctx, loom_tensor *a, int p0, int p1, int p2, int p3);
+loom_tensor *loom_concat(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, int dim);
+/* a.concat(s[0].concat(s[1] ...)) along dim (right-nested). */
+loom_tensor *loom_stack(loom_ctx *ctx, loom_tensor *a, int dim, int n, loom_tensor *const *s);
+loom_tensor *loom_repeat(loom_ctx *ctx, loom_tensor *a, int dim, int n);
+/* a [E,R,A2,A3], ids I32 [n] / [n,m] / [n,m,k] with a.ne2 == ids.ne1 -> F32 [E,n,m,k]
+ * (I32 if a is I32). Dequantises. */
+loom_tensor *loom_get_rows(loom_ctx *ctx, loom_tensor *a, loom_tensor *ids);
+
+/* Sorting / selection along ne0 (I32 results). */
+loom_tensor *loom_argsort(loom_ctx *ctx, loom_tensor *a, bool descending);
+/* Indices of the k largest per row, descending; a strided view [k,ne1,ne2,ne3]. */
+loom_tensor *loom_top_k(loom_ctx *ctx, loom_tensor *a, int k);
+
+/* RoPE. a [head_dim, heads, T, 1] F32/F16 (quantized: cast to F32 first);
+ * pos I32 [T]. n_dims even, <= ne0; dims >= n_dims copied unchanged. */
+typedef enum loom_rope_mode { LOOM_ROPE_NORMAL = 0, LOOM_ROPE_NEOX = 2 } loom_rope_mode;
+typedef struct loom_rope_opts {
+    loom_rope_mode mode;
+    loom_tensor *factors;     /* F32 [>= n_dims/2] frequency divisors, or NULL */
+    int orig_ctx;             /* YaRN original context length (default 131072) */
+    float ext_factor;         /* YaRN extrapolation mix (0 = off) */
+    float attn_factor;        /* magnitude scale (default 1) */
+    float beta_fast, beta_slow; /* defaults 32, 1 */
+} loom_rope_opts;
+loom_rope_opts loom_rope_default_opts(void);
+loom_tensor *loom_rope(loom_ctx *ctx, loom_tensor *a, loom_tensor *pos, int n_dims, float base,
+                       float freq_scale, const loom_rope_opts *opts /* NULL = defaults */);
+
+/* Convolution / pooling (2-D). kernel [KW,KH,IC,OC], input [W,H,IC,N]. */
+loom_tensor *loom_im2col(loom_ctx *ctx, loom_tensor *kernel, loom_tensor *input, int s0, int s1,
+                         int p0, int p1, int d0, int d1, loom_type dst_type);
+loom_tensor *loom_conv2d(loom_ctx *ctx, loom_tensor *kernel, loom_tensor *input, int s0, int s1,
+                         int p0, int p1, int d0, int d1); /* -> F32 [OW,OH,OC,N] */
+loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p);
+
+/* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
+ * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)
+ * or NULL. Returns F32 [Dv,H,T]. Uses the context's flash_attn setting. */
+loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
+                       loom_tensor *mask, float scale);
+/* The fused primitive: q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv] (views), mask F16 [L,>=T]
+ * or NULL -> F32 [Dv,H,T]. */
+loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
+                             loom_tensor *mask, float scale);
+/* Whether this context's sdpa uses flash attention. */
+bool loom_ctx_flash_attn(const loom_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOOM_H */

@@ -1,0 +1,165 @@
+/*
+ * loom_backend.h - a model file opened onto devices.
+ *
+ * loom_backend_open decides which device holds every tensor (CPU and accelerators;
+ * simulated devices for tests/planning), accounts every byte per device and per
+ * layer, and allocates weight buffers - before reading any weight byte.
+ * loom_backend_load then reads the weights in parallel with progress and
+ * cancellation. Model code creates one context per forward pass with
+ * loom_backend_ctx_new, builds a graph with the ops of loom.h, and computes it;
+ * the scheduler splits the graph by device.
+ *
+ * Example:
+ *     loom_backend_params p = loom_backend_default_params();
+ *     p.n_gpu_layers = 6;
+ *     loom_backend *be; loom_error err = {0};
+ *     loom_status s = loom_backend_open("m.gguf", &p, &be, &err);
+ *     if (s == LOOM_ERR_NOMEM) { loom_backend_memory m; loom_backend_memory_get(be, &m);
+ *                                ... re-plan ...; loom_backend_memory_free(&m); loom_backend_close(be); }
+ *     else if (s) { fprintf(stderr, "%s\n", err.msg); }
+ *     s = loom_backend_load(be, progress_cb, user, &err);
+ *
+ * Layer placement follows the backend contract (§3.3): the last n_gpu_layers
+ * repeating layers go to accelerators; the output layer only when
+ * n_gpu_layers >= block_count + 1. Memory report layout (§1.3): per device,
+ * weights[] and cache[] have block_count+1 entries (last = output layer).
+ *
+ * Threading: one thread uses a backend at a time, except loom_backend_cancel,
+ * which may be called from any thread during load or compute.
+ */
+#ifndef LOOM_BACKEND_H
+#define LOOM_BACKEND_H
+
+#include "loom.h"
+#include "loom_gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_backend loom_backend;
+
+typedef enum loom_device_kind {
+    LOOM_DEVICE_CPU = 0,
+    LOOM_DEVICE_GPU = 1,
+    LOOM_DEVICE_ACCEL = 2
+} loom_device_kind;
+
+/* A simulated accelerator: kind GPU, fixed capacity, separate buffers, computes
+ * with the CPU kernels. Allocations past the capacity fail like a device OOM. */
+typedef struct loom_sim_device {
+    char name[32];
+    uint64_t memory_bytes;
+} loom_sim_device;
+
+/* Parse "gpu0=512MiB,gpu1=256MiB" (units B, KiB, MiB, GiB; no unit = bytes) into
+ * at most max devices. LOOM_ERR_INVALID_ARG with a message on a malformed spec. */
+loom_status loom_sim_devices_parse(const char *spec, loom_sim_device *out, int max, int *n_out,
+                                   loom_error *err);
+
+typedef struct loom_backend_params {
+    int n_threads;            /* CPU threads; 0 = physical cores available */
+    int n_gpu_layers;         /* trailing layers (incl. output pseudo-layer) on accelerators */
+    const float *tensor_split;/* per-accelerator proportions; NULL/all zero = by free memory */
+    int n_tensor_split;
+    bool flash_attn;          /* contexts use flash attention; selects the cache config */
+    bool dry_run;             /* plan and account only: no buffers, load/compute refused */
+    bool no_mmap;             /* read weights with pread instead of mapping the file */
+    const loom_sim_device *sim_devices; /* simulated accelerators, or NULL */
+    int n_sim_devices;        /* 0 = take them from env LOOM_SIM_DEVICES if set */
+    int64_t max_nodes;        /* graph node limit; 0 = max(8192, 5 * tensors) */
+} loom_backend_params;
+
+loom_backend_params loom_backend_default_params(void);
+
+/* ---- memory accounting (contract §1.3) */
+typedef enum loom_alloc_status {
+    LOOM_ALLOC_UNALLOCATED = 0,
+    LOOM_ALLOC_FAILED = 1,    /* size holds the attempted size */
+    LOOM_ALLOC_ALLOCATED = 2
+} loom_alloc_status;
+
+typedef struct loom_memory {
+    uint64_t size;
+    loom_alloc_status status;
+} loom_memory;
+
+typedef struct loom_device_memory {
+    char name[32];            /* "CPU", "gpu0", ... */
+    char id[64];              /* device id string ("" for the CPU) */
+    loom_device_kind kind;
+    uint64_t total_bytes;     /* capacity (host RAM for the CPU) */
+    uint64_t free_bytes;      /* free at open */
+    int n_layers;             /* block_count + 1 */
+    loom_memory *weights;     /* [n_layers]; last = output layer */
+    loom_memory *cache;       /* [n_layers] */
+    loom_memory graph;        /* compute buffer, max over reserves */
+} loom_device_memory;
+
+typedef struct loom_backend_memory {
+    loom_memory input_weights;     /* token embeddings and other CPU-forced tensors */
+    int n_devices;                 /* devices[0] is the CPU, then accelerators in order */
+    loom_device_memory *devices;
+} loom_backend_memory;
+
+/* Deep copy of the current report into *out (free with loom_backend_memory_free). */
+loom_status loom_backend_memory_get(const loom_backend *be, loom_backend_memory *out);
+void loom_backend_memory_free(loom_backend_memory *m);
+/* Sum of every entry's size (weights + cache + graph + input weights). */
+uint64_t loom_backend_memory_total(const loom_backend_memory *m);
+
+/* ---- cache configuration (contract §1.4/§3.9) */
+typedef struct loom_cache_config {
+    int cache_padding;        /* FA: 256, else 32 */
+    bool permuted_v;          /* FA: false, else true */
+    loom_type mask_type;      /* FA: F16, else F32 */
+    int mask_batch_padding;   /* FA: 64, else 1 */
+} loom_cache_config;
+
+/* ---- lifecycle */
+
+/* Open path, place and account every tensor, allocate weight buffers (unless
+ * dry_run). No weight bytes are read. On LOOM_ERR_NOMEM *out is still set to a
+ * backend whose memory report can be read (then close it); on other errors *out
+ * is NULL. A tensor whose layer index >= block_count is LOOM_ERR_FORMAT. */
+loom_status loom_backend_open(const char *path, const loom_backend_params *params,
+                              loom_backend **out, loom_error *err);
+
+/* Progress: bytes done / total (called from worker threads, possibly
+ * concurrently; keep it cheap). Return false to cancel the load. */
+typedef bool (*loom_progress_cb)(uint64_t done, uint64_t total, void *user);
+
+/* Read all weights into their buffers with a pool of workers. Cancellation (the
+ * callback or loom_backend_cancel) and I/O errors stop all workers promptly and
+ * return LOOM_ERR_CANCELLED / LOOM_ERR_IO (message names the tensor); the backend
+ * stays closable. */
+loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user, loom_error *err);
+/* Ask a running load or compute to stop. Thread-safe, async-signal-unsafe. */
+void loom_backend_cancel(loom_backend *be);
+void loom_backend_close(loom_backend *be); /* NULL is a no-op */
+
+/* ---- what model code uses */
+const loom_gguf *loom_backend_gguf(const loom_backend *be);
+const char *loom_backend_arch(const loom_backend *be);  /* general.architecture or "" */
+int loom_backend_block_count(const loom_backend *be);
+/* Weight tensor by name (incl. the tied "output.weight" copy and per-layer
+ * "blk.N.rope_freqs.weight" copies), or NULL when absent. Read-only. */
+loom_tensor *loom_backend_get_tensor(const loom_backend *be, const char *name);
+loom_cache_config loom_backend_cache_config(const loom_backend *be);
+bool loom_backend_flash_attn(const loom_backend *be);
+int64_t loom_backend_max_nodes(const loom_backend *be);
+/* New root context (max_nodes 0 = backend max; more is LOOM_ERR_INVALID_ARG).
+ * Use loom_ctx_input/loom_ctx_layer to create tensors; free with loom_ctx_free. */
+loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err);
+
+/* ---- placement queries */
+int loom_backend_device_count(const loom_backend *be);        /* CPU + accelerators */
+const char *loom_backend_device_name(const loom_backend *be, int dev);
+/* Device index holding repeating layer i (0..block_count-1) or, for
+ * i == block_count, the output layer. -1 if out of range. */
+int loom_backend_layer_device(const loom_backend *be, int layer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOOM_BACKEND_H */

@@ -1,0 +1,60 @@
+/*
+ * kernels.h (internal) - per-ISA kernel table for matmul inner loops.
+ *
+ * Design: a weight row of type T is multiplied with an activation row that was
+ * converted ONCE per matmul into T's "vec_dot_type" (Q8_0 for Q4_0/Q5_0/Q8_0/MXFP4,
+ * Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, F16 for F16, BF16 for BF16, F32 for F32).
+ * The table is chosen once per process from CPUID/XGETBV (or LOOM_CPU_ISA) and is
+ * immutable afterwards, so it may be used from any thread.
+ *
+ * Every ISA table is complete: entries an ISA does not accelerate point at the
+ * scalar reference. Tests compare each table against the scalar one.
+ */
+#ifndef LOOM_CPU_KERNELS_H
+#define LOOM_CPU_KERNELS_H
+
+#include "loom_base.h"
+
+/* s[0] = dot(x[0..n), y[0..n)); x is a weight row of the entry's type, y an
+ * activation row in vec_dot_type; n is a multiple of both block sizes. */
+typedef void (*loom_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+/* Convert n floats into a row of an activation type (n multiple of its block). */
+typedef void (*loom_from_float_fn)(const float *x, void *y, int64_t n);
+
+/* Optional tiled matmul: C[j*ldc + i] = dot(W row i, A row j) for i in [i0,i1),
+ * j in [j0,j1). W rows are w_stride bytes apart, activation rows (already in
+ * vec_dot_type) a_stride bytes apart. Returns false to decline (caller falls back
+ * to vec_dot). */
+typedef bool (*loom_gemm_fn)(loom_type wtype, int64_t k, const void *w, size_t w_stride,
+                             const void *a, size_t a_stride, float *c, size_t ldc,
+                             int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+typedef struct loom_kernel_entry {
+    loom_type vec_dot_type;   /* activation format for weights of this type */
+    loom_vec_dot_fn vec_dot;  /* NULL: this weight type has no matmul kernel */
+} loom_kernel_entry;
+
+typedef struct loom_kernels {
+    const char *name;                              /* "scalar", "avx2", "avx512", "neon" */
+    loom_kernel_entry dot[LOOM_TYPE_COUNT];         /* indexed by weight type */
+    loom_from_float_fn from_float[LOOM_TYPE_COUNT]; /* indexed by activation type */
+    loom_gemm_fn gemm;                              /* may be NULL */
+    /* f32 helpers for the ops (never NULL) */
+    float (*dot_f32)(int64_t n, const float *x, const float *y);
+    void (*axpy_f32)(int64_t n, float a, const float *x, float *y); /* y += a*x */
+} loom_kernels;
+
+/* The process-wide table: chosen on first call (thread-safe), honouring
+ * LOOM_CPU_ISA=scalar|avx2|avx512|neon (an unavailable level falls back to the
+ * best available one below it, with a warning on stderr once). */
+const loom_kernels *loom_kernels_get(void);
+/* The scalar reference table (always available). */
+const loom_kernels *loom_kernels_scalar(void);
+/* The table for a named level if this CPU and OS support it, else NULL. */
+const loom_kernels *loom_kernels_for(const char *isa);
+/* Names of all levels compiled in (NULL-terminated static list). */
+const char *const *loom_kernels_levels(void);
+/* One-line description of CPU features detected and the level chosen. */
+void loom_kernels_describe(char *buf, size_t size);
+
+#endif
