@@ -64,7 +64,15 @@ typedef struct loom_backend_params {
     int n_tensor_split;
     bool flash_attn;          /* contexts use flash attention; selects the cache config */
     bool dry_run;             /* plan and account only: no buffers, load/compute refused */
-    bool no_mmap;             /* read weights with pread instead of mapping the file */
+    bool no_mmap;             /* read weights with pread instead of mapping the file.
+                                 Default (false): CPU weights that are their own file
+                                 tensor point into a read-only MAP_PRIVATE mapping and
+                                 load only faults the pages in (measured ~10x faster
+                                 than pread into buffers, warm and cold cache); copies
+                                 (tied output, rope per layer) and accelerator weights
+                                 are always read into buffers. Mapped bytes are still
+                                 accounted as weights. Truncating the file while it is
+                                 mapped raises SIGBUS: use no_mmap if that can happen. */
     const loom_sim_device *sim_devices; /* simulated accelerators, or NULL */
     int n_sim_devices;        /* 0 = take them from env LOOM_SIM_DEVICES if set */
     int64_t max_nodes;        /* graph node limit; 0 = max(8192, 5 * tensors) */
@@ -129,10 +137,14 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
  * concurrently; keep it cheap). Return false to cancel the load. */
 typedef bool (*loom_progress_cb)(uint64_t done, uint64_t total, void *user);
 
-/* Read all weights into their buffers with a pool of workers. Cancellation (the
- * callback or loom_backend_cancel) and I/O errors stop all workers promptly and
- * return LOOM_ERR_CANCELLED / LOOM_ERR_IO (message names the tensor); the backend
- * stays closable. */
+/* Read all weights into their buffers with a pool of min(n_threads, tensors)
+ * workers, each with its own file descriptor, in 128 KiB chunks written to every
+ * target of a file tensor. Progress total = file size - data offset. Cancellation
+ * (the callback or loom_backend_cancel) and I/O errors (short reads included)
+ * stop all workers at their next chunk boundary and return LOOM_ERR_CANCELLED /
+ * LOOM_ERR_IO (message names the tensor and file offset). Worker resources are
+ * freed; weight buffers stay until close, so the backend stays closable and a
+ * later load may retry. LOOM_ERR_INVALID_ARG on a dry-run or failed backend. */
 loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user, loom_error *err);
 /* Ask a running load or compute to stop. Thread-safe, async-signal-unsafe. */
 void loom_backend_cancel(loom_backend *be);
@@ -149,8 +161,25 @@ loom_cache_config loom_backend_cache_config(const loom_backend *be);
 bool loom_backend_flash_attn(const loom_backend *be);
 int64_t loom_backend_max_nodes(const loom_backend *be);
 /* New root context (max_nodes 0 = backend max; more is LOOM_ERR_INVALID_ARG).
- * Use loom_ctx_input/loom_ctx_layer to create tensors; free with loom_ctx_free. */
+ * Use loom_ctx_input/loom_ctx_layer to create tensors (tensors created on the root
+ * itself go to the CPU, uncounted, like input()); free with loom_ctx_free before
+ * loom_backend_close. Layer allocations are counted as cache (Failed + NOMEM when
+ * the device is full); reserve/compute record per-device compute memory as graph
+ * (planned nodes + staging for cross-device copies + executor work area; buffers
+ * only grow, so graph is the max over calls; NOMEM leaves Failed + attempted size).
+ * Refused (LOOM_ERR_INVALID_ARG) on dry-run and failed backends. */
 loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err);
+
+/* ---- planning hooks (model code, dry runs: `loom plan`)
+ * Add bytes to the cache of layer (0..block_count) on that layer's device, as a
+ * layer(i) allocation would (status stays Unallocated on a dry-run backend).
+ * LOOM_ERR_INVALID_ARG for a bad layer. */
+loom_status loom_backend_account_cache(loom_backend *be, int layer, uint64_t bytes);
+/* Record a compute-buffer size for device dev (kept as the max over calls, like
+ * reserve does). LOOM_ERR_INVALID_ARG for a bad device index. */
+loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes);
+/* True when opened with params.dry_run (no buffers; load/compute refused). */
+bool loom_backend_is_dry_run(const loom_backend *be);
 
 /* ---- placement queries */
 int loom_backend_device_count(const loom_backend *be);        /* CPU + accelerators */

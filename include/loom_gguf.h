@@ -74,10 +74,16 @@ typedef struct loom_gguf_tensor_info {
 } loom_gguf_tensor_info;
 
 /* Open and validate a file. On success *out owns the file (close it with
- * loom_gguf_close). On failure *out is NULL and err says why. params may be NULL. */
+ * loom_gguf_close). On failure *out is NULL and err says why (message starts with
+ * the quoted path): LOOM_ERR_IO (cannot open/read), LOOM_ERR_FORMAT (malformed or
+ * unsupported content), LOOM_ERR_NOMEM. params may be NULL (= mmap). Without mmap
+ * (params->no_mmap, or if mmap fails) only the header region is read into memory;
+ * tensor_data then returns NULL and read_tensor must be used. A file with no
+ * tensors may end before the (aligned) data offset. */
 loom_status loom_gguf_open(const char *path, const loom_gguf_params *params,
                            loom_gguf **out, loom_error *err);
-/* Parse a GGUF image held in memory (bytes must outlive the handle; not copied). */
+/* Parse a GGUF image held in memory (bytes must outlive the handle; not copied).
+ * Same validation and errors as loom_gguf_open; tensor_data points into data. */
 loom_status loom_gguf_open_memory(const void *data, size_t size, loom_gguf **out,
                                   loom_error *err);
 void loom_gguf_close(loom_gguf *g); /* NULL is a no-op */
@@ -87,7 +93,10 @@ uint32_t loom_gguf_alignment(const loom_gguf *g);
 uint64_t loom_gguf_data_offset(const loom_gguf *g); /* start of the tensor data section */
 uint64_t loom_gguf_file_size(const loom_gguf *g);
 
-/* ---- key/value metadata. Index-based iteration: 0..kv_count-1 in file order. */
+/* ---- key/value metadata. Index-based iteration: 0..kv_count-1 in file order.
+ * Out-of-range indices: kv_key returns NULL, kv_type/kv_array_type return
+ * LOOM_GGUF_VTYPE_COUNT, kv_array_len 0, the kv_* getters LOOM_ERR_RANGE.
+ * Lookups by key/name are hashed (O(1)). */
 int64_t loom_gguf_kv_count(const loom_gguf *g);
 const char *loom_gguf_kv_key(const loom_gguf *g, int64_t i);     /* NUL-terminated */
 loom_gguf_vtype loom_gguf_kv_type(const loom_gguf *g, int64_t i);
@@ -121,14 +130,20 @@ loom_status loom_gguf_kv_float(const loom_gguf *g, int64_t i, double *out);
 loom_status loom_gguf_kv_str(const loom_gguf *g, int64_t i, loom_gguf_str *out);
 
 /* Arrays. *data points at the raw little-endian elements inside the file image
- * (numeric arrays; valid while g is open); string arrays use get_arr_str. */
+ * (numeric arrays; valid while g is open; NOT necessarily aligned: memcpy before
+ * using it as a typed array). For string arrays the call succeeds with *elem_type
+ * = LOOM_GGUF_STRING, *len set and *data = NULL: read elements with kv_arr_str.
+ * LOOM_ERR_NOT_FOUND if absent, LOOM_ERR_TYPE if the KV is not an array,
+ * LOOM_ERR_RANGE for a bad index. Any out pointer may be NULL. */
 loom_status loom_gguf_get_arr(const loom_gguf *g, const char *key, loom_gguf_vtype *elem_type,
                               const void **data, uint64_t *len);
 loom_status loom_gguf_kv_arr(const loom_gguf *g, int64_t i, loom_gguf_vtype *elem_type,
                              const void **data, uint64_t *len);
 /* Element j of a string array (by KV index). */
 loom_status loom_gguf_kv_arr_str(const loom_gguf *g, int64_t i, uint64_t j, loom_gguf_str *out);
-/* Element j of an array of any integer type / any float type, converted. */
+/* Element j of an array of any integer type / any float type, converted.
+ * LOOM_ERR_RANGE if j >= len (or a u64 element exceeds INT64_MAX), LOOM_ERR_TYPE if
+ * the elements are of another kind. */
 loom_status loom_gguf_kv_arr_int(const loom_gguf *g, int64_t i, uint64_t j, int64_t *out);
 loom_status loom_gguf_kv_arr_float(const loom_gguf *g, int64_t i, uint64_t j, double *out);
 
@@ -147,7 +162,16 @@ loom_status loom_gguf_read_tensor(const loom_gguf *g, int64_t i, uint64_t offset
 const char *loom_gguf_path(const loom_gguf *g);
 
 /* ---- writer. Collects KVs and tensors in memory, then writes a v3 file.
- * Data passed to add_tensor is copied. Keys/tensor names must be unique. */
+ * Data passed to add_tensor is copied. Keys/tensor names must be unique.
+ * Layout: KVs in insertion order, tensors in insertion order at increasing
+ * offsets, each tensor's data padded with zeros to the alignment (default 32).
+ * If the alignment is not 32 and no "general.alignment" KV was added, one (u32)
+ * is appended at write time; "general.alignment" may only be added as a u32
+ * power of two (which also sets the alignment).
+ * add_* return LOOM_ERR_INVALID_ARG for NULL/empty/duplicate keys or bad
+ * arguments, LOOM_ERR_NOMEM on allocation failure. add_tensor also returns
+ * LOOM_ERR_TYPE (unknown type), LOOM_ERR_SHAPE (extent < 1, ne[0] not a multiple
+ * of the block size), LOOM_ERR_RANGE (size overflow). A writer is not thread-safe. */
 typedef struct loom_gguf_writer loom_gguf_writer;
 
 loom_status loom_gguf_writer_new(loom_gguf_writer **out);

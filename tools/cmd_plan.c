@@ -1,9 +1,253 @@
-/* loom plan (placeholder until implemented). */
+/* loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...] [--sim-devices spec]
+ *                      [--ctx N] [--batch N] [--flash-attn] [--json]
+ *
+ * Opens the model as a dry-run backend (nothing allocated, no weight read) and
+ * prints where every layer lives and the memory table per device (weights /
+ * cache / graph). Cache and graph come from the model code's planning hook
+ * (PLAN_MODEL_HOOK below); until the model code provides it they are zero.
+ * Errors: exit status 1 and one line on stderr; bad usage: status 2. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "loom_backend.h"
+
+#define PLAN_MAX_SPLIT 16
+#define PLAN_MAX_SIM 16
+
+typedef struct plan_opts {
+    const char *model;
+    int gpu_layers;
+    float split[PLAN_MAX_SPLIT];
+    int n_split;
+    loom_sim_device sims[PLAN_MAX_SIM];
+    int n_sims;
+    bool have_sims;
+    long long n_ctx, n_batch;
+    bool flash_attn, json;
+} plan_opts;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...]\n"
+            "                 [--sim-devices gpu0=512MiB,...] [--ctx N] [--batch N] [--flash-attn] [--json]\n"
+            "Dry run: prints the device of every layer and the memory per device, allocating nothing.\n"
+            "--sim-devices defaults to $LOOM_SIM_DEVICES.\n");
+}
+
+static bool parse_ll(const char *s, long long lo, long long hi, long long *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_split(const char *s, plan_opts *o) {
+    o->n_split = 0;
+    const char *p = s;
+    while (*p) {
+        if (o->n_split >= PLAN_MAX_SPLIT) return false;
+        char *end;
+        errno = 0;
+        float v = strtof(p, &end);
+        if (end == p || errno || !(v >= 0) || v > 1e30f) return false;
+        o->split[o->n_split++] = v;
+        if (*end == ',') end++;
+        else if (*end) return false;
+        p = end;
+    }
+    return o->n_split > 0;
+}
+
+static void human(char *buf, size_t n, uint64_t b) {
+    if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (double)(1ull << 20));
+    else if (b >= 1024) snprintf(buf, n, "%.2f KiB", (double)b / 1024.0);
+    else snprintf(buf, n, "%" PRIu64 " B", b);
+}
+
+static uint64_t sum_mem(const loom_memory *m, int n) {
+    uint64_t s = 0;
+    for (int i = 0; i < n; i++) s += m[i].size;
+    return s;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void print_json(FILE *f, const loom_backend *be, const loom_backend_memory *m) {
+    int blocks = loom_backend_block_count(be);
+    fprintf(f, "{\"layers\": [");
+    for (int i = 0; i < blocks; i++) {
+        fprintf(f, "%s{\"index\": %d, \"device\": ", i ? ", " : "", i);
+        json_str(f, loom_backend_device_name(be, loom_backend_layer_device(be, i)));
+        fputc('}', f);
+    }
+    fprintf(f, "], \"output\": {\"device\": ");
+    json_str(f, loom_backend_device_name(be, loom_backend_layer_device(be, blocks)));
+    fprintf(f, "}, \"memory\": {\"input_weights\": %" PRIu64 ", \"devices\": [", m->input_weights.size);
+    for (int d = 0; d < m->n_devices; d++) {
+        const loom_device_memory *dm = &m->devices[d];
+        fprintf(f, "%s{\"name\": ", d ? ", " : "");
+        json_str(f, dm->name);
+        fprintf(f, ", \"weights\": [");
+        for (int i = 0; i < dm->n_layers; i++) fprintf(f, "%s%" PRIu64, i ? ", " : "", dm->weights[i].size);
+        fprintf(f, "], \"cache\": [");
+        for (int i = 0; i < dm->n_layers; i++) fprintf(f, "%s%" PRIu64, i ? ", " : "", dm->cache[i].size);
+        fprintf(f, "], \"graph\": %" PRIu64 ", \"total_bytes\": %" PRIu64 "}", dm->graph.size, dm->total_bytes);
+    }
+    fprintf(f, "]}}\n");
+}
+
+static void print_text(FILE *f, const plan_opts *o, const loom_backend *be, const loom_backend_memory *m) {
+    int blocks = loom_backend_block_count(be);
+    char a[32], b[32], c[32], t[32];
+    fprintf(f, "model: %s (arch %s, %d blocks)\n", o->model, loom_backend_arch(be), blocks);
+    fprintf(f, "gpu layers: %d   flash attention: %s   ctx: %lld   batch: %lld\n", o->gpu_layers,
+            o->flash_attn ? "on" : "off", o->n_ctx, o->n_batch);
+    fprintf(f, "devices:");
+    for (int d = 0; d < m->n_devices; d++) {
+        human(a, sizeof a, m->devices[d].total_bytes);
+        fprintf(f, "%s %s (%s)", d ? "," : "", m->devices[d].name, a);
+    }
+    fprintf(f, "\n\nlayer   device\n");
+    for (int i = 0; i < blocks; i++)
+        fprintf(f, "%-7d %s\n", i, loom_backend_device_name(be, loom_backend_layer_device(be, i)));
+    fprintf(f, "output  %s\n\n", loom_backend_device_name(be, loom_backend_layer_device(be, blocks)));
+
+    fprintf(f, "%-16s %14s %14s %14s %14s\n", "device", "weights", "cache", "graph", "total");
+    uint64_t tw = m->input_weights.size, tc = 0, tg = 0;
+    human(a, sizeof a, m->input_weights.size);
+    fprintf(f, "%-16s %14s %14s %14s %14s\n", "input (CPU)", a, "-", "-", a);
+    for (int d = 0; d < m->n_devices; d++) {
+        const loom_device_memory *dm = &m->devices[d];
+        uint64_t w = sum_mem(dm->weights, dm->n_layers), ca = sum_mem(dm->cache, dm->n_layers);
+        tw += w;
+        tc += ca;
+        tg += dm->graph.size;
+        human(a, sizeof a, w);
+        human(b, sizeof b, ca);
+        human(c, sizeof c, dm->graph.size);
+        uint64_t tot = w + ca + dm->graph.size;
+        human(t, sizeof t, tot);
+        fprintf(f, "%-16s %14s %14s %14s %14s%s\n", dm->name, a, b, c, t,
+                dm->kind != LOOM_DEVICE_CPU && tot > dm->total_bytes ? "  EXCEEDS CAPACITY" : "");
+    }
+    human(a, sizeof a, tw);
+    human(b, sizeof b, tc);
+    human(c, sizeof c, tg);
+    human(t, sizeof t, tw + tc + tg);
+    fprintf(f, "%-16s %14s %14s %14s %14s\n", "total", a, b, c, t);
+}
 
 int loom_cmd_plan(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "loom plan: not implemented yet\n");
-    return 1;
+    plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_ctx = 2048;
+    o.n_batch = 512;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            o.json = true;
+        } else if (!strcmp(a, "--flash-attn")) {
+            o.flash_attn = true;
+        } else if (!strcmp(a, "--gpu-layers") || !strcmp(a, "-ngl")) {
+            if (!parse_ll(v, -1000000000LL, 1000000000LL, &n)) goto bad_value;
+            o.gpu_layers = (int)n;
+            i++;
+        } else if (!strcmp(a, "--ctx")) {
+            if (!parse_ll(v, 1, 1LL << 30, &o.n_ctx)) goto bad_value;
+            i++;
+        } else if (!strcmp(a, "--batch")) {
+            if (!parse_ll(v, 1, 1LL << 30, &o.n_batch)) goto bad_value;
+            i++;
+        } else if (!strcmp(a, "--tensor-split")) {
+            if (!v || !parse_split(v, &o)) goto bad_value;
+            i++;
+        } else if (!strcmp(a, "--sim-devices")) {
+            loom_error e = {0};
+            if (!v) goto bad_value;
+            if (loom_sim_devices_parse(v, o.sims, PLAN_MAX_SIM, &o.n_sims, &e)) {
+                fprintf(stderr, "loom plan: %s\n", e.msg);
+                return 2;
+            }
+            o.have_sims = true;
+            i++;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "loom plan: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (!o.model) {
+            o.model = a;
+        } else {
+            fprintf(stderr, "loom plan: unexpected argument '%s'\n", a);
+            return 2;
+        }
+        continue;
+    bad_value:
+        fprintf(stderr, "loom plan: option %s needs a valid value\n", a);
+        return 2;
+    }
+    if (!o.model) {
+        usage(stderr);
+        return 2;
+    }
+
+    loom_backend_params p = loom_backend_default_params();
+    p.dry_run = true;
+    p.n_gpu_layers = o.gpu_layers;
+    p.tensor_split = o.n_split ? o.split : NULL;
+    p.n_tensor_split = o.n_split;
+    p.flash_attn = o.flash_attn;
+    p.no_mmap = true; /* a plan reads only the header */
+    if (o.have_sims && o.n_sims > 0) {
+        p.sim_devices = o.sims;
+        p.n_sim_devices = o.n_sims;
+    } else if (o.have_sims) {
+        /* an explicit empty spec means "no accelerators", not the environment */
+        setenv("LOOM_SIM_DEVICES", "", 1);
+    }
+    loom_backend *be = NULL;
+    loom_error err = {0};
+    loom_status s = loom_backend_open(o.model, &p, &be, &err);
+    if (s) {
+        fprintf(stderr, "loom plan: %s\n", err.msg);
+        loom_backend_close(be);
+        return 1;
+    }
+    /* PLAN_MODEL_HOOK: the model code accounts its KV cache and worst-case graph here
+     * (loom_backend_account_cache / loom_backend_account_graph, or a dry-run reserve)
+     * for o.n_ctx / o.n_batch. Until it exists, cache and graph print as zero. */
+
+    loom_backend_memory m;
+    s = loom_backend_memory_get(be, &m);
+    if (s) {
+        fprintf(stderr, "loom plan: out of memory\n");
+        loom_backend_close(be);
+        return 1;
+    }
+    if (o.json) print_json(stdout, be, &m);
+    else print_text(stdout, &o, be, &m);
+    loom_backend_memory_free(&m);
+    loom_backend_close(be);
+    return 0;
 }

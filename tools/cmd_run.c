@@ -1,9 +1,252 @@
-/* loom run (placeholder until implemented). */
+/* loom run [MODEL.gguf] -p PROMPT [-n N] [sampling] [model options]
+ *
+ * Echoes the prompt, then streams generated text to stdout (flushed per token).
+ * A progress bar on stderr while loading (when stderr is a terminal); timings at
+ * the end on stderr. Stops at end-of-generation, after -n tokens or when the
+ * context is full. */
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "loom_sampler.h"
+#include "model_opts.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: loom run [MODEL.gguf] -p PROMPT [options]\n"
+            "  -p, --prompt TEXT      prompt (default: empty, BOS only)\n"
+            "  -n, --n-predict N      tokens to generate (default 256; -1 = until EOS/context full)\n"
+            "  --temp T               temperature (default 0.8; 0 = greedy)\n"
+            "  --top-k K              (default 40; 0 = off)\n"
+            "  --top-p P              (default 0.95; 1 = off)\n"
+            "  --min-p P              (default 0.05; 0 = off)\n"
+            "  --repeat-penalty R     (default 1.0 = off)\n"
+            "  --repeat-last-n N      penalty window (default 64)\n"
+            "  --seed S               RNG seed (default: from the clock)\n"
+            "%s"
+            "With no MODEL the bundled model is used (%s).\n",
+            model_opts_help(), loom_default_model_path());
+}
+
+/* Progress bar: called from loader threads; prints when the percentage grows. */
+static atomic_int g_last_pct;
+static bool progress_cb(uint64_t done, uint64_t total, void *user) {
+    (void)user;
+    int pct = total ? (int)(done * 100 / total) : 100;
+    if (pct > 100) pct = 100;
+    int last = atomic_load(&g_last_pct);
+    while (pct > last) {
+        if (atomic_compare_exchange_weak(&g_last_pct, &last, pct)) {
+            char bar[41];
+            int fill = pct * 40 / 100;
+            for (int i = 0; i < 40; i++) bar[i] = i < fill ? '#' : ' ';
+            bar[40] = 0;
+            fprintf(stderr, "\rloading [%s] %3d%%", bar, pct);
+            break;
+        }
+    }
+    return true;
+}
+
+static bool parse_f(const char *s, float *out) {
+    char *end;
+    float v = strtof(s, &end);
+    if (end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_i(const char *s, long lo, long hi, long *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static void emit(loom_detok_stream *ds, int32_t id, char *buf, size_t cap) {
+    size_t n = 0;
+    if (loom_detok_stream_push(ds, id, buf, cap, &n) == LOOM_OK && n) fwrite(buf, 1, n, stdout);
+    fflush(stdout);
+}
 
 int loom_cmd_run(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "loom run: not implemented yet\n");
-    return 1;
+    model_opts o;
+    model_opts_init(&o);
+    loom_sampler_params sp = loom_sampler_default_params();
+    sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    const char *model = NULL, *prompt = "";
+    long n_predict = 256;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = model_opts_parse(&o, argc, argv, &i, "loom run");
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = true;
+        long lv = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && v) {
+            prompt = v, i++;
+        } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-predict")) && v) {
+            ok = parse_i(v, -1, 1L << 30, &n_predict), i++;
+        } else if ((!strcmp(a, "--temp") || !strcmp(a, "--temperature")) && v) {
+            ok = parse_f(v, &sp.temperature), i++;
+        } else if (!strcmp(a, "--top-k") && v) {
+            ok = parse_i(v, 0, 1L << 30, &lv), i++;
+            sp.top_k = (int32_t)lv;
+        } else if (!strcmp(a, "--top-p") && v) {
+            ok = parse_f(v, &sp.top_p), i++;
+        } else if (!strcmp(a, "--min-p") && v) {
+            ok = parse_f(v, &sp.min_p), i++;
+        } else if (!strcmp(a, "--repeat-penalty") && v) {
+            ok = parse_f(v, &sp.repeat_penalty), i++;
+        } else if (!strcmp(a, "--repeat-last-n") && v) {
+            ok = parse_i(v, 0, 1L << 20, &lv), i++;
+            sp.penalty_last_n = (int32_t)lv;
+        } else if (!strcmp(a, "--seed") && v) {
+            char *end;
+            unsigned long long s = strtoull(v, &end, 10);
+            ok = end != v && !*end;
+            sp.seed = s, i++;
+        } else if (a[0] != '-' && !model) {
+            model = a;
+        } else {
+            fprintf(stderr, "loom run: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "loom run: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+    }
+    if (!model) model = loom_default_model_path();
+
+    loom_model_params *p = &o.p;
+    p->path = model;
+    bool tty = isatty(fileno(stderr));
+    if (tty) {
+        atomic_store(&g_last_pct, -1);
+        p->progress = progress_cb;
+    }
+    loom_error err = {0};
+    loom_model *m = NULL;
+    loom_sampler *smp = NULL;
+    int32_t *toks = NULL;
+    char *piece = NULL;
+    int rc = 1;
+
+    double t0 = now_ms();
+    loom_status s = loom_model_open(p, &m, &err);
+    if (tty) fprintf(stderr, "\r%60s\r", "");
+    if (s) goto fail;
+    double t_load = now_ms() - t0;
+
+    const loom_tokenizer *tk;
+    if (loom_model_tokenizer(m, &tk, &err)) goto fail;
+    int64_t n_tok = 0;
+    size_t plen = strlen(prompt);
+    loom_tokenize(tk, prompt, plen, true, false, NULL, 0, &n_tok);
+    toks = malloc((size_t)(n_tok > 0 ? n_tok : 1) * sizeof *toks + sizeof *toks);
+    if (!toks) {
+        loom_error_set(&err, LOOM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (n_tok > 0 && loom_tokenize(tk, prompt, plen, true, false, toks, n_tok, &n_tok)) {
+        loom_error_set(&err, LOOM_ERR_INVALID_ARG, "tokenizing the prompt failed");
+        goto fail;
+    }
+    if (n_tok == 0) { /* empty prompt: start from BOS (or token 0) */
+        int32_t bos = loom_tokenizer_bos(tk);
+        toks[0] = bos >= 0 ? bos : 0;
+        n_tok = 1;
+    }
+    if (n_tok > loom_model_n_ctx(m)) {
+        loom_error_set(&err, LOOM_ERR_CONTEXT_FULL, "the prompt has %lld tokens, the context only %d",
+                       (long long)n_tok, loom_model_n_ctx(m));
+        goto fail;
+    }
+    if (loom_sampler_new(&sp, loom_model_n_vocab(m), &smp)) {
+        loom_error_set(&err, LOOM_ERR_INVALID_ARG, "bad sampling parameters");
+        goto fail;
+    }
+    size_t cap = loom_tokenizer_max_piece_len(tk) + 8;
+    piece = malloc(cap);
+    if (!piece) {
+        loom_error_set(&err, LOOM_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    loom_detok_stream ds;
+    loom_detok_stream_init(&ds, tk, 0);
+    for (int64_t i = 0; i < n_tok; i++) {
+        emit(&ds, toks[i], piece, cap);
+        loom_sampler_accept(smp, toks[i]);
+    }
+
+    double t1 = now_ms();
+    if (loom_model_eval(m, toks, (int)n_tok, false, &err)) goto fail;
+    double t_prompt = now_ms() - t1;
+
+    double t2 = now_ms();
+    long n_gen = 0;
+    const char *why = NULL;
+    for (;;) {
+        if (n_predict >= 0 && n_gen >= n_predict) break;
+        int32_t next;
+        if (loom_sampler_sample(smp, loom_model_logits(m, -1), &next)) {
+            loom_error_set(&err, LOOM_ERR_INTERNAL, "sampling failed");
+            goto fail;
+        }
+        if (loom_tokenizer_is_eog(tk, next)) {
+            why = "end of generation";
+            break;
+        }
+        loom_sampler_accept(smp, next);
+        emit(&ds, next, piece, cap);
+        n_gen++;
+        if (n_predict >= 0 && n_gen >= n_predict) break;
+        s = loom_model_eval(m, &next, 1, false, &err);
+        if (s == LOOM_ERR_CONTEXT_FULL) {
+            why = "context full";
+            loom_error_clear(&err);
+            break;
+        }
+        if (s) goto fail;
+    }
+    double t_gen = now_ms() - t2;
+    size_t nf = 0;
+    if (loom_detok_stream_flush(&ds, piece, cap, &nf) == LOOM_OK && nf) fwrite(piece, 1, nf, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (why) fprintf(stderr, "[stopped: %s]\n", why);
+    fprintf(stderr, "load: %.1f ms\n", t_load);
+    fprintf(stderr, "prompt: %lld tokens in %.1f ms (%.1f tok/s)\n", (long long)n_tok, t_prompt,
+            t_prompt > 0 ? n_tok * 1e3 / t_prompt : 0.0);
+    /* generation time covers n_gen - 1 decode steps after the prompt's logits */
+    fprintf(stderr, "generation: %ld tokens in %.1f ms (%.1f tok/s)\n", n_gen, t_gen,
+            t_gen > 0 ? n_gen * 1e3 / t_gen : 0.0);
+    rc = 0;
+    goto done;
+fail:
+    fflush(stdout);
+    fprintf(stderr, "loom run: %s: %s\n", loom_status_name(err.status), err.msg);
+done:
+    free(piece);
+    free(toks);
+    loom_sampler_free(smp);
+    loom_model_close(m);
+    return rc;
 }

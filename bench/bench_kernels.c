@@ -1,0 +1,431 @@
+/* loom bench kernels [--json] [-t N] [--quick] [--types Q4_0,Q8_0]
+ *
+ * Matmul throughput per weight type with the process kernel table at decode shape
+ * (4096x4096 x 1 column, cycling over distinct matrices so the working set is
+ * >= 2x the last-level cache, capped at ~1.5 GiB) and prompt shape (4096x4096 x 512),
+ * with 1 and N threads; plus machine limits: streaming read bandwidth, peak FMA
+ * GFLOP/s and peak int8 dot GOP/s. Fraction = GB/s / bandwidth (decode) or
+ * GFLOP/s / peak (prompt; int8 peak for quantized types, FMA peak for float types). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cpu/kernels_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t llc_bytes(void) {
+    long v = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (v <= 0) {
+        FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+        if (f) {
+            long kb = 0;
+            char unit = 0;
+            if (fscanf(f, "%ld%c", &kb, &unit) >= 1) v = kb * (unit == 'M' ? 1024 * 1024 : 1024);
+            fclose(f);
+        }
+    }
+    return v > 0 ? (size_t)v : (size_t)256 << 20;
+}
+
+/* ---------------------------------------------------------------- threading */
+
+typedef struct job {
+    void (*fn)(struct job *, int ith, int nth);
+    int nth;
+    /* matmul */
+    const loom_kernels *k;
+    loom_type wt, at;
+    int64_t rows, kdim, cols, nmat, reps;
+    const uint8_t *w;
+    size_t wrb, mat_bytes, arb;
+    const uint8_t *act;
+    float *out;
+    /* bandwidth / peaks */
+    const uint8_t *buf;
+    size_t buf_bytes;
+    double result[256];
+} job;
+
+typedef struct { job *j; int ith; } targ;
+static void *thread_main(void *p) {
+    targ *t = p;
+    t->j->fn(t->j, t->ith, t->j->nth);
+    return NULL;
+}
+static double run_threads(job *j, int nth) {
+    pthread_t th[256];
+    targ ta[256];
+    if (nth > 256) nth = 256;
+    j->nth = nth;
+    double t0 = now_s();
+    int started = 0;
+    for (int i = 1; i < nth; i++) {
+        ta[i] = (targ){j, i};
+        if (pthread_create(&th[i], NULL, thread_main, &ta[i]) != 0) break;
+        started = i;
+    }
+    j->fn(j, 0, nth);
+    for (int i = 1; i <= started; i++) pthread_join(th[i], NULL);
+    if (started != nth - 1) { /* rows of threads that failed to start */
+        for (int i = started + 1; i < nth; i++) j->fn(j, i, nth);
+    }
+    return now_s() - t0;
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+static void decode_fn(job *j, int ith, int nth) {
+    int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    loom_vec_dot_fn vd = j->k->dot[j->wt].vec_dot;
+    float *out = j->out + (size_t)ith * 64; /* per-thread scratch, avoid false sharing */
+    for (int64_t rep = 0; rep < j->reps; rep++)
+        for (int64_t m = 0; m < j->nmat; m++) {
+            const uint8_t *w = j->w + (size_t)m * j->mat_bytes;
+            float acc = 0.f;
+            for (int64_t r = r0; r < r1; r++) {
+                float s;
+                vd(j->kdim, &s, w + (size_t)r * j->wrb, j->act);
+                acc += s;
+            }
+            out[0] += acc;
+        }
+}
+
+static void prompt_fn(job *j, int ith, int nth) {
+    /* rows split in multiples of 16 */
+    int64_t nblk = (j->rows + 15) / 16;
+    int64_t b0 = nblk * ith / nth, b1 = nblk * (ith + 1) / nth;
+    int64_t r0 = b0 * 16, r1 = b1 * 16 < j->rows ? b1 * 16 : j->rows;
+    if (r0 >= r1) return;
+    loom_vec_dot_fn vd = j->k->dot[j->wt].vec_dot;
+    const int64_t RB = 16, CB = 64;
+    for (int64_t rep = 0; rep < j->reps; rep++)
+        for (int64_t c0 = 0; c0 < j->cols; c0 += CB) {
+            int64_t c1 = c0 + CB < j->cols ? c0 + CB : j->cols;
+            for (int64_t i = r0; i < r1; i += RB) {
+                int64_t i1 = i + RB < r1 ? i + RB : r1;
+                if (j->k->gemm && j->k->gemm(j->wt, j->kdim, j->w, j->wrb, j->act, j->arb, j->out, (size_t)j->rows, i,
+                                             i1, c0, c1))
+                    continue;
+                for (int64_t c = c0; c < c1; c++)
+                    for (int64_t r = i; r < i1; r++)
+                        vd(j->kdim, &j->out[(size_t)c * j->rows + r], j->w + (size_t)r * j->wrb, j->act + (size_t)c * j->arb);
+            }
+        }
+}
+
+static void bw_fn(job *j, int ith, int nth) {
+    size_t n = j->buf_bytes / 64;
+    size_t c0 = n * (size_t)ith / (size_t)nth, c1 = n * (size_t)(ith + 1) / (size_t)nth;
+    uint64_t acc = 0;
+    for (int64_t rep = 0; rep < j->reps; rep++) {
+#if defined(__x86_64__)
+        __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+        for (size_t c = c0; c < c1; c++) {
+            const __m128i *p = (const __m128i *)(j->buf + c * 64);
+            a0 = _mm_add_epi64(a0, _mm_load_si128(p));
+            a1 = _mm_add_epi64(a1, _mm_load_si128(p + 1));
+            a2 = _mm_add_epi64(a2, _mm_load_si128(p + 2));
+            a3 = _mm_add_epi64(a3, _mm_load_si128(p + 3));
+        }
+        a0 = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+        acc += (uint64_t)_mm_cvtsi128_si64(a0);
+#else
+        for (size_t c = c0; c < c1; c++) {
+            const uint64_t *p = (const uint64_t *)(j->buf + c * 64);
+            acc += p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7];
+        }
+#endif
+    }
+    j->result[ith] = (double)acc;
+}
+
+#define PEAK_ITERS 20000000LL
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static double fma512(int64_t iters) {
+    __m512 a[12];
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
+    return (double)_mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) static double fma256(int64_t iters) {
+    __m256 a[12];
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    float t[8];
+    __m256 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
+    _mm256_storeu_ps(t, s);
+    return t[0] + t[7];
+}
+__attribute__((target("avx512f,avx512vnni"))) static double dp512(int64_t iters) {
+    __m512i a[12];
+    const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(-2);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_epi32(i);
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbusd_epi32(a[i], u, v);
+    __m512i s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_epi32(s, a[i]);
+    int32_t t[16];
+    _mm512_storeu_si512((void *)t, s);
+    return (double)t[0] + (double)t[15];
+}
+__attribute__((target("avx2"))) static double madd256(int64_t iters) {
+    __m256i a[8];
+    const __m256i u = _mm256_set1_epi8(3), v = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+    for (int i = 0; i < 8; i++) a[i] = _mm256_set1_epi32(i);
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < 8; i++) a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), one));
+    __m256i s = a[0];
+    for (int i = 1; i < 8; i++) s = _mm256_add_epi32(s, a[i]);
+    return (double)_mm256_extract_epi32(s, 0);
+}
+#endif
+
+static int g_level; /* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni */
+
+static void fma_fn(job *j, int ith, int nth) {
+    (void)nth;
+    double ops = 0;
+    int64_t it = j->reps;
+#if defined(__x86_64__)
+    if (g_level >= 2) { j->result[128 + ith] = fma512(it); ops = (double)it * 12 * 16 * 2; }
+    else if (g_level == 1) { j->result[128 + ith] = fma256(it); ops = (double)it * 12 * 8 * 2; }
+    else
+#endif
+    {
+        float a[8] = {0};
+        for (int64_t i = 0; i < it; i++)
+            for (int q = 0; q < 8; q++) a[q] = a[q] * 0.999999f + 1e-7f;
+        j->result[128 + ith] = a[0] + a[7];
+        ops = (double)it * 8 * 2;
+    }
+    j->result[ith] = ops;
+}
+
+static void int8_fn(job *j, int ith, int nth) {
+    (void)nth;
+    double ops = 0;
+    int64_t it = j->reps;
+#if defined(__x86_64__)
+    if (g_level >= 3) { j->result[128 + ith] = dp512(it); ops = (double)it * 12 * 64 * 2; }
+    else if (g_level >= 1) { j->result[128 + ith] = madd256(it); ops = (double)it * 8 * 32 * 2; }
+    else
+#endif
+    {
+        int32_t a[8] = {0};
+        for (int64_t i = 0; i < it; i++)
+            for (int q = 0; q < 8; q++) a[q] += 3 * (int8_t)(i + q);
+        j->result[128 + ith] = a[0];
+        ops = (double)it * 8 * 2;
+    }
+    j->result[ith] = ops;
+}
+
+static double peak(void (*fn)(job *, int, int), int nth, bool quick) {
+    job j;
+    memset(&j, 0, sizeof j);
+    j.fn = fn;
+    j.reps = quick ? PEAK_ITERS / 20 : PEAK_ITERS / 4;
+    double t = run_threads(&j, nth);
+    double ops = 0;
+    for (int i = 0; i < nth; i++) ops += j.result[i];
+    return ops / t * 1e-9;
+}
+
+/* ------------------------------------------------------------------ main */
+
+typedef struct {
+    loom_type t;
+    const char *shape;
+    int threads;
+    double gflops, gbs, fraction;
+} entry;
+
+static void usage(void) {
+    fprintf(stderr, "usage: loom bench kernels [--json] [-t N] [--quick] [--types Q4_0,Q8_0,...]\n");
+}
+
+int loom_bench_kernels(int argc, char **argv) {
+    bool json = false, quick = false;
+    long nth = sysconf(_SC_NPROCESSORS_ONLN);
+    if (nth < 1) nth = 1;
+    const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,F16,BF16,F32";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+            char *end;
+            nth = strtol(argv[++i], &end, 10);
+            if (*end || nth < 1 || nth > 256) { fprintf(stderr, "bench: bad -t\n"); return 2; }
+        } else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
+        else { usage(); return 2; }
+    }
+    loom_type tl[LOOM_TYPE_COUNT];
+    int ntypes = 0;
+    {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", types);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            loom_type t;
+            if (!loom_type_from_name(tok, &t) || !loom_kernels_get()->dot[t].vec_dot) {
+                fprintf(stderr, "bench: no matmul kernel for type '%s'\n", tok);
+                return 2;
+            }
+            if (ntypes < LOOM_TYPE_COUNT) tl[ntypes++] = t;
+        }
+    }
+    const loom_kernels *k = loom_kernels_get();
+    g_level = !strcmp(k->name, "avx512vnni") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1 : 0;
+    char desc[512];
+    loom_kernels_describe(desc, sizeof desc);
+
+    const int64_t N = quick ? 1024 : 4096, K = quick ? 1024 : 4096, P = quick ? 64 : 512;
+    size_t llc = llc_bytes();
+    size_t arena_bytes = quick ? ((size_t)64 << 20) : 2 * llc;
+    if (arena_bytes > ((size_t)3 << 29)) arena_bytes = (size_t)3 << 29; /* 1.5 GiB */
+    if (arena_bytes < ((size_t)64 << 20)) arena_bytes = (size_t)64 << 20;
+    uint8_t *arena = aligned_alloc(64, arena_bytes);
+    float *xf = malloc((size_t)(K > 256 ? K : 256) * P * sizeof(float));
+    float *out = calloc((size_t)N * P + 256 * 64, sizeof(float));
+    uint8_t *act = malloc((size_t)P * K * 4 + 4096);
+    if (!arena || !xf || !out || !act) {
+        fprintf(stderr, "bench: out of memory\n");
+        free(arena); free(xf); free(out); free(act);
+        return 1;
+    }
+    for (size_t i = 0; i < arena_bytes; i += 8) memcpy(arena + i, &(uint64_t){i * 0x9E3779B97F4A7C15ull}, 8);
+    uint64_t rng = 88172645463325252ull;
+    for (int64_t i = 0; i < K * P; i++) {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        xf[i] = (float)((double)(rng >> 11) / 9007199254740992.0 - 0.5);
+    }
+
+    /* machine limits */
+    double bw[2], pf[2], pi[2];
+    int tcount[2] = {1, (int)nth};
+    for (int ti = 0; ti < 2; ti++) {
+        job j;
+        memset(&j, 0, sizeof j);
+        j.fn = bw_fn;
+        j.buf = arena;
+        j.buf_bytes = arena_bytes;
+        j.reps = 1;
+        (void)run_threads(&j, tcount[ti]); /* warm-up (page faults) */
+        j.reps = quick ? 1 : 2;
+        double t = run_threads(&j, tcount[ti]);
+        bw[ti] = (double)arena_bytes * (double)j.reps / t * 1e-9;
+        pf[ti] = peak(fma_fn, tcount[ti], quick);
+        pi[ti] = peak(int8_fn, tcount[ti], quick);
+    }
+    if (!json) {
+        printf("%s\n", desc);
+        printf("LLC %.0f MiB; read bandwidth %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", (double)llc / 1048576.0,
+               bw[0], bw[1], (int)nth);
+        printf("peak FMA %.1f GFLOP/s (1t), %.1f (%dt); peak int8 dot %.1f GOP/s (1t), %.1f (%dt)\n", pf[0], pf[1],
+               (int)nth, pi[0], pi[1], (int)nth);
+        printf("%-6s %-7s %4s %10s %9s %9s\n", "type", "shape", "thr", "GFLOP/s", "GB/s", "fraction");
+    }
+
+    entry *ents = calloc((size_t)ntypes * 4, sizeof *ents);
+    int ne = 0;
+    if (!ents) { free(arena); free(xf); free(out); free(act); return 1; }
+    for (int ti = 0; ti < ntypes; ti++) {
+        loom_type wt = tl[ti], at = k->dot[wt].vec_dot_type;
+        size_t wrb = 0, arb = 0;
+        if (loom_type_row_bytes(wt, K, &wrb) != LOOM_OK || loom_type_row_bytes(at, K, &arb) != LOOM_OK) continue;
+        size_t mat_bytes = wrb * (size_t)N;
+        int64_t nmat = (int64_t)(arena_bytes / mat_bytes);
+        if (nmat < 1) continue;
+        /* quantize 64 rows once and replicate them (content does not matter for timing) */
+        uint8_t *w = arena;
+        for (int64_t r = 0; r < 64 && r < N; r++) (void)loom_quantize_row(wt, xf + (size_t)r * K, w + (size_t)r * wrb, K);
+        for (int64_t r = 64; r < N * nmat; r++) memcpy(w + (size_t)r * wrb, w + (size_t)(r % 64) * wrb, wrb);
+        for (int64_t c = 0; c < P; c++) k->from_float[at](xf + (size_t)c * K, act + (size_t)c * arb, K);
+        const bool isint = loom_type_get(wt)->is_quantized;
+        for (int shape = 0; shape < 2; shape++)
+            for (int tt = 0; tt < 2; tt++) {
+                if (tt == 1 && nth == 1) continue;
+                job j;
+                memset(&j, 0, sizeof j);
+                j.k = k; j.wt = wt; j.at = at; j.rows = N; j.kdim = K; j.w = w; j.wrb = wrb;
+                j.mat_bytes = mat_bytes; j.arb = arb; j.act = act; j.out = out;
+                double flop, bytes, t;
+                if (shape == 0) {
+                    j.fn = decode_fn; j.cols = 1; j.nmat = nmat; j.reps = 1;
+                    t = run_threads(&j, tcount[tt]);
+                    double target = quick ? 0.2 : 1.5;
+                    if (t < target) j.reps = (int64_t)ceil(target / (t > 1e-6 ? t : 1e-6));
+                    if (j.reps > 1000) j.reps = 1000;
+                    if (j.reps > 1) t = run_threads(&j, tcount[tt]);
+                    flop = 2.0 * N * K * (double)nmat * (double)j.reps;
+                    bytes = (double)mat_bytes * (double)nmat * (double)j.reps;
+                } else {
+                    j.fn = prompt_fn; j.cols = P; j.nmat = 1; j.reps = 1;
+                    t = run_threads(&j, tcount[tt]);
+                    double target = quick ? 0.2 : 1.0;
+                    if (t < target) {
+                        j.reps = (int64_t)ceil(target / (t > 1e-6 ? t : 1e-6));
+                        if (j.reps > 100) j.reps = 100;
+                        t = run_threads(&j, tcount[tt]);
+                    }
+                    flop = 2.0 * N * K * (double)P * (double)j.reps;
+                    bytes = (double)mat_bytes * (double)j.reps;
+                }
+                entry *e = &ents[ne++];
+                e->t = wt;
+                e->shape = shape == 0 ? "decode" : "prompt";
+                e->threads = tcount[tt];
+                e->gflops = flop / t * 1e-9;
+                e->gbs = bytes / t * 1e-9;
+                e->fraction = shape == 0 ? e->gbs / bw[tt] : e->gflops / (isint ? pi[tt] : pf[tt]);
+                if (!json)
+                    printf("%-6s %-7s %4d %10.1f %9.1f %8.1f%%\n", loom_type_name(wt), e->shape, e->threads, e->gflops,
+                           e->gbs, 100 * e->fraction);
+                fflush(stdout);
+            }
+    }
+    if (json) {
+        printf("{\"isa\": \"%s\", \"threads\": %d, \"bandwidth_gbs\": %.2f, \"bandwidth_gbs_1t\": %.2f, "
+               "\"peak_fma_gflops\": %.2f, \"peak_fma_gflops_1t\": %.2f, \"peak_int8_gops\": %.2f, "
+               "\"peak_int8_gops_1t\": %.2f, \"kernels\": [",
+               k->name, (int)nth, bw[1], bw[0], pf[1], pf[0], pi[1], pi[0]);
+        for (int i = 0; i < ne; i++)
+            printf("%s{\"type\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"gflops\": %.3f, \"gbs\": %.3f, "
+                   "\"fraction\": %.4f}",
+                   i ? ", " : "", loom_type_name(ents[i].t), ents[i].shape, ents[i].threads, ents[i].gflops, ents[i].gbs,
+                   ents[i].fraction);
+        printf("]}\n");
+    }
+    free(ents);
+    free(arena);
+    free(xf);
+    free(out);
+    free(act);
+    return 0;
+}

@@ -1,0 +1,399 @@
+/* loom bench MODEL.gguf: prompt processing and generation speed (llama-bench
+ * style), load time, peak RSS, and tg against the memory-bandwidth bound
+ * measured in the same run. See bench/README.md for the method. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "commands.h"
+#include "loom_gguf.h"
+#include "loom_model.h"
+
+#define BM_MAX_REPS 1000
+#define BM_MAX_THREADS 256
+
+static double bm_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bm_usage(FILE *f) {
+    fprintf(f,
+            "usage: loom bench [MODEL.gguf] [options]   (default: the bundled model)\n"
+            "  -p N            prompt tokens for the pp test (default 512; 0 skips it)\n"
+            "  -n N            generated tokens for the tg test (default 128; 0 skips it)\n"
+            "  -b N            batch size for pp (default 512)\n"
+            "  -t N            threads (default: the model's default, physical cores)\n"
+            "  -r N            repetitions (default 3)\n"
+            "  -fa, --flash-attn   flash attention\n"
+            "  --bw-mib N      bandwidth buffer in MiB (default 1024; 0 skips the bandwidth test)\n"
+            "  --json          one JSON object instead of the table\n");
+}
+
+static int bm_int(const char *opt, const char *s, long lo, long hi, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "loom bench: %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
+                s ? s : "");
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ peak RSS */
+
+static uint64_t bm_peak_rss(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb = 0;
+        bool found = false;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) {
+                found = true;
+                break;
+            }
+        fclose(f);
+        if (found) return (uint64_t)kb * 1024u;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) return (uint64_t)ru.ru_maxrss * 1024u; /* kB on Linux */
+    return 0;
+}
+
+/* ------------------------------------------------------------ bandwidth */
+
+typedef uint64_t bm_vec __attribute__((vector_size(32)));
+
+typedef struct bm_bw_job {
+    const uint8_t *p;
+    size_t n;       /* bytes, multiple of 8 * sizeof(bm_vec) */
+    bool write;     /* first touch: fill instead of read */
+    uint64_t sum;
+} bm_bw_job;
+
+static void *bm_bw_worker(void *arg) {
+    bm_bw_job *j = arg;
+    if (j->write) {
+        memset((void *)j->p, 0x5A, j->n);
+        return NULL;
+    }
+    const bm_vec *v = (const bm_vec *)(const void *)j->p;
+    size_t nv = j->n / sizeof(bm_vec);
+    bm_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+    for (size_t i = 0; i + 8 <= nv; i += 8) {
+        a0 += v[i];
+        a1 += v[i + 1];
+        a2 += v[i + 2];
+        a3 += v[i + 3];
+        a4 += v[i + 4];
+        a5 += v[i + 5];
+        a6 += v[i + 6];
+        a7 += v[i + 7];
+    }
+    bm_vec s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    uint64_t t = 0;
+    for (size_t k = 0; k < sizeof(bm_vec) / 8; k++) t += s[k];
+    j->sum = t;
+    return NULL;
+}
+
+/* Run nth workers over buf (split in contiguous slices); returns seconds or -1. */
+static double bm_bw_pass(uint8_t *buf, size_t bytes, int nth, bool write, uint64_t *sum) {
+    bm_bw_job jobs[BM_MAX_THREADS];
+    pthread_t tid[BM_MAX_THREADS];
+    bool started[BM_MAX_THREADS] = {false};
+    size_t unit = 8 * sizeof(bm_vec), units = bytes / unit;
+    for (int k = 0; k < nth; k++) {
+        size_t u0 = units * (size_t)k / (size_t)nth, u1 = units * (size_t)(k + 1) / (size_t)nth;
+        jobs[k] = (bm_bw_job){buf + u0 * unit, (u1 - u0) * unit, write, 0};
+    }
+    double t0 = bm_now();
+    for (int k = 1; k < nth; k++) started[k] = pthread_create(&tid[k], NULL, bm_bw_worker, &jobs[k]) == 0;
+    bm_bw_worker(&jobs[0]);
+    for (int k = 1; k < nth; k++) {
+        if (started[k]) pthread_join(tid[k], NULL);
+        else bm_bw_worker(&jobs[k]);
+    }
+    double t1 = bm_now();
+    for (int k = 0; k < nth; k++) *sum += jobs[k].sum;
+    return t1 - t0;
+}
+
+/* Best-of-5 multi-threaded streaming read bandwidth over `mib` MiB, in bytes/s
+ * (0 when skipped or the buffer cannot be allocated). */
+static double bm_bandwidth(int mib, int nth) {
+    if (mib <= 0) return 0;
+    size_t bytes = (size_t)mib << 20;
+    void *mem = NULL;
+    if (posix_memalign(&mem, (size_t)2 << 20, bytes) != 0) return 0;
+#ifdef MADV_HUGEPAGE
+    madvise(mem, bytes, MADV_HUGEPAGE);
+#endif
+    uint64_t sum = 0;
+    bm_bw_pass(mem, bytes, nth, true, &sum); /* fault pages in from the reading threads */
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double s = bm_bw_pass(mem, bytes, nth, false, &sum);
+        if (s > 0 && (double)bytes / s > best) best = (double)bytes / s;
+    }
+    volatile uint64_t sink = sum;
+    (void)sink;
+    free(mem);
+    return best;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static void bm_stats(const double *x, int n, double *mean, double *sd) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = n ? s / n : 0;
+    double v = 0;
+    for (int i = 0; i < n; i++) v += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(v / (n - 1)) : 0;
+}
+
+static uint64_t bm_rng(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static const char *bm_ftype_name(uint32_t ft) {
+    switch (ft) {
+    case 0: return "F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K_S";
+    case 12: return "Q3_K_M";
+    case 13: return "Q3_K_L";
+    case 14: return "Q4_K_S";
+    case 15: return "Q4_K_M";
+    case 16: return "Q5_K_S";
+    case 17: return "Q5_K_M";
+    case 18: return "Q6_K";
+    case 32: return "BF16";
+    case 38: return "MXFP4";
+    default: return "?";
+    }
+}
+
+/* ------------------------------------------------------------ main */
+
+int loom_bench_model(int argc, char **argv) {
+    const char *path = NULL;
+    int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024;
+    bool json = false, fa = false;
+    /* argv[0] is the model path or the first option (see bench.h) */
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            bm_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+            fa = true;
+        } else if (!strcmp(a, "-p")) {
+            rc = bm_int(a, v, 0, 1 << 20, &n_prompt), i++;
+        } else if (!strcmp(a, "-n")) {
+            rc = bm_int(a, v, 0, 1 << 20, &n_gen), i++;
+        } else if (!strcmp(a, "-b")) {
+            rc = bm_int(a, v, 1, 1 << 20, &n_batch), i++;
+        } else if (!strcmp(a, "-t")) {
+            rc = bm_int(a, v, 1, BM_MAX_THREADS, &n_threads), i++;
+        } else if (!strcmp(a, "-r")) {
+            rc = bm_int(a, v, 1, BM_MAX_REPS, &reps), i++;
+        } else if (!strcmp(a, "--bw-mib")) {
+            rc = bm_int(a, v, 0, 1 << 20, &bw_mib), i++;
+        } else if (a[0] == '-' || path) {
+            fprintf(stderr, "loom bench: unexpected argument '%s'\n", a);
+            bm_usage(stderr);
+            return 2;
+        } else {
+            path = a;
+        }
+        if (rc) return 2;
+    }
+    if (!path) path = loom_default_model_path();
+
+    loom_model_params mp = loom_model_default_params();
+    mp.path = path;
+    int ctx = n_prompt > n_gen + 1 ? n_prompt : n_gen + 1;
+    mp.n_ctx = ctx < 16 ? 16 : ctx;
+    mp.n_batch = n_batch;
+    mp.n_threads = n_threads;
+    mp.flash_attn = fa;
+    loom_error err = {0};
+    loom_model *m = NULL;
+    double t0 = bm_now();
+    if (loom_model_open(&mp, &m, &err) != LOOM_OK) {
+        fprintf(stderr, "loom bench: %s\n", err.msg);
+        return 1;
+    }
+    double load_s = bm_now() - t0;
+
+    const loom_gguf *g = loom_model_gguf(m);
+    const loom_model_hparams *hp = loom_model_get_hparams(m);
+    uint64_t model_bytes = 0, n_params = 0, embd_bytes = 0;
+    for (int64_t i = 0; i < loom_gguf_tensor_count(g); i++) {
+        const loom_gguf_tensor_info *t = loom_gguf_tensor(g, i);
+        model_bytes += t->size;
+        n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        if (!strcmp(t->name, "token_embd.weight")) embd_bytes = t->size;
+    }
+    /* Weight bytes read per generated token: everything once, except the embedding
+     * table of which one row is read (unless it doubles as the output matrix). */
+    uint64_t weight_bytes_tok = model_bytes;
+    if (!hp->tied_output && hp->n_vocab > 0)
+        weight_bytes_tok = model_bytes - embd_bytes + embd_bytes / (uint64_t)hp->n_vocab;
+    /* plus the KV cache read by attention: average context (n_gen+1)/2, F16 K and V */
+    double kv_bytes_tok = (double)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) *
+                          2.0 * (n_gen + 1) / 2.0;
+    double bytes_tok = (double)weight_bytes_tok + kv_bytes_tok;
+
+    int n_vocab = loom_model_n_vocab(m);
+    int ntok = n_prompt > n_gen ? n_prompt : n_gen;
+    int32_t *toks = malloc(((size_t)ntok + 1) * sizeof *toks);
+    double *pp = calloc((size_t)reps, sizeof *pp), *tg = calloc((size_t)reps, sizeof *tg);
+    if (!toks || !pp || !tg) {
+        fprintf(stderr, "loom bench: out of memory\n");
+        free(toks), free(pp), free(tg);
+        loom_model_close(m);
+        return 1;
+    }
+    uint64_t rs = 1234;
+    for (int i = 0; i <= ntok; i++) toks[i] = (int32_t)(bm_rng(&rs) % (uint64_t)n_vocab);
+
+    int rc = 0;
+    /* warm-up: one token (touches every weight page), then forget it */
+    if (loom_model_eval(m, toks, 1, false, &err) != LOOM_OK) goto fail;
+    if (n_prompt > 0) {
+        int w = n_prompt < loom_model_n_batch(m) ? n_prompt : loom_model_n_batch(m);
+        if (w > 32) w = 32; /* a short batch warms the batched kernels too */
+        loom_model_reset(m);
+        if (loom_model_eval(m, toks, w, false, &err) != LOOM_OK) goto fail;
+    }
+    for (int r = 0; r < reps; r++) {
+        if (n_prompt > 0) {
+            loom_model_reset(m);
+            t0 = bm_now();
+            if (loom_model_eval(m, toks, n_prompt, false, &err) != LOOM_OK) goto fail;
+            pp[r] = n_prompt / (bm_now() - t0);
+        }
+        if (n_gen > 0) {
+            loom_model_reset(m);
+            int32_t tok = toks[0];
+            t0 = bm_now();
+            for (int i = 0; i < n_gen; i++) {
+                if (loom_model_eval(m, &tok, 1, false, &err) != LOOM_OK) goto fail;
+                tok = loom_model_argmax(m, -1);
+                if (tok < 0) tok = toks[i + 1];
+            }
+            tg[r] = n_gen / (bm_now() - t0);
+        }
+    }
+    uint64_t peak_rss = bm_peak_rss(); /* before the bandwidth buffer */
+    int bw_threads = n_threads > 0 ? n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (bw_threads < 1) bw_threads = 1;
+    if (bw_threads > BM_MAX_THREADS) bw_threads = BM_MAX_THREADS;
+    double bw = bm_bandwidth(bw_mib, bw_threads);
+
+    double pp_m, pp_sd, tg_m, tg_sd;
+    bm_stats(pp, n_prompt > 0 ? reps : 0, &pp_m, &pp_sd);
+    bm_stats(tg, n_gen > 0 ? reps : 0, &tg_m, &tg_sd);
+    double bound = bw > 0 && bytes_tok > 0 ? bw / bytes_tok : 0;
+    int64_t ft64 = 1024;
+    (void)loom_gguf_get_int(g, "general.file_type", &ft64);
+    uint32_t ft = ft64 >= 0 && ft64 < 1024 ? (uint32_t)ft64 : 1024;
+    const char *ftname = bm_ftype_name(ft);
+    if (!strcmp(ftname, "?")) { /* no or unknown file_type: name the biggest tensor's type */
+        uint64_t biggest = 0;
+        for (int64_t i = 0; i < loom_gguf_tensor_count(g); i++) {
+            const loom_gguf_tensor_info *t = loom_gguf_tensor(g, i);
+            if (t->size > biggest) {
+                biggest = t->size;
+                ftname = loom_type_name(t->type);
+            }
+        }
+    }
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+
+    if (json) {
+        printf("{\"model\": \"");
+        for (const char *c = base; *c; c++) {
+            if (*c == '"' || *c == '\\') putchar('\\');
+            if ((unsigned char)*c >= 0x20) putchar(*c);
+        }
+        printf("\", \"arch\": \"%s\", \"file_type\": \"%s\", \"n_params\": %llu, "
+               "\"model_bytes\": %llu, \"n_threads\": %d, \"flash_attn\": %s, \"n_prompt\": %d, "
+               "\"n_gen\": %d, \"n_batch\": %d, \"reps\": %d, ",
+               hp->arch, ftname, (unsigned long long)n_params,
+               (unsigned long long)model_bytes, n_threads, fa ? "true" : "false", n_prompt, n_gen,
+               loom_model_n_batch(m), reps);
+        printf("\"pp_tps\": %.4f, \"pp_tps_stddev\": %.4f, \"tg_tps\": %.4f, \"tg_tps_stddev\": %.4f, "
+               "\"load_s\": %.4f, \"peak_rss_bytes\": %llu, \"bandwidth_gbs\": %.3f, "
+               "\"bytes_per_token\": %.0f, \"tg_bound_tps\": %.4f, \"tg_fraction_of_bound\": %.4f, ",
+               pp_m, pp_sd, tg_m, tg_sd, load_s, (unsigned long long)peak_rss, bw / 1e9, bytes_tok,
+               bound, bound > 0 ? tg_m / bound : 0.0);
+        printf("\"pp_samples\": [");
+        for (int r = 0; r < reps && n_prompt > 0; r++) printf("%s%.4f", r ? ", " : "", pp[r]);
+        printf("], \"tg_samples\": [");
+        for (int r = 0; r < reps && n_gen > 0; r++) printf("%s%.4f", r ? ", " : "", tg[r]);
+        printf("]}\n");
+    } else {
+        char thr[16];
+        if (n_threads > 0) snprintf(thr, sizeof thr, "%d", n_threads);
+        else snprintf(thr, sizeof thr, "auto");
+        printf("| model | size | params | threads | fa | test | t/s |\n");
+        printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        if (n_prompt > 0)
+            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | pp%d | %.2f ± %.2f |\n", hp->arch,
+                   ftname, (double)model_bytes / 1048576.0, (double)n_params / 1e6, thr,
+                   fa ? 1 : 0, n_prompt, pp_m, pp_sd);
+        if (n_gen > 0)
+            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | tg%d | %.2f ± %.2f |\n", hp->arch,
+                   ftname, (double)model_bytes / 1048576.0, (double)n_params / 1e6, thr,
+                   fa ? 1 : 0, n_gen, tg_m, tg_sd);
+        printf("\nload %.3f s, peak RSS %.1f MiB, %d repetition%s\n", load_s,
+               (double)peak_rss / 1048576.0, reps, reps == 1 ? "" : "s");
+        if (bw > 0) {
+            printf("read bandwidth %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", bw / 1e9,
+                   bw_threads, bw_mib);
+            printf("bytes per token %.2f MiB -> tg bound %.2f t/s", bytes_tok / 1048576.0, bound);
+            if (n_gen > 0) printf(", tg = %.1f%% of bound", 100.0 * tg_m / bound);
+            printf("\n");
+        }
+    }
+    goto done;
+fail:
+    fprintf(stderr, "loom bench: %s\n", err.msg);
+    rc = 1;
+done:
+    free(toks);
+    free(pp);
+    free(tg);
+    loom_model_close(m);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * loom_synth.h - synthetic llama-architecture GGUF files (random weights, real
+ * tokenizer) for benchmarks and tests.
+ *
+ * The file is streamed: the header, KVs and tensor infos are written first (all
+ * sizes are known up front), then each tensor is generated and quantized in
+ * chunks of rows by n_threads threads and appended. Peak memory is a few chunk
+ * buffers (tens of MiB), independent of the model size.
+ *
+ * Weights: every element is a sum of four uniform variables scaled to mean 0 and
+ * standard deviation 1/sqrt(ne0) (bounded "Gaussian-ish", |x| <= 2*sqrt(3)*std);
+ * norm weights (1-D) are 1 + 0.02*z with z of that same unit-variance law.
+ * Quantized matrices of 2^18 elements or more are, by default, assembled from a
+ * pool of 2^20 elements quantized once per (type, ne0): every block of every row
+ * is drawn uniformly from that pool, so the blocks follow exactly the law of
+ * quantized random data while writing costs a memcpy per block (the reference
+ * quantizers are slow). `exact` quantizes every row instead.
+ * The bytes depend only on (seed, tensor index, row), not on threading.
+ *
+ * Example:
+ *     loom_synth_params p = loom_synth_default_params();
+ *     p.vocab_path = "tests/data/vocab/ggml-vocab-llama-spm.gguf";
+ *     p.dim = 256; p.n_layers = 2; p.n_heads = 4; p.n_kv_heads = 2; p.ffn = 512;
+ *     p.type_name = "Q4_K_M";
+ *     loom_error err = {0};
+ *     if (loom_synth_write(&p, "/tmp/tiny.gguf", NULL, &err)) puts(err.msg);
+ *
+ * Threading: loom_synth_write may be called from any thread; it starts and joins
+ * its own worker threads. Everything else here is pure.
+ */
+#ifndef LOOM_SYNTH_H
+#define LOOM_SYNTH_H
+
+#include "loom_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_synth_params {
+    const char *vocab_path; /* GGUF with tokenizer.* KVs (required); all are copied */
+    int64_t dim;            /* embedding_length */
+    int64_t n_layers;       /* block_count */
+    int64_t n_heads;        /* attention.head_count (dim % n_heads == 0) */
+    int64_t n_kv_heads;     /* attention.head_count_kv (n_heads % n_kv_heads == 0) */
+    int64_t ffn;            /* feed_forward_length */
+    int64_t n_ctx;          /* context_length (default 4096) */
+    const char *type_name;  /* "F32" "F16" "BF16" "Q4_0" "Q8_0" "Q4_K" "Q6_K" ... or "Q4_K_M" */
+    uint64_t seed;          /* default 1 */
+    bool tied;              /* no output.weight (token_embd is reused) */
+    float rope_base;        /* default 10000 */
+    float rms_eps;          /* default 1e-5 */
+    int n_threads;          /* quantizing threads; 0 = online CPUs (max 64) */
+    bool exact;             /* quantize every row (slow) instead of drawing pooled blocks */
+} loom_synth_params;
+
+loom_synth_params loom_synth_default_params(void);
+
+/* What was written (plain data). */
+typedef struct loom_synth_result {
+    int64_t n_vocab;
+    int64_t n_tensors;
+    uint64_t n_params;      /* elements of all tensors */
+    uint64_t data_bytes;    /* tensor data section, padding included */
+    uint64_t file_bytes;
+    uint32_t file_type;     /* general.file_type written (llama_ftype numbering) */
+} loom_synth_result;
+
+/* Type of the tensor `name` (llama.cpp names: "blk.3.attn_v.weight", "output.weight",
+ * ...) with row length ne0 in a model of n_layers layers, for the scheme type_name.
+ * Plain type names give that type to every matrix (a "pure" file) and F32 to 1-D
+ * tensors. "Q4_K_M": Q4_K bulk; Q6_K for output.weight and for attn_v/ffn_down in
+ * layers i with i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2. In every scheme a row
+ * that is not a multiple of the chosen type's block falls back: K types -> Q5_0
+ * (Q4_K, Q5_K and smaller) or Q8_0 (Q6_K) when ne0 % 32 == 0, else F16; 32-block
+ * types -> F16. Returns LOOM_ERR_TYPE for an unknown or unquantizable scheme. */
+loom_status loom_synth_tensor_type(const char *type_name, const char *name, int64_t ne0,
+                                   int64_t n_layers, loom_type *out);
+
+/* Write the model to path (created or truncated). result may be NULL. On failure
+ * the partial file is removed and err names the culprit (argument, vocab key,
+ * tensor, write offset). Errors: LOOM_ERR_INVALID_ARG (shapes), LOOM_ERR_TYPE
+ * (type name), LOOM_ERR_NOT_FOUND (vocab without tokenizer.ggml.tokens),
+ * LOOM_ERR_IO, LOOM_ERR_NOMEM, and anything loom_gguf_open returns for the vocab. */
+loom_status loom_synth_write(const loom_synth_params *params, const char *path,
+                             loom_synth_result *result, loom_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOOM_SYNTH_H */

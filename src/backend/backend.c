@@ -1,0 +1,496 @@
+/* loom_backend_open/close: devices, placement, classification, accounting and
+ * weight buffers (contract §3). */
+#include "backend/backend_internal.h"
+#include "backend/placement.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+loom_backend_params loom_backend_default_params(void) {
+    loom_backend_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+/* ---------------------------------------------------------------- name table */
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+int64_t be_find(const loom_backend *be, const char *name) {
+    if (!be->hash_cap || !name) return -1;
+    uint64_t m = be->hash_cap - 1;
+    for (uint64_t i = name_hash(name) & m;; i = (i + 1) & m) {
+        int64_t v = be->hash[i];
+        if (!v) return -1;
+        if (!strcmp(be->w[v - 1].name, name)) return v - 1;
+    }
+}
+
+/* Insert or replace (the latest creation wins, as in the contract's map). */
+static void hash_put(loom_backend *be, int64_t idx) {
+    uint64_t m = be->hash_cap - 1;
+    for (uint64_t i = name_hash(be->w[idx].name) & m;; i = (i + 1) & m) {
+        int64_t v = be->hash[i];
+        if (!v || !strcmp(be->w[v - 1].name, be->w[idx].name)) {
+            be->hash[i] = idx + 1;
+            return;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- memory report */
+
+static loom_status mem_init(loom_backend *be) {
+    loom_backend_memory *m = &be->mem;
+    m->n_devices = be->n_devices;
+    m->devices = calloc((size_t)be->n_devices, sizeof *m->devices);
+    if (!m->devices) return LOOM_ERR_NOMEM;
+    int nl = be->blocks + 1;
+    for (int d = 0; d < be->n_devices; d++) {
+        loom_device_memory *dm = &m->devices[d];
+        const loom_device *dev = &be->devices[d];
+        snprintf(dm->name, sizeof dm->name, "%s", dev->name);
+        snprintf(dm->id, sizeof dm->id, "%s", dev->id);
+        dm->kind = dev->kind;
+        dm->total_bytes = dev->total_bytes;
+        dm->free_bytes = dev->free_at_open;
+        dm->n_layers = nl;
+        dm->weights = calloc((size_t)nl, sizeof *dm->weights);
+        dm->cache = calloc((size_t)nl, sizeof *dm->cache);
+        if (!dm->weights || !dm->cache) return LOOM_ERR_NOMEM;
+    }
+    return LOOM_OK;
+}
+
+void loom_backend_memory_free(loom_backend_memory *m) {
+    if (!m) return;
+    if (m->devices)
+        for (int d = 0; d < m->n_devices; d++) {
+            free(m->devices[d].weights);
+            free(m->devices[d].cache);
+        }
+    free(m->devices);
+    memset(m, 0, sizeof *m);
+}
+
+loom_status loom_backend_memory_get(const loom_backend *be, loom_backend_memory *out) {
+    if (!out) return LOOM_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    if (!be) return LOOM_ERR_INVALID_ARG;
+    const loom_backend_memory *m = &be->mem;
+    out->input_weights = m->input_weights;
+    out->devices = calloc((size_t)m->n_devices, sizeof *out->devices);
+    if (!out->devices) return LOOM_ERR_NOMEM;
+    out->n_devices = m->n_devices;
+    for (int d = 0; d < m->n_devices; d++) {
+        loom_device_memory *o = &out->devices[d];
+        *o = m->devices[d];
+        size_t n = (size_t)m->devices[d].n_layers;
+        o->weights = malloc(n * sizeof *o->weights);
+        o->cache = malloc(n * sizeof *o->cache);
+        if (!o->weights || !o->cache) {
+            loom_backend_memory_free(out);
+            return LOOM_ERR_NOMEM;
+        }
+        memcpy(o->weights, m->devices[d].weights, n * sizeof *o->weights);
+        memcpy(o->cache, m->devices[d].cache, n * sizeof *o->cache);
+    }
+    return LOOM_OK;
+}
+
+uint64_t loom_backend_memory_total(const loom_backend_memory *m) {
+    if (!m) return 0;
+    uint64_t s = m->input_weights.size;
+    for (int d = 0; d < m->n_devices; d++) {
+        const loom_device_memory *dm = &m->devices[d];
+        for (int i = 0; i < dm->n_layers; i++) s += dm->weights[i].size + dm->cache[i].size;
+        s += dm->graph.size;
+    }
+    return s;
+}
+
+void be_account_cache(loom_backend *be, int layer, uint64_t size, bool ok) {
+    if (!be || layer < 0 || layer > be->blocks) return;
+    loom_memory *c = &be->mem.devices[be->layer_dev[layer]].cache[layer];
+    c->size += size;
+    if (!ok) c->status = LOOM_ALLOC_FAILED;
+    else if (c->status != LOOM_ALLOC_FAILED && !be->dry_run) c->status = LOOM_ALLOC_ALLOCATED;
+}
+
+loom_status loom_backend_account_cache(loom_backend *be, int layer, uint64_t bytes) {
+    if (!be || layer < 0 || layer > be->blocks) return LOOM_ERR_INVALID_ARG;
+    be_account_cache(be, layer, bytes, true);
+    return LOOM_OK;
+}
+
+loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes) {
+    if (!be || dev < 0 || dev >= be->n_devices) return LOOM_ERR_INVALID_ARG;
+    loom_memory *g = &be->mem.devices[dev].graph;
+    if (bytes > g->size) g->size = bytes;
+    return LOOM_OK;
+}
+
+/* ---------------------------------------------------------------- creation */
+
+static loom_status add_weight(loom_backend *be, const char *name, int64_t file_index, int dev,
+                              int layer, loom_error *err) {
+    const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, file_index);
+    int64_t ex = be_find(be, name);
+    if (ex >= 0 && be->w[ex].dev == dev) {
+        /* dedupe: the same name in the same arena is reused (another target) */
+        if (be->w[ex].nbytes != ti->size)
+            return loom_error_set(err, LOOM_ERR_FORMAT,
+                                  "tensor '%s' is created twice with different sizes", name);
+        return LOOM_OK;
+    }
+    if (be->n_w == be->cap_w) return loom_error_set(err, LOOM_ERR_INTERNAL, "weight table full");
+    be_weight *w = &be->w[be->n_w];
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->file_index = file_index;
+    w->dev = dev;
+    w->layer = layer;
+    w->nbytes = ti->size;
+    loom_tensor *t = &w->t;
+    t->type = ti->type;
+    t->op = LOOM_OP_NONE;
+    for (int k = 0; k < LOOM_MAX_DIMS; k++) t->ne[k] = ti->ne[k];
+    const loom_type_info *info = loom_type_get((uint32_t)ti->type);
+    if (!info || ti->ne[0] % info->block_size)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "tensor '%s': bad type or row size", name);
+    t->nb[0] = info->block_bytes;
+    t->nb[1] = (size_t)(ti->ne[0] / info->block_size) * info->block_bytes;
+    t->nb[2] = t->nb[1] * (size_t)ti->ne[1];
+    t->nb[3] = t->nb[2] * (size_t)ti->ne[2];
+    t->flags = LOOM_TF_WEIGHT | LOOM_TF_ALLOCATED;
+    t->device = dev;
+    t->layer = layer;
+    t->graph_idx = -1;
+    t->sched_dev = -1;
+    t->plan_offs = SIZE_MAX;
+    snprintf(t->name, sizeof t->name, "%s", name);
+
+    /* accounting (§3.5): size rounded up to 32 */
+    uint64_t sz = be_round_up(ti->size, LOOM_WEIGHT_ALIGN);
+    if (layer < 0) be->mem.input_weights.size += sz;
+    else be->mem.devices[dev].weights[layer].size += sz;
+    hash_put(be, be->n_w);
+    be->n_w++;
+    return LOOM_OK;
+}
+
+/* Which file tensor each weight reads from, as CSR lists per file tensor. */
+static loom_status build_targets(loom_backend *be) {
+    be->tgt_start = calloc((size_t)be->n_file + 1, sizeof *be->tgt_start);
+    be->tgt = malloc((size_t)(be->n_w ? be->n_w : 1) * sizeof *be->tgt);
+    if (!be->tgt_start || !be->tgt) return LOOM_ERR_NOMEM;
+    for (int64_t i = 0; i < be->n_w; i++) be->tgt_start[be->w[i].file_index + 1]++;
+    for (int64_t f = 0; f < be->n_file; f++) be->tgt_start[f + 1] += be->tgt_start[f];
+    int64_t *fill = calloc((size_t)be->n_file + 1, sizeof *fill);
+    if (!fill) return LOOM_ERR_NOMEM;
+    for (int64_t i = 0; i < be->n_w; i++) {
+        int64_t f = be->w[i].file_index;
+        be->tgt[be->tgt_start[f] + fill[f]++] = i;
+    }
+    free(fill);
+    return LOOM_OK;
+}
+
+static loom_status classify_all(loom_backend *be, loom_error *err) {
+    const loom_gguf *g = be->gguf;
+    int out_dev = be->layer_dev[be->blocks];
+    bool has_output_group = false;
+    for (int64_t i = 0; i < be->n_file; i++)
+        if (!strncmp(loom_gguf_tensor(g, i)->name, "output.", 7)) has_output_group = true;
+    char nm[LOOM_GGUF_MAX_NAME + 32];
+    for (int64_t i = 0; i < be->n_file; i++) {
+        const char *name = loom_gguf_tensor(g, i)->name;
+        int64_t idx;
+        loom_status s = LOOM_OK;
+        switch (loom_place_classify(name, &idx)) {
+        case LOOM_RULE_INPUT:
+            s = add_weight(be, name, i, 0, -1, err);
+            if (!s && !strcmp(name, "token_embd.weight") && !has_output_group)
+                s = add_weight(be, "output.weight", i, out_dev, be->blocks, err);
+            break;
+        case LOOM_RULE_OUTPUT:
+        case LOOM_RULE_VISION:
+            s = add_weight(be, name, i, out_dev, be->blocks, err);
+            break;
+        case LOOM_RULE_ROPE:
+            for (int l = 0; l < be->blocks && !s; l++) {
+                int n = snprintf(nm, sizeof nm, "blk.%d.%s", l, name);
+                if (n < 0 || n >= LOOM_GGUF_MAX_NAME)
+                    return loom_error_set(err, LOOM_ERR_FORMAT, "tensor '%s': per-layer name too long", name);
+                s = add_weight(be, nm, i, be->layer_dev[l], l, err);
+            }
+            break;
+        case LOOM_RULE_LAYER:
+            if (idx >= be->blocks)
+                return loom_error_set(err, LOOM_ERR_FORMAT,
+                                      "tensor '%s': layer index %lld >= block_count %d", name,
+                                      (long long)idx, be->blocks);
+            s = add_weight(be, name, i, be->layer_dev[idx], (int)idx, err);
+            break;
+        case LOOM_RULE_NODIGIT:
+            s = add_weight(be, name, i, 0, -1, err);
+            break;
+        }
+        if (s) return s;
+    }
+    return LOOM_OK;
+}
+
+/* Lay out and allocate one weight buffer per device (§3.6). */
+static loom_status alloc_weights(loom_backend *be, loom_error *err) {
+    bool mapped_ok = be->use_mmap;
+    for (int64_t i = 0; i < be->n_w; i++) {
+        be_weight *w = &be->w[i];
+        const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, w->file_index);
+        /* a CPU weight that is its file tensor (not a copy) can live in the mapping */
+        if (mapped_ok && w->dev == 0 && !strcmp(w->name, ti->name) &&
+            loom_gguf_tensor_data(be->gguf, w->file_index)) {
+            w->mapped = true;
+            continue;
+        }
+        w->offset = be->wbuf_size[w->dev];
+        be->wbuf_size[w->dev] += be_round_up(w->nbytes, LOOM_WEIGHT_ALIGN);
+    }
+    loom_status first = LOOM_OK;
+    for (int d = 0; d < be->n_devices; d++) {
+        bool ok = true;
+        if (be->wbuf_size[d] && !be->dry_run) {
+            if (be->wbuf_size[d] > SIZE_MAX) ok = false;
+            else be->wbuf[d] = loom_device_alloc(&be->devices[d], (size_t)be->wbuf_size[d]);
+            if (!be->wbuf[d]) ok = false;
+            if (!ok && !first)
+                first = loom_error_set(err, LOOM_ERR_NOMEM,
+                                       "device %s: cannot allocate %llu bytes of weights (capacity %llu, in use %llu)",
+                                       be->devices[d].name, (unsigned long long)be->wbuf_size[d],
+                                       (unsigned long long)be->devices[d].capacity,
+                                       (unsigned long long)atomic_load(&be->devices[d].used));
+        }
+        if (be->dry_run) continue;
+        loom_device_memory *dm = &be->mem.devices[d];
+        for (int l = 0; l <= be->blocks; l++)
+            if (dm->weights[l].size) dm->weights[l].status = ok ? LOOM_ALLOC_ALLOCATED : LOOM_ALLOC_FAILED;
+        if (d == 0 && be->mem.input_weights.size)
+            be->mem.input_weights.status = ok ? LOOM_ALLOC_ALLOCATED : LOOM_ALLOC_FAILED;
+    }
+    if (first || be->dry_run) return first;
+    for (int64_t i = 0; i < be->n_w; i++) {
+        be_weight *w = &be->w[i];
+        w->t.data = w->mapped ? (void *)loom_gguf_tensor_data(be->gguf, w->file_index)
+                              : (char *)be->wbuf[w->dev] + w->offset;
+    }
+    return LOOM_OK;
+}
+
+static loom_status setup_devices(loom_backend *be, const loom_backend_params *p, loom_error *err) {
+    loom_device_init_cpu(&be->devices[0]);
+    be->n_devices = 1;
+    loom_sim_device env_devs[LOOM_BE_MAX_SIM];
+    const loom_sim_device *sims = p->sim_devices;
+    int n_sims = p->sim_devices ? p->n_sim_devices : 0;
+    if (n_sims < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "n_sim_devices < 0");
+    if (!sims || n_sims == 0) {
+        const char *env = getenv("LOOM_SIM_DEVICES");
+        n_sims = 0;
+        if (env && *env) {
+            loom_status s = loom_sim_devices_parse(env, env_devs, LOOM_BE_MAX_SIM, &n_sims, err);
+            if (s) return s;
+            sims = env_devs;
+        }
+    }
+    if (n_sims > LOOM_BE_MAX_SIM)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "at most %d simulated devices", LOOM_BE_MAX_SIM);
+    for (int i = 0; i < n_sims; i++) {
+        if (!sims[i].name[0] || !memchr(sims[i].name, '\0', sizeof sims[i].name) ||
+            !strcmp(sims[i].name, "CPU"))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "simulated device %d: bad name", i);
+        loom_device_init_sim(&be->devices[be->n_devices++], &sims[i]);
+    }
+    return LOOM_OK;
+}
+
+static loom_status read_block_count(loom_backend *be, loom_error *err) {
+    const loom_gguf *g = be->gguf;
+    loom_gguf_str s;
+    be->arch[0] = '\0';
+    if (loom_gguf_get_str(g, "general.architecture", &s) == LOOM_OK) {
+        if (s.len >= sizeof be->arch || memchr(s.ptr, '\0', (size_t)s.len))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "general.architecture: bad value");
+        memcpy(be->arch, s.ptr, (size_t)s.len);
+        be->arch[s.len] = '\0';
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s.block_count", be->arch);
+    /* The contract reads block_count as an exact u32; Loom accepts any integer type
+     * (robustness: some converters write i32/u64). Absent = 0 blocks (then any
+     * tensor with a layer index is rejected below). */
+    int64_t v = 0;
+    loom_status st = loom_gguf_get_int(g, key, &v);
+    if (st == LOOM_ERR_NOT_FOUND) v = 0;
+    else if (st) return loom_error_set(err, LOOM_ERR_FORMAT, "%s: not an integer", key);
+    if (v < 0 || v > 1000000)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "%s = %lld is out of range", key, (long long)v);
+    be->blocks = (int)v;
+    return LOOM_OK;
+}
+
+loom_status loom_backend_open(const char *path, const loom_backend_params *params,
+                              loom_backend **out, loom_error *err) {
+    if (out) *out = NULL;
+    if (!path || !out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "backend open: NULL argument");
+    loom_backend_params p = params ? *params : loom_backend_default_params();
+    if (p.n_threads < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "n_threads < 0");
+    if (p.max_nodes < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "max_nodes < 0");
+    if (p.n_tensor_split < 0 || (p.n_tensor_split > 0 && !p.tensor_split))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor_split: bad count");
+
+    loom_backend *be = calloc(1, sizeof *be);
+    if (!be) return loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
+    atomic_init(&be->cancel, 0);
+    be->params = p;
+    be->params.sim_devices = NULL;
+    be->params.tensor_split = NULL;
+    be->dry_run = p.dry_run;
+    be->use_mmap = !p.no_mmap;
+    be->n_threads = p.n_threads ? p.n_threads : loom_host_cpu_count();
+
+    loom_status s = setup_devices(be, &p, err);
+    if (!s) {
+        loom_gguf_params gp = {.no_mmap = p.no_mmap};
+        s = loom_gguf_open(path, &gp, &be->gguf, err);
+    }
+    if (!s) s = read_block_count(be, err);
+    if (s) goto fail;
+    be->n_file = loom_gguf_tensor_count(be->gguf);
+    be->max_nodes = p.max_nodes ? p.max_nodes : (5 * be->n_file > 8192 ? 5 * be->n_file : 8192);
+
+    /* splits and layer map (§3.2, §3.3) */
+    {
+        int n_gpus = be->n_devices - 1;
+        int n_cap = n_gpus > p.n_tensor_split ? n_gpus : p.n_tensor_split;
+        float *splits = calloc((size_t)n_cap + 1, sizeof *splits);
+        uint64_t free_mem[LOOM_BE_MAX_DEVICES];
+        for (int j = 0; j < n_gpus; j++) free_mem[j] = loom_device_free_now(&be->devices[1 + j]);
+        int n_splits = 0;
+        be->layer_dev = calloc((size_t)be->blocks + 1, sizeof *be->layer_dev);
+        if (!splits || !be->layer_dev) {
+            free(splits);
+            s = loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
+            goto fail;
+        }
+        s = loom_place_splits(p.tensor_split, p.n_tensor_split, free_mem, n_gpus, splits, &n_splits);
+        if (s) {
+            free(splits);
+            s = loom_error_set(err, s, "tensor_split: proportions must be finite and >= 0");
+            goto fail;
+        }
+        for (int i = 0; i <= be->blocks; i++)
+            be->layer_dev[i] = loom_place_layer(i, be->blocks, p.n_gpu_layers, splits, n_splits, n_gpus);
+        free(splits);
+    }
+
+    if (mem_init(be)) {
+        s = loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
+        goto fail;
+    }
+    /* descriptor table: n_tensors + 1 (tied output) + blocks per rope tensor */
+    {
+        int64_t n_rope = 0;
+        for (int64_t i = 0; i < be->n_file; i++) {
+            int64_t idx;
+            if (loom_place_classify(loom_gguf_tensor(be->gguf, i)->name, &idx) == LOOM_RULE_ROPE) n_rope++;
+        }
+        be->cap_w = be->n_file + 1 + n_rope * (int64_t)be->blocks;
+        uint64_t hc = 16;
+        while (hc < (uint64_t)be->cap_w * 2) hc <<= 1;
+        be->w = calloc((size_t)be->cap_w, sizeof *be->w);
+        be->hash = calloc(hc, sizeof *be->hash);
+        be->hash_cap = hc;
+        if (!be->w || !be->hash) {
+            s = loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
+            goto fail;
+        }
+    }
+    s = classify_all(be, err);
+    if (!s) s = build_targets(be) ? loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory") : LOOM_OK;
+    if (s) goto fail;
+    s = alloc_weights(be, err);
+    if (s == LOOM_ERR_NOMEM) {
+        be->failed = true;
+        *out = be; /* readable report; close it */
+        return s;
+    }
+    if (s) goto fail;
+    *out = be;
+    return LOOM_OK;
+fail:
+    loom_backend_close(be);
+    return s;
+}
+
+void loom_backend_close(loom_backend *be) {
+    if (!be) return;
+    be_sched_free(be);
+    for (int d = 0; d < be->n_devices; d++)
+        loom_device_free(&be->devices[d], be->wbuf[d], (size_t)be->wbuf_size[d]);
+    loom_backend_memory_free(&be->mem);
+    free(be->w);
+    free(be->hash);
+    free(be->tgt_start);
+    free(be->tgt);
+    free(be->layer_dev);
+    loom_gguf_close(be->gguf);
+    free(be);
+}
+
+/* ---------------------------------------------------------------- queries */
+
+const loom_gguf *loom_backend_gguf(const loom_backend *be) { return be ? be->gguf : NULL; }
+const char *loom_backend_arch(const loom_backend *be) { return be ? be->arch : ""; }
+int loom_backend_block_count(const loom_backend *be) { return be ? be->blocks : 0; }
+bool loom_backend_flash_attn(const loom_backend *be) { return be && be->params.flash_attn; }
+int64_t loom_backend_max_nodes(const loom_backend *be) { return be ? be->max_nodes : 0; }
+int loom_backend_device_count(const loom_backend *be) { return be ? be->n_devices : 0; }
+bool loom_backend_is_dry_run(const loom_backend *be) { return be && be->dry_run; }
+
+const char *loom_backend_device_name(const loom_backend *be, int dev) {
+    if (!be || dev < 0 || dev >= be->n_devices) return NULL;
+    return be->devices[dev].name;
+}
+
+int loom_backend_layer_device(const loom_backend *be, int layer) {
+    if (!be || layer < 0 || layer > be->blocks) return -1;
+    return be->layer_dev[layer];
+}
+
+loom_tensor *loom_backend_get_tensor(const loom_backend *be, const char *name) {
+    if (!be || !name) return NULL;
+    int64_t i = be_find(be, name);
+    return i < 0 ? NULL : (loom_tensor *)&be->w[i].t;
+}
+
+loom_cache_config loom_backend_cache_config(const loom_backend *be) {
+    loom_cache_config c;
+    if (be && be->params.flash_attn) {
+        c.cache_padding = 256;
+        c.permuted_v = false;
+        c.mask_type = LOOM_TYPE_F16;
+        c.mask_batch_padding = 64;
+    } else {
+        c.cache_padding = 32;
+        c.permuted_v = true;
+        c.mask_type = LOOM_TYPE_F32;
+        c.mask_batch_padding = 1;
+    }
+    return c;
+}

@@ -1,0 +1,195 @@
+/* Devices: the CPU and simulated accelerators, with accounted allocations. */
+#include "backend/device.h"
+#include "backend/fault.h"
+
+#include <ctype.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+uint64_t loom_host_total_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0) return 0;
+    return (uint64_t)pages * (uint64_t)psz;
+}
+
+uint64_t loom_host_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            unsigned long long kb;
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                return (uint64_t)kb * 1024u;
+            }
+        }
+        fclose(f);
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0) return 0;
+    return (uint64_t)pages * (uint64_t)psz;
+}
+
+int loom_host_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void loom_device_init_cpu(loom_device *d) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "CPU");
+    d->id[0] = '\0';
+    d->kind = LOOM_DEVICE_CPU;
+    d->simulated = false;
+    d->capacity = UINT64_MAX;
+    d->total_bytes = loom_host_total_bytes();
+    d->free_at_open = loom_host_available_bytes();
+    atomic_init(&d->used, 0);
+    atomic_init(&d->peak, 0);
+}
+
+void loom_device_init_sim(loom_device *d, const loom_sim_device *sim) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%.31s", sim->name);
+    snprintf(d->id, sizeof d->id, "SIM-%.31s", sim->name);
+    d->kind = LOOM_DEVICE_GPU;
+    d->simulated = true;
+    d->capacity = sim->memory_bytes;
+    d->total_bytes = sim->memory_bytes;
+    d->free_at_open = sim->memory_bytes;
+    atomic_init(&d->used, 0);
+    atomic_init(&d->peak, 0);
+}
+
+void *loom_device_alloc(loom_device *d, size_t size) {
+    if (!d || size == 0) return NULL;
+    if (size > SIZE_MAX - LOOM_DEVICE_ALIGN) return NULL;
+    /* reserve the bytes first so concurrent allocations cannot overshoot */
+    uint64_t cur = atomic_load(&d->used);
+    for (;;) {
+        if ((uint64_t)size > d->capacity || cur > d->capacity - (uint64_t)size) return NULL;
+        if (atomic_compare_exchange_weak(&d->used, &cur, cur + (uint64_t)size)) break;
+    }
+    void *p = NULL;
+    if (!loom_fault_alloc_should_fail()) {
+        size_t rounded = (size + LOOM_DEVICE_ALIGN - 1) / LOOM_DEVICE_ALIGN * LOOM_DEVICE_ALIGN;
+        p = aligned_alloc(LOOM_DEVICE_ALIGN, rounded);
+    }
+    if (!p) {
+        atomic_fetch_sub(&d->used, (uint64_t)size);
+        return NULL;
+    }
+    uint64_t now = cur + size, pk = atomic_load(&d->peak);
+    while (now > pk && !atomic_compare_exchange_weak(&d->peak, &pk, now)) {}
+    return p;
+}
+
+void loom_device_free(loom_device *d, void *p, size_t size) {
+    if (!p) return;
+    free(p);
+    if (d) atomic_fetch_sub(&d->used, (uint64_t)size);
+}
+
+void loom_device_copy_in(loom_device *d, void *dst, const void *src, size_t n) {
+    (void)d;
+    if (n) memcpy(dst, src, n);
+}
+
+void loom_device_copy_out(loom_device *d, void *dst, const void *src, size_t n) {
+    (void)d;
+    if (n) memcpy(dst, src, n);
+}
+
+uint64_t loom_device_free_now(const loom_device *d) {
+    if (!d->simulated) return loom_host_available_bytes();
+    uint64_t u = atomic_load(&((loom_device *)d)->used);
+    return u >= d->capacity ? 0 : d->capacity - u;
+}
+
+/* ---------------------------------------------------------------- sim device spec */
+
+static bool name_char_ok(char c) {
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == ':';
+}
+
+loom_status loom_sim_devices_parse(const char *spec, loom_sim_device *out, int max, int *n_out,
+                                   loom_error *err) {
+    if (n_out) *n_out = 0;
+    if (!spec || !n_out || (max > 0 && !out) || max < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "sim devices: NULL argument");
+    int n = 0;
+    const char *p = spec;
+    while (*p == ' ') p++;
+    if (*p == '\0') return LOOM_OK; /* empty spec: no devices */
+    for (;;) {
+        const char *name = p;
+        while (*p && *p != '=' && *p != ',') p++;
+        size_t nlen = (size_t)(p - name);
+        if (*p != '=')
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "sim devices: expected NAME=SIZE at '%.40s'", name);
+        if (nlen == 0 || nlen > 31)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "sim devices: device name must be 1..31 characters at '%.40s'", name);
+        for (size_t i = 0; i < nlen; i++)
+            if (!name_char_ok(name[i]))
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                      "sim devices: bad character in device name '%.*s'", (int)nlen, name);
+        if (nlen == 3 && !strncmp(name, "CPU", 3))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "sim devices: the name CPU is reserved");
+        p++; /* '=' */
+        if (!isdigit((unsigned char)*p))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "sim devices: device '%.*s' needs a size in bytes (e.g. 512MiB)", (int)nlen, name);
+        uint64_t v = 0;
+        while (isdigit((unsigned char)*p)) {
+            uint64_t dgt = (uint64_t)(*p - '0');
+            if (v > (UINT64_MAX - dgt) / 10)
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                      "sim devices: size of '%.*s' overflows", (int)nlen, name);
+            v = v * 10 + dgt;
+            p++;
+        }
+        const char *unit = p;
+        while (*p && *p != ',') p++;
+        size_t ulen = (size_t)(p - unit);
+        while (ulen && unit[ulen - 1] == ' ') ulen--;
+        uint64_t mul = 1;
+        if (ulen == 0 || (ulen == 1 && unit[0] == 'B')) mul = 1;
+        else if (ulen == 3 && !strncmp(unit, "KiB", 3)) mul = 1ull << 10;
+        else if (ulen == 3 && !strncmp(unit, "MiB", 3)) mul = 1ull << 20;
+        else if (ulen == 3 && !strncmp(unit, "GiB", 3)) mul = 1ull << 30;
+        else if (ulen == 3 && !strncmp(unit, "TiB", 3)) mul = 1ull << 40;
+        else
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "sim devices: unknown unit '%.*s' for '%.*s' (use B, KiB, MiB, GiB)",
+                                  (int)ulen, unit, (int)nlen, name);
+        if (v > UINT64_MAX / mul)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "sim devices: size of '%.*s' overflows",
+                                  (int)nlen, name);
+        for (int i = 0; i < n; i++)
+            if (strlen(out[i].name) == nlen && !strncmp(out[i].name, name, nlen))
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG, "sim devices: duplicate device '%.*s'",
+                                      (int)nlen, name);
+        if (n >= max)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "sim devices: more than %d devices", max);
+        memset(&out[n], 0, sizeof out[n]);
+        memcpy(out[n].name, name, nlen);
+        out[n].memory_bytes = v * mul;
+        n++;
+        if (*p == '\0') break;
+        p++; /* ',' */
+        while (*p == ' ') p++;
+        if (*p == '\0') break; /* trailing comma tolerated */
+    }
+    *n_out = n;
+    return LOOM_OK;
+}

@@ -1,0 +1,177 @@
+/* loom_backend_load: parallel chunked reads of every file tensor into all of its
+ * targets, with progress, cancellation and I/O errors (contract §4). */
+#include "backend/backend_internal.h"
+#include "backend/fault.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOAD_CHUNK (128u * 1024u)
+
+typedef struct load_job {
+    loom_backend *be;
+    const char *path;
+    loom_progress_cb cb;
+    void *user;
+    atomic_long next;           /* next file tensor to take */
+    atomic_uint_least64_t done; /* bytes read */
+    uint64_t total;
+    atomic_int stop;            /* set on the first error or cancellation */
+    pthread_mutex_t mu;
+    loom_error err;             /* first error (under mu) */
+} load_job;
+
+static void job_fail(load_job *j, loom_status s, const char *msg) {
+    pthread_mutex_lock(&j->mu);
+    loom_error_set(&j->err, s, "%s", msg);
+    pthread_mutex_unlock(&j->mu);
+    atomic_store(&j->stop, 1);
+}
+
+static bool should_stop(load_job *j) {
+    return atomic_load(&j->stop) || atomic_load(&j->be->cancel);
+}
+
+/* Read n bytes at off fully; returns bytes read (< n on EOF), or -1 with errno. */
+static long long read_full(int fd, void *buf, size_t n, uint64_t off) {
+    size_t got = 0;
+    while (got < n) {
+        if (loom_fault_read_should_fail()) {
+            errno = EIO;
+            return -1;
+        }
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (long long)got;
+}
+
+static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
+    loom_backend *be = j->be;
+    const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, f);
+    int64_t t0 = be->tgt_start[f], t1 = be->tgt_start[f + 1];
+    if (t0 == t1) return; /* nothing placed from this tensor */
+    bool need_read = false;
+    for (int64_t k = t0; k < t1; k++)
+        if (!be->w[be->tgt[k]].mapped) need_read = true;
+    for (uint64_t off = 0; off < ti->size; off += LOAD_CHUNK) {
+        if (should_stop(j)) return;
+        size_t n = (size_t)(ti->size - off < LOAD_CHUNK ? ti->size - off : LOAD_CHUNK);
+        if (need_read) {
+            long long r = read_full(fd, buf, n, ti->file_offset + off);
+            if (r < 0) {
+                char msg[LOOM_ERROR_MSG_MAX];
+                snprintf(msg, sizeof msg, "tensor '%s': read failed at file offset %llu (%zu bytes): %s",
+                         ti->name, (unsigned long long)(ti->file_offset + off), n, strerror(errno));
+                job_fail(j, LOOM_ERR_IO, msg);
+                return;
+            }
+            if ((size_t)r < n) {
+                char msg[LOOM_ERROR_MSG_MAX];
+                snprintf(msg, sizeof msg,
+                         "tensor '%s': short read at file offset %llu: got %lld of %zu bytes (file truncated?)",
+                         ti->name, (unsigned long long)(ti->file_offset + off), r, n);
+                job_fail(j, LOOM_ERR_IO, msg);
+                return;
+            }
+            for (int64_t k = t0; k < t1; k++) {
+                be_weight *w = &be->w[be->tgt[k]];
+                if (!w->mapped)
+                    loom_device_copy_in(&be->devices[w->dev], (char *)w->t.data + off, buf, n);
+            }
+        } else {
+            /* mapped: fault the pages in now so compute does not pay for them */
+            const volatile unsigned char *src =
+                (const volatile unsigned char *)be->w[be->tgt[t0]].t.data + off;
+            unsigned char acc = 0;
+            for (size_t b = 0; b < n; b += 4096) acc ^= src[b];
+            (void)acc;
+        }
+        uint64_t d = atomic_fetch_add(&j->done, (uint64_t)n) + n;
+        if (j->cb && !j->cb(d, j->total, j->user)) atomic_store(&be->cancel, 1);
+    }
+}
+
+static void *load_worker(void *arg) {
+    load_job *j = arg;
+    int fd = open(j->path, O_RDONLY | O_CLOEXEC);
+    unsigned char *buf = malloc(LOAD_CHUNK);
+    if (fd < 0 || !buf) {
+        char msg[LOOM_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%.400s: cannot open for loading: %s", j->path,
+                 fd < 0 ? strerror(errno) : "out of memory");
+        job_fail(j, fd < 0 ? LOOM_ERR_IO : LOOM_ERR_NOMEM, msg);
+    } else {
+        for (;;) {
+            if (should_stop(j)) break;
+            long f = atomic_fetch_add(&j->next, 1);
+            if (f >= j->be->n_file) break;
+            load_tensor(j, fd, buf, f);
+        }
+    }
+    free(buf);
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user, loom_error *err) {
+    if (!be) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "load: NULL backend");
+    if (be->failed)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "load: the backend failed to allocate its weights");
+    if (be->dry_run) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "load: dry-run backend");
+    load_job j;
+    memset(&j, 0, sizeof j);
+    j.be = be;
+    j.path = loom_gguf_path(be->gguf);
+    j.cb = cb;
+    j.user = user;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.done, 0);
+    atomic_init(&j.stop, 0);
+    uint64_t fs = loom_gguf_file_size(be->gguf), doff = loom_gguf_data_offset(be->gguf);
+    j.total = fs > doff ? fs - doff : 0;
+    pthread_mutex_init(&j.mu, NULL);
+    atomic_store(&be->cancel, 0);
+    be->loaded = false;
+
+    int64_t n = be->n_threads;
+    if (n > be->n_file) n = be->n_file;
+    if (n < 1) n = 1;
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int64_t started = 0;
+    if (th)
+        for (int64_t i = 1; i < n; i++) {
+            if (pthread_create(&th[i], NULL, load_worker, &j)) break;
+            started = i;
+        }
+    load_worker(&j); /* the caller's thread is worker 0 */
+    for (int64_t i = 1; i <= started; i++) pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_destroy(&j.mu);
+
+    loom_status s = j.err.status;
+    if (s) {
+        loom_error_set(err, s, "%s", j.err.msg);
+    } else if (atomic_load(&be->cancel)) {
+        s = loom_error_set(err, LOOM_ERR_CANCELLED, "load cancelled after %llu of %llu bytes",
+                           (unsigned long long)atomic_load(&j.done), (unsigned long long)j.total);
+    } else {
+        be->loaded = true;
+    }
+    atomic_store(&be->cancel, 0);
+    return s;
+}
+
+void loom_backend_cancel(loom_backend *be) {
+    if (be) atomic_store(&be->cancel, 1);
+}

@@ -1,0 +1,92 @@
+/* Splits, layer placement and tensor classification (contract §3.2-§3.4). */
+#include "backend/placement.h"
+
+#include <math.h>
+#include <string.h>
+
+loom_status loom_place_splits(const float *tensor_split, int n_split, const uint64_t *free_mem,
+                              int n_gpus, float *out, int *n_out) {
+    *n_out = 0;
+    bool use_default = true;
+    if (tensor_split && n_split > 0)
+        for (int i = 0; i < n_split; i++) {
+            if (!isfinite(tensor_split[i]) || tensor_split[i] < 0) return LOOM_ERR_INVALID_ARG;
+            if (tensor_split[i] != 0) use_default = false;
+        }
+    int n = use_default ? n_gpus : n_split;
+    for (int i = 0; i < n; i++) out[i] = use_default ? (float)free_mem[i] : tensor_split[i];
+    /* float32 prefix sums, then normalise, exactly as the contract does it */
+    float sum = 0;
+    for (int i = 0; i < n; i++) {
+        sum += out[i];
+        out[i] = sum;
+    }
+    for (int i = 0; i < n; i++) out[i] = sum > 0 ? out[i] / sum : 0.0f;
+    *n_out = n;
+    return LOOM_OK;
+}
+
+int loom_place_layer(int i, int blocks, int n_gpu_layers, const float *splits, int n_splits,
+                     int n_gpus) {
+    if (n_gpu_layers < 0) n_gpu_layers = 0;
+    if (blocks < 0) blocks = 0;
+    int start = blocks - n_gpu_layers;
+    if (start < 0) start = 0;
+    /* start + n_gpu_layers may overflow int: compute in int64 */
+    int64_t stop64 = (int64_t)start + n_gpu_layers;
+    if (stop64 > (int64_t)blocks + 1) stop64 = (int64_t)blocks + 1;
+    int stop = (int)stop64;
+    if (i < start || i >= stop) return 0;
+    float f = (float)(i - start) / (float)(stop - start);
+    for (int j = 0; j < n_splits; j++)
+        if (f < splits[j]) return j < n_gpus ? 1 + j : 0;
+    return 0;
+}
+
+bool loom_place_has_part(const char *name, const char *part) {
+    size_t pl = strlen(part);
+    const char *p = name;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        if (len == pl && !memcmp(p, part, pl)) return true;
+        if (!dot) return false;
+        p = dot + 1;
+    }
+}
+
+static bool has_any(const char *name, const char *const *parts) {
+    for (; *parts; parts++)
+        if (loom_place_has_part(name, *parts)) return true;
+    return false;
+}
+
+loom_place_rule loom_place_classify(const char *name, int64_t *layer) {
+    static const char *const input[] = {"position_embd", "token_embd", "token_norm_embd",
+                                        "token_types", NULL};
+    static const char *const output[] = {"cls", "output", "output_norm", "altup_proj",
+                                         "altup_unembd_proj", "per_layer_token_embd",
+                                         "per_layer_model_proj", "per_layer_proj_norm", NULL};
+    static const char *const rope[] = {"rope_freqs", "rope_factors_long", "rope_factors_short",
+                                       NULL};
+    *layer = -1;
+    if (has_any(name, input)) return LOOM_RULE_INPUT;
+    if (has_any(name, output)) return LOOM_RULE_OUTPUT;
+    if (!strncmp(name, "v.", 2) || !strncmp(name, "mm.", 3)) return LOOM_RULE_VISION;
+    if (has_any(name, rope)) return LOOM_RULE_ROPE;
+    const char *p = name;
+    while (*p && !(*p >= '0' && *p <= '9')) p++;
+    if (!*p) return LOOM_RULE_NODIGIT;
+    int64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        int d = *p - '0';
+        if (v > (INT64_MAX - d) / 10) {
+            v = INT64_MAX;
+            while (*p >= '0' && *p <= '9') p++;
+            break;
+        }
+        v = v * 10 + d;
+    }
+    *layer = v;
+    return LOOM_RULE_LAYER;
+}

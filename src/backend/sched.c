@@ -1,0 +1,481 @@
+/* Backend contexts and the multi-device scheduler (contract §3.7, §5).
+ *
+ * A backend context is a core context (core/ctx.h) driven by this file's
+ * loom_exec_iface:
+ *   - alloc_tensor: input()/root tensors on the CPU (not counted), layer(i)
+ *     tensors on layer i's device, counted as cache[i] (Allocated / Failed);
+ *   - compute/reserve: assign every node to a device, split the node list into
+ *     runs of consecutive nodes on one device, plan each device's compute memory
+ *     with the core's liveness planner, add a staging area for tensors copied in
+ *     from other devices and the executor's work area, and (compute) run each run
+ *     with the CPU executor after copying its cross-device inputs.
+ * Device assignment: a view (or in-place node) lives with its base; an op with a
+ * weight operand runs on the (first) weight's device (CPU weights are never
+ * moved); otherwise it follows its first input's device; an op without inputs
+ * runs on the CPU.
+ * Compute buffers (one per device, grow-only) and the thread pool belong to the
+ * backend, so outputs stay readable until the next compute/reserve on it.
+ */
+#include "backend/backend_internal.h"
+#include "core/ctx.h"
+#include "cpu/exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCHED_ALIGN LOOM_TENSOR_ALIGN
+
+typedef struct sched_copy {
+    loom_tensor *base;  /* source base (another device) */
+    loom_tensor desc;   /* staging copy on the run's device */
+    int run;
+    size_t offs;        /* in the device's staging area */
+} sched_copy;
+
+typedef struct sched_subst {
+    loom_tensor *node;
+    int k;
+    loom_tensor *old;
+} sched_subst;
+
+typedef struct sched_run {
+    int dev;
+    int64_t start, end; /* node range */
+    int64_t copy0, copy1; /* copies made at the start of the run */
+} sched_run;
+
+typedef struct be_sched {
+    loom_pool *pool;
+    int nth;
+    void *buf[LOOM_BE_MAX_DEVICES];
+    size_t buf_size[LOOM_BE_MAX_DEVICES];
+    size_t planned[LOOM_BE_MAX_DEVICES]; /* last plan: total per device */
+    size_t work_off[LOOM_BE_MAX_DEVICES]; /* last plan: executor work area offset */
+    /* grow-only scratch */
+    size_t *offs, *offs_tmp;
+    int64_t cap_nodes, cap_tmp;
+    sched_copy *copies;
+    int64_t n_copies, cap_copies;
+    loom_tensor *views;   /* scratch view descriptors over copies */
+    int64_t n_views, cap_views;
+    sched_subst *subst;
+    int64_t n_subst, cap_subst;
+    sched_run *runs;
+    int64_t n_runs, cap_runs;
+} be_sched;
+
+typedef struct be_alloc {
+    void *p;
+    size_t size;
+    int dev;
+} be_alloc;
+
+/* per-context state */
+typedef struct be_ctx {
+    loom_backend *be;
+    be_alloc *allocs;
+    size_t n_allocs, cap_allocs;
+} be_ctx;
+
+static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
+    if (need <= *cap) return true;
+    int64_t nc = *cap ? *cap : 16;
+    while (nc < need) nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+void be_sched_free(loom_backend *be) {
+    be_sched *s = be->sched;
+    if (!s) return;
+    for (int d = 0; d < be->n_devices; d++) loom_device_free(&be->devices[d], s->buf[d], s->buf_size[d]);
+    loom_pool_free(s->pool);
+    free(s->offs);
+    free(s->offs_tmp);
+    free(s->copies);
+    free(s->views);
+    free(s->subst);
+    free(s->runs);
+    free(s);
+    be->sched = NULL;
+}
+
+void be_sched_counts(const loom_backend *be, int64_t *n_runs, int64_t *n_copies) {
+    const be_sched *s = be->sched;
+    *n_runs = s ? s->n_runs : 0;
+    *n_copies = s ? s->n_copies : 0;
+}
+
+/* ---------------------------------------------------------------- allocation */
+
+static loom_status bc_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zero) {
+    be_ctx *c = impl;
+    loom_backend *be = c->be;
+    int layer = cctx->layer;
+    int dev = layer >= 0 && layer <= be->blocks ? be->layer_dev[layer] : 0;
+    size_t n = loom_tensor_nbytes(t);
+    size_t sz = (size_t)be_round_up(n, LOOM_WEIGHT_ALIGN);
+    if (c->n_allocs == c->cap_allocs) {
+        size_t nc = c->cap_allocs ? 2 * c->cap_allocs : 64;
+        be_alloc *na = realloc(c->allocs, nc * sizeof *na);
+        if (!na) return LOOM_ERR_NOMEM;
+        c->allocs = na;
+        c->cap_allocs = nc;
+    }
+    void *p = loom_device_alloc(&be->devices[dev], sz);
+    if (layer >= 0) be_account_cache(be, layer, sz, p != NULL);
+    if (!p) {
+        loom_ctx_set_error(cctx, LOOM_ERR_NOMEM, "device %s: cannot allocate %zu bytes for layer %d",
+                           be->devices[dev].name, sz, layer);
+        return LOOM_ERR_NOMEM;
+    }
+    if (zero) memset(p, 0, n);
+    c->allocs[c->n_allocs++] = (be_alloc){p, sz, dev};
+    t->data = p;
+    t->device = dev;
+    return LOOM_OK;
+}
+
+static bool bc_layer_valid(void *impl, int layer) {
+    be_ctx *c = impl;
+    return layer >= 0 && layer <= c->be->blocks;
+}
+
+static int bc_layer_device(void *impl, int layer) {
+    be_ctx *c = impl;
+    return layer >= 0 && layer <= c->be->blocks ? c->be->layer_dev[layer] : 0;
+}
+
+static void bc_free(void *impl, loom_ctx *ctx) {
+    (void)ctx;
+    be_ctx *c = impl;
+    for (size_t i = 0; i < c->n_allocs; i++)
+        loom_device_free(&c->be->devices[c->allocs[i].dev], c->allocs[i].p, c->allocs[i].size);
+    free(c->allocs);
+    free(c);
+}
+
+/* ---------------------------------------------------------------- splitting */
+
+static bool in_graph(const loom_graph *g, const loom_tensor *t) {
+    return t->graph_idx >= 0 && t->graph_idx < g->n_nodes && g->nodes[t->graph_idx] == t;
+}
+
+/* Device holding a base tensor's memory. */
+static int base_dev(const loom_graph *g, const loom_tensor *b) {
+    if (in_graph(g, b)) return b->sched_dev >= 0 ? b->sched_dev : 0;
+    return b->device;
+}
+
+static void assign_devices(loom_backend *be, loom_graph *g) {
+    for (int64_t i = 0; i < g->n_nodes; i++) {
+        loom_tensor *t = g->nodes[i];
+        int dev = -1;
+        if (t->view_src) {
+            dev = base_dev(g, t->view_src);
+        } else {
+            for (int k = 0; k < LOOM_MAX_SRC && dev < 0; k++) {
+                if (!t->src[k]) continue;
+                loom_tensor *b = loom_tensor_base(t->src[k]);
+                if ((b->flags & LOOM_TF_WEIGHT) && !in_graph(g, b)) dev = b->device;
+            }
+            for (int k = 0; k < LOOM_MAX_SRC && dev < 0; k++)
+                if (t->src[k]) dev = base_dev(g, loom_tensor_base(t->src[k]));
+        }
+        if (dev < 0 || dev >= be->n_devices) dev = 0;
+        t->sched_dev = dev;
+    }
+}
+
+static bool filter_dev(const loom_tensor *t, void *user) { return t->sched_dev == *(int *)user; }
+
+/* Split into runs, find cross-device copies, plan every device's memory and make
+ * sure the buffers are big enough. */
+static loom_status sched_plan(loom_backend *be, loom_ctx *r) {
+    be_sched *s = be->sched;
+    loom_graph *g = loom_ctx_graph(r);
+    int64_t n = g->n_nodes;
+    if (!grow((void **)&s->offs, &s->cap_nodes, n + 1, sizeof *s->offs)) goto oom;
+    if (!grow((void **)&s->offs_tmp, &s->cap_tmp, n + 1, sizeof *s->offs_tmp)) goto oom;
+    assign_devices(be, g);
+
+    /* runs and the copies each run needs */
+    s->n_runs = s->n_copies = 0;
+    for (int64_t i = 0; i < n; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (s->n_runs == 0 || s->runs[s->n_runs - 1].dev != t->sched_dev) {
+            if (!grow((void **)&s->runs, &s->cap_runs, s->n_runs + 1, sizeof *s->runs)) goto oom;
+            s->runs[s->n_runs++] = (sched_run){t->sched_dev, i, i, s->n_copies, s->n_copies};
+        }
+        sched_run *run = &s->runs[s->n_runs - 1];
+        run->end = i + 1;
+        if (t->op == LOOM_OP_VIEW) continue; /* no compute: data follows the base */
+        for (int k = 0; k < LOOM_MAX_SRC; k++) {
+            if (!t->src[k]) continue;
+            loom_tensor *b = loom_tensor_base(t->src[k]);
+            if (base_dev(g, b) == t->sched_dev || loom_tensor_nbytes(b) == 0) continue;
+            bool have = false;
+            for (int64_t c = run->copy0; c < s->n_copies; c++)
+                if (s->copies[c].base == b) have = true;
+            if (have) continue;
+            if (!grow((void **)&s->copies, &s->cap_copies, s->n_copies + 1, sizeof *s->copies)) goto oom;
+            sched_copy *cp = &s->copies[s->n_copies++];
+            memset(cp, 0, sizeof *cp);
+            cp->base = b;
+            cp->run = (int)(s->n_runs - 1);
+            run->copy1 = s->n_copies;
+        }
+    }
+
+    /* memory per device: [liveness plan | staging | executor work] */
+    for (int d = 0; d < be->n_devices; d++) {
+        size_t total = 0;
+        loom_status st = loom_plan_graph(g, filter_dev, &d, SCHED_ALIGN, s->offs_tmp, &total);
+        if (st) {
+            loom_ctx_set_error(r, st, "reserve: planning %lld nodes for %s failed", (long long)n,
+                               be->devices[d].name);
+            return st;
+        }
+        for (int64_t i = 0; i < n; i++)
+            if (g->nodes[i]->sched_dev == d) s->offs[i] = s->offs_tmp[i];
+        size_t stage = 0;
+        for (int64_t c = 0; c < s->n_copies; c++) {
+            if (s->runs[s->copies[c].run].dev != d) continue;
+            size_t nb = loom_tensor_nbytes(s->copies[c].base);
+            s->copies[c].offs = total + stage;
+            stage += (nb + SCHED_ALIGN - 1) & ~(size_t)(SCHED_ALIGN - 1);
+        }
+        size_t work = 0;
+        for (int64_t ri = 0; ri < s->n_runs; ri++) {
+            if (s->runs[ri].dev != d) continue;
+            size_t w = loom_cpu_graph_work_size(g->nodes + s->runs[ri].start,
+                                                s->runs[ri].end - s->runs[ri].start, s->nth);
+            if (w == SIZE_MAX) {
+                loom_ctx_set_error(r, LOOM_ERR_RANGE, "reserve: work buffer size overflow");
+                return LOOM_ERR_RANGE;
+            }
+            if (w > work) work = w;
+        }
+        work = (work + SCHED_ALIGN - 1) & ~(size_t)(SCHED_ALIGN - 1);
+        s->work_off[d] = total + stage;
+        s->planned[d] = total + stage + work;
+        if (s->planned[d] < total) {
+            loom_ctx_set_error(r, LOOM_ERR_RANGE, "reserve: compute size overflow");
+            return LOOM_ERR_RANGE;
+        }
+    }
+
+    /* grow buffers and record graph memory (max over reserves: buffers never shrink) */
+    loom_status res = LOOM_OK;
+    for (int d = 0; d < be->n_devices; d++) {
+        loom_memory *gm = &be->mem.devices[d].graph;
+        size_t need = s->planned[d];
+        if (need > s->buf_size[d]) {
+            void *nb = loom_device_alloc(&be->devices[d], need);
+            if (!nb) {
+                gm->size = need;
+                gm->status = LOOM_ALLOC_FAILED;
+                if (!res) {
+                    loom_ctx_set_error(r, LOOM_ERR_NOMEM,
+                                       "device %s: cannot allocate a %zu-byte compute buffer",
+                                       be->devices[d].name, need);
+                    res = LOOM_ERR_NOMEM;
+                }
+                continue;
+            }
+            loom_device_free(&be->devices[d], s->buf[d], s->buf_size[d]);
+            s->buf[d] = nb;
+            s->buf_size[d] = need;
+        }
+        gm->size = s->buf_size[d];
+        gm->status = s->buf_size[d] ? LOOM_ALLOC_ALLOCATED : LOOM_ALLOC_UNALLOCATED;
+    }
+    return res;
+oom:
+    loom_ctx_set_error(r, LOOM_ERR_NOMEM, "scheduler: out of host memory");
+    return LOOM_ERR_NOMEM;
+}
+
+static loom_status bc_reserve(void *impl, loom_ctx *r) {
+    be_ctx *c = impl;
+    return sched_plan(c->be, r);
+}
+
+typedef struct abort_wrap {
+    loom_backend *be;
+    loom_abort_cb cb;
+    void *user;
+} abort_wrap;
+
+static bool abort_fn(void *u) {
+    abort_wrap *a = u;
+    if (atomic_load(&a->be->cancel)) return true;
+    return a->cb ? a->cb(a->user) : false;
+}
+
+/* Point node->src[k] at the staging copy (or a view of it) while the run executes. */
+static loom_status substitute(be_sched *s, loom_graph *g, sched_run *run) {
+    for (int64_t i = run->start; i < run->end; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (t->op == LOOM_OP_VIEW) continue;
+        for (int k = 0; k < LOOM_MAX_SRC; k++) {
+            loom_tensor *src = t->src[k];
+            if (!src) continue;
+            loom_tensor *b = loom_tensor_base(src);
+            sched_copy *cp = NULL;
+            for (int64_t ci = run->copy0; ci < run->copy1; ci++)
+                if (s->copies[ci].base == b) cp = &s->copies[ci];
+            if (!cp) continue;
+            loom_tensor *rep = &cp->desc;
+            if (src != b) {
+                if (!grow((void **)&s->views, &s->cap_views, s->n_views + 1, sizeof *s->views))
+                    return LOOM_ERR_NOMEM;
+                rep = &s->views[s->n_views++];
+                *rep = *src;
+                rep->view_src = &cp->desc;
+                rep->data = (char *)cp->desc.data + src->view_offs;
+            }
+            if (!grow((void **)&s->subst, &s->cap_subst, s->n_subst + 1, sizeof *s->subst))
+                return LOOM_ERR_NOMEM;
+            s->subst[s->n_subst++] = (sched_subst){t, k, src};
+            t->src[k] = rep;
+        }
+    }
+    return LOOM_OK;
+}
+
+static void restore(be_sched *s) {
+    for (int64_t i = s->n_subst - 1; i >= 0; i--) s->subst[i].node->src[s->subst[i].k] = s->subst[i].old;
+    s->n_subst = 0;
+}
+
+static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *const *outs) {
+    (void)n_out;
+    (void)outs;
+    be_ctx *c = impl;
+    loom_backend *be = c->be;
+    be_sched *s = be->sched;
+    atomic_store(&be->cancel, 0); /* a cancel applies to the compute in progress */
+    loom_status st = sched_plan(be, r);
+    if (st) return st;
+    loom_graph *g = loom_ctx_graph(r);
+    for (int64_t i = 0; i < g->n_nodes; i++) {
+        loom_tensor *t = g->nodes[i];
+        if (s->offs[i] != SIZE_MAX) t->data = (char *)s->buf[t->sched_dev] + s->offs[i];
+    }
+    for (int64_t ci = 0; ci < s->n_copies; ci++) {
+        sched_copy *cp = &s->copies[ci];
+        int d = s->runs[cp->run].dev;
+        cp->desc = *cp->base;
+        cp->desc.view_src = NULL;
+        cp->desc.view_offs = 0;
+        cp->desc.op = LOOM_OP_NONE; /* a leaf for the executor */
+        memset(cp->desc.src, 0, sizeof cp->desc.src);
+        cp->desc.device = d;
+        cp->desc.graph_idx = -1;
+        cp->desc.data = (char *)s->buf[d] + cp->offs;
+    }
+    abort_wrap aw = {be, r->abort_cb, r->abort_user};
+    loom_error err = {0};
+    s->n_views = 0;
+    for (int64_t ri = 0; ri < s->n_runs && !st; ri++) {
+        sched_run *run = &s->runs[ri];
+        if (abort_fn(&aw)) {
+            st = LOOM_ERR_CANCELLED;
+            break;
+        }
+        for (int64_t ci = run->copy0; ci < run->copy1; ci++) {
+            sched_copy *cp = &s->copies[ci];
+            if (!cp->base->data) {
+                char d[128];
+                loom_ctx_set_error(r, LOOM_ERR_INVALID_ARG, "compute: input %s has no data",
+                                   loom_tensor_describe(cp->base, d, sizeof d));
+                st = LOOM_ERR_INVALID_ARG;
+                break;
+            }
+            loom_device_copy_in(&be->devices[run->dev], cp->desc.data, cp->base->data,
+                                loom_tensor_nbytes(cp->base));
+        }
+        if (st) break;
+        st = substitute(s, g, run);
+        if (st) {
+            restore(s);
+            loom_ctx_set_error(r, st, "scheduler: out of host memory");
+            break;
+        }
+        /* the executor's work area follows the plan and the staging area */
+        size_t wbeg = s->work_off[run->dev];
+        size_t wsize = s->planned[run->dev] - wbeg;
+        void *wdata = wsize ? (char *)s->buf[run->dev] + wbeg : NULL;
+        st = loom_cpu_compute_nodes(s->pool, s->nth, g->nodes + run->start, run->end - run->start, wdata,
+                                    wsize, abort_fn, &aw, r->eval_cb, r->eval_user, &err);
+        restore(s);
+    }
+    /* only the requested outputs stay readable */
+    for (int64_t i = 0; i < g->n_nodes; i++) {
+        loom_tensor *t = g->nodes[i];
+        loom_tensor *b = loom_tensor_base(t);
+        if (b->op != LOOM_OP_NONE && !(t->flags & LOOM_TF_OUTPUT)) t->data = NULL;
+    }
+    if (st && st != LOOM_ERR_CANCELLED && err.status) loom_ctx_set_error(r, st, "%s", err.msg);
+    return st;
+}
+
+static size_t bc_compute_bytes(void *impl, const loom_ctx *r) {
+    (void)r;
+    be_ctx *c = impl;
+    be_sched *s = c->be->sched;
+    return s ? s->planned[0] : 0;
+}
+
+static const loom_exec_iface g_be_iface = {
+    .alloc_tensor = bc_alloc,
+    .compute = bc_compute,
+    .reserve = bc_reserve,
+    .compute_bytes = bc_compute_bytes,
+    .layer_valid = bc_layer_valid,
+    .layer_device = bc_layer_device,
+    .ctx_free = bc_free,
+};
+
+loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err) {
+    if (out) *out = NULL;
+    if (!be || !out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "backend ctx: NULL argument");
+    if (be->failed)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "backend ctx: the backend failed to allocate its weights");
+    if (be->dry_run)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "backend ctx: dry-run backend (use loom_backend_account_cache/_graph)");
+    if (max_nodes < 0 || max_nodes > be->max_nodes)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "requested number of graph nodes (%lld) exceeds maximum (%lld)",
+                              (long long)max_nodes, (long long)be->max_nodes);
+    if (max_nodes == 0) max_nodes = be->max_nodes;
+    if (!be->sched) {
+        be_sched *s = calloc(1, sizeof *s);
+        if (!s) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");
+        loom_status st = loom_pool_new(be->params.n_threads, &s->pool);
+        if (st) {
+            free(s);
+            return loom_error_set(err, st, "backend ctx: cannot create the thread pool");
+        }
+        s->nth = loom_pool_size(s->pool);
+        be->sched = s;
+    }
+    be_ctx *c = calloc(1, sizeof *c);
+    if (!c) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");
+    c->be = be;
+    loom_ctx_params p = loom_ctx_default_params();
+    p.max_nodes = max_nodes;
+    p.flash_attn = be->params.flash_attn;
+    loom_status st = loom_ctx_new_with(&g_be_iface, c, &p, out, err);
+    if (st) {
+        free(c);
+        return st;
+    }
+    return LOOM_OK;
+}

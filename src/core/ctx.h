@@ -1,0 +1,117 @@
+/*
+ * ctx.h (internal) - context family, graph, memory planner and the executor seam.
+ *
+ * A root context owns: the tensor arena (max_nodes descriptors + 1 poison, one
+ * allocation at creation), the graph (capacity max_nodes), the sticky error, the
+ * eval/abort callbacks and the derived input()/layer(i) contexts. Derived contexts
+ * only carry (root, layer, device). Every function here accepts any context of a
+ * family and works on its root.
+ *
+ * Where memory comes from and how graphs run is delegated to a loom_exec_iface:
+ *   - the standalone CPU engine (src/cpu/engine.c, loom_ctx_new) allocates leaves in
+ *     host memory and computes with its own thread pool;
+ *   - the backend (src/backend) plugs a multi-device scheduler in via loom_ctx_new_with.
+ * Reusable pieces for both: loom_graph (nodes in topological order, leafs),
+ * loom_plan_graph (liveness planner), and in src/cpu/exec.h the CPU executor.
+ *
+ * Threading: a context family is used by one thread at a time.
+ */
+#ifndef LOOM_CORE_CTX_H
+#define LOOM_CORE_CTX_H
+
+#include "core/tensor.h"
+
+/* Layer value passed to alloc_tensor for tensors created through the root itself. */
+#define LOOM_LAYER_ROOT (-2)
+/* Layer value for input() contexts. */
+#define LOOM_LAYER_INPUT (-1)
+
+typedef struct loom_graph {
+    loom_tensor **nodes;  /* op nodes (op != NONE, incl. VIEW nodes) in topological order */
+    int64_t n_nodes;
+    loom_tensor **leafs;  /* op NONE tensors reachable from the nodes (weights, inputs) */
+    int64_t n_leafs;
+    int64_t cap;          /* max nodes (== max leafs) */
+} loom_graph;
+
+/* Executor/allocator seam. All function pointers except the optional ones must be set.
+ * `ctx` arguments are ROOT contexts unless noted. */
+typedef struct loom_exec_iface {
+    /* Commit memory for leaf t (ne/nb/type set, layer/device from the creating ctx,
+     * `cctx` = the derived or root context used to create it). Must set t->data
+     * (host-addressable) and t->device; zero-fill if zero. Return LOOM_ERR_NOMEM etc.
+     * Only called for tensors with nbytes > 0. */
+    loom_status (*alloc_tensor)(void *impl, loom_ctx *cctx, loom_tensor *t, bool zero);
+    /* Run the whole graph of root ctx. outputs (n >= 0) have LOOM_TF_OUTPUT set for the
+     * duration of the call. Set errors with loom_ctx_set_error (or just return a status). */
+    loom_status (*compute)(void *impl, loom_ctx *ctx, int n_outputs, loom_tensor *const *outputs);
+    /* Plan/allocate compute memory for the graph without running it. */
+    loom_status (*reserve)(void *impl, loom_ctx *ctx);
+    /* Bytes planned for intermediates on the CPU by the last reserve/compute. */
+    size_t (*compute_bytes)(void *impl, const loom_ctx *ctx);
+    /* Optional: is `layer` a known layer (else loom_ctx_layer returns the receiver)?
+     * NULL = every layer >= 0 is known. */
+    bool (*layer_valid)(void *impl, int layer);
+    /* Optional: device index for tensors created through layer(i)/input() (layer may be
+     * LOOM_LAYER_INPUT / LOOM_LAYER_ROOT). NULL = 0 (CPU). */
+    int (*layer_device)(void *impl, int layer);
+    /* Called once from loom_ctx_free before the arena is released: free whatever
+     * alloc_tensor / compute allocated for this context (impl itself if it is per-context). */
+    void (*ctx_free)(void *impl, loom_ctx *ctx);
+} loom_exec_iface;
+
+struct loom_ctx {
+    loom_ctx *root;             /* self for a root */
+    int layer;                  /* LOOM_LAYER_ROOT, LOOM_LAYER_INPUT or >= 0 */
+    int device;
+    loom_ctx *next_derived;     /* root: list of derived contexts (owned) */
+
+    /* ---- root-only state */
+    const loom_exec_iface *iface;
+    void *impl;
+    loom_ctx_params params;
+    loom_tensor *arena;         /* [max_nodes] */
+    int64_t n_tensors;          /* used arena slots */
+    loom_tensor poison;
+    loom_graph graph;
+    loom_tensor **gset;         /* open-addressing set of graph members (nodes + leafs) */
+    size_t gset_cap;            /* power of two */
+    void *dfs;                  /* DFS scratch stack for forward */
+    int64_t dfs_cap;
+    loom_error err;             /* sticky error */
+    loom_eval_cb eval_cb;
+    void *eval_user;
+    loom_abort_cb abort_cb;
+    void *abort_user;
+};
+
+/* Create a root context driven by iface/impl. params may be NULL (defaults).
+ * On failure *out is NULL, err filled, and iface->ctx_free is NOT called (the
+ * caller still owns impl). */
+loom_status loom_ctx_new_with(const loom_exec_iface *iface, void *impl, const loom_ctx_params *params,
+                              loom_ctx **out, loom_error *err);
+
+static inline loom_ctx *loom_ctx_root(const loom_ctx *ctx) { return ctx ? ctx->root : NULL; }
+static inline loom_graph *loom_ctx_graph(loom_ctx *ctx) { return &ctx->root->graph; }
+/* Arena iteration (for backends that must free per-tensor resources). */
+static inline int64_t loom_ctx_tensor_count(const loom_ctx *ctx) { return ctx->root->n_tensors; }
+static inline loom_tensor *loom_ctx_tensor_at(loom_ctx *ctx, int64_t i) { return &ctx->root->arena[i]; }
+
+/* Compute memory planner (liveness based).
+ * Considers the graph's nodes that need memory: op != NONE, no view_src, nbytes > 0,
+ * not poison, and filter(node, user) true (filter NULL = all). Walking the nodes in
+ * order, a node gets an offset (aligned to align, a power of two) in one buffer; after
+ * the node, every base (view_src resolved) of its sources whose consumers have all
+ * run is freed, unless it has LOOM_TF_OUTPUT. A node with no consumers is freed right
+ * after it runs unless it has LOOM_TF_OUTPUT. Freed ranges are reused (best fit,
+ * neighbours merged). Nodes never overlap their own sources.
+ * offsets[i] (for graph node i) = offset or SIZE_MAX when the node gets no memory;
+ * also stored in node->plan_offs. *total = peak buffer size (multiple of align).
+ * Returns LOOM_ERR_NOMEM if scratch allocation fails, LOOM_ERR_RANGE on overflow. */
+loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user),
+                            void *user, size_t align, size_t *offsets, size_t *total);
+
+/* Internal: called by loom_ctx_forward; appends t's ancestors. */
+loom_status loom_graph_expand(loom_ctx *root, loom_tensor *t);
+
+#endif

@@ -1,0 +1,341 @@
+/* AVX2 + FMA + F16C kernels. Integer formats: signed int8 products through the
+ * abs/sign trick (maddubs), exact int32 per block, then one float FMA per block. */
+#include "cpu/kernels_internal.h"
+
+#include <immintrin.h>
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* sum of signed x[i]*y[i] over 32 bytes, as 8 int32 lanes */
+static inline __m256i dot_s8(__m256i x, __m256i y) {
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* 16 packed nibbles -> 32 bytes: low nibbles (elements 0..15) then high (16..31) */
+static inline __m256i unpack_nibbles(const uint8_t *qs) {
+    const __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits -> 32 bytes of 0xFF where the bit is set */
+static inline __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                          3, 3, 3, 3, 3, 3);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    v = _mm256_and_si256(v, bit);
+    return _mm256_cmpeq_epi8(v, bit);
+}
+
+#define H2F(h) _cvtsh_ss(h)
+
+static void vd_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_0 *x = vx;
+    const block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i q = _mm256_sub_epi8(unpack_nibbles(x[i].qs), _mm256_set1_epi8(8));
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+    }
+    *s = hsum8(acc);
+}
+
+static void vd_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q8_0 *x = vx;
+    const block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+    }
+    *s = hsum8(acc);
+}
+
+static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_mxfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_mxfp4_kv));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i q = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256 d = _mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+    }
+    *s = hsum8(acc);
+}
+
+static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_0 *x = vx;
+    const block_q8_0 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        /* q - 16 = nibble + (bit ? 0 : -16) */
+        __m256i off = _mm256_andnot_si256(bits_to_bytes(h), _mm256_set1_epi8((char)0xF0));
+        __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), off);
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+    }
+    *s = hsum8(acc);
+}
+
+static void vd_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_1 *x = vx;
+    const block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    float summ = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i q = unpack_nibbles(x[i].qs);
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
+        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+        summ += H2F(x[i].m) * H2F(y[i].s);
+    }
+    *s = hsum8(acc) + summ;
+}
+
+static void vd_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_1 *x = vx;
+    const block_q8_1 *y = vy;
+    __m256 acc = _mm256_setzero_ps();
+    float summ = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        __m256i hb = _mm256_and_si256(bits_to_bytes(h), _mm256_set1_epi8(0x10));
+        __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), hb);
+        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
+        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+        summ += H2F(x[i].m) * H2F(y[i].s);
+    }
+    *s = hsum8(acc) + summ;
+}
+
+/* ------------------------------------------------------------------ K-quants */
+
+static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_K *x = vx;
+    const block_q8_K *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    float summf = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        int summ = 0;
+        for (int j = 0; j < 8; j++) summ += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c));
+            __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32));
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * c]));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * c + 1]));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * H2F(x[i].d)), _mm256_cvtepi32_ps(isum), acc);
+        summf += (y[i].d * H2F(x[i].dmin)) * (float)summ;
+    }
+    *s = hsum8(acc) - summf;
+}
+
+static void vd_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b16 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float summf = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        int summ = 0;
+        for (int j = 0; j < 8; j++) summ += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            /* bit 2c of qh[l] -> 0x10 */
+            __m256i h0 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), b16);
+            __m256i h1 = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), b16);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), h0);
+            __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h1);
+            __m256i a0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c));
+            __m256i a1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * c + 32));
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * c]));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * c + 1]));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * H2F(x[i].d)), _mm256_cvtepi32_ps(isum), acc);
+        summf += (y[i].d * H2F(x[i].dmin)) * (float)summ;
+    }
+    *s = hsum8(acc) - summf;
+}
+
+/* int16 lanes 0..7 get scale a, 8..15 scale b (two groups of 16 elements) */
+static inline __m256i scale_pair(int a, int b) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
+}
+
+static void vd_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y = vy;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int corr = 0; /* sum_g sc_g * bsum_g: the -32 offset */
+        for (int g = 0; g < 16; g++) corr += x[i].scales[g] * y[i].bsums[g];
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            const int8_t *a = y[i].qs + 128 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+            __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(q1, _mm256_loadu_si256((const __m256i *)a)),
+                                           scale_pair(sc[0], sc[1]));
+            __m256i p2 = _mm256_madd_epi16(_mm256_maddubs_epi16(q2, _mm256_loadu_si256((const __m256i *)(a + 32))),
+                                           scale_pair(sc[2], sc[3]));
+            __m256i p3 = _mm256_madd_epi16(_mm256_maddubs_epi16(q3, _mm256_loadu_si256((const __m256i *)(a + 64))),
+                                           scale_pair(sc[4], sc[5]));
+            __m256i p4 = _mm256_madd_epi16(_mm256_maddubs_epi16(q4, _mm256_loadu_si256((const __m256i *)(a + 96))),
+                                           scale_pair(sc[6], sc[7]));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_add_epi32(p1, p2), _mm256_add_epi32(p3, p4)));
+        }
+        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(y[i].d * H2F(x[i].d)), _mm256_cvtepi32_ps(isum), acc);
+    }
+    *s = hsum8(acc);
+}
+
+/* ----------------------------------------------------------------- floats */
+
+static void vd_f32(int64_t n, float *s, const void *vx, const void *vy) {
+    const float *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+    }
+    float sum = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) sum += x[i] * y[i];
+    *s = sum;
+}
+
+static void vd_f16(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i))), a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i + 8))),
+                             _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i + 8))), a1);
+    }
+    float sum = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) sum += H2F(x[i]) * H2F(y[i]);
+    *s = sum;
+}
+
+static inline __m256 bf16x8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+static void vd_bf16(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(bf16x8(x + i), bf16x8(y + i), a0);
+        a1 = _mm256_fmadd_ps(bf16x8(x + i + 8), bf16x8(y + i + 8), a1);
+    }
+    float sum = hsum8(_mm256_add_ps(a0, a1));
+    for (; i < n; i++) sum += loom_bf16_to_fp32(x[i]) * loom_bf16_to_fp32(y[i]);
+    *s = sum;
+}
+
+static float dot_f32(int64_t n, const float *x, const float *y) {
+    float s;
+    vd_f32(n, &s, x, y);
+    return s;
+}
+
+static void axpy_f32(int64_t n, float a, const float *x, float *y) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* Q8_0 activation quantization, same arithmetic as the scalar reference
+ * (absmax, d = amax/127, id = 1/d, round-half-even of x*id). */
+static void ff_q8_0(const float *x, void *vy, int64_t n) {
+    block_q8_0 *y = vy;
+    const __m256 signbit = _mm256_set1_ps(-0.f);
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        __m256 v[4], m = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            m = _mm256_max_ps(m, _mm256_andnot_ps(signbit, v[k]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+        y[i].d = _cvtss_sh(d, 0);
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+        __m256i p = _mm256_packs_epi16(p01, p23);
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)y[i].qs, p);
+    }
+}
+
+void loom_kernels_fill_avx2(loom_kernels *k) {
+    k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
+    k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
+    k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
+    k->dot[LOOM_TYPE_Q4_0].vec_dot = vd_q4_0;
+    k->dot[LOOM_TYPE_Q4_1].vec_dot = vd_q4_1;
+    k->dot[LOOM_TYPE_Q5_0].vec_dot = vd_q5_0;
+    k->dot[LOOM_TYPE_Q5_1].vec_dot = vd_q5_1;
+    k->dot[LOOM_TYPE_Q8_0].vec_dot = vd_q8_0;
+    k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
+    k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
+    k->dot[LOOM_TYPE_Q5_K].vec_dot = vd_q5_K;
+    k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
+    k->from_float[LOOM_TYPE_Q8_0] = ff_q8_0;
+    k->dot_f32 = dot_f32;
+    k->axpy_f32 = axpy_f32;
+}

@@ -1,0 +1,151 @@
+/* Kernel table selection: one table per compiled-in ISA level, built once. The
+ * process-wide choice is the best level the CPU and OS support, or LOOM_CPU_ISA.
+ * AMX is not used (no AMX kernels; no arch_prctl permission request is made). */
+#include "cpu/kernels_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_NEON, LV_COUNT };
+static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "neon"};
+
+#if defined(__x86_64__)
+static const char *const k_levels[] = {"scalar", "avx2", "avx512", "avx512vnni", NULL};
+#elif defined(__aarch64__)
+static const char *const k_levels[] = {"scalar", "neon", NULL};
+#else
+static const char *const k_levels[] = {"scalar", NULL};
+#endif
+
+static loom_kernels g_tables[LV_COUNT];
+static bool g_avail[LV_COUNT];
+static int g_chosen = LV_SCALAR;
+static int g_requested = -1;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static int level_index(const char *name) {
+    for (int i = 0; i < LV_COUNT; i++)
+        if (strcmp(name, k_level_names[i]) == 0) return i;
+    return -1;
+}
+
+static void init_tables(void) {
+    const loom_cpu_features *f = loom_cpu_features_get();
+    loom_kernels_fill_scalar(&g_tables[LV_SCALAR]);
+    g_avail[LV_SCALAR] = true;
+    (void)f;
+#if defined(__x86_64__)
+    bool avx2 = f->avx && f->os_avx && f->avx2 && f->fma && f->f16c;
+    bool avx512 = avx2 && f->os_avx512 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq;
+    bool vnni = avx512 && f->avx512vnni && f->avx512bf16;
+    if (avx2) {
+        loom_kernels_fill_scalar(&g_tables[LV_AVX2]);
+        loom_kernels_fill_avx2(&g_tables[LV_AVX2]);
+        g_tables[LV_AVX2].name = "avx2";
+        g_avail[LV_AVX2] = true;
+    }
+    if (avx512) {
+        g_tables[LV_AVX512] = g_tables[LV_AVX2];
+        loom_kernels_fill_avx512(&g_tables[LV_AVX512]);
+        g_tables[LV_AVX512].name = "avx512";
+        g_avail[LV_AVX512] = true;
+    }
+    if (vnni) {
+        g_tables[LV_AVX512VNNI] = g_tables[LV_AVX512];
+        loom_kernels_fill_avx512vnni(&g_tables[LV_AVX512VNNI]);
+        g_tables[LV_AVX512VNNI].name = "avx512vnni";
+        g_avail[LV_AVX512VNNI] = true;
+    }
+#elif defined(__aarch64__)
+    if (f->neon) {
+        loom_kernels_fill_scalar(&g_tables[LV_NEON]);
+        loom_kernels_fill_neon(&g_tables[LV_NEON]);
+        g_tables[LV_NEON].name = "neon";
+        g_avail[LV_NEON] = true;
+    }
+#endif
+    int best = LV_SCALAR;
+    for (int i = 0; i < LV_COUNT; i++)
+        if (g_avail[i]) best = i;
+    g_chosen = best;
+    const char *env = getenv("LOOM_CPU_ISA");
+    if (env && *env) {
+        int want = level_index(env);
+        g_requested = want;
+        if (want < 0) {
+            fprintf(stderr, "loom: LOOM_CPU_ISA=%s is not a known level; using %s\n", env, k_level_names[best]);
+        } else if (g_avail[want]) {
+            g_chosen = want;
+        } else {
+            int lv = want == LV_NEON ? LV_SCALAR : want;
+            while (lv > LV_SCALAR && !g_avail[lv]) lv--;
+            g_chosen = lv;
+            fprintf(stderr, "loom: LOOM_CPU_ISA=%s is not available on this CPU/OS; using %s\n", env,
+                    k_level_names[lv]);
+        }
+    }
+}
+
+const loom_kernels *loom_kernels_get(void) {
+    pthread_once(&g_once, init_tables);
+    return &g_tables[g_chosen];
+}
+
+const loom_kernels *loom_kernels_scalar(void) {
+    pthread_once(&g_once, init_tables);
+    return &g_tables[LV_SCALAR];
+}
+
+const loom_kernels *loom_kernels_for(const char *isa) {
+    if (!isa) return NULL;
+    pthread_once(&g_once, init_tables);
+    int i = level_index(isa);
+    return (i >= 0 && g_avail[i]) ? &g_tables[i] : NULL;
+}
+
+const char *const *loom_kernels_levels(void) { return k_levels; }
+
+void loom_kernels_describe(char *buf, size_t size) {
+    if (!buf || size == 0) return;
+    pthread_once(&g_once, init_tables);
+    const loom_cpu_features *f = loom_cpu_features_get();
+    char feats[256] = "";
+    size_t used = 0;
+#define F(cond, nm)                                                                         \
+    do {                                                                                    \
+        if ((cond) && used < sizeof feats) {                                                \
+            int w_ = snprintf(feats + used, sizeof feats - used, "%s%s", used ? " " : "", nm); \
+            if (w_ > 0) used += (size_t)w_;                                                 \
+        }                                                                                   \
+    } while (0)
+    F(f->avx, "avx");
+    F(f->avx2, "avx2");
+    F(f->fma, "fma");
+    F(f->f16c, "f16c");
+    F(f->avx512f, "avx512f");
+    F(f->avx512bw, "avx512bw");
+    F(f->avx512vl, "avx512vl");
+    F(f->avx512dq, "avx512dq");
+    F(f->avx512vnni, "avx512vnni");
+    F(f->avx512bf16, "avx512bf16");
+    F(f->avx_vnni, "avxvnni");
+    F(f->amx_tile, "amx(unused)");
+    F(f->neon, "neon");
+    F(f->dotprod, "dotprod");
+    F(f->fp16, "fp16");
+#undef F
+    if (used >= sizeof feats) used = sizeof feats - 1;
+    char avail[96] = "";
+    size_t au = 0;
+    for (int i = 0; i < LV_COUNT; i++)
+        if (g_avail[i] && au < sizeof avail) {
+            int w = snprintf(avail + au, sizeof avail - au, "%s%s", au ? "," : "", k_level_names[i]);
+            if (w > 0) au += (size_t)w;
+        }
+    snprintf(buf, size, "cpu: %s; features: %s; os: avx=%s avx512=%s; levels: %s; chosen: %s%s",
+             f->brand[0] ? f->brand : (f->arm64 ? "aarch64" : "unknown"), feats[0] ? feats : "none",
+             f->os_avx ? "yes" : "no", f->os_avx512 ? "yes" : "no", avail, k_level_names[g_chosen],
+             g_requested >= 0 ? " (LOOM_CPU_ISA)" : "");
+}

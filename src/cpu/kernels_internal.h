@@ -1,0 +1,46 @@
+/*
+ * kernels_internal.h (internal to src/cpu/kernels_*.c) - scalar reference kernels
+ * and the per-ISA table initialisers used by the dispatcher.
+ */
+#ifndef LOOM_CPU_KERNELS_INTERNAL_H
+#define LOOM_CPU_KERNELS_INTERNAL_H
+
+#include "cpu/kernels.h"
+#include "quant/blocks.h"
+
+/* Scalar reference vec_dots (weight x activation-format). */
+void loom_vd_f32_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_f16_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_bf16_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q4_0_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q4_1_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q5_0_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q5_1_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q8_0_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_mxfp4_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q2_K_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q3_K_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q4_K_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q5_K_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_q6_K_ref(int64_t n, float *s, const void *x, const void *y);
+
+/* Fill k with the scalar reference table (name "scalar"). */
+void loom_kernels_fill_scalar(loom_kernels *k);
+/* Override entries of a scalar-filled table with an ISA's kernels. Each exists only
+ * when its translation unit is compiled in (see kernels_dispatch.c). */
+void loom_kernels_fill_avx2(loom_kernels *k);
+void loom_kernels_fill_avx512(loom_kernels *k);
+void loom_kernels_fill_avx512vnni(loom_kernels *k);
+void loom_kernels_fill_neon(loom_kernels *k);
+
+/* CPU features (cpu_features.c); detected once, thread-safe. */
+typedef struct loom_cpu_features {
+    bool x86, avx, avx2, fma, f16c, os_avx, os_avx512;
+    bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx_vnni;
+    bool amx_tile, amx_int8, amx_bf16;
+    bool arm64, neon, dotprod, fp16;
+    char brand[64];
+} loom_cpu_features;
+const loom_cpu_features *loom_cpu_features_get(void);
+
+#endif

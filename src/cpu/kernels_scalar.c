@@ -1,0 +1,291 @@
+/* Scalar reference kernels. Integer formats: exact integer dot product inside each
+ * block (or sub-block), then one float scaling per block. */
+#include "cpu/kernels_internal.h"
+
+#include <string.h>
+
+#define H2F loom_fp16_to_fp32
+
+void loom_vd_f32_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const float *x = vx, *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n; i++) sum += x[i] * y[i];
+    *s = sum;
+}
+
+void loom_vd_f16_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n; i++) sum += H2F(x[i]) * H2F(y[i]);
+    *s = sum;
+}
+
+void loom_vd_bf16_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n; i++) sum += loom_bf16_to_fp32(x[i]) * loom_bf16_to_fp32(y[i]);
+    *s = sum;
+}
+
+void loom_vd_q4_0_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = 0;
+        for (int l = 0; l < 16; l++)
+            isum += ((x[i].qs[l] & 0xF) - 8) * y[i].qs[l] + ((x[i].qs[l] >> 4) - 8) * y[i].qs[l + 16];
+        sum += (H2F(x[i].d) * H2F(y[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+void loom_vd_q4_1_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_1 *x = vx;
+    const block_q8_1 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = 0;
+        for (int l = 0; l < 16; l++)
+            isum += (x[i].qs[l] & 0xF) * y[i].qs[l] + (x[i].qs[l] >> 4) * y[i].qs[l + 16];
+        sum += (H2F(x[i].d) * H2F(y[i].d)) * (float)isum + H2F(x[i].m) * H2F(y[i].s);
+    }
+    *s = sum;
+}
+
+void loom_vd_q5_0_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        int isum = 0;
+        for (int l = 0; l < 16; l++) {
+            int q0 = ((x[i].qs[l] & 0xF) | (int)(((h >> l) & 1u) << 4)) - 16;
+            int q1 = ((x[i].qs[l] >> 4) | (int)(((h >> (l + 16)) & 1u) << 4)) - 16;
+            isum += q0 * y[i].qs[l] + q1 * y[i].qs[l + 16];
+        }
+        sum += (H2F(x[i].d) * H2F(y[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+void loom_vd_q5_1_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_1 *x = vx;
+    const block_q8_1 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        int isum = 0;
+        for (int l = 0; l < 16; l++) {
+            int q0 = (x[i].qs[l] & 0xF) | (int)(((h >> l) & 1u) << 4);
+            int q1 = (x[i].qs[l] >> 4) | (int)(((h >> (l + 16)) & 1u) << 4);
+            isum += q0 * y[i].qs[l] + q1 * y[i].qs[l + 16];
+        }
+        sum += (H2F(x[i].d) * H2F(y[i].d)) * (float)isum + H2F(x[i].m) * H2F(y[i].s);
+    }
+    *s = sum;
+}
+
+void loom_vd_q8_0_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q8_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = 0;
+        for (int l = 0; l < 32; l++) isum += x[i].qs[l] * y[i].qs[l];
+        sum += (H2F(x[i].d) * H2F(y[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+void loom_vd_mxfp4_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_mxfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = 0;
+        for (int l = 0; l < 16; l++)
+            isum += loom_mxfp4_kv[x[i].qs[l] & 0xF] * y[i].qs[l] + loom_mxfp4_kv[x[i].qs[l] >> 4] * y[i].qs[l + 16];
+        sum += (loom_e8m0_half(x[i].e) * H2F(y[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+void loom_vd_q2_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q2_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const int8_t *a = y[i].qs;
+        int isum = 0, summ = 0;
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int sb = 0; sb < 2; sb++) {
+                    int g = 8 * h + 2 * j + sb;
+                    const uint8_t *q = x[i].qs + 32 * h + 16 * sb;
+                    const int8_t *aa = a + 16 * g;
+                    int t = 0;
+                    for (int l = 0; l < 16; l++) t += ((q[l] >> (2 * j)) & 3) * aa[l];
+                    isum += (x[i].scales[g] & 0xF) * t;
+                    summ += (x[i].scales[g] >> 4) * y[i].bsums[g];
+                }
+        sum += (y[i].d * H2F(x[i].d)) * (float)isum - (y[i].d * H2F(x[i].dmin)) * (float)summ;
+    }
+    *s = sum;
+}
+
+void loom_vd_q3_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q3_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const int8_t *a = y[i].qs;
+        int isum = 0;
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int sb = 0; sb < 2; sb++) {
+                    int g = 8 * h + 2 * j + sb;
+                    const uint8_t *q = x[i].qs + 32 * h + 16 * sb;
+                    const uint8_t *hm = x[i].hmask + 16 * sb;
+                    const int8_t *aa = a + 16 * g;
+                    int t = 0;
+                    for (int l = 0; l < 16; l++) {
+                        int v = ((q[l] >> (2 * j)) & 3) - (((hm[l] >> (4 * h + j)) & 1) ? 0 : 4);
+                        t += v * aa[l];
+                    }
+                    isum += loom_k3_scale(g, x[i].scales) * t;
+                }
+        sum += (y[i].d * H2F(x[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+void loom_vd_q4_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const int8_t *a = y[i].qs;
+        int isum = 0, summ = 0;
+        for (int c = 0; c < 4; c++) {
+            uint8_t sc0, m0, sc1, m1;
+            loom_k4_scale_min(2 * c, x[i].scales, &sc0, &m0);
+            loom_k4_scale_min(2 * c + 1, x[i].scales, &sc1, &m1);
+            const uint8_t *q = x[i].qs + 32 * c;
+            int t0 = 0, t1 = 0;
+            for (int l = 0; l < 32; l++) {
+                t0 += (q[l] & 0xF) * a[64 * c + l];
+                t1 += (q[l] >> 4) * a[64 * c + 32 + l];
+            }
+            isum += sc0 * t0 + sc1 * t1;
+            summ += m0 * (y[i].bsums[4 * c] + y[i].bsums[4 * c + 1]) + m1 * (y[i].bsums[4 * c + 2] + y[i].bsums[4 * c + 3]);
+        }
+        sum += (y[i].d * H2F(x[i].d)) * (float)isum - (y[i].d * H2F(x[i].dmin)) * (float)summ;
+    }
+    *s = sum;
+}
+
+void loom_vd_q5_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const int8_t *a = y[i].qs;
+        int isum = 0, summ = 0;
+        for (int c = 0; c < 4; c++) {
+            uint8_t sc0, m0, sc1, m1;
+            loom_k4_scale_min(2 * c, x[i].scales, &sc0, &m0);
+            loom_k4_scale_min(2 * c + 1, x[i].scales, &sc1, &m1);
+            const uint8_t *q = x[i].qs + 32 * c;
+            int t0 = 0, t1 = 0;
+            for (int l = 0; l < 32; l++) {
+                int q0 = (q[l] & 0xF) | (((x[i].qh[l] >> (2 * c)) & 1) << 4);
+                int q1 = (q[l] >> 4) | (((x[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+                t0 += q0 * a[64 * c + l];
+                t1 += q1 * a[64 * c + 32 + l];
+            }
+            isum += sc0 * t0 + sc1 * t1;
+            summ += m0 * (y[i].bsums[4 * c] + y[i].bsums[4 * c + 1]) + m1 * (y[i].bsums[4 * c + 2] + y[i].bsums[4 * c + 3]);
+        }
+        sum += (y[i].d * H2F(x[i].d)) * (float)isum - (y[i].d * H2F(x[i].dmin)) * (float)summ;
+    }
+    *s = sum;
+}
+
+void loom_vd_q6_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int isum = 0;
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+            const int8_t *a = y[i].qs + 128 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            for (int half = 0; half < 2; half++) { /* l in [16*half, 16*half+16) */
+                int t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+                for (int l = 16 * half; l < 16 * half + 16; l++) {
+                    t1 += (((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32) * a[l];
+                    t2 += (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * a[l + 32];
+                    t3 += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * a[l + 64];
+                    t4 += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * a[l + 96];
+                }
+                isum += sc[half] * t1 + sc[half + 2] * t2 + sc[half + 4] * t3 + sc[half + 6] * t4;
+            }
+        }
+        sum += (y[i].d * H2F(x[i].d)) * (float)isum;
+    }
+    *s = sum;
+}
+
+/* ------------------------------------------------------------ activations */
+
+static void ff_f32(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * sizeof(float)); }
+static void ff_f16(const float *x, void *y, int64_t n) { (void)loom_quantize_row(LOOM_TYPE_F16, x, y, n); }
+static void ff_bf16(const float *x, void *y, int64_t n) { (void)loom_quantize_row(LOOM_TYPE_BF16, x, y, n); }
+static void ff_q8_0(const float *x, void *y, int64_t n) { (void)loom_quantize_row(LOOM_TYPE_Q8_0, x, y, n); }
+static void ff_q8_1(const float *x, void *y, int64_t n) { (void)loom_quantize_row(LOOM_TYPE_Q8_1, x, y, n); }
+static void ff_q8_K(const float *x, void *y, int64_t n) { (void)loom_quantize_row(LOOM_TYPE_Q8_K, x, y, n); }
+
+static float dot_f32_ref(int64_t n, const float *x, const float *y) {
+    float s;
+    loom_vd_f32_ref(n, &s, x, y);
+    return s;
+}
+
+static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+void loom_kernels_fill_scalar(loom_kernels *k) {
+    memset(k, 0, sizeof *k);
+    k->name = "scalar";
+#define E(w, a, fn) k->dot[LOOM_TYPE_##w] = (loom_kernel_entry){LOOM_TYPE_##a, fn}
+    E(F32, F32, loom_vd_f32_ref);
+    E(F16, F16, loom_vd_f16_ref);
+    E(BF16, BF16, loom_vd_bf16_ref);
+    E(Q4_0, Q8_0, loom_vd_q4_0_ref);
+    E(Q4_1, Q8_1, loom_vd_q4_1_ref);
+    E(Q5_0, Q8_0, loom_vd_q5_0_ref);
+    E(Q5_1, Q8_1, loom_vd_q5_1_ref);
+    E(Q8_0, Q8_0, loom_vd_q8_0_ref);
+    E(MXFP4, Q8_0, loom_vd_mxfp4_ref);
+    E(Q2_K, Q8_K, loom_vd_q2_K_ref);
+    E(Q3_K, Q8_K, loom_vd_q3_K_ref);
+    E(Q4_K, Q8_K, loom_vd_q4_K_ref);
+    E(Q5_K, Q8_K, loom_vd_q5_K_ref);
+    E(Q6_K, Q8_K, loom_vd_q6_K_ref);
+#undef E
+    k->from_float[LOOM_TYPE_F32] = ff_f32;
+    k->from_float[LOOM_TYPE_F16] = ff_f16;
+    k->from_float[LOOM_TYPE_BF16] = ff_bf16;
+    k->from_float[LOOM_TYPE_Q8_0] = ff_q8_0;
+    k->from_float[LOOM_TYPE_Q8_1] = ff_q8_1;
+    k->from_float[LOOM_TYPE_Q8_K] = ff_q8_K;
+    k->gemm = NULL;
+    k->dot_f32 = dot_f32_ref;
+    k->axpy_f32 = axpy_f32_ref;
+}

@@ -1,0 +1,232 @@
+/* Scalar reference kernels: elementwise binary/unary, reductions, softmax, norms, arange.
+ *
+ * Numerics (documented deviations from ggml-CPU):
+ *  - GELU and QUICK_GELU are computed exactly in f32 (tanhf / expf), not through
+ *    ggml's 64K-entry f16 lookup table; differences are ~1e-3 relative.
+ *  - SOFT_MAX: a row whose every (scaled + masked) value is -inf yields zeros
+ *    instead of NaN.
+ *  - Row sums (SUM_ROWS, MEAN, NORM, RMS_NORM, SOFT_MAX) accumulate in double.
+ */
+#include "cpu/ops.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------------ binary */
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+
+static inline float bin_apply(int k, float x, float y) {
+    switch (k) {
+    case BIN_ADD: return x + y;
+    case BIN_SUB: return x - y;
+    case BIN_MUL: return x * y;
+    default: return x / y;
+    }
+}
+
+static void binary_kernel(const loom_compute_params *p, loom_tensor *dst, int kind) {
+    const loom_tensor *a = dst->src[0], *b = dst->src[1];
+    int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    int64_t r0, r1;
+    loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
+    bool fast = a->type == LOOM_TYPE_F32 && b->type == LOOM_TYPE_F32 && a->nb[0] == 4 && b->nb[0] == 4;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;
+        const char *ra = loom_row_ptr(a, i1, i2, i3);
+        const char *rb = loom_row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+        char *rd = loom_row_ptr(dst, i1, i2, i3);
+        if (fast && dst->type == LOOM_TYPE_F32) {
+            const float *x = (const float *)ra, *y = (const float *)rb;
+            float *d = (float *)rd;
+            int64_t nb0 = b->ne[0];
+            if (nb0 == ne0) {
+                switch (kind) {
+                case BIN_ADD: for (int64_t i = 0; i < ne0; i++) d[i] = x[i] + y[i]; break;
+                case BIN_SUB: for (int64_t i = 0; i < ne0; i++) d[i] = x[i] - y[i]; break;
+                case BIN_MUL: for (int64_t i = 0; i < ne0; i++) d[i] = x[i] * y[i]; break;
+                default: for (int64_t i = 0; i < ne0; i++) d[i] = x[i] / y[i]; break;
+                }
+            } else {
+                for (int64_t i = 0; i < ne0; i++) d[i] = bin_apply(kind, x[i], y[i % nb0]);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < ne0; i++) {
+            float x = loom_ld_f(ra + i * a->nb[0], a->type);
+            float y = loom_ld_f(rb + (i % b->ne[0]) * b->nb[0], b->type);
+            loom_st_f(rd + i * dst->nb[0], dst->type, bin_apply(kind, x, y));
+        }
+    }
+}
+
+void loom_cpu_op_add(const loom_compute_params *p, loom_tensor *dst) { binary_kernel(p, dst, BIN_ADD); }
+void loom_cpu_op_sub(const loom_compute_params *p, loom_tensor *dst) { binary_kernel(p, dst, BIN_SUB); }
+void loom_cpu_op_mul(const loom_compute_params *p, loom_tensor *dst) { binary_kernel(p, dst, BIN_MUL); }
+void loom_cpu_op_div(const loom_compute_params *p, loom_tensor *dst) { binary_kernel(p, dst, BIN_DIV); }
+
+/* ------------------------------------------------------------------ unary */
+
+static inline float u_neg(float x, float p0, float p1) { (void)p0; (void)p1; return -x; }
+static inline float u_scale(float x, float p0, float p1) { (void)p1; return x * p0; }
+static inline float u_sqr(float x, float p0, float p1) { (void)p0; (void)p1; return x * x; }
+static inline float u_sqrt(float x, float p0, float p1) { (void)p0; (void)p1; return sqrtf(x); }
+static inline float u_sin(float x, float p0, float p1) { (void)p0; (void)p1; return sinf(x); }
+static inline float u_cos(float x, float p0, float p1) { (void)p0; (void)p1; return cosf(x); }
+static inline float u_tanh(float x, float p0, float p1) { (void)p0; (void)p1; return tanhf(x); }
+static inline float u_sigmoid(float x, float p0, float p1) { (void)p0; (void)p1; return 1.0f / (1.0f + expf(-x)); }
+static inline float u_silu(float x, float p0, float p1) { (void)p0; (void)p1; return x / (1.0f + expf(-x)); }
+static inline float u_relu(float x, float p0, float p1) { (void)p0; (void)p1; return x > 0.0f ? x : 0.0f; }
+static inline float u_gelu(float x, float p0, float p1) {
+    (void)p0;
+    (void)p1;
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+static inline float u_quick_gelu(float x, float p0, float p1) {
+    (void)p0;
+    (void)p1;
+    return x / (1.0f + expf(-1.702f * x));
+}
+static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+#define UNARY_KERNEL(name, fn)                                                                      \
+    void loom_cpu_op_##name(const loom_compute_params *p, loom_tensor *dst) {                        \
+        const loom_tensor *a = dst->src[0];                                                         \
+        float p0 = loom_get_op_param_f32(dst, 0), p1 = loom_get_op_param_f32(dst, 1);               \
+        int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];                               \
+        int64_t r0, r1;                                                                             \
+        loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);                                  \
+        for (int64_t r = r0; r < r1; r++) {                                                         \
+            int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;                       \
+            const char *ra = loom_row_ptr(a, i1, i2, i3);                                           \
+            char *rd = loom_row_ptr(dst, i1, i2, i3);                                               \
+            if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32) {          \
+                const float *x = (const float *)ra;                                                 \
+                float *d = (float *)rd;                                                             \
+                for (int64_t i = 0; i < ne0; i++) d[i] = fn(x[i], p0, p1);                          \
+            } else {                                                                                \
+                for (int64_t i = 0; i < ne0; i++)                                                   \
+                    loom_st_f(rd + i * dst->nb[0], dst->type,                                       \
+                              fn(loom_ld_f(ra + i * a->nb[0], a->type), p0, p1));                   \
+            }                                                                                       \
+        }                                                                                           \
+    }
+
+UNARY_KERNEL(neg, u_neg)
+UNARY_KERNEL(scale, u_scale)
+UNARY_KERNEL(sqr, u_sqr)
+UNARY_KERNEL(sqrt, u_sqrt)
+UNARY_KERNEL(sin, u_sin)
+UNARY_KERNEL(cos, u_cos)
+UNARY_KERNEL(tanh, u_tanh)
+UNARY_KERNEL(sigmoid, u_sigmoid)
+UNARY_KERNEL(silu, u_silu)
+UNARY_KERNEL(relu, u_relu)
+UNARY_KERNEL(gelu, u_gelu)
+UNARY_KERNEL(quick_gelu, u_quick_gelu)
+UNARY_KERNEL(clamp, u_clamp)
+
+/* ------------------------------------------------------------------ reductions */
+
+static double row_sum(const loom_tensor *a, const char *ra) {
+    double s = 0.0;
+    if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4) {
+        const float *x = (const float *)ra;
+        for (int64_t i = 0; i < a->ne[0]; i++) s += x[i];
+    } else {
+        for (int64_t i = 0; i < a->ne[0]; i++) s += loom_ld_f(ra + i * a->nb[0], a->type);
+    }
+    return s;
+}
+
+static void reduce_kernel(const loom_compute_params *p, loom_tensor *dst, bool mean) {
+    const loom_tensor *a = dst->src[0];
+    int64_t ne1 = dst->ne[1], ne2 = dst->ne[2];
+    int64_t r0, r1;
+    loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;
+        double s = row_sum(a, loom_row_ptr(a, i1, i2, i3));
+        if (mean) s /= (double)a->ne[0];
+        loom_st_f(loom_row_ptr(dst, i1, i2, i3), dst->type, (float)s);
+    }
+}
+
+void loom_cpu_op_sum_rows(const loom_compute_params *p, loom_tensor *dst) { reduce_kernel(p, dst, false); }
+void loom_cpu_op_mean(const loom_compute_params *p, loom_tensor *dst) { reduce_kernel(p, dst, true); }
+
+void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0], *m = dst->src[1];
+    float scale = loom_get_op_param_f32(dst, 0);
+    int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    int64_t r0, r1;
+    loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;
+        const char *ra = loom_row_ptr(a, i1, i2, i3);
+        float *d = (float *)loom_row_ptr(dst, i1, i2, i3);
+        const char *rm = m ? loom_row_ptr(m, i1, i2 % m->ne[2], i3 % m->ne[3]) : NULL;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < ne0; i++) {
+            float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
+            if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
+            d[i] = v;
+            if (v > mx) mx = v;
+        }
+        if (mx == -INFINITY) {
+            for (int64_t i = 0; i < ne0; i++) d[i] = 0.0f;
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            float e = expf(d[i] - mx);
+            d[i] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
+    }
+}
+
+static void norm_kernel(const loom_compute_params *p, loom_tensor *dst, bool rms) {
+    const loom_tensor *a = dst->src[0];
+    float eps = loom_get_op_param_f32(dst, 0);
+    int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    int64_t r0, r1;
+    loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;
+        const char *ra = loom_row_ptr(a, i1, i2, i3);
+        float *d = (float *)loom_row_ptr(dst, i1, i2, i3);
+        if (ne0 == 0) continue;
+        double mean = 0.0;
+        if (!rms) mean = row_sum(a, ra) / (double)ne0;
+        double ss = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            double v = (double)loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) - mean;
+            ss += v * v;
+        }
+        float sc = (float)(1.0 / sqrt(ss / (double)ne0 + (double)eps));
+        for (int64_t i = 0; i < ne0; i++) d[i] = (float)(loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) - mean) * sc;
+    }
+}
+
+void loom_cpu_op_norm(const loom_compute_params *p, loom_tensor *dst) { norm_kernel(p, dst, false); }
+void loom_cpu_op_rms_norm(const loom_compute_params *p, loom_tensor *dst) { norm_kernel(p, dst, true); }
+
+void loom_cpu_op_arange(const loom_compute_params *p, loom_tensor *dst) {
+    float start = loom_get_op_param_f32(dst, 0), step = loom_get_op_param_f32(dst, 1);
+    int64_t i0, i1;
+    loom_cpu_split(dst->ne[0], p->ith, p->nth, &i0, &i1);
+    float *d = dst->data;
+    for (int64_t i = i0; i < i1; i++) d[i] = start + (float)i * step;
+}
+
+size_t loom_cpu_work_size_basic(const loom_tensor *dst, int nth) {
+    if (dst->op == LOOM_OP_CPY && loom_type_is_quantized(dst->type)) {
+        size_t per = ((size_t)dst->ne[0] * sizeof(float) + 63) & ~(size_t)63;
+        if (per > SIZE_MAX / (size_t)(nth > 0 ? nth : 1)) return SIZE_MAX;
+        return per * (size_t)nth;
+    }
+    return 0;
+}

@@ -1,0 +1,269 @@
+/*
+ * ops_matmul.c - CPU kernels for MUL_MAT and MUL_MAT_ID.
+ *
+ * MUL_MAT (dst F32 [M, N, B2, B3] = a[K, M, A2, A3]^T x b[K, N, B2, B3]):
+ *   phase 1: every activation row of b is converted ONCE into the weight type's
+ *            vec_dot_type (kernel table) in the work buffer, rows split over the
+ *            threads (skipped when that type is F32: b is read in place); barrier.
+ *   phase 2: the output is cut into tiles (row chunk of a x column block of b) per
+ *            (i2, i3) slice; thread ith takes tiles ith, ith+nth, ... The tile grid
+ *            depends only on the shapes, and every dst element is one vec_dot (or the
+ *            gemm tile function), so results do not depend on the thread count.
+ * MUL_MAT_ID: activations converted as above; thread 0 groups the (slot, token)
+ *   pairs by expert; each expert's matrix is then streamed once (row chunks split
+ *   over the threads), applied to all pairs routed to it.
+ */
+#include "cpu/kernels.h"
+#include "cpu/ops.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MM_ALIGN 64
+#define MM_COL_BLOCK 16 /* columns of b per tile */
+
+static size_t align_up(size_t x) {
+    if (x > SIZE_MAX - (MM_ALIGN - 1)) return SIZE_MAX;
+    return (x + (MM_ALIGN - 1)) & ~(size_t)(MM_ALIGN - 1);
+}
+
+/* Bytes of a K-element row in type t, or SIZE_MAX when K is not a whole number of blocks. */
+static size_t row_bytes(loom_type t, int64_t K) {
+    size_t rb;
+    if (loom_type_row_bytes(t, K, &rb) != LOOM_OK) return SIZE_MAX;
+    return rb;
+}
+
+/* Checked a*b (SIZE_MAX on overflow). */
+static size_t mul_sz(size_t a, size_t b) {
+    if (a != 0 && b > SIZE_MAX / a) return SIZE_MAX;
+    return a * b;
+}
+static size_t add_sz(size_t a, size_t b) { return (a > SIZE_MAX - b) ? SIZE_MAX : a + b; }
+
+/* Bytes needed to hold the converted activation rows of b (0 if b is used in place). */
+static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_kernels *kt) {
+    const loom_kernel_entry *e = &kt->dot[a->type];
+    if (!e->vec_dot || e->vec_dot_type == LOOM_TYPE_F32) return 0;
+    size_t rb = row_bytes(e->vec_dot_type, a->ne[0]);
+    if (rb == SIZE_MAX) return 0; /* the kernel reports the error */
+    return align_up(mul_sz(rb, (size_t)loom_nrows(b)));
+}
+
+size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
+    (void)nth;
+    const loom_tensor *a = dst->src[0], *b = dst->src[1];
+    if (!a || !b) return 0;
+    return act_bytes(a, b, loom_kernels_get());
+}
+
+/* Row chunk of a per tile: only a function of the shape (thread-count independent). */
+static int64_t mm_row_chunk(int64_t M, int64_t n_slices) {
+    int64_t tiles_wanted = 256 / (n_slices > 0 ? n_slices : 1);
+    if (tiles_wanted < 1) tiles_wanted = 1;
+    int64_t rc = (M + tiles_wanted - 1) / tiles_wanted;
+    if (rc < 4) rc = 4;
+    if (rc > 64) rc = 64;
+    return rc;
+}
+
+/* Phase 1 shared by MUL_MAT and MUL_MAT_ID: convert b's rows [r0, r1) (flattened
+ * (i1, i2, i3) order) into vdt rows of rb bytes in wdata. */
+static void convert_rows(const loom_tensor *b, loom_from_float_fn ff, char *wdata, size_t rb, int64_t K,
+                         int ith, int nth) {
+    const int64_t n1 = b->ne[1], n2 = b->ne[2];
+    int64_t r0, r1;
+    loom_cpu_split(loom_nrows(b), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        const float *src = (const float *)loom_row_ptr(b, i1, i2, i3);
+        ff(src, wdata + (size_t)r * rb, K);
+    }
+}
+
+void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0], *b = dst->src[1];
+    const loom_kernels *kt = loom_kernels_get();
+    const loom_kernel_entry *e = &kt->dot[a->type];
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    const int64_t B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
+    float *out = (float *)dst->data;
+
+    if (loom_nelements(dst) == 0) return;
+    if (K == 0) { /* empty dot products */
+        int64_t n = loom_nelements(dst), i0, i1;
+        loom_cpu_split(n, p->ith, p->nth, &i0, &i1);
+        for (int64_t i = i0; i < i1; i++) out[i] = 0.0f;
+        return;
+    }
+    const loom_type vdt = e->vec_dot_type;
+    const size_t rb = e->vec_dot ? row_bytes(vdt, K) : SIZE_MAX;
+    const bool in_place = vdt == LOOM_TYPE_F32;
+    if (!e->vec_dot || rb == SIZE_MAX || (!in_place && !kt->from_float[vdt]) ||
+        (!in_place && p->wsize < act_bytes(a, b, kt))) {
+        loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
+        return;
+    }
+
+    /* ---- phase 1: activations -> vec_dot_type */
+    char *act = (char *)p->wdata;
+    if (!in_place) {
+        convert_rows(b, kt->from_float[vdt], act, rb, K, p->ith, p->nth);
+        loom_cpu_barrier(p);
+    }
+
+    /* ---- phase 2: tiles of (slice, row chunk); inside, column blocks so the weight
+     * chunk stays in cache across all columns */
+    const int64_t n_slices = B2 * B3;
+    const int64_t rc = mm_row_chunk(M, n_slices);
+    const int64_t n_rchunks = (M + rc - 1) / rc;
+    const int64_t n_tiles = n_slices * n_rchunks;
+    const size_t ldc = (size_t)M;
+
+    for (int64_t tile = p->ith; tile < n_tiles; tile += p->nth) {
+        int64_t rchunk = tile % n_rchunks;
+        int64_t slice = tile / n_rchunks;
+        int64_t i2 = slice % B2, i3 = slice / B2;
+        int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
+
+        const char *w = (const char *)a->data + (size_t)(i2 / r2) * a->nb[2] + (size_t)(i3 / r3) * a->nb[3];
+        const size_t w_stride = a->nb[1];
+        const char *ab;
+        size_t a_stride;
+        if (in_place) {
+            ab = (const char *)b->data + (size_t)i2 * b->nb[2] + (size_t)i3 * b->nb[3];
+            a_stride = b->nb[1];
+        } else {
+            ab = act + (size_t)(i2 + B2 * i3) * (size_t)N * rb;
+            a_stride = rb;
+        }
+        float *c = out + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
+
+        for (int64_t j0 = 0; j0 < N; j0 += MM_COL_BLOCK) {
+            int64_t j1 = j0 + MM_COL_BLOCK < N ? j0 + MM_COL_BLOCK : N;
+            if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, j0, j1)) continue;
+            for (int64_t i = i0; i < i1; i++) {
+                const void *wr = w + (size_t)i * w_stride;
+                for (int64_t j = j0; j < j1; j++)
+                    e->vec_dot(K, &c[(size_t)j * ldc + (size_t)i], wr, ab + (size_t)j * a_stride);
+            }
+        }
+    }
+}
+
+/* -------------------------------------------------------------------- MUL_MAT_ID */
+
+/* Work buffer: [activations][header: int64 bad][counts int64 E][offsets int64 E+1][pairs int32 2*S*T] */
+typedef struct mmid_layout {
+    size_t act, hdr, counts, offs, pairs, total;
+} mmid_layout;
+
+static mmid_layout mmid_plan(const loom_tensor *dst, const loom_kernels *kt) {
+    const loom_tensor *a = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
+    mmid_layout L;
+    size_t E = (size_t)a->ne[2], ST = (size_t)(ids->ne[0] * ids->ne[1]);
+    L.act = 0;
+    const loom_kernel_entry *e = &kt->dot[a->type];
+    size_t ab = 0;
+    if (e->vec_dot && e->vec_dot_type != LOOM_TYPE_F32) {
+        size_t rb = row_bytes(e->vec_dot_type, a->ne[0]);
+        if (rb != SIZE_MAX) ab = align_up(mul_sz(rb, (size_t)loom_nrows(b)));
+    }
+    L.hdr = ab;
+    L.counts = add_sz(L.hdr, MM_ALIGN);
+    L.offs = add_sz(L.counts, align_up(mul_sz(E, sizeof(int64_t))));
+    L.pairs = add_sz(L.offs, align_up(mul_sz(E + 1, sizeof(int64_t))));
+    L.total = add_sz(L.pairs, align_up(mul_sz(ST, 2 * sizeof(int32_t))));
+    return L;
+}
+
+size_t loom_cpu_work_size_mul_mat_id(const loom_tensor *dst, int nth) {
+    (void)nth;
+    if (!dst->src[0] || !dst->src[1] || !dst->src[2]) return 0;
+    return mmid_plan(dst, loom_kernels_get()).total;
+}
+
+void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
+    const loom_kernels *kt = loom_kernels_get();
+    const loom_kernel_entry *e = &kt->dot[a->type];
+    const int64_t K = a->ne[0], M = a->ne[1], E = a->ne[2];
+    const int64_t B1 = b->ne[1], S = ids->ne[0], T = ids->ne[1];
+    if (loom_nelements(dst) == 0) return;
+    const loom_type vdt = e->vec_dot_type;
+    const size_t rb = e->vec_dot ? row_bytes(vdt, K) : SIZE_MAX;
+    const bool in_place = vdt == LOOM_TYPE_F32;
+    mmid_layout L = mmid_plan(dst, kt);
+    if (!e->vec_dot || rb == SIZE_MAX || (!in_place && !kt->from_float[vdt]) || p->wsize < L.total) {
+        loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
+        return;
+    }
+    char *wd = (char *)p->wdata;
+    int64_t *bad = (int64_t *)(wd + L.hdr);
+    int64_t *counts = (int64_t *)(wd + L.counts);
+    int64_t *offs = (int64_t *)(wd + L.offs);
+    int32_t *pairs = (int32_t *)(wd + L.pairs);
+
+    if (!in_place && K > 0) convert_rows(b, kt->from_float[vdt], wd, rb, K, p->ith, p->nth);
+    if (p->ith == 0) {
+        /* group (s, t) pairs by expert (counting sort: stable, deterministic) */
+        *bad = 0;
+        for (int64_t x = 0; x < E; x++) counts[x] = 0;
+        for (int64_t t = 0; t < T; t++) {
+            const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
+            for (int64_t s = 0; s < S; s++) {
+                int32_t x = row[s];
+                if (x < 0 || x >= E) {
+                    *bad = 1;
+                    continue;
+                }
+                counts[x]++;
+            }
+        }
+        offs[0] = 0;
+        for (int64_t x = 0; x < E; x++) offs[x + 1] = offs[x] + counts[x];
+        for (int64_t x = 0; x < E; x++) counts[x] = offs[x]; /* reuse as fill cursor */
+        for (int64_t t = 0; t < T; t++) {
+            const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
+            for (int64_t s = 0; s < S; s++) {
+                int32_t x = row[s];
+                if (x < 0 || x >= E) continue;
+                int64_t at = counts[x]++;
+                pairs[2 * at] = (int32_t)s;
+                pairs[2 * at + 1] = (int32_t)t;
+            }
+        }
+        if (*bad) loom_cpu_fail(p, LOOM_ERR_RANGE);
+    }
+    loom_cpu_barrier(p);
+    if (*bad) return;
+
+    /* tiles: (expert, row chunk); a thread takes tiles ith, ith+nth, ... */
+    const int64_t rc = 16;
+    const int64_t n_rchunks = (M + rc - 1) / rc;
+    const int64_t n_tiles = E * n_rchunks;
+    for (int64_t tile = p->ith; tile < n_tiles; tile += p->nth) {
+        int64_t x = tile / n_rchunks, rchunk = tile % n_rchunks;
+        int64_t n_pairs = offs[x + 1] - offs[x];
+        if (n_pairs == 0) continue;
+        int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
+        const char *w = (const char *)a->data + (size_t)x * a->nb[2];
+        for (int64_t q0 = offs[x]; q0 < offs[x + 1]; q0 += MM_COL_BLOCK) {
+            int64_t q1 = q0 + MM_COL_BLOCK < offs[x + 1] ? q0 + MM_COL_BLOCK : offs[x + 1];
+            for (int64_t i = i0; i < i1; i++) {
+                const void *wr = w + (size_t)i * a->nb[1];
+                for (int64_t q = q0; q < q1; q++) {
+                    int64_t s = pairs[2 * q], t = pairs[2 * q + 1];
+                    int64_t bj = s % B1;
+                    const void *act = in_place ? (const void *)loom_row_ptr(b, bj, t, 0)
+                                               : (const void *)(wd + (size_t)(bj + B1 * t) * rb);
+                    float *o = (float *)((char *)dst->data + (size_t)s * dst->nb[1] + (size_t)t * dst->nb[2]) + i;
+                    if (K == 0) *o = 0.0f;
+                    else e->vec_dot(K, o, wr, act);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+/* Persistent thread pool: C11 atomics, spin-then-futex waits, sense-free generation barrier. */
+#include "cpu/pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define LOOM_HAVE_FUTEX 1
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LOOM_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define LOOM_PAUSE() __asm__ __volatile__("yield")
+#else
+#define LOOM_PAUSE() ((void)0)
+#endif
+
+#define SPIN_ITERS 2000
+
+/* Wait while *word == val (spurious returns allowed). */
+static void word_wait(_Atomic uint32_t *word, uint32_t val) {
+#ifdef LOOM_HAVE_FUTEX
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+#else
+    (void)word;
+    (void)val;
+    sched_yield();
+#endif
+}
+
+static void word_wake_all(_Atomic uint32_t *word) {
+#ifdef LOOM_HAVE_FUTEX
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+#else
+    (void)word;
+#endif
+}
+
+/* Block until *word != val: spin, then sleep (sleepers counted so wakers can skip the syscall). */
+static uint32_t wait_change(_Atomic uint32_t *word, uint32_t val, _Atomic int *sleepers) {
+    uint32_t cur;
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        cur = atomic_load_explicit(word, memory_order_acquire);
+        if (cur != val) return cur;
+        LOOM_PAUSE();
+    }
+    for (;;) {
+        atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+        cur = atomic_load_explicit(word, memory_order_seq_cst);
+        if (cur == val) word_wait(word, val);
+        atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
+        cur = atomic_load_explicit(word, memory_order_acquire);
+        if (cur != val) return cur;
+    }
+}
+
+#define RUN_NTH_MASK 1023u
+
+static void bump_and_wake(_Atomic uint32_t *word, _Atomic int *sleepers) {
+    atomic_fetch_add_explicit(word, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(sleepers, memory_order_seq_cst) > 0) word_wake_all(word);
+}
+
+/* Publish a new run word (next generation, given nth; 0 = stop) and wake sleepers. */
+static void publish_run(_Atomic uint32_t *word, uint32_t nth, _Atomic int *sleepers) {
+    uint32_t old = atomic_load_explicit(word, memory_order_relaxed);
+    uint32_t next = (((old >> 10) + 1) << 10) | (nth & RUN_NTH_MASK);
+    atomic_store_explicit(word, next, memory_order_seq_cst);
+    if (atomic_load_explicit(sleepers, memory_order_seq_cst) > 0) word_wake_all(word);
+}
+
+typedef struct worker {
+    struct loom_pool *pool;
+    int ith;
+    pthread_t tid;
+} worker;
+
+struct loom_pool {
+    int n;
+    worker *workers; /* [n-1] */
+    /* run state: fn/arg written by thread 0 before run_word is published (release);
+     * run_word = generation << 10 | nth (nth 0 = stop). nth is read only by thread 0
+     * and the run's participants. */
+    loom_pool_fn fn;
+    void *arg;
+    int nth;
+    _Atomic uint32_t run_gen;
+    _Atomic int run_sleepers;
+    /* barrier */
+    _Atomic uint32_t bar_count;
+    _Atomic uint32_t bar_gen;
+    _Atomic int bar_sleepers;
+};
+
+void loom_pool_barrier(loom_pool *pool) {
+    int nth = pool->nth; /* stable during a run (written before it is published) */
+    if (nth <= 1) return;
+    uint32_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->bar_count, 1, memory_order_acq_rel) == (uint32_t)nth - 1) {
+        atomic_store_explicit(&pool->bar_count, 0, memory_order_relaxed);
+        bump_and_wake(&pool->bar_gen, &pool->bar_sleepers);
+        return;
+    }
+    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
+}
+
+static void *worker_main(void *p) {
+    worker *w = p;
+    loom_pool *pool = w->pool;
+    uint32_t seen = 0;
+    for (;;) {
+        seen = wait_change(&pool->run_gen, seen, &pool->run_sleepers);
+        int nth = (int)(seen & RUN_NTH_MASK);
+        if (nth == 0) break;
+        if (w->ith < nth) {
+            pool->fn(pool->arg, w->ith, nth);
+            loom_pool_barrier(pool); /* end of run */
+        }
+    }
+    return NULL;
+}
+
+static int count_list(const char *s, cpu_set_t *set) {
+    /* parse "0-3,8,10-11" into set; returns count or -1 */
+    int n = 0;
+    while (*s && *s != '\n') {
+        char *e;
+        long a = strtol(s, &e, 10);
+        if (e == s || a < 0 || a >= CPU_SETSIZE) return -1;
+        long b = a;
+        s = e;
+        if (*s == '-') {
+            s++;
+            b = strtol(s, &e, 10);
+            if (e == s || b < a || b >= CPU_SETSIZE) return -1;
+            s = e;
+        }
+        for (long c = a; c <= b; c++) {
+            CPU_SET((int)c, set);
+            n++;
+        }
+        if (*s == ',') s++;
+    }
+    return n;
+}
+
+int loom_cpu_default_threads(void) {
+#if defined(__linux__)
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+    int total = CPU_COUNT(&mask);
+    if (total < 1) return 1;
+    /* one thread per physical core: count CPUs that are the lowest in-mask sibling */
+    int cores = 0;
+    bool ok = true;
+    for (int c = 0; c < CPU_SETSIZE && ok; c++) {
+        if (!CPU_ISSET(c, &mask)) continue;
+        char path[128], buf[256];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            ok = false;
+            break;
+        }
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = '\0';
+        cpu_set_t sib;
+        CPU_ZERO(&sib);
+        if (count_list(buf, &sib) < 1) {
+            ok = false;
+            break;
+        }
+        bool lowest = true;
+        for (int d = 0; d < c; d++)
+            if (CPU_ISSET(d, &sib) && CPU_ISSET(d, &mask)) {
+                lowest = false;
+                break;
+            }
+        cores += lowest;
+    }
+    if (!ok || cores < 1) return total;
+    return cores;
+#else
+    return 1;
+#endif
+}
+
+loom_status loom_pool_new(int n_threads, loom_pool **out) {
+    *out = NULL;
+    if (n_threads <= 0) n_threads = loom_cpu_default_threads();
+    if (n_threads > 1000) n_threads = 1000;
+    loom_pool *p = calloc(1, sizeof *p);
+    if (!p) return LOOM_ERR_NOMEM;
+    p->n = n_threads;
+    p->nth = 1;
+    atomic_init(&p->run_gen, 0);
+    atomic_init(&p->run_sleepers, 0);
+    atomic_init(&p->bar_count, 0);
+    atomic_init(&p->bar_gen, 0);
+    atomic_init(&p->bar_sleepers, 0);
+    if (n_threads > 1) {
+        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            free(p);
+            return LOOM_ERR_NOMEM;
+        }
+        for (int i = 0; i < n_threads - 1; i++) {
+            p->workers[i].pool = p;
+            p->workers[i].ith = i + 1;
+            if (pthread_create(&p->workers[i].tid, NULL, worker_main, &p->workers[i]) != 0) {
+                p->n = i + 1; /* threads created so far + caller */
+                loom_pool_free(p);
+                return LOOM_ERR_INTERNAL;
+            }
+        }
+    }
+    *out = p;
+    return LOOM_OK;
+}
+
+void loom_pool_free(loom_pool *pool) {
+    if (!pool) return;
+    if (pool->n > 1) {
+        publish_run(&pool->run_gen, 0, &pool->run_sleepers);
+        for (int i = 0; i < pool->n - 1; i++) pthread_join(pool->workers[i].tid, NULL);
+    }
+    free(pool->workers);
+    free(pool);
+}
+
+int loom_pool_size(const loom_pool *pool) { return pool ? pool->n : 1; }
+
+void loom_pool_run(loom_pool *pool, loom_pool_fn fn, void *arg, int nth) {
+    if (nth < 1) nth = 1;
+    if (nth > pool->n) nth = pool->n;
+    pool->fn = fn;
+    pool->arg = arg;
+    pool->nth = nth;
+    if (nth > 1) publish_run(&pool->run_gen, (uint32_t)nth, &pool->run_sleepers);
+    fn(arg, 0, nth);
+    loom_pool_barrier(pool); /* all participants finished */
+}

@@ -1,0 +1,34 @@
+/*
+ * pool.h (internal) - the persistent CPU thread pool.
+ *
+ * A pool has n threads in total: the calling thread is thread 0, n-1 workers are
+ * created once (loom_pool_new) and sleep (spin, then futex) between runs. A run
+ * executes fn(arg, ith, nth) on threads 0..nth-1 (nth <= n) and returns when all
+ * have finished. Inside a run, loom_pool_barrier synchronises the nth participants
+ * (C11 atomics; spin then futex wait). No allocation per run or barrier.
+ *
+ * Threading: one thread drives a pool at a time (runs are not reentrant).
+ */
+#ifndef LOOM_CPU_POOL_H
+#define LOOM_CPU_POOL_H
+
+#include "loom_base.h"
+
+typedef struct loom_pool loom_pool;
+typedef void (*loom_pool_fn)(void *arg, int ith, int nth);
+
+/* Threads for n_threads == 0: CPUs in the affinity mask, counting one per physical
+ * core when SMT siblings can be read from /sys (>= 1). */
+int loom_cpu_default_threads(void);
+
+/* n_threads <= 0 = loom_cpu_default_threads(). LOOM_ERR_NOMEM / LOOM_ERR_INTERNAL
+ * (thread creation) on failure; *out NULL then. */
+loom_status loom_pool_new(int n_threads, loom_pool **out);
+void loom_pool_free(loom_pool *pool); /* joins workers; NULL is a no-op */
+int loom_pool_size(const loom_pool *pool);
+/* Run fn on nth threads (clamped to 1..size); blocks until all return. */
+void loom_pool_run(loom_pool *pool, loom_pool_fn fn, void *arg, int nth);
+/* Barrier among the current run's participants. Call only inside fn. */
+void loom_pool_barrier(loom_pool *pool);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * generate.c - prompt evaluation (chunks of n_batch), one-token decode steps and
+ * the worst-case reserve. Each batch is one backend context: build, compute, read
+ * the logits of the requested rows, free.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+static bool abort_cb(void *user) {
+    loom_model *m = user;
+    return atomic_load(&m->cancel);
+}
+
+static loom_status build(loom_model *m, const llm_batch *b, loom_ctx **ctx_out, loom_tensor **logits,
+                         loom_error *err) {
+    loom_ctx *ctx;
+    loom_status s = loom_backend_ctx_new(m->be, 0, &ctx, err);
+    if (s) return s;
+    loom_tensor *out = llm_build_llama(m, ctx, b);
+    loom_ctx_forward(ctx, out);
+    s = loom_ctx_status(ctx);
+    if (s) {
+        loom_error_set(err, s, "model graph: %s", loom_ctx_error(ctx));
+        loom_ctx_free(ctx);
+        return s;
+    }
+    *ctx_out = ctx;
+    *logits = out;
+    return LOOM_OK;
+}
+
+/* Dry run (no contexts on a dry-run backend): an estimate of the worst-case graph's
+ * peak intermediates per device, recorded through loom_backend_account_graph. Per
+ * layer: residual + normed activations, plus the larger of attention (q/k/v, scores
+ * and probabilities [L, T, H] without flash attention, output) and the FFN (gate, up,
+ * product); the output device adds the final norm and the logits; the CPU holds the
+ * inputs (ids, positions, mask, embeddings). */
+static void account_graph_estimate(loom_model *m) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_kv_cache *kv = &m->kv;
+    const uint64_t T = (uint64_t)m->n_batch, L = (uint64_t)kv->cells, n_out = T;
+    const uint64_t E = (uint64_t)hp->n_embd, F = (uint64_t)hp->n_ff, V = (uint64_t)hp->n_vocab;
+    const uint64_t H = (uint64_t)hp->n_head, HKV = (uint64_t)hp->n_head_kv;
+    const uint64_t DK = (uint64_t)hp->head_dim_k, DV = (uint64_t)hp->head_dim_v;
+    const uint64_t mbp = (uint64_t)kv->cfg.mask_batch_padding, tpad = (T + mbp - 1) / mbp * mbp;
+    bool fa = loom_backend_flash_attn(m->be);
+    uint64_t act = E * T * 4;
+    uint64_t qkv = (H * DK + 2 * HKV * DK) * T * 4 * 2;
+    uint64_t attn = qkv + H * DV * T * 4 * 2 + (fa ? 0 : 2 * L * T * H * 4);
+    uint64_t ffn = 3 * F * T * 4;
+    uint64_t layer = 3 * act + (attn > ffn ? attn : ffn);
+    uint64_t out = act + V * n_out * 4;
+    uint64_t input = L * tpad * (kv->cfg.mask_type == LOOM_TYPE_F16 ? 6 : 4) + 3 * T * 4 + act;
+    int n_dev = loom_backend_device_count(m->be);
+    for (int d = 0; d < n_dev; d++) {
+        uint64_t peak = 0;
+        for (int il = 0; il < hp->n_layer; il++)
+            if (loom_backend_layer_device(m->be, il) == d && layer > peak) peak = layer;
+        if (loom_backend_layer_device(m->be, hp->n_layer) == d) peak += out;
+        if (d == 0) peak += input;
+        if (peak) loom_backend_account_graph(m->be, d, peak);
+    }
+}
+
+loom_status llm_reserve(loom_model *m, loom_error *err) {
+    if (loom_backend_is_dry_run(m->be)) {
+        account_graph_estimate(m);
+        return LOOM_OK;
+    }
+    llm_batch b = {0};
+    b.n_tokens = m->n_batch;
+    b.n_past = (int)(m->kv.cells - m->n_batch);
+    b.n_outputs = m->n_batch;
+    b.reserve = true;
+    loom_ctx *ctx;
+    loom_tensor *logits;
+    loom_status s = build(m, &b, &ctx, &logits, err);
+    if (s) return s;
+    s = loom_ctx_reserve(ctx);
+    if (s) loom_error_set(err, s, "reserving the worst-case graph (%d tokens, %lld cells): %s",
+                          m->n_batch, (long long)m->kv.cells, loom_ctx_error(ctx));
+    loom_ctx_free(ctx);
+    return s;
+}
+
+loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool all_logits,
+                             int logit_row, loom_error *err) {
+    llm_batch b = {0};
+    b.n_tokens = T;
+    b.n_past = m->n_past;
+    b.tokens = tokens;
+    b.n_outputs = all_logits ? T : 1;
+    for (int i = 0; i < b.n_outputs; i++) m->out_ids[i] = all_logits ? i : T - 1;
+    b.out_ids = m->out_ids;
+
+    size_t need = llm_kv_mask_floats(&m->kv, llm_kv_n_visible(&m->kv, (int64_t)m->n_past + T), T);
+    if (need > m->mask_cap) {
+        float *nm = realloc(m->mask, need * sizeof *nm);
+        if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
+        m->mask = nm;
+        m->mask_cap = need;
+    }
+
+    loom_ctx *ctx;
+    loom_tensor *logits;
+    loom_status s = build(m, &b, &ctx, &logits, err);
+    if (s) return s;
+    if (m->eval_cb) loom_ctx_set_eval_callback(ctx, m->eval_cb, m->eval_user);
+    loom_ctx_set_abort_callback(ctx, abort_cb, m);
+    s = loom_ctx_compute(ctx, 1, &logits);
+    if (s) {
+        loom_error_set(err, s, "eval at position %d (%d tokens): %s", m->n_past, T,
+                       *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
+    } else {
+        size_t n = (size_t)b.n_outputs * (size_t)m->hp.n_vocab;
+        s = loom_tensor_read_f32(logits, m->logits + (size_t)logit_row * (size_t)m->hp.n_vocab, n);
+        if (s) loom_error_set(err, s, "eval: reading the logits failed");
+    }
+    loom_ctx_free(ctx);
+    if (!s) m->n_past += T;
+    return s;
+}
+
+loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int n, bool all_logits,
+                            loom_error *err) {
+    if (!m) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_eval: model is NULL");
+    if (m->dry_run)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_eval: model was opened as a dry run");
+    if (!tokens || n <= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_eval: no tokens (n = %d)", n);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return loom_error_set(err, LOOM_ERR_RANGE,
+                                  "loom_model_eval: token %d has id %d, outside the vocabulary [0, %d)",
+                                  i, (int)tokens[i], m->hp.n_vocab);
+    if ((int64_t)m->n_past + n > m->n_ctx)
+        return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                              "context full: %d tokens in the cache + %d new > n_ctx %d", m->n_past, n,
+                              m->n_ctx);
+    size_t rows = all_logits ? (size_t)n : 1;
+    size_t need = rows * (size_t)m->hp.n_vocab;
+    if (need > m->logits_cap) {
+        float *nl = realloc(m->logits, need * sizeof *nl);
+        if (!nl) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_eval: out of host memory for logits");
+        m->logits = nl;
+        m->logits_cap = need;
+    }
+    atomic_store(&m->cancel, false);
+    m->n_logits = 0;
+    for (int off = 0; off < n; off += m->n_batch) {
+        int T = n - off < m->n_batch ? n - off : m->n_batch;
+        loom_status s = llm_decode_batch(m, tokens + off, T, all_logits, all_logits ? off : 0, err);
+        if (s) return s;
+    }
+    m->n_logits = (int)rows;
+    return LOOM_OK;
+}

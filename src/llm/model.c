@@ -1,0 +1,456 @@
+/*
+ * model.c - model lifecycle: hyperparameters from GGUF keys, weight binding with
+ * shape checks, KV cache + worst-case reserve before the weights are loaded.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define LLM_MAX_DIM ((int64_t)1 << 24) /* sanity bound on every hyperparameter */
+
+loom_model_params loom_model_default_params(void) {
+    loom_model_params p;
+    memset(&p, 0, sizeof p);
+    p.cache_type = LOOM_TYPE_F16;
+    return p;
+}
+
+/* ------------------------------------------------------------------ hyperparameters */
+
+typedef struct arch_desc {
+    const char *name;
+    loom_rope_mode rope_mode;
+} arch_desc;
+
+static const arch_desc k_archs[] = {
+    {"llama", LOOM_ROPE_NORMAL},
+    {"mistral", LOOM_ROPE_NORMAL},
+    {"qwen2", LOOM_ROPE_NEOX},
+    {"qwen3", LOOM_ROPE_NEOX},
+};
+
+/* Integer key "<arch>.<key>"; an array of equal integers (per-layer values) is
+ * accepted too. Absent: *out = def, or NOT_FOUND when required. */
+static loom_status get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
+                               int64_t def, int64_t *out, loom_error *err) {
+    char full[256];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t ki = loom_gguf_find_key(g, full);
+    if (ki < 0) {
+        if (required)
+            return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing",
+                                  full);
+        *out = def;
+        return LOOM_OK;
+    }
+    int64_t v = 0;
+    if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
+        uint64_t n = loom_gguf_kv_array_len(g, ki);
+        if (n == 0) return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' is an empty array", full);
+        for (uint64_t j = 0; j < n; j++) {
+            int64_t e;
+            if (loom_gguf_kv_arr_int(g, ki, j, &e))
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' is not an integer array",
+                                      full);
+            if (j == 0) v = e;
+            else if (e != v)
+                return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                      "model: key '%s' varies per layer (%lld vs %lld)", full,
+                                      (long long)v, (long long)e);
+        }
+    } else if (loom_gguf_kv_int(g, ki, &v)) {
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be an integer (is %s)", full,
+                              loom_gguf_vtype_name(loom_gguf_kv_type(g, ki)));
+    }
+    *out = v;
+    return LOOM_OK;
+}
+
+static loom_status get_float_key(const loom_gguf *g, const char *arch, const char *key, double def,
+                                 double *out, bool *present, loom_error *err) {
+    char full[256];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t ki = loom_gguf_find_key(g, full);
+    if (present) *present = ki >= 0;
+    if (ki < 0) {
+        *out = def;
+        return LOOM_OK;
+    }
+    double v;
+    if (loom_gguf_kv_float(g, ki, &v)) {
+        int64_t iv;
+        if (loom_gguf_kv_int(g, ki, &iv))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a number (is %s)",
+                                  full, loom_gguf_vtype_name(loom_gguf_kv_type(g, ki)));
+        v = (double)iv;
+    }
+    if (!isfinite(v))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' is not finite", full);
+    *out = v;
+    return LOOM_OK;
+}
+
+static loom_status check_range(const char *what, int64_t v, int64_t lo, int64_t hi, loom_error *err) {
+    if (v < lo || v > hi)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s = %lld is out of range [%lld, %lld]",
+                              what, (long long)v, (long long)lo, (long long)hi);
+    return LOOM_OK;
+}
+
+loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loom_error *err) {
+    const loom_gguf *g = loom_backend_gguf(be);
+    memset(hp, 0, sizeof *hp);
+    const char *arch = loom_backend_arch(be);
+    if (!arch || !*arch)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: key 'general.architecture' is missing");
+    const arch_desc *ad = NULL;
+    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++)
+        if (!strcmp(arch, k_archs[i].name)) ad = &k_archs[i];
+    if (!ad)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "model: architecture '%s' is not supported (llama, mistral, qwen2, qwen3)",
+                              arch);
+    snprintf(hp->arch, sizeof hp->arch, "%s", arch);
+    hp->rope_mode = ad->rope_mode;
+
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, dk, dv, n_rot, n_ctx_train;
+    loom_status s;
+    if ((s = get_int_key(g, arch, "embedding_length", true, 0, &n_embd, err))) return s;
+    if ((s = check_range("embedding_length", n_embd, 1, LLM_MAX_DIM, err))) return s;
+    if ((s = get_int_key(g, arch, "block_count", true, 0, &n_layer, err))) return s;
+    if ((s = check_range("block_count", n_layer, 1, 4096, err))) return s;
+    if (n_layer != loom_backend_block_count(be))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: block_count %lld disagrees with backend (%d)",
+                              (long long)n_layer, loom_backend_block_count(be));
+    if ((s = get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
+    if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
+    if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, &n_head_kv, err))) return s;
+    if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
+    if (n_head % n_head_kv)
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: head_count %lld is not a multiple of head_count_kv %lld",
+                              (long long)n_head, (long long)n_head_kv);
+    if ((s = get_int_key(g, arch, "feed_forward_length", true, 0, &n_ff, err))) return s;
+    if ((s = check_range("feed_forward_length", n_ff, 1, LLM_MAX_DIM, err))) return s;
+    int64_t def_dk = n_embd / n_head;
+    if ((s = get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;
+    if ((s = get_int_key(g, arch, "attention.value_length", false, dk, &dv, err))) return s;
+    if ((s = check_range("attention.key_length", dk, 1, 65536, err))) return s;
+    if ((s = check_range("attention.value_length", dv, 1, 65536, err))) return s;
+    if (dk == def_dk && def_dk * n_head != n_embd)
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: embedding_length %lld is not a multiple of head_count %lld "
+                              "and attention.key_length is absent",
+                              (long long)n_embd, (long long)n_head);
+    if ((s = get_int_key(g, arch, "rope.dimension_count", false, dk, &n_rot, err))) return s;
+    if ((s = check_range("rope.dimension_count", n_rot, 0, dk, err))) return s;
+    if (n_rot % 2)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: rope.dimension_count %lld is odd",
+                              (long long)n_rot);
+    if ((s = get_int_key(g, arch, "context_length", false, 0, &n_ctx_train, err))) return s;
+    if (n_ctx_train < 0 || n_ctx_train > ((int64_t)1 << 30)) n_ctx_train = 0;
+
+    double eps, base, scale_factor = 1.0, scale_linear = 1.0;
+    bool has_factor = false, has_linear = false;
+    if ((s = get_float_key(g, arch, "attention.layer_norm_rms_epsilon", 1e-5, &eps, NULL, err))) return s;
+    if (!(eps > 0 && eps < 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.layer_norm_rms_epsilon = %g is out of range",
+                              arch, eps);
+    if ((s = get_float_key(g, arch, "rope.freq_base", 10000.0, &base, NULL, err))) return s;
+    if (!(base > 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base = %g is out of range", arch, base);
+    double freq_scale = 1.0;
+    char key[256];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    loom_gguf_str st;
+    bool linear = false;
+    if (loom_gguf_get_str(g, key, &st) == LOOM_OK) {
+        if (st.len == 6 && !memcmp(st.ptr, "linear", 6)) linear = true;
+        else if (!(st.len == 4 && !memcmp(st.ptr, "none", 4)))
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: rope scaling type '%.*s' is not supported",
+                                  (int)(st.len > 32 ? 32 : st.len), st.ptr);
+    }
+    if ((s = get_float_key(g, arch, "rope.scaling.factor", 1.0, &scale_factor, &has_factor, err))) return s;
+    if ((s = get_float_key(g, arch, "rope.scale_linear", 1.0, &scale_linear, &has_linear, err))) return s;
+    if (has_linear && !(scale_linear > 0))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scale_linear = %g is out of range", arch, scale_linear);
+    if (has_factor && !(scale_factor > 0))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scaling.factor = %g is out of range", arch, scale_factor);
+    if (has_linear) freq_scale = 1.0 / scale_linear;
+    if (linear && has_factor) freq_scale = 1.0 / scale_factor;
+
+    hp->n_embd = (int)n_embd;
+    hp->n_layer = (int)n_layer;
+    hp->n_head = (int)n_head;
+    hp->n_head_kv = (int)n_head_kv;
+    hp->head_dim_k = (int)dk;
+    hp->head_dim_v = (int)dv;
+    hp->n_ff = (int)n_ff;
+    hp->n_rot = (int)n_rot;
+    hp->n_ctx_train = (int)n_ctx_train;
+    hp->rms_eps = (float)eps;
+    hp->rope_base = (float)base;
+    hp->rope_freq_scale = (float)freq_scale;
+    hp->tied_output = loom_gguf_find_tensor(g, "output.weight") < 0;
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1,
+                         loom_error *err, loom_status *st, const char *fmt, int il) {
+    char name[LOOM_GGUF_MAX_NAME];
+    snprintf(name, sizeof name, fmt, il);
+    if (*st) return NULL;
+    loom_tensor *t = loom_backend_get_tensor(be, name);
+    if (!t) {
+        if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor '%s' is missing", name);
+        return NULL;
+    }
+    int64_t want[4] = {ne0, ne1, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        if (loom_tensor_ne(t, i) != want[i]) {
+            *st = loom_error_set(err, LOOM_ERR_FORMAT,
+                                 "model: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
+                                 "[%lld, %lld]",
+                                 name, (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
+                                 (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3),
+                                 (long long)ne0, (long long)ne1);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+loom_status llm_bind_weights(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    loom_status st = LOOM_OK;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k;
+    const int64_t HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
+
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int)V;
+    m->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    m->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
+    m->output = bind(be, true, E, V, err, &st, "output.weight", 0);
+    bool qwen3 = !strcmp(hp->arch, "qwen3");
+    bool qwen2 = !strcmp(hp->arch, "qwen2");
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->wq = bind(be, true, E, HQ, err, &st, "blk.%d.attn_q.weight", il);
+        L->wk = bind(be, true, E, HK, err, &st, "blk.%d.attn_k.weight", il);
+        L->wv = bind(be, true, E, HV, err, &st, "blk.%d.attn_v.weight", il);
+        L->wo = bind(be, true, HO, E, err, &st, "blk.%d.attn_output.weight", il);
+        L->bq = bind(be, qwen2, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
+        L->bk = bind(be, qwen2, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
+        L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
+        L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
+        L->q_norm = bind(be, qwen3, hp->head_dim_k, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
+        L->k_norm = bind(be, qwen3, hp->head_dim_k, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+        L->ffn_norm = bind(be, true, E, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+        L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+        if (st) break;
+        /* Llama 3.1 frequency factors: the backend makes a copy per layer. */
+        char rn[64];
+        snprintf(rn, sizeof rn, "blk.%d.rope_freqs.weight", il);
+        loom_tensor *rf = loom_backend_get_tensor(be, rn);
+        if (rf) {
+            if (loom_tensor_type(rf) != LOOM_TYPE_F32 || loom_tensor_ne(rf, 0) < hp->n_rot / 2 ||
+                loom_tensor_nelements(rf) != loom_tensor_ne(rf, 0))
+                return loom_error_set(err, LOOM_ERR_FORMAT,
+                                      "model: tensor '%s' must be F32 [>= %d] (is %s [%lld])", rn,
+                                      hp->n_rot / 2, loom_type_name(loom_tensor_type(rf)),
+                                      (long long)loom_tensor_ne(rf, 0));
+            L->rope_freqs = rf;
+            hp->has_rope_freqs = true;
+        }
+    }
+    if (!st && loom_backend_get_tensor(be, "blk.0.ffn_gate_inp.weight"))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: mixture-of-experts llama models are not supported");
+    return st;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static void fmt_memory(const loom_backend *be, char *buf, size_t size) {
+    loom_backend_memory mem;
+    buf[0] = 0;
+    if (loom_backend_memory_get(be, &mem)) return;
+    size_t off = 0;
+    for (int d = 0; d < mem.n_devices && off < size; d++) {
+        const loom_device_memory *dm = &mem.devices[d];
+        uint64_t w = 0, c = 0;
+        for (int i = 0; i < dm->n_layers; i++) {
+            w += dm->weights[i].size;
+            c += dm->cache[i].size;
+        }
+        int n = snprintf(buf + off, size - off, "%s%s: weights %.1f MiB, cache %.1f MiB, graph %.1f MiB",
+                         d ? "; " : "", dm->name, w / 1048576.0, c / 1048576.0,
+                         dm->graph.size / 1048576.0);
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+    loom_backend_memory_free(&mem);
+}
+
+loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err) {
+    if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: out is NULL");
+    *out = NULL;
+    if (!params || !params->path)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: no model path");
+    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "loom_model_open: negative n_ctx/n_batch/n_threads");
+
+    loom_model *m = calloc(1, sizeof *m);
+    if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of memory");
+    atomic_init(&m->cancel, false);
+    m->dry_run = params->dry_run;
+
+    loom_backend_params bp = loom_backend_default_params();
+    bp.n_threads = params->n_threads;
+    bp.n_gpu_layers = params->n_gpu_layers;
+    bp.tensor_split = params->tensor_split;
+    bp.n_tensor_split = params->n_tensor_split;
+    bp.flash_attn = params->flash_attn;
+    bp.dry_run = params->dry_run;
+    bp.no_mmap = params->no_mmap;
+    bp.sim_devices = params->sim_devices;
+    bp.n_sim_devices = params->n_sim_devices;
+    loom_status s = loom_backend_open(params->path, &bp, &m->be, err);
+    if (s) goto fail;
+
+    if ((s = llm_load_hparams(m->be, &m->hp, err))) goto fail;
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of memory");
+        goto fail;
+    }
+    if ((s = llm_bind_weights(m, err))) goto fail;
+
+    int n_ctx = params->n_ctx;
+    if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (n_ctx > (1 << 24)) {
+        s = loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: n_ctx %d is too large", n_ctx);
+        goto fail;
+    }
+    int n_batch = params->n_batch ? params->n_batch : 512;
+    if (n_batch > n_ctx) n_batch = n_ctx;
+    m->n_ctx = n_ctx;
+    m->n_batch = n_batch;
+
+    if ((s = llm_kv_init(&m->kv, m->be, &m->hp, n_ctx, params->cache_type, err))) goto fail;
+
+    m->pos = malloc((size_t)n_batch * sizeof *m->pos);
+    m->out_ids = malloc((size_t)n_batch * sizeof *m->out_ids);
+    m->mask_cap = llm_kv_mask_floats(&m->kv, m->kv.cells, 1);
+    m->mask = malloc(m->mask_cap * sizeof *m->mask);
+    m->logits_cap = (size_t)m->hp.n_vocab;
+    m->logits = malloc(m->logits_cap * sizeof *m->logits);
+    if (!m->pos || !m->out_ids || !m->mask || !m->logits) {
+        s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
+        goto fail;
+    }
+
+    /* Cache is committed; now plan the worst-case graph before reading any weight. */
+    if ((s = llm_reserve(m, err))) {
+        if (s == LOOM_ERR_NOMEM) {
+            char mb[400];
+            fmt_memory(m->be, mb, sizeof mb);
+            loom_error_clear(err);
+            loom_error_set(err, s, "not enough memory for the compute graph (%s)", mb);
+        }
+        goto fail;
+    }
+    if (!params->dry_run) {
+        s = loom_backend_load(m->be, params->progress, params->progress_user, err);
+        if (s) goto fail;
+    }
+    *out = m;
+    return LOOM_OK;
+fail:
+    loom_model_close(m);
+    return s;
+}
+
+void loom_model_close(loom_model *m) {
+    if (!m) return;
+    llm_kv_free(&m->kv);
+    loom_tokenizer_free(m->tok);
+    loom_backend_close(m->be);
+    free(m->layers);
+    free(m->pos);
+    free(m->out_ids);
+    free(m->mask);
+    free(m->logits);
+    free(m);
+}
+
+const float *loom_model_logits(const loom_model *m, int row) {
+    if (!m || m->n_logits <= 0) return NULL;
+    if (row == -1) row = m->n_logits - 1;
+    if (row < 0 || row >= m->n_logits) return NULL;
+    return m->logits + (size_t)row * (size_t)m->hp.n_vocab;
+}
+
+int loom_model_n_logits(const loom_model *m) { return m ? m->n_logits : 0; }
+
+int32_t loom_model_argmax(const loom_model *m, int row) {
+    const float *l = loom_model_logits(m, row);
+    if (!l) return -1;
+    int32_t best = 0;
+    for (int32_t i = 1; i < m->hp.n_vocab; i++)
+        if (l[i] > l[best]) best = i;
+    return best;
+}
+
+int loom_model_n_vocab(const loom_model *m) { return m ? m->hp.n_vocab : 0; }
+int loom_model_n_past(const loom_model *m) { return m ? m->n_past : 0; }
+int loom_model_n_ctx(const loom_model *m) { return m ? m->n_ctx : 0; }
+int loom_model_n_batch(const loom_model *m) { return m ? m->n_batch : 0; }
+
+void loom_model_reset(loom_model *m) {
+    if (!m) return;
+    m->n_past = 0;
+    m->n_logits = 0;
+}
+
+const loom_model_hparams *loom_model_get_hparams(const loom_model *m) { return m ? &m->hp : NULL; }
+loom_backend *loom_model_backend(const loom_model *m) { return m ? m->be : NULL; }
+const loom_gguf *loom_model_gguf(const loom_model *m) { return m ? loom_backend_gguf(m->be) : NULL; }
+
+loom_status loom_model_tokenizer(loom_model *m, const loom_tokenizer **out, loom_error *err) {
+    if (!m || !out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_tokenizer: NULL argument");
+    *out = NULL;
+    if (!m->tok) {
+        loom_status s = loom_tokenizer_new_from_gguf(loom_backend_gguf(m->be), &m->tok, err);
+        if (s) return s;
+    }
+    *out = m->tok;
+    return LOOM_OK;
+}
+
+void loom_model_set_eval_callback(loom_model *m, loom_eval_cb cb, void *user) {
+    if (!m) return;
+    m->eval_cb = cb;
+    m->eval_user = user;
+}
+
+void loom_model_cancel(loom_model *m) {
+    if (!m) return;
+    atomic_store(&m->cancel, true);
+    if (m->be) loom_backend_cancel(m->be);
+}

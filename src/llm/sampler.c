@@ -1,0 +1,269 @@
+/* Token sampler: penalties, greedy, top-k, top-p, min-p, temperature, and a
+ * xoshiro256** RNG. See include/loom_sampler.h for the exact pipeline. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_sampler.h"
+
+typedef struct cand {
+    float logit;
+    int32_t id;
+} cand;
+
+struct loom_sampler {
+    loom_sampler_params p;
+    int32_t n_vocab;
+    cand *c;          /* n_vocab scratch candidates */
+    int32_t *out_ids; /* last candidates */
+    float *out_probs;
+    int64_t n_out;
+    int32_t *counts;  /* occurrences of each token in the window */
+    int32_t *ring;    /* penalty window */
+    int32_t ring_n, ring_pos;
+    uint64_t rng[4];
+};
+
+loom_sampler_params loom_sampler_default_params(void) {
+    loom_sampler_params p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.repeat_penalty = 1.0f;
+    p.freq_penalty = 0.0f;
+    p.presence_penalty = 0.0f;
+    p.penalty_last_n = 64;
+    p.seed = 0x5EED;
+    return p;
+}
+
+/* ---------------------------------------------------------------- RNG */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t xoshiro_next(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+void loom_sampler_set_seed(loom_sampler *s, uint64_t seed) {
+    if (!s) return;
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+}
+
+static double uniform01(loom_sampler *s) { return (double)(xoshiro_next(s->rng) >> 11) * 0x1.0p-53; }
+
+/* ---------------------------------------------------------------- lifecycle */
+
+void loom_sampler_free(loom_sampler *s) {
+    if (!s) return;
+    free(s->c);
+    free(s->out_ids);
+    free(s->out_probs);
+    free(s->counts);
+    free(s->ring);
+    free(s);
+}
+
+loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out) {
+    if (out) *out = NULL;
+    if (!out || n_vocab <= 0) return LOOM_ERR_INVALID_ARG;
+    loom_sampler_params p = params ? *params : loom_sampler_default_params();
+    if (isnan(p.temperature) || isnan(p.top_p) || p.top_p < 0 || isnan(p.min_p) || p.min_p > 1 ||
+        !(p.repeat_penalty > 0) || !isfinite(p.repeat_penalty) || !isfinite(p.freq_penalty) ||
+        !isfinite(p.presence_penalty) || p.penalty_last_n < 0)
+        return LOOM_ERR_INVALID_ARG;
+    loom_sampler *s = calloc(1, sizeof *s);
+    if (!s) return LOOM_ERR_NOMEM;
+    s->p = p;
+    s->n_vocab = n_vocab;
+    size_t n = (size_t)n_vocab;
+    s->c = malloc(n * sizeof(cand));
+    s->out_ids = malloc(n * sizeof(int32_t));
+    s->out_probs = malloc(n * sizeof(float));
+    s->counts = calloc(n, sizeof(int32_t));
+    s->ring = malloc(((size_t)p.penalty_last_n + 1) * sizeof(int32_t));
+    if (!s->c || !s->out_ids || !s->out_probs || !s->counts || !s->ring) {
+        loom_sampler_free(s);
+        return LOOM_ERR_NOMEM;
+    }
+    loom_sampler_set_seed(s, p.seed);
+    *out = s;
+    return LOOM_OK;
+}
+
+void loom_sampler_reset(loom_sampler *s) {
+    if (!s) return;
+    memset(s->counts, 0, (size_t)s->n_vocab * sizeof(int32_t));
+    s->ring_n = s->ring_pos = 0;
+    s->n_out = 0;
+    loom_sampler_set_seed(s, s->p.seed);
+}
+
+loom_status loom_sampler_accept(loom_sampler *s, int32_t token) {
+    if (!s) return LOOM_ERR_INVALID_ARG;
+    if (token < 0 || token >= s->n_vocab) return LOOM_ERR_RANGE;
+    int32_t cap = s->p.penalty_last_n;
+    if (cap == 0) return LOOM_OK;
+    if (s->ring_n == cap) {
+        s->counts[s->ring[s->ring_pos]]--;
+    } else {
+        s->ring_n++;
+    }
+    s->ring[s->ring_pos] = token;
+    s->counts[token]++;
+    s->ring_pos = (s->ring_pos + 1) % cap;
+    return LOOM_OK;
+}
+
+/* ---------------------------------------------------------------- sampling */
+
+/* Strict total order: larger logit first, then lower id. */
+static bool better(const cand *a, const cand *b) {
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+static int cmp_cand(const void *x, const void *y) {
+    const cand *a = x, *b = y;
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+static void swap_c(cand *a, cand *b) {
+    cand t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Move the k best candidates to c[0..k) (unordered). Iterative quickselect,
+ * median-of-three pivot. */
+static void select_top(cand *c, size_t n, size_t k) {
+    size_t lo = 0, hi = n; /* the k-th best lies in [lo, hi) */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (better(&c[hi - 1], &c[lo])) swap_c(&c[hi - 1], &c[lo]);
+        if (better(&c[mid], &c[lo])) swap_c(&c[mid], &c[lo]);
+        if (better(&c[hi - 1], &c[mid])) swap_c(&c[hi - 1], &c[mid]);
+        /* now c[lo] >= c[mid] >= c[hi-1] in `better` order; pivot = c[mid] */
+        cand pv = c[mid];
+        swap_c(&c[mid], &c[hi - 1]);
+        size_t st = lo;
+        for (size_t i = lo; i < hi - 1; i++)
+            if (better(&c[i], &pv)) swap_c(&c[i], &c[st++]);
+        swap_c(&c[st], &c[hi - 1]); /* pivot at its final position st */
+        if (st == k || st + 1 == k) return;
+        if (st > k) hi = st;
+        else lo = st + 1;
+    }
+}
+
+loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *out) {
+    if (!s || !logits || !out) return LOOM_ERR_INVALID_ARG;
+    const loom_sampler_params *p = &s->p;
+    size_t n = (size_t)s->n_vocab;
+    cand *c = s->c;
+    bool pen = s->ring_n > 0 &&
+               (p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f);
+    for (size_t i = 0; i < n; i++) {
+        float l = logits[i];
+        if (isnan(l)) l = -INFINITY;
+        if (pen && s->counts[i] > 0) {
+            int32_t cnt = s->counts[i];
+            l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+            l -= (float)cnt * p->freq_penalty + p->presence_penalty;
+        }
+        c[i].logit = l;
+        c[i].id = (int32_t)i;
+    }
+
+    if (!(p->temperature > 0) || p->top_k == 1) {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (c[i].logit > c[best].logit) best = i; /* strict: ties keep the lowest id */
+        *out = c[best].id;
+        s->out_ids[0] = c[best].id;
+        s->out_probs[0] = 1.0f;
+        s->n_out = 1;
+        return LOOM_OK;
+    }
+
+    size_t k = n;
+    if (p->top_k > 0 && (size_t)p->top_k < n) {
+        k = (size_t)p->top_k;
+        select_top(c, n, k);
+    }
+    qsort(c, k, sizeof(cand), cmp_cand);
+
+    double maxl = c[0].logit;
+    if (isinf(maxl) && maxl < 0) { /* every logit is -inf (or NaN): take the best-ordered one */
+        *out = c[0].id;
+        s->out_ids[0] = c[0].id;
+        s->out_probs[0] = 1.0f;
+        s->n_out = 1;
+        return LOOM_OK;
+    }
+    if (p->top_p < 1.0f) {
+        double sum = 0;
+        for (size_t i = 0; i < k; i++) sum += exp((double)c[i].logit - maxl);
+        double cum = 0;
+        size_t keep = k;
+        for (size_t i = 0; i < k; i++) {
+            cum += exp((double)c[i].logit - maxl) / sum;
+            if (cum >= p->top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+        k = keep;
+    }
+    if (p->min_p > 0.0f) {
+        double thr = maxl + log((double)p->min_p);
+        size_t keep = 1;
+        while (keep < k && (double)c[keep].logit >= thr) keep++;
+        k = keep;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < k; i++) {
+        float e = (float)exp(((double)c[i].logit - maxl) / p->temperature);
+        s->out_probs[i] = e;
+        sum += e; /* the same float values are accumulated again below */
+    }
+    double u = uniform01(s) * sum, cum = 0;
+    size_t pick = k - 1;
+    for (size_t i = 0; i < k; i++) {
+        cum += s->out_probs[i];
+        if (u < cum) {
+            pick = i;
+            break;
+        }
+    }
+    for (size_t i = 0; i < k; i++) {
+        s->out_ids[i] = c[i].id;
+        s->out_probs[i] = (float)(s->out_probs[i] / sum);
+    }
+    s->n_out = (int64_t)k;
+    *out = c[pick].id;
+    return LOOM_OK;
+}
+
+int64_t loom_sampler_last_candidates(const loom_sampler *s, const int32_t **ids, const float **probs) {
+    if (!s) return 0;
+    if (ids) *ids = s->out_ids;
+    if (probs) *probs = s->out_probs;
+    return s->n_out;
+}

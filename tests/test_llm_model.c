@@ -1,0 +1,280 @@
+/* stories260K golden outputs (tests/data/stories260K.json): greedy from BOS, greedy
+ * with a prompt, first logits; the same tokens with flash attention, 1/2 threads,
+ * layers split over simulated devices, F32 cache, chunked prompts; error paths. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_model.h"
+#include "test_util.h"
+
+#define MODEL "models/stories260K.gguf"
+
+static char *g_json;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+    if (b) b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* Numbers of the array that follows "key" in the golden file. */
+static int json_array(const char *key, double *out, int max) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    const char *p = g_json ? strstr(g_json, pat) : NULL;
+    if (!p) return -1;
+    p = strchr(p, '[');
+    if (!p) return -1;
+    p++;
+    int n = 0;
+    while (*p && *p != ']' && n < max) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) { p++; continue; }
+        out[n++] = v;
+        p = end;
+    }
+    return n;
+}
+
+static loom_model *open_model(const loom_model_params *p) {
+    loom_model *m = NULL;
+    loom_error err = {0};
+    loom_status s = loom_model_open(p, &m, &err);
+    CHECK_MSG(s == LOOM_OK, "open: %s (%s)", loom_status_name(s), err.msg);
+    return m;
+}
+
+/* Evaluate prompt as one batch, then greedy-decode until n_total tokens (incl. the
+ * prompt) exist; writes the tokens after the prompt into gen. */
+static int greedy(loom_model *m, const int32_t *prompt, int n_prompt, int n_total, int32_t *gen) {
+    loom_error err = {0};
+    loom_model_reset(m);
+    if (loom_model_eval(m, prompt, n_prompt, false, &err)) {
+        fprintf(stderr, "eval prompt: %s\n", err.msg);
+        return -1;
+    }
+    int n = 0;
+    for (int i = n_prompt; i < n_total; i++) {
+        int32_t t = loom_model_argmax(m, -1);
+        gen[n++] = t;
+        if (i + 1 < n_total && loom_model_eval(m, &t, 1, false, &err)) {
+            fprintf(stderr, "eval step %d: %s\n", i, err.msg);
+            return -1;
+        }
+    }
+    return n;
+}
+
+static void check_prompt_case(const loom_model_params *p, const char *what) {
+    double ids[16], want[128];
+    int np = json_array("prompt_ids_with_bos", ids, 16);
+    int nw = json_array("output_ids_after_bos", want, 128);
+    CHECK(np == 5 && nw == 64);
+    if (np != 5 || nw != 64) return;
+    loom_model *m = open_model(p);
+    if (!m) return;
+    int32_t prompt[16], gen[128];
+    for (int i = 0; i < np; i++) prompt[i] = (int32_t)ids[i];
+    int n = greedy(m, prompt, np, 64 + 1, gen); /* 64 tokens after BOS */
+    CHECK_EQ_INT(n, 64 + 1 - np);
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (gen[i] != (int32_t)want[np - 1 + i]) bad = i;
+    CHECK_MSG(bad < 0, "%s: prompt case differs at generated token %d (%d vs %d)", what, bad,
+              bad >= 0 ? gen[bad] : 0, bad >= 0 ? (int)want[np - 1 + bad] : 0);
+    loom_model_close(m);
+}
+
+int main(void) {
+    g_json = slurp(test_path("tests/data/stories260K.json"));
+    CHECK(g_json != NULL);
+    loom_model_params p = loom_model_default_params();
+    p.path = test_path(MODEL);
+    p.n_ctx = 512;
+
+    /* 1. greedy from BOS, token for token; logits at position 0. The golden logits were
+     * computed in float32: exact (1e-4) with an F32 cache, within F16 rounding with the
+     * default F16 cache. */
+    for (int pass = 0; pass < 2; pass++) {
+        double ltol = pass == 0 ? 1e-4 : 2e-3;
+        p.cache_type = pass == 0 ? LOOM_TYPE_F32 : LOOM_TYPE_F16;
+        double want[300], l8[8];
+        int nw = json_array("generated_ids", want, 300);
+        int nl = json_array("logits_pos0_first8", l8, 8);
+        CHECK_EQ_INT(nw, 256);
+        CHECK_EQ_INT(nl, 8);
+        loom_model *m = open_model(&p);
+        if (m) {
+            const loom_model_hparams *hp = loom_model_get_hparams(m);
+            CHECK_EQ_INT(hp->n_embd, 64);
+            CHECK_EQ_INT(hp->n_layer, 5);
+            CHECK_EQ_INT(hp->n_head, 8);
+            CHECK_EQ_INT(hp->n_head_kv, 4);
+            CHECK_EQ_INT(hp->n_ff, 172);
+            CHECK_EQ_INT(hp->n_rot, 8);
+            CHECK_EQ_INT(loom_model_n_vocab(m), 512);
+            CHECK_NEAR(hp->rope_base, 10000.0, 0);
+            CHECK_NEAR(hp->rms_eps, 1e-5, 1e-9);
+            CHECK(!hp->tied_output);
+            CHECK_EQ_INT(loom_model_n_ctx(m), 512);
+            CHECK(loom_model_logits(m, -1) == NULL);
+
+            loom_error err = {0};
+            int32_t tok = 1;
+            int32_t gen[256];
+            int n = 0;
+            for (int i = 0; i < 256; i++) {
+                loom_status s = loom_model_eval(m, &tok, 1, false, &err);
+                if (s) { CHECK_MSG(0, "eval %d: %s", i, err.msg); break; }
+                if (i == 0) {
+                    const float *lg = loom_model_logits(m, 0);
+                    for (int j = 0; j < 8 && lg; j++) CHECK_NEAR(lg[j], l8[j], ltol);
+                }
+                tok = loom_model_argmax(m, -1);
+                gen[n++] = tok;
+                if (tok == 1) break;
+            }
+            CHECK_EQ_INT(n, 256);
+            CHECK_EQ_INT(loom_model_n_past(m), n);
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++)
+                if (gen[i] != (int32_t)want[i]) bad = i;
+            CHECK_MSG(bad < 0, "greedy from BOS differs at %d (%d vs %d)", bad,
+                      bad >= 0 ? gen[bad] : 0, bad >= 0 ? (int)want[bad] : 0);
+
+            /* batch vs token-by-token: the first 16 tokens of the story as one batch,
+             * all logits, must give the same argmax rows as the decode above */
+            int32_t seq[17];
+            seq[0] = 1;
+            for (int i = 0; i < 16; i++) seq[i + 1] = gen[i];
+            loom_model_reset(m);
+            CHECK_EQ_INT(loom_model_n_past(m), 0);
+            CHECK(loom_model_eval(m, seq, 17, true, &err) == LOOM_OK);
+            CHECK_EQ_INT(loom_model_n_logits(m), 17);
+            for (int i = 0; i < 16; i++) CHECK_EQ_INT(loom_model_argmax(m, i), gen[i]);
+            const float *l0 = loom_model_logits(m, 0);
+            for (int j = 0; j < 8 && l0; j++) CHECK_NEAR(l0[j], l8[j], ltol);
+
+            /* error paths leave the cache untouched */
+            int before = loom_model_n_past(m);
+            int32_t bad_tok[2] = {5, 512};
+            CHECK_EQ_INT(loom_model_eval(m, bad_tok, 2, false, &err), LOOM_ERR_RANGE);
+            loom_error_clear(&err);
+            bad_tok[1] = -1;
+            CHECK_EQ_INT(loom_model_eval(m, bad_tok, 2, false, &err), LOOM_ERR_RANGE);
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_eval(m, bad_tok, 0, false, &err), LOOM_ERR_INVALID_ARG);
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_eval(m, NULL, 1, false, &err), LOOM_ERR_INVALID_ARG);
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_n_past(m), before);
+            loom_model_close(m);
+        }
+    }
+
+    p.cache_type = LOOM_TYPE_F16;
+    /* 2. prompt "Once upon a time" as one batch, then greedy: default, FA, threads,
+     * F32 cache, chunked prompt, split over simulated devices */
+    check_prompt_case(&p, "default");
+    {
+        loom_model_params q = p;
+        q.flash_attn = true;
+        check_prompt_case(&q, "flash attention");
+        q = p;
+        q.n_threads = 1;
+        check_prompt_case(&q, "1 thread");
+        q.n_threads = 2;
+        check_prompt_case(&q, "2 threads");
+        q = p;
+        q.cache_type = LOOM_TYPE_F32;
+        check_prompt_case(&q, "F32 cache");
+        q = p;
+        q.n_batch = 2;
+        check_prompt_case(&q, "batch 2");
+        loom_sim_device sd[2];
+        int nsd = 0;
+        loom_error err = {0};
+        CHECK(loom_sim_devices_parse("gpu0=1MiB,gpu1=1MiB", sd, 2, &nsd, &err) == LOOM_OK);
+        q = p;
+        q.n_ctx = 128;
+        q.n_batch = 16;
+        q.sim_devices = sd;
+        q.n_sim_devices = nsd;
+        q.n_gpu_layers = 6;
+        check_prompt_case(&q, "2 simulated devices");
+        q.flash_attn = true;
+        check_prompt_case(&q, "2 simulated devices + FA");
+    }
+
+    /* 3. context full: n_ctx 8 holds exactly 8 tokens */
+    {
+        loom_model_params q = p;
+        q.n_ctx = 8;
+        loom_model *m = open_model(&q);
+        if (m) {
+            loom_error err = {0};
+            int32_t toks[9] = {1, 403, 407, 261, 378, 432, 383, 286, 261};
+            CHECK_EQ_INT(loom_model_eval(m, toks, 9, false, &err), LOOM_ERR_CONTEXT_FULL);
+            CHECK(strstr(err.msg, "context") != NULL);
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_n_past(m), 0);
+            CHECK_EQ_INT(loom_model_eval(m, toks, 7, false, &err), LOOM_OK);
+            CHECK_EQ_INT(loom_model_eval(m, toks + 7, 1, false, &err), LOOM_OK);
+            CHECK_EQ_INT(loom_model_argmax(m, -1), 261); /* golden token 8 */
+            CHECK_EQ_INT(loom_model_eval(m, toks + 8, 1, false, &err), LOOM_ERR_CONTEXT_FULL);
+            CHECK_EQ_INT(loom_model_n_past(m), 8);
+            loom_model_reset(m);
+            CHECK_EQ_INT(loom_model_eval(m, toks, 8, false, &err), LOOM_OK);
+            loom_model_close(m);
+        }
+    }
+
+    /* 4. open errors */
+    {
+        loom_model *m = (loom_model *)1;
+        loom_error err = {0};
+        loom_status s;
+        loom_model_params q = loom_model_default_params();
+        CHECK_EQ_INT(loom_model_open(&q, &m, &err), LOOM_ERR_INVALID_ARG);
+        CHECK(m == NULL);
+        loom_error_clear(&err);
+        q.path = test_path("tests/data/does-not-exist.gguf");
+        CHECK(loom_model_open(&q, &m, &err) != LOOM_OK);
+        CHECK(m == NULL);
+        loom_error_clear(&err);
+        q.path = test_path(MODEL);
+        q.cache_type = LOOM_TYPE_Q8_0; /* needs flash attention (and head dim 8 is too small) */
+        CHECK_EQ_INT(loom_model_open(&q, &m, &err), LOOM_ERR_UNSUPPORTED);
+        CHECK(m == NULL);
+        loom_error_clear(&err);
+        q.cache_type = LOOM_TYPE_F16;
+        q.dry_run = true;
+        s = loom_model_open(&q, &m, &err);
+        CHECK_MSG(s == LOOM_OK, "dry run: %s", err.msg);
+        if (m) {
+            int32_t t = 1;
+            CHECK_EQ_INT(loom_model_eval(m, &t, 1, false, &err), LOOM_ERR_INVALID_ARG);
+            loom_backend_memory mem;
+            if (loom_backend_memory_get(loom_model_backend(m), &mem) == LOOM_OK) {
+                uint64_t cache = 0;
+                for (int d = 0; d < mem.n_devices; d++)
+                    for (int i = 0; i < mem.devices[d].n_layers; i++) cache += mem.devices[d].cache[i].size;
+                /* 5 layers x (K + V) x 2048 cells x 32 values x 2 bytes */
+                CHECK_EQ_INT(cache, 5ull * 2 * 2048 * 32 * 2);
+                loom_backend_memory_free(&mem);
+            }
+            loom_model_close(m);
+        }
+    }
+    free(g_json);
+    return test_finish("test_llm_model");
+}

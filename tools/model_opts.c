@@ -1,0 +1,149 @@
+/* Options shared by `loom run` and `loom eval`. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_opts.h"
+
+void model_opts_init(model_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->p = loom_model_default_params();
+}
+
+static bool parse_int(const char *s, long lo, long hi, int *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+int parse_int_list(const char *s, int32_t **out) {
+    *out = NULL;
+    if (!s) return -1;
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) return -1;
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < INT32_MIN || x > INT32_MAX) { free(v); return -1; }
+        v[n++] = (int32_t)x;
+        while (*end == ' ') end++;
+        if (*end == ',') end++;
+        else if (*end) { free(v); return -1; }
+        p = end;
+        while (*p == ' ') p++;
+    }
+    *out = v;
+    return n;
+}
+
+const char *model_opts_help(void) {
+    return "  -t, --threads N        CPU threads (default: physical cores)\n"
+           "  -c, --ctx-size N       context length (default: model's, at most 4096)\n"
+           "  -b, --batch-size N     tokens per graph (default 512)\n"
+           "  --gpu-layers N         trailing layers on accelerators (N > layers: output too)\n"
+           "  --sim-devices SPEC     simulated accelerators, e.g. gpu0=1GiB,gpu1=512MiB\n"
+           "  --tensor-split a,b     proportions per accelerator\n"
+           "  --flash-attn           use flash attention\n"
+           "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: --flash-attn)\n"
+           "  --no-mmap              read weights instead of mapping the file\n";
+}
+
+int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *prog) {
+    const char *a = argv[*i];
+    const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define NEED_VAL()                                                                   \
+    do {                                                                             \
+        if (!val) {                                                                  \
+            fprintf(stderr, "%s: %s needs a value\n", prog, a);                      \
+            return -1;                                                               \
+        }                                                                            \
+        (*i)++;                                                                      \
+    } while (0)
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        NEED_VAL();
+        if (!parse_int(val, 0, 1024, &o->p.n_threads)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--ctx")) {
+        NEED_VAL();
+        if (!parse_int(val, 1, 1 << 24, &o->p.n_ctx)) goto bad;
+        o->ctx_set = true;
+        return 1;
+    }
+    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--batch")) {
+        NEED_VAL();
+        if (!parse_int(val, 1, 1 << 20, &o->p.n_batch)) goto bad;
+        o->batch_set = true;
+        return 1;
+    }
+    if (!strcmp(a, "--gpu-layers") || !strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
+        NEED_VAL();
+        if (!parse_int(val, -1, 1 << 20, &o->p.n_gpu_layers)) goto bad;
+        return 1;
+    }
+    if (!strcmp(a, "--sim-devices")) {
+        NEED_VAL();
+        loom_error err = {0};
+        int n = 0;
+        if (loom_sim_devices_parse(val, o->sim, MODEL_OPTS_MAX_SIM, &n, &err)) {
+            fprintf(stderr, "%s: --sim-devices: %s\n", prog, err.msg);
+            return -1;
+        }
+        o->p.sim_devices = o->sim;
+        o->p.n_sim_devices = n;
+        return 1;
+    }
+    if (!strcmp(a, "--tensor-split") || !strcmp(a, "-ts")) {
+        NEED_VAL();
+        int n = 0;
+        const char *p = val;
+        while (*p) {
+            if (n >= MODEL_OPTS_MAX_SPLIT) goto bad;
+            char *end;
+            float f = strtof(p, &end);
+            if (end == p || !(f >= 0)) goto bad;
+            o->split[n++] = f;
+            if (*end == ',' || *end == '/') end++;
+            else if (*end) goto bad;
+            p = end;
+        }
+        o->p.tensor_split = o->split;
+        o->p.n_tensor_split = n;
+        return 1;
+    }
+    if (!strcmp(a, "--flash-attn") || !strcmp(a, "-fa")) {
+        o->p.flash_attn = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-mmap")) {
+        o->p.no_mmap = true;
+        return 1;
+    }
+    if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk")) {
+        NEED_VAL();
+        loom_type t;
+        if (!loom_type_from_name(val, &t) ||
+            (t != LOOM_TYPE_F16 && t != LOOM_TYPE_F32 && t != LOOM_TYPE_Q8_0 && t != LOOM_TYPE_Q4_0)) {
+            fprintf(stderr, "%s: --cache-type must be f16, f32, q8_0 or q4_0 (got '%s')\n", prog, val);
+            return -1;
+        }
+        o->p.cache_type = t;
+        return 1;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "%s: bad value for %s: '%s'\n", prog, a, val ? val : "");
+    return -1;
+#undef NEED_VAL
+}
