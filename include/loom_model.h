@@ -84,6 +84,16 @@ typedef struct loom_model_hparams {
  * LOOM_ERR_CANCELLED when the progress callback stopped the load). With dry_run the
  * model is opened for accounting only: read loom_backend_memory_get(loom_model_backend(m)). */
 loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err);
+/* Planning hook for `loom plan`: on an open backend (normally a dry run), check the
+ * model's hyperparameters and weight shapes, then account what loom_model_open would
+ * add: the KV cache of n_ctx tokens (cache_type) as Cache[i] of each layer's device and
+ * the worst-case graph (n_batch tokens against the full context) as graph memory.
+ * On a dry-run backend the graph is an analytic estimate of the peak intermediates
+ * per device; on a real backend the graph is reserved (cache buffers are freed again
+ * but stay accounted). n_ctx/n_batch 0 = the loom_model_open defaults. The backend
+ * stays owned by the caller. Errors as loom_model_open. */
+loom_status loom_model_plan(loom_backend *be, int n_ctx, int n_batch, loom_type cache_type,
+                            loom_error *err);
 /* Free everything (cache, backend, tokenizer). NULL is a no-op. */
 void loom_model_close(loom_model *m);
 

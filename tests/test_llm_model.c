@@ -275,6 +275,39 @@ int main(void) {
             loom_model_close(m);
         }
     }
+    /* 5. planning hook on a dry-run backend: cache and graph appear per device */
+    {
+        loom_backend_params bp = loom_backend_default_params();
+        bp.dry_run = true;
+        loom_sim_device sd[1];
+        int nsd = 0;
+        loom_error err = {0};
+        CHECK(loom_sim_devices_parse("gpu0=64MiB", sd, 1, &nsd, &err) == LOOM_OK);
+        bp.sim_devices = sd;
+        bp.n_sim_devices = nsd;
+        bp.n_gpu_layers = 2; /* layers 3, 4 on gpu0; output on the CPU */
+        loom_backend *be = NULL;
+        CHECK(loom_backend_open(test_path(MODEL), &bp, &be, &err) == LOOM_OK);
+        if (be) {
+            CHECK_EQ_INT(loom_model_plan(be, 256, 64, LOOM_TYPE_F16, &err), LOOM_OK);
+            loom_backend_memory mem;
+            if (loom_backend_memory_get(be, &mem) == LOOM_OK) {
+                CHECK_EQ_INT(mem.n_devices, 2);
+                const uint64_t per_layer = 2ull * 256 * 32 * 2;
+                for (int i = 0; i < 5; i++) {
+                    int d = i < 3 ? 0 : 1;
+                    CHECK_EQ_INT(mem.devices[d].cache[i].size, per_layer);
+                    CHECK_EQ_INT(mem.devices[1 - d].cache[i].size, 0);
+                }
+                CHECK(mem.devices[0].graph.size > 0);
+                CHECK(mem.devices[1].graph.size > 0);
+                loom_backend_memory_free(&mem);
+            }
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_plan(be, 256, 64, LOOM_TYPE_Q8_0, &err), LOOM_ERR_UNSUPPORTED);
+            loom_backend_close(be);
+        }
+    }
     free(g_json);
     return test_finish("test_llm_model");
 }

@@ -207,7 +207,7 @@ static loom_status make_vocab(bad_kind bad, bool bpe, loom_error *err) {
     static const char *toks[] = {"<unk>", "<s>", "</s>", "a", "b", "ab", "\xE2\x96\x81", "\xC4\xA0"};
     const int nt = 8;
     float scores[8] = {0, 0, 0, -1, -2, -0.5f, -3, -4};
-    int32_t types[8] = {2, 3, 3, 1, 1, 1, 1, 1};
+    int32_t types[9] = {2, 3, 3, 1, 1, 1, 1, 1, 1}; /* 9: room for the too-long case */
     loom_gguf_writer *w = NULL;
     if (loom_gguf_writer_new(&w) != LOOM_OK) return LOOM_ERR_NOMEM;
     const char *model = bad == BAD_MODEL ? "wordpiece" : bpe ? "gpt2" : "llama";

@@ -106,10 +106,19 @@ static inline loom_tensor *loom_ctx_tensor_at(loom_ctx *ctx, int64_t i) { return
  * after it runs unless it has LOOM_TF_OUTPUT. Freed ranges are reused (best fit,
  * neighbours merged). Nodes never overlap their own sources.
  * offsets[i] (for graph node i) = offset or SIZE_MAX when the node gets no memory;
- * also stored in node->plan_offs. *total = peak buffer size (multiple of align).
+ * also stored in node->plan_offs (and node->graph_idx is reset to i). *total = peak buffer size (multiple of align).
  * Returns LOOM_ERR_NOMEM if scratch allocation fails, LOOM_ERR_RANGE on overflow. */
 loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user),
                             void *user, size_t align, size_t *offsets, size_t *total);
+
+/* Same, with caller-owned grow-only scratch so repeated planning does not allocate once
+ * the scratch is big enough (free scratch->ptr with free() when done). scratch may be NULL. */
+typedef struct loom_plan_scratch {
+    void *ptr;
+    size_t size;
+} loom_plan_scratch;
+loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user), void *user,
+                               size_t align, size_t *offsets, size_t *total, loom_plan_scratch *scratch);
 
 /* Internal: called by loom_ctx_forward; appends t's ancestors. */
 loom_status loom_graph_expand(loom_ctx *root, loom_tensor *t);

@@ -67,6 +67,11 @@ static bool in_graph(const loom_graph *g, const loom_tensor *t) {
 
 loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user), void *user,
                             size_t align, size_t *offsets, size_t *total) {
+    return loom_plan_graph_ex(g, filter, user, align, offsets, total, NULL);
+}
+
+loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user), void *user,
+                               size_t align, size_t *offsets, size_t *total, loom_plan_scratch *scratch) {
     *total = 0;
     if (align == 0 || (align & (align - 1))) return LOOM_ERR_INVALID_ARG;
     int64_t n = g->n_nodes;
@@ -79,13 +84,21 @@ loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tenso
     }
     fl f = {0};
     f.cap = n + 2;
-    f.b = malloc((size_t)f.cap * sizeof *f.b);
-    size_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
-    if (!f.b || !sizes) {
-        free(f.b);
-        free(sizes);
-        return LOOM_ERR_NOMEM;
+    size_t need = (size_t)f.cap * sizeof(blk) + (size_t)(n + 1) * sizeof(size_t);
+    loom_plan_scratch local = {0};
+    if (!scratch) scratch = &local;
+    if (scratch->size < need) {
+        void *p = malloc(need);
+        if (!p) {
+            free(local.ptr);
+            return LOOM_ERR_NOMEM;
+        }
+        free(scratch->ptr);
+        scratch->ptr = p;
+        scratch->size = need;
     }
+    f.b = scratch->ptr;
+    size_t *sizes = (size_t *)(void *)((char *)scratch->ptr + (size_t)f.cap * sizeof(blk));
     /* which nodes need memory, and their aligned sizes */
     for (int64_t i = 0; i < n; i++) {
         loom_tensor *t = g->nodes[i];
@@ -95,8 +108,7 @@ loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tenso
         size_t b = loom_tensor_nbytes(t);
         if (b == 0) continue;
         if (b > SIZE_MAX - align) {
-            free(f.b);
-            free(sizes);
+            free(local.ptr);
             return LOOM_ERR_RANGE;
         }
         sizes[i] = (b + align - 1) & ~(align - 1);
@@ -116,8 +128,7 @@ loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tenso
             size_t top = f.end;
             size_t off = fl_alloc(&f, sizes[i]);
             if (off > SIZE_MAX / 2 || top > SIZE_MAX / 2) {
-                free(f.b);
-                free(sizes);
+                free(local.ptr);
                 return LOOM_ERR_RANGE;
             }
             offsets[i] = off;
@@ -132,7 +143,6 @@ loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tenso
         if (sizes[i] && t->n_uses == 0 && !(t->flags & LOOM_TF_OUTPUT)) fl_free(&f, t->plan_offs, sizes[i]);
     }
     *total = f.peak;
-    free(f.b);
-    free(sizes);
+    free(local.ptr);
     return LOOM_OK;
 }

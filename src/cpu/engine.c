@@ -18,6 +18,7 @@ typedef struct cpu_engine {
     void *wdata;
     size_t wsize;
     int fill; /* test hook: < 0 off */
+    loom_plan_scratch scratch;
 } cpu_engine;
 
 static void *aligned_bytes(size_t n) {
@@ -49,7 +50,7 @@ static loom_status eng_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool ze
 static loom_status plan(cpu_engine *e, loom_ctx *r) {
     loom_graph *g = loom_ctx_graph(r);
     size_t total = 0;
-    loom_status s = loom_plan_graph(g, NULL, NULL, LOOM_TENSOR_ALIGN, e->offsets, &total);
+    loom_status s = loom_plan_graph_ex(g, NULL, NULL, LOOM_TENSOR_ALIGN, e->offsets, &total, &e->scratch);
     if (s) {
         loom_ctx_set_error(r, s, "compute: planning %lld nodes failed (%s)", (long long)g->n_nodes,
                            loom_status_name(s));
@@ -122,6 +123,7 @@ static void eng_free(void *impl, loom_ctx *r) {
     free(e->buf);
     free(e->wdata);
     free(e->offsets);
+    free(e->scratch.ptr);
     loom_pool_free(e->pool);
     free(e);
 }

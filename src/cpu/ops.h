@@ -61,7 +61,11 @@ static inline void loom_st_f(void *ptr, loom_type t, float v) {
     switch (t) {
     case LOOM_TYPE_F16: { uint16_t h = loom_fp32_to_fp16(v); memcpy(ptr, &h, 2); break; }
     case LOOM_TYPE_BF16: { uint16_t h = loom_fp32_to_bf16(v); memcpy(ptr, &h, 2); break; }
-    case LOOM_TYPE_I32: { int32_t x = (int32_t)v; memcpy(ptr, &x, 4); break; }
+    case LOOM_TYPE_I32: {
+        int32_t x = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;
+        memcpy(ptr, &x, 4);
+        break;
+    }
     default: memcpy(ptr, &v, 4); break;
     }
 }

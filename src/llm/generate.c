@@ -36,7 +36,7 @@ static loom_status build(loom_model *m, const llm_batch *b, loom_ctx **ctx_out, 
  * layer: residual + normed activations, plus the larger of attention (q/k/v, scores
  * and probabilities [L, T, H] without flash attention, output) and the FFN (gate, up,
  * product); the output device adds the final norm and the logits; the CPU holds the
- * inputs (ids, positions, mask, embeddings). */
+ * embeddings and small inputs. Inputs made with loom_from_* are not graph memory. */
 static void account_graph_estimate(loom_model *m) {
     const loom_model_hparams *hp = &m->hp;
     const llm_kv_cache *kv = &m->kv;
@@ -44,15 +44,17 @@ static void account_graph_estimate(loom_model *m) {
     const uint64_t E = (uint64_t)hp->n_embd, F = (uint64_t)hp->n_ff, V = (uint64_t)hp->n_vocab;
     const uint64_t H = (uint64_t)hp->n_head, HKV = (uint64_t)hp->n_head_kv;
     const uint64_t DK = (uint64_t)hp->head_dim_k, DV = (uint64_t)hp->head_dim_v;
-    const uint64_t mbp = (uint64_t)kv->cfg.mask_batch_padding, tpad = (T + mbp - 1) / mbp * mbp;
     bool fa = loom_backend_flash_attn(m->be);
     uint64_t act = E * T * 4;
     uint64_t qkv = (H * DK + 2 * HKV * DK) * T * 4 * 2;
-    uint64_t attn = qkv + H * DV * T * 4 * 2 + (fa ? 0 : 2 * L * T * H * 4);
+    /* without flash attention: scores + probabilities F32 [L, T, H], and the probabilities
+     * converted to the V type for the V product (work area) */
+    uint64_t conv = kv->type == LOOM_TYPE_F32 ? 0 : L * T * H * 2;
+    uint64_t attn = qkv + H * DV * T * 4 * 2 + (fa ? 0 : 2 * L * T * H * 4 + conv);
     uint64_t ffn = 3 * F * T * 4;
     uint64_t layer = 3 * act + (attn > ffn ? attn : ffn);
     uint64_t out = act + V * n_out * 4;
-    uint64_t input = L * tpad * (kv->cfg.mask_type == LOOM_TYPE_F16 ? 6 : 4) + 3 * T * 4 + act;
+    uint64_t input = 3 * T * 4 + act; /* the mask is an input allocation, not graph memory */
     int n_dev = loom_backend_device_count(m->be);
     for (int d = 0; d < n_dev; d++) {
         uint64_t peak = 0;

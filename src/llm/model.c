@@ -306,6 +306,45 @@ static void fmt_memory(const loom_backend *be, char *buf, size_t size) {
     loom_backend_memory_free(&mem);
 }
 
+static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, loom_error *err) {
+    if (n_ctx < 0 || n_batch < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: negative n_ctx/n_batch");
+    if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (n_ctx > (1 << 24))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: n_ctx %d is too large (max %d)", n_ctx,
+                              1 << 24);
+    if (n_batch == 0) n_batch = 512;
+    if (n_batch > n_ctx) n_batch = n_ctx;
+    m->n_ctx = n_ctx;
+    m->n_batch = n_batch;
+    return LOOM_OK;
+}
+
+loom_status loom_model_plan(loom_backend *be, int n_ctx, int n_batch, loom_type cache_type,
+                            loom_error *err) {
+    if (!be) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_plan: backend is NULL");
+    loom_model *m = calloc(1, sizeof *m);
+    if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
+    m->be = be;
+    loom_status s = llm_load_hparams(be, &m->hp, err);
+    if (!s) {
+        m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+        if (!m->layers) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
+    }
+    if (!s) s = llm_bind_weights(m, err);
+    if (!s) s = set_sizes(m, n_ctx, n_batch, err);
+    if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->n_ctx, cache_type, err);
+    if (!s && !loom_backend_is_dry_run(be)) {
+        m->pos = malloc((size_t)m->n_batch * sizeof *m->pos);
+        m->out_ids = malloc((size_t)m->n_batch * sizeof *m->out_ids);
+        if (!m->pos || !m->out_ids) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
+    }
+    if (!s) s = llm_reserve(m, err);
+    m->be = NULL; /* borrowed */
+    loom_model_close(m);
+    return s;
+}
+
 loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err) {
     if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: out is NULL");
     *out = NULL;
@@ -341,21 +380,11 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     }
     if ((s = llm_bind_weights(m, err))) goto fail;
 
-    int n_ctx = params->n_ctx;
-    if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
-    if (n_ctx > (1 << 24)) {
-        s = loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: n_ctx %d is too large", n_ctx);
-        goto fail;
-    }
-    int n_batch = params->n_batch ? params->n_batch : 512;
-    if (n_batch > n_ctx) n_batch = n_ctx;
-    m->n_ctx = n_ctx;
-    m->n_batch = n_batch;
+    if ((s = set_sizes(m, params->n_ctx, params->n_batch, err))) goto fail;
+    if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->n_ctx, params->cache_type, err))) goto fail;
 
-    if ((s = llm_kv_init(&m->kv, m->be, &m->hp, n_ctx, params->cache_type, err))) goto fail;
-
-    m->pos = malloc((size_t)n_batch * sizeof *m->pos);
-    m->out_ids = malloc((size_t)n_batch * sizeof *m->out_ids);
+    m->pos = malloc((size_t)m->n_batch * sizeof *m->pos);
+    m->out_ids = malloc((size_t)m->n_batch * sizeof *m->out_ids);
     m->mask_cap = llm_kv_mask_floats(&m->kv, m->kv.cells, 1);
     m->mask = malloc(m->mask_cap * sizeof *m->mask);
     m->logits_cap = (size_t)m->hp.n_vocab;
