@@ -45,6 +45,38 @@ static int json_array(const char *key, double *out, int max) {
     return n;
 }
 
+typedef struct cb_seen {
+    int n_nodes;
+    bool attn_norm3, ffn_out3, result, kqv0;
+    float first_result;
+} cb_seen;
+
+static bool eval_cb(loom_tensor *t, void *user) {
+    cb_seen *c = user;
+    const char *n = loom_tensor_name(t);
+    c->n_nodes++;
+    if (!strcmp(n, "attn_norm-3")) c->attn_norm3 = loom_tensor_ne(t, 0) == 64;
+    if (!strcmp(n, "ffn_out-3")) c->ffn_out3 = true;
+    if (!strcmp(n, "kqv-0")) c->kqv0 = true;
+    if (!strcmp(n, "result_output")) {
+        c->result = loom_tensor_ne(t, 0) == 512;
+        float buf[512];
+        if (loom_tensor_nelements(t) == 512 && loom_tensor_read_f32(t, buf, 512) == LOOM_OK)
+            c->first_result = buf[1];
+    }
+    return true;
+}
+
+static bool stop_cb(loom_tensor *t, void *user) {
+    (void)t;
+    return --*(int *)user > 0; /* stop after a few nodes */
+}
+
+static bool cancel_load(uint64_t done, uint64_t total, void *user) {
+    (void)done; (void)total; (void)user;
+    return false;
+}
+
 static loom_model *open_model(const loom_model_params *p) {
     loom_model *m = NULL;
     loom_error err = {0};
@@ -164,6 +196,45 @@ int main(void) {
             const float *l0 = loom_model_logits(m, 0);
             for (int j = 0; j < 8 && l0; j++) CHECK_NEAR(l0[j], l8[j], ltol);
 
+            /* eval callback sees the named intermediates */
+            if (pass == 0) {
+                cb_seen seen = {0};
+                loom_model_reset(m);
+                loom_model_set_eval_callback(m, eval_cb, &seen);
+                CHECK(loom_model_eval(m, seq, 1, false, &err) == LOOM_OK);
+                loom_model_set_eval_callback(m, NULL, NULL);
+                CHECK(seen.n_nodes > 50);
+                CHECK(seen.attn_norm3 && seen.ffn_out3 && seen.kqv0 && seen.result);
+                CHECK_NEAR(seen.first_result, l8[1], 1e-4);
+                /* continuing after one token, all logits */
+                CHECK(loom_model_eval(m, seq + 1, 16, true, &err) == LOOM_OK);
+                for (int i = 0; i < 16; i++) CHECK_EQ_INT(loom_model_argmax(m, i), gen[i + 1]);
+                /* all logits across chunks of n_batch 4 */
+                loom_model_params q = p;
+                q.n_batch = 4;
+                loom_model *mc = open_model(&q);
+                if (mc) {
+                    CHECK_EQ_INT(loom_model_n_batch(mc), 4);
+                    CHECK(loom_model_eval(mc, seq, 17, true, &err) == LOOM_OK);
+                    CHECK_EQ_INT(loom_model_n_logits(mc), 17);
+                    for (int i = 0; i < 16; i++) CHECK_EQ_INT(loom_model_argmax(mc, i), gen[i]);
+                    const float *lc = loom_model_logits(mc, 0);
+                    for (int j = 0; j < 8 && lc; j++) CHECK_NEAR(lc[j], l8[j], 1e-4);
+                    CHECK(loom_model_logits(mc, 17) == NULL);
+                    loom_model_close(mc);
+                }
+                /* the tokenizer gives the golden prompt ids */
+                const loom_tokenizer *tk = NULL;
+                CHECK(loom_model_tokenizer(m, &tk, &err) == LOOM_OK);
+                double ids[16];
+                int np = json_array("prompt_ids_with_bos", ids, 16);
+                int32_t got[16];
+                int64_t ng = 0;
+                if (tk) CHECK(loom_tokenize(tk, "Once upon a time", 16, true, false, got, 16, &ng) == LOOM_OK);
+                CHECK_EQ_INT(ng, np);
+                for (int i = 0; i < np && i < ng; i++) CHECK_EQ_INT(got[i], (int32_t)ids[i]);
+            }
+
             /* error paths leave the cache untouched */
             int before = loom_model_n_past(m);
             int32_t bad_tok[2] = {5, 512};
@@ -236,6 +307,32 @@ int main(void) {
             CHECK_EQ_INT(loom_model_eval(m, toks, 8, false, &err), LOOM_OK);
             loom_model_close(m);
         }
+    }
+
+    /* 3b. cancellation: an eval callback stopping compute, a progress callback
+     * stopping the load */
+    {
+        loom_model *m = open_model(&p);
+        if (m) {
+            loom_error err = {0};
+            int32_t toks[3] = {1, 403, 407};
+            CHECK_EQ_INT(loom_model_eval(m, toks, 1, false, &err), LOOM_OK);
+            int budget = 5;
+            loom_model_set_eval_callback(m, stop_cb, &budget);
+            CHECK_EQ_INT(loom_model_eval(m, toks + 1, 2, false, &err), LOOM_ERR_CANCELLED);
+            CHECK_EQ_INT(loom_model_n_past(m), 1);
+            loom_model_set_eval_callback(m, NULL, NULL);
+            loom_error_clear(&err);
+            CHECK_EQ_INT(loom_model_eval(m, toks + 1, 2, false, &err), LOOM_OK);
+            CHECK_EQ_INT(loom_model_argmax(m, -1), 261); /* golden token 3 */
+            loom_model_close(m);
+        }
+        loom_model_params q = p;
+        q.progress = cancel_load;
+        loom_error err = {0};
+        m = (loom_model *)1;
+        CHECK_EQ_INT(loom_model_open(&q, &m, &err), LOOM_ERR_CANCELLED);
+        CHECK(m == NULL);
     }
 
     /* 4. open errors */

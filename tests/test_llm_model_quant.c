@@ -21,6 +21,7 @@ typedef struct spec {
     bool tied, bias, qk_norm, neox, rope_freqs;
     double rope_base, linear_scale; /* linear_scale 0 = no scaling keys */
     double eps;
+    int defect; /* 1: blk.1.ffn_up missing, 2: attn_k wrong shape, 3: no embedding_length */
 } spec;
 
 typedef struct layer_w {
@@ -99,7 +100,7 @@ static bool write_model(const spec *sp, const char *path, model_w *mw) {
 #define KF32(name, v) (snprintf(k, sizeof k, "%s." name, a), loom_gguf_writer_add_f32(w, k, (float)(v)))
     KU32("block_count", sp->L);
     KU32("context_length", 256);
-    KU32("embedding_length", sp->E);
+    if (sp->defect != 3) KU32("embedding_length", sp->E);
     KU32("feed_forward_length", sp->F);
     KU32("attention.head_count", sp->H);
     KU32("attention.head_count_kv", sp->HKV);
@@ -138,7 +139,7 @@ static bool write_model(const spec *sp, const char *path, model_w *mw) {
     (snprintf(n, sizeof n, "blk.%d." suffix, l), y->field = add_weight(w, n, type, ne0, ne1, sc, off))
         W(attn_norm, "attn_norm.weight", LOOM_TYPE_F32, E, 1, 0.1, 1.0);
         W(wq, "attn_q.weight", wt, E, HQ, 1.0 / sqrt(E), 0);
-        W(wk, "attn_k.weight", wt, E, HK, 1.0 / sqrt(E), 0);
+        W(wk, "attn_k.weight", wt, E, HK + (sp->defect == 2 ? 32 : 0), 1.0 / sqrt(E), 0);
         W(wv, "attn_v.weight", wt, E, HK, 1.0 / sqrt(E), 0);
         W(wo, "attn_output.weight", wt, HQ, E, 1.0 / sqrt(HQ), 0);
         if (sp->bias) {
@@ -153,7 +154,7 @@ static bool write_model(const spec *sp, const char *path, model_w *mw) {
         }
         W(ffn_norm, "ffn_norm.weight", LOOM_TYPE_F32, E, 1, 0.1, 1.0);
         W(wg, "ffn_gate.weight", wt, E, F, 1.0 / sqrt(E), 0);
-        W(wu, "ffn_up.weight", wt, E, F, 1.0 / sqrt(E), 0);
+        if (!(sp->defect == 1 && l == 1)) W(wu, "ffn_up.weight", wt, E, F, 1.0 / sqrt(E), 0);
         W(wd, "ffn_down.weight", wt, F, E, 1.0 / sqrt(F), 0);
 #undef W
     }
@@ -341,6 +342,29 @@ static void run_spec(const spec *sp, const char *what, double tol, bool fa, loom
     unlink(path);
 }
 
+static void check_defect(const spec *base, int defect, loom_status want, const char *needle) {
+    spec sp = *base;
+    sp.wtype = LOOM_TYPE_F32;
+    sp.defect = defect;
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/loom_test_llm_%d_defect%d.gguf", (int)getpid(), defect);
+    model_w mw = {0};
+    if (write_model(&sp, path, &mw)) {
+        loom_model_params p = loom_model_default_params();
+        p.path = path;
+        p.n_ctx = 64;
+        loom_model *m = (loom_model *)1;
+        loom_error err = {0};
+        loom_status s = loom_model_open(&p, &m, &err);
+        CHECK_MSG(s == want, "defect %d: %s (%s)", defect, loom_status_name(s), err.msg);
+        CHECK(m == NULL);
+        CHECK_MSG(strstr(err.msg, needle) != NULL, "defect %d: message '%s' lacks '%s'", defect, err.msg, needle);
+        if (m && m != (loom_model *)1) loom_model_close(m);
+    }
+    free_model(&mw, &sp);
+    unlink(path);
+}
+
 int main(void) {
     spec base = {0};
     base.arch = "llama";
@@ -394,5 +418,9 @@ int main(void) {
         sp.n_rot = 128;
         run_spec(&sp, "qwen3", 1e-4, false, LOOM_TYPE_F32);
     }
+    /* broken files: clear statuses naming the culprit */
+    check_defect(&base, 1, LOOM_ERR_NOT_FOUND, "blk.1.ffn_up.weight");
+    check_defect(&base, 2, LOOM_ERR_FORMAT, "blk.0.attn_k.weight");
+    check_defect(&base, 3, LOOM_ERR_NOT_FOUND, "llama.embedding_length");
     return test_finish("test_llm_model_quant");
 }

@@ -27,12 +27,12 @@ int main(void) {
     static char out[1 << 20], want[1 << 20];
     const char *names[] = {"llama-spm", "phi-3", "gpt-2", "llama-bpe", "qwen2"};
     for (int i = 0; i < 5; i++) {
-        char gg[512], cmd[2048];
+        char gg[4096], cmd[16384];
         snprintf(gg, sizeof gg, "%s", test_path("tests/data/vocab/ggml-vocab-"));
         snprintf(cmd, sizeof cmd, "'%s' tokenize '%s%s.gguf' --vectors '%s%s.gguf.inp'", bin, gg, names[i], gg,
                  names[i]);
         size_t n = run(cmd, out, sizeof out);
-        char path[600];
+        char path[4200];
         snprintf(path, sizeof path, "%s%s.gguf.out", gg, names[i]);
         FILE *f = fopen(path, "rb");
         CHECK(f != NULL);
@@ -41,7 +41,7 @@ int main(void) {
         fclose(f);
         CHECK_MSG(n == m && memcmp(out, want, n) == 0, "loom tokenize --vectors %s differs from .out", names[i]);
     }
-    char cmd[2048];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' tokenize '%s' 'hello, world'", bin, test_path("models/stories260K.gguf"));
     run(cmd, out, sizeof out);
     CHECK_MSG(strcmp(out, "1 281 306 414 432 263 304 341\n") == 0, "got %s", out); /* stories260K.json */

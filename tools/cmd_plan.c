@@ -4,7 +4,7 @@
  * Opens the model as a dry-run backend (nothing allocated, no weight read) and
  * prints where every layer lives and the memory table per device (weights /
  * cache / graph). Cache and graph come from the model code's planning hook
- * (PLAN_MODEL_HOOK below); until the model code provides it they are zero.
+ * (loom_model_plan: the cache exactly, the graph as an estimate).
  * Errors: exit status 1 and one line on stderr; bad usage: status 2. */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "loom_backend.h"
+#include "loom_model.h"
 
 #define PLAN_MAX_SPLIT 16
 #define PLAN_MAX_SIM 16
@@ -234,9 +235,17 @@ int loom_cmd_plan(int argc, char **argv) {
         loom_backend_close(be);
         return 1;
     }
-    /* PLAN_MODEL_HOOK: the model code accounts its KV cache and worst-case graph here
-     * (loom_backend_account_cache / loom_backend_account_graph, or a dry-run reserve)
-     * for o.n_ctx / o.n_batch. Until it exists, cache and graph print as zero. */
+    /* The model code accounts its KV cache (exact) and worst-case graph (estimated
+     * in dry-run mode) for o.n_ctx / o.n_batch. */
+    {
+        loom_error perr = {0};
+        s = loom_model_plan(be, o.n_ctx, o.n_batch, LOOM_TYPE_F16, &perr);
+        if (s && s != LOOM_ERR_NOMEM) {
+            fprintf(stderr, "loom plan: %s\n", perr.msg[0] ? perr.msg : loom_status_name(s));
+            loom_backend_close(be);
+            return 1;
+        }
+    }
 
     loom_backend_memory m;
     s = loom_backend_memory_get(be, &m);

@@ -2,6 +2,7 @@
  * weight buffers (contract §3). */
 #include "backend/backend_internal.h"
 #include "backend/placement.h"
+#include "quant/alloc.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ static void hash_put(loom_backend *be, int64_t idx) {
 static loom_status mem_init(loom_backend *be) {
     loom_backend_memory *m = &be->mem;
     m->n_devices = be->n_devices;
-    m->devices = calloc((size_t)be->n_devices, sizeof *m->devices);
+    m->devices = loom_calloc((size_t)be->n_devices, sizeof *m->devices);
     if (!m->devices) return LOOM_ERR_NOMEM;
     int nl = be->blocks + 1;
     for (int d = 0; d < be->n_devices; d++) {
@@ -61,8 +62,8 @@ static loom_status mem_init(loom_backend *be) {
         dm->total_bytes = dev->total_bytes;
         dm->free_bytes = dev->free_at_open;
         dm->n_layers = nl;
-        dm->weights = calloc((size_t)nl, sizeof *dm->weights);
-        dm->cache = calloc((size_t)nl, sizeof *dm->cache);
+        dm->weights = loom_calloc((size_t)nl, sizeof *dm->weights);
+        dm->cache = loom_calloc((size_t)nl, sizeof *dm->cache);
         if (!dm->weights || !dm->cache) return LOOM_ERR_NOMEM;
     }
     return LOOM_OK;
@@ -72,10 +73,10 @@ void loom_backend_memory_free(loom_backend_memory *m) {
     if (!m) return;
     if (m->devices)
         for (int d = 0; d < m->n_devices; d++) {
-            free(m->devices[d].weights);
-            free(m->devices[d].cache);
+            loom_free(m->devices[d].weights);
+            loom_free(m->devices[d].cache);
         }
-    free(m->devices);
+    loom_free(m->devices);
     memset(m, 0, sizeof *m);
 }
 
@@ -85,15 +86,15 @@ loom_status loom_backend_memory_get(const loom_backend *be, loom_backend_memory 
     if (!be) return LOOM_ERR_INVALID_ARG;
     const loom_backend_memory *m = &be->mem;
     out->input_weights = m->input_weights;
-    out->devices = calloc((size_t)m->n_devices, sizeof *out->devices);
+    out->devices = loom_calloc((size_t)m->n_devices, sizeof *out->devices);
     if (!out->devices) return LOOM_ERR_NOMEM;
     out->n_devices = m->n_devices;
     for (int d = 0; d < m->n_devices; d++) {
         loom_device_memory *o = &out->devices[d];
         *o = m->devices[d];
         size_t n = (size_t)m->devices[d].n_layers;
-        o->weights = malloc(n * sizeof *o->weights);
-        o->cache = malloc(n * sizeof *o->cache);
+        o->weights = loom_malloc(n * sizeof *o->weights);
+        o->cache = loom_malloc(n * sizeof *o->cache);
         if (!o->weights || !o->cache) {
             loom_backend_memory_free(out);
             return LOOM_ERR_NOMEM;
@@ -187,18 +188,18 @@ static loom_status add_weight(loom_backend *be, const char *name, int64_t file_i
 
 /* Which file tensor each weight reads from, as CSR lists per file tensor. */
 static loom_status build_targets(loom_backend *be) {
-    be->tgt_start = calloc((size_t)be->n_file + 1, sizeof *be->tgt_start);
-    be->tgt = malloc((size_t)(be->n_w ? be->n_w : 1) * sizeof *be->tgt);
+    be->tgt_start = loom_calloc((size_t)be->n_file + 1, sizeof *be->tgt_start);
+    be->tgt = loom_malloc((size_t)(be->n_w ? be->n_w : 1) * sizeof *be->tgt);
     if (!be->tgt_start || !be->tgt) return LOOM_ERR_NOMEM;
     for (int64_t i = 0; i < be->n_w; i++) be->tgt_start[be->w[i].file_index + 1]++;
     for (int64_t f = 0; f < be->n_file; f++) be->tgt_start[f + 1] += be->tgt_start[f];
-    int64_t *fill = calloc((size_t)be->n_file + 1, sizeof *fill);
+    int64_t *fill = loom_calloc((size_t)be->n_file + 1, sizeof *fill);
     if (!fill) return LOOM_ERR_NOMEM;
     for (int64_t i = 0; i < be->n_w; i++) {
         int64_t f = be->w[i].file_index;
         be->tgt[be->tgt_start[f] + fill[f]++] = i;
     }
-    free(fill);
+    loom_free(fill);
     return LOOM_OK;
 }
 
@@ -354,7 +355,7 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
     if (p.n_tensor_split < 0 || (p.n_tensor_split > 0 && !p.tensor_split))
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor_split: bad count");
 
-    loom_backend *be = calloc(1, sizeof *be);
+    loom_backend *be = loom_calloc(1, sizeof *be);
     if (!be) return loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
     atomic_init(&be->cancel, 0);
     be->params = p;
@@ -378,25 +379,25 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
     {
         int n_gpus = be->n_devices - 1;
         int n_cap = n_gpus > p.n_tensor_split ? n_gpus : p.n_tensor_split;
-        float *splits = calloc((size_t)n_cap + 1, sizeof *splits);
+        float *splits = loom_calloc((size_t)n_cap + 1, sizeof *splits);
         uint64_t free_mem[LOOM_BE_MAX_DEVICES];
         for (int j = 0; j < n_gpus; j++) free_mem[j] = loom_device_free_now(&be->devices[1 + j]);
         int n_splits = 0;
-        be->layer_dev = calloc((size_t)be->blocks + 1, sizeof *be->layer_dev);
+        be->layer_dev = loom_calloc((size_t)be->blocks + 1, sizeof *be->layer_dev);
         if (!splits || !be->layer_dev) {
-            free(splits);
+            loom_free(splits);
             s = loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
             goto fail;
         }
         s = loom_place_splits(p.tensor_split, p.n_tensor_split, free_mem, n_gpus, splits, &n_splits);
         if (s) {
-            free(splits);
+            loom_free(splits);
             s = loom_error_set(err, s, "tensor_split: proportions must be finite and >= 0");
             goto fail;
         }
         for (int i = 0; i <= be->blocks; i++)
             be->layer_dev[i] = loom_place_layer(i, be->blocks, p.n_gpu_layers, splits, n_splits, n_gpus);
-        free(splits);
+        loom_free(splits);
     }
 
     if (mem_init(be)) {
@@ -413,8 +414,8 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
         be->cap_w = be->n_file + 1 + n_rope * (int64_t)be->blocks;
         uint64_t hc = 16;
         while (hc < (uint64_t)be->cap_w * 2) hc <<= 1;
-        be->w = calloc((size_t)be->cap_w, sizeof *be->w);
-        be->hash = calloc(hc, sizeof *be->hash);
+        be->w = loom_calloc((size_t)be->cap_w, sizeof *be->w);
+        be->hash = loom_calloc(hc, sizeof *be->hash);
         be->hash_cap = hc;
         if (!be->w || !be->hash) {
             s = loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
@@ -444,13 +445,13 @@ void loom_backend_close(loom_backend *be) {
     for (int d = 0; d < be->n_devices; d++)
         loom_device_free(&be->devices[d], be->wbuf[d], (size_t)be->wbuf_size[d]);
     loom_backend_memory_free(&be->mem);
-    free(be->w);
-    free(be->hash);
-    free(be->tgt_start);
-    free(be->tgt);
-    free(be->layer_dev);
+    loom_free(be->w);
+    loom_free(be->hash);
+    loom_free(be->tgt_start);
+    loom_free(be->tgt);
+    loom_free(be->layer_dev);
     loom_gguf_close(be->gguf);
-    free(be);
+    loom_free(be);
 }
 
 /* ---------------------------------------------------------------- queries */

@@ -1,6 +1,6 @@
 /* Devices: the CPU and simulated accelerators, with accounted allocations. */
 #include "backend/device.h"
-#include "backend/fault.h"
+#include "quant/alloc.h"
 
 #include <ctype.h>
 #include <sched.h>
@@ -78,11 +78,8 @@ void *loom_device_alloc(loom_device *d, size_t size) {
         if ((uint64_t)size > d->capacity || cur > d->capacity - (uint64_t)size) return NULL;
         if (atomic_compare_exchange_weak(&d->used, &cur, cur + (uint64_t)size)) break;
     }
-    void *p = NULL;
-    if (!loom_fault_alloc_should_fail()) {
-        size_t rounded = (size + LOOM_DEVICE_ALIGN - 1) / LOOM_DEVICE_ALIGN * LOOM_DEVICE_ALIGN;
-        p = aligned_alloc(LOOM_DEVICE_ALIGN, rounded);
-    }
+    /* counts in the library-wide allocation sequence (failure injection) */
+    void *p = loom_aligned_alloc(LOOM_DEVICE_ALIGN, size);
     if (!p) {
         atomic_fetch_sub(&d->used, (uint64_t)size);
         return NULL;
@@ -94,7 +91,7 @@ void *loom_device_alloc(loom_device *d, size_t size) {
 
 void loom_device_free(loom_device *d, void *p, size_t size) {
     if (!p) return;
-    free(p);
+    loom_free(p);
     if (d) atomic_fetch_sub(&d->used, (uint64_t)size);
 }
 

@@ -1,5 +1,6 @@
 /* Failure injection hooks (see fault.h). */
 #include "backend/fault.h"
+#include "quant/alloc.h"
 
 #ifdef LOOM_FAULT_INJECTION
 #include <stdatomic.h>
@@ -12,7 +13,6 @@ typedef struct fault_hook {
     atomic_int env_read;
 } fault_hook;
 
-static fault_hook g_alloc = {"LOOM_FAIL_ALLOC_AT", 0, 0, 0};
 static fault_hook g_read = {"LOOM_FAIL_READ_AT", 0, 0, 0};
 
 static void hook_env(fault_hook *h) {
@@ -41,11 +41,13 @@ static bool hook_check(fault_hook *h) {
     return false;
 }
 
-void loom_fault_alloc_fail_at(long n) { hook_set(&g_alloc, n); }
+/* Allocations share the library-wide counter of quant/alloc.c, so "the N-th
+ * allocation" covers host and (simulated) device memory in one sequence. */
+void loom_fault_alloc_fail_at(long n) { loom_alloc_fail_at(n); }
 void loom_fault_read_fail_at(long n) { hook_set(&g_read, n); }
-long loom_fault_alloc_count(void) { return atomic_load(&g_alloc.count); }
+long loom_fault_alloc_count(void) { return loom_alloc_count(); }
 long loom_fault_read_count(void) { return atomic_load(&g_read.count); }
-bool loom_fault_alloc_should_fail(void) { return hook_check(&g_alloc); }
+bool loom_fault_alloc_should_fail(void) { return loom_alloc_should_fail(); }
 bool loom_fault_read_should_fail(void) { return hook_check(&g_read); }
 #else
 typedef int loom_fault_unused;

@@ -9,6 +9,9 @@
  *   - API: loom_fault_alloc_fail_at(n) / loom_fault_read_fail_at(n)  (n >= 1; 0 = off)
  *   - env: LOOM_FAIL_ALLOC_AT=N, LOOM_FAIL_READ_AT=N (read once, at the first check)
  * Counting is process-wide and thread-safe; the hook fires once, then turns off.
+ * The allocation hook is the library-wide one of quant/alloc.h (loom_alloc_fail_at,
+ * env LOOM_FAIL_ALLOC_AT): device buffers and host allocations count in ONE sequence;
+ * the loom_fault_alloc_* names are kept as aliases.
  * Without LOOM_FAULT_INJECTION the checks compile to `false`.
  */
 #ifndef LOOM_BACKEND_FAULT_H

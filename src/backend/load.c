@@ -2,6 +2,7 @@
  * targets, with progress, cancellation and I/O errors (contract §4). */
 #include "backend/backend_internal.h"
 #include "backend/fault.h"
+#include "quant/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,7 +106,7 @@ static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
 static void *load_worker(void *arg) {
     load_job *j = arg;
     int fd = open(j->path, O_RDONLY | O_CLOEXEC);
-    unsigned char *buf = malloc(LOAD_CHUNK);
+    unsigned char *buf = loom_malloc(LOAD_CHUNK);
     if (fd < 0 || !buf) {
         char msg[LOOM_ERROR_MSG_MAX];
         snprintf(msg, sizeof msg, "%.400s: cannot open for loading: %s", j->path,
@@ -119,7 +120,7 @@ static void *load_worker(void *arg) {
             load_tensor(j, fd, buf, f);
         }
     }
-    free(buf);
+    loom_free(buf);
     if (fd >= 0) close(fd);
     return NULL;
 }
@@ -147,7 +148,7 @@ loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user,
     int64_t n = be->n_threads;
     if (n > be->n_file) n = be->n_file;
     if (n < 1) n = 1;
-    pthread_t *th = calloc((size_t)n, sizeof *th);
+    pthread_t *th = loom_calloc((size_t)n, sizeof *th);
     int64_t started = 0;
     if (th)
         for (int64_t i = 1; i < n; i++) {
@@ -156,7 +157,7 @@ loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user,
         }
     load_worker(&j); /* the caller's thread is worker 0 */
     for (int64_t i = 1; i <= started; i++) pthread_join(th[i], NULL);
-    free(th);
+    loom_free(th);
     pthread_mutex_destroy(&j.mu);
 
     loom_status s = j.err.status;

@@ -19,6 +19,7 @@
 #include "backend/backend_internal.h"
 #include "core/ctx.h"
 #include "cpu/exec.h"
+#include "quant/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
     if (need <= *cap) return true;
     int64_t nc = *cap ? *cap : 16;
     while (nc < need) nc *= 2;
-    void *p = realloc(*arr, (size_t)nc * elem);
+    void *p = loom_realloc(*arr, (size_t)nc * elem);
     if (!p) return false;
     *arr = p;
     *cap = nc;
@@ -94,13 +95,13 @@ void be_sched_free(loom_backend *be) {
     if (!s) return;
     for (int d = 0; d < be->n_devices; d++) loom_device_free(&be->devices[d], s->buf[d], s->buf_size[d]);
     loom_pool_free(s->pool);
-    free(s->offs);
-    free(s->offs_tmp);
-    free(s->copies);
-    free(s->views);
-    free(s->subst);
-    free(s->runs);
-    free(s);
+    loom_free(s->offs);
+    loom_free(s->offs_tmp);
+    loom_free(s->copies);
+    loom_free(s->views);
+    loom_free(s->subst);
+    loom_free(s->runs);
+    loom_free(s);
     be->sched = NULL;
 }
 
@@ -121,7 +122,7 @@ static loom_status bc_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zer
     size_t sz = (size_t)be_round_up(n, LOOM_WEIGHT_ALIGN);
     if (c->n_allocs == c->cap_allocs) {
         size_t nc = c->cap_allocs ? 2 * c->cap_allocs : 64;
-        be_alloc *na = realloc(c->allocs, nc * sizeof *na);
+        be_alloc *na = loom_realloc(c->allocs, nc * sizeof *na);
         if (!na) return LOOM_ERR_NOMEM;
         c->allocs = na;
         c->cap_allocs = nc;
@@ -155,8 +156,8 @@ static void bc_free(void *impl, loom_ctx *ctx) {
     be_ctx *c = impl;
     for (size_t i = 0; i < c->n_allocs; i++)
         loom_device_free(&c->be->devices[c->allocs[i].dev], c->allocs[i].p, c->allocs[i].size);
-    free(c->allocs);
-    free(c);
+    loom_free(c->allocs);
+    loom_free(c);
 }
 
 /* ---------------------------------------------------------------- splitting */
@@ -456,17 +457,17 @@ loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx *
                               (long long)max_nodes, (long long)be->max_nodes);
     if (max_nodes == 0) max_nodes = be->max_nodes;
     if (!be->sched) {
-        be_sched *s = calloc(1, sizeof *s);
+        be_sched *s = loom_calloc(1, sizeof *s);
         if (!s) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");
         loom_status st = loom_pool_new(be->params.n_threads, &s->pool);
         if (st) {
-            free(s);
+            loom_free(s);
             return loom_error_set(err, st, "backend ctx: cannot create the thread pool");
         }
         s->nth = loom_pool_size(s->pool);
         be->sched = s;
     }
-    be_ctx *c = calloc(1, sizeof *c);
+    be_ctx *c = loom_calloc(1, sizeof *c);
     if (!c) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");
     c->be = be;
     loom_ctx_params p = loom_ctx_default_params();
@@ -474,7 +475,7 @@ loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx *
     p.flash_attn = be->params.flash_attn;
     loom_status st = loom_ctx_new_with(&g_be_iface, c, &p, out, err);
     if (st) {
-        free(c);
+        loom_free(c);
         return st;
     }
     return LOOM_OK;

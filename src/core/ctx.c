@@ -1,5 +1,6 @@
 /* Context family, arena, sticky errors, graph building, tensor creation and accessors. */
 #include "core/ctx.h"
+#include "quant/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -285,7 +286,7 @@ loom_status loom_ctx_new_with(const loom_exec_iface *iface, void *impl, const lo
                               (long long)p.max_nodes, (long long)LOOM_MAX_NODES_LIMIT);
     if (p.n_threads < 0)
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_ctx_new: n_threads %d < 0", p.n_threads);
-    loom_ctx *r = calloc(1, sizeof *r);
+    loom_ctx *r = loom_calloc(1, sizeof *r);
     if (!r) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_ctx_new: out of memory");
     r->root = r;
     r->layer = LOOM_LAYER_ROOT;
@@ -296,19 +297,19 @@ loom_status loom_ctx_new_with(const loom_exec_iface *iface, void *impl, const lo
     size_t n = (size_t)p.max_nodes;
     size_t cap = 16;
     while (cap < 4 * n) cap <<= 1;
-    r->arena = malloc(n * sizeof *r->arena);
-    r->graph.nodes = malloc(n * sizeof *r->graph.nodes);
-    r->graph.leafs = malloc(n * sizeof *r->graph.leafs);
-    r->gset = calloc(cap, sizeof *r->gset);
+    r->arena = loom_malloc(n * sizeof *r->arena);
+    r->graph.nodes = loom_malloc(n * sizeof *r->graph.nodes);
+    r->graph.leafs = loom_malloc(n * sizeof *r->graph.leafs);
+    r->gset = loom_calloc(cap, sizeof *r->gset);
     r->dfs_cap = (int64_t)(2 * n + 1);
-    r->dfs = malloc((size_t)r->dfs_cap * sizeof(dfs_frame));
+    r->dfs = loom_malloc((size_t)r->dfs_cap * sizeof(dfs_frame));
     if (!r->arena || !r->graph.nodes || !r->graph.leafs || !r->gset || !r->dfs) {
-        free(r->arena);
-        free(r->graph.nodes);
-        free(r->graph.leafs);
-        free(r->gset);
-        free(r->dfs);
-        free(r);
+        loom_free(r->arena);
+        loom_free(r->graph.nodes);
+        loom_free(r->graph.leafs);
+        loom_free(r->gset);
+        loom_free(r->dfs);
+        loom_free(r);
         return loom_error_set(err, LOOM_ERR_NOMEM, "loom_ctx_new: out of memory for %lld nodes",
                               (long long)p.max_nodes);
     }
@@ -337,22 +338,22 @@ void loom_ctx_free(loom_ctx *ctx) {
     loom_ctx *d = r->next_derived;
     while (d) {
         loom_ctx *nx = d->next_derived;
-        free(d);
+        loom_free(d);
         d = nx;
     }
-    free(r->arena);
-    free(r->graph.nodes);
-    free(r->graph.leafs);
-    free(r->gset);
-    free(r->dfs);
-    free(r);
+    loom_free(r->arena);
+    loom_free(r->graph.nodes);
+    loom_free(r->graph.leafs);
+    loom_free(r->gset);
+    loom_free(r->dfs);
+    loom_free(r);
 }
 
 static loom_ctx *derived(loom_ctx *ctx, int layer) {
     loom_ctx *r = ctx->root;
     for (loom_ctx *d = r->next_derived; d; d = d->next_derived)
         if (d->layer == layer) return d;
-    loom_ctx *d = calloc(1, sizeof *d);
+    loom_ctx *d = loom_calloc(1, sizeof *d);
     if (!d) {
         loom_ctx_set_error(ctx, LOOM_ERR_NOMEM, "out of memory creating a derived context");
         return r;

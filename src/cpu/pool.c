@@ -1,5 +1,6 @@
 /* Persistent thread pool: C11 atomics, spin-then-futex waits, sense-free generation barrier. */
 #include "cpu/pool.h"
+#include "quant/alloc.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -203,7 +204,7 @@ loom_status loom_pool_new(int n_threads, loom_pool **out) {
     *out = NULL;
     if (n_threads <= 0) n_threads = loom_cpu_default_threads();
     if (n_threads > 1000) n_threads = 1000;
-    loom_pool *p = calloc(1, sizeof *p);
+    loom_pool *p = loom_calloc(1, sizeof *p);
     if (!p) return LOOM_ERR_NOMEM;
     p->n = n_threads;
     p->nth = 1;
@@ -213,9 +214,9 @@ loom_status loom_pool_new(int n_threads, loom_pool **out) {
     atomic_init(&p->bar_gen, 0);
     atomic_init(&p->bar_sleepers, 0);
     if (n_threads > 1) {
-        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
+        p->workers = loom_calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) {
-            free(p);
+            loom_free(p);
             return LOOM_ERR_NOMEM;
         }
         for (int i = 0; i < n_threads - 1; i++) {
@@ -238,8 +239,8 @@ void loom_pool_free(loom_pool *pool) {
         publish_run(&pool->run_gen, 0, &pool->run_sleepers);
         for (int i = 0; i < pool->n - 1; i++) pthread_join(pool->workers[i].tid, NULL);
     }
-    free(pool->workers);
-    free(pool);
+    loom_free(pool->workers);
+    loom_free(pool);
 }
 
 int loom_pool_size(const loom_pool *pool) { return pool ? pool->n : 1; }

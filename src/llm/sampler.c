@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "loom_sampler.h"
+#include "quant/alloc.h"
 
 typedef struct cand {
     float logit;
@@ -73,12 +74,12 @@ static double uniform01(loom_sampler *s) { return (double)(xoshiro_next(s->rng) 
 
 void loom_sampler_free(loom_sampler *s) {
     if (!s) return;
-    free(s->c);
-    free(s->out_ids);
-    free(s->out_probs);
-    free(s->counts);
-    free(s->ring);
-    free(s);
+    loom_free(s->c);
+    loom_free(s->out_ids);
+    loom_free(s->out_probs);
+    loom_free(s->counts);
+    loom_free(s->ring);
+    loom_free(s);
 }
 
 loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out) {
@@ -89,16 +90,16 @@ loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab,
         !(p.repeat_penalty > 0) || !isfinite(p.repeat_penalty) || !isfinite(p.freq_penalty) ||
         !isfinite(p.presence_penalty) || p.penalty_last_n < 0)
         return LOOM_ERR_INVALID_ARG;
-    loom_sampler *s = calloc(1, sizeof *s);
+    loom_sampler *s = loom_calloc(1, sizeof *s);
     if (!s) return LOOM_ERR_NOMEM;
     s->p = p;
     s->n_vocab = n_vocab;
     size_t n = (size_t)n_vocab;
-    s->c = malloc(n * sizeof(cand));
-    s->out_ids = malloc(n * sizeof(int32_t));
-    s->out_probs = malloc(n * sizeof(float));
-    s->counts = calloc(n, sizeof(int32_t));
-    s->ring = malloc(((size_t)p.penalty_last_n + 1) * sizeof(int32_t));
+    s->c = loom_malloc(n * sizeof(cand));
+    s->out_ids = loom_malloc(n * sizeof(int32_t));
+    s->out_probs = loom_malloc(n * sizeof(float));
+    s->counts = loom_calloc(n, sizeof(int32_t));
+    s->ring = loom_malloc(((size_t)p.penalty_last_n + 1) * sizeof(int32_t));
     if (!s->c || !s->out_ids || !s->out_probs || !s->counts || !s->ring) {
         loom_sampler_free(s);
         return LOOM_ERR_NOMEM;

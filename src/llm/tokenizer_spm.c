@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "llm/tokenizer_internal.h"
+#include "quant/alloc.h"
 
 /* Merged pieces must be ordinary vocabulary pieces. */
 static bool spm_piece_ok(const loom_tokenizer *t, int32_t id) {
@@ -37,7 +38,7 @@ loom_status tok_spm_fragment(const loom_tokenizer *t, const char *text, size_t l
     if (len > SIZE_MAX / 4) return LOOM_ERR_NOMEM;
     size_t blen = len + 2 * n_sp + (space_prefix ? 3 : 0);
     if (blen == 0) return LOOM_OK;
-    char *buf = malloc(blen);
+    char *buf = loom_malloc(blen);
     if (!buf) return LOOM_ERR_NOMEM;
     size_t w = 0;
     if (space_prefix) { memcpy(buf, "\xE2\x96\x81", 3); w = 3; }
@@ -46,9 +47,9 @@ loom_status tok_spm_fragment(const loom_tokenizer *t, const char *text, size_t l
         else buf[w++] = text[i];
     }
 
-    if (blen > (size_t)INT32_MAX || blen > SIZE_MAX / sizeof(tok_sym)) { free(buf); return LOOM_ERR_NOMEM; }
-    tok_sym *sym = malloc(blen * sizeof(tok_sym));
-    if (!sym) { free(buf); return LOOM_ERR_NOMEM; }
+    if (blen > (size_t)INT32_MAX || blen > SIZE_MAX / sizeof(tok_sym)) { loom_free(buf); return LOOM_ERR_NOMEM; }
+    tok_sym *sym = loom_malloc(blen * sizeof(tok_sym));
+    if (!sym) { loom_free(buf); return LOOM_ERR_NOMEM; }
     int32_t ns = 0;
     for (size_t off = 0; off < blen;) {
         /* strict decoding: an invalid byte is its own symbol, so it can never
@@ -84,8 +85,8 @@ loom_status tok_spm_fragment(const loom_tokenizer *t, const char *text, size_t l
                 emit_bytes(t, (const unsigned char *)buf + sym[i].off, sym[i].n, out);
         }
     }
-    free(h.a);
-    free(sym);
-    free(buf);
+    loom_free(h.a);
+    loom_free(sym);
+    loom_free(buf);
     return st;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llm/tokenizer_internal.h"
+#include "quant/alloc.h"
 
 /* ------------------------------------------------------------------ hashing */
 
@@ -29,7 +30,7 @@ static loom_status strmap_init(tok_strmap *m, size_t n) {
         if (cap > SIZE_MAX / 4) return LOOM_ERR_NOMEM;
         cap *= 2;
     }
-    m->slots = malloc(cap * sizeof(int32_t));
+    m->slots = loom_malloc(cap * sizeof(int32_t));
     if (!m->slots) return LOOM_ERR_NOMEM;
     memset(m->slots, 0xff, cap * sizeof(int32_t));
     m->mask = cap - 1;
@@ -103,7 +104,7 @@ loom_status tok_heap_push(tok_heap *h, tok_bigram b) {
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 64;
         if (nc > SIZE_MAX / sizeof(tok_bigram)) return LOOM_ERR_NOMEM;
-        tok_bigram *na = realloc(h->a, nc * sizeof(tok_bigram));
+        tok_bigram *na = loom_realloc(h->a, nc * sizeof(tok_bigram));
         if (!na) return LOOM_ERR_NOMEM;
         h->a = na;
         h->cap = nc;
@@ -140,19 +141,19 @@ bool tok_heap_pop(tok_heap *h, tok_bigram *out) {
 
 void loom_tokenizer_free(loom_tokenizer *t) {
     if (!t) return;
-    free(t->arena);
-    free(t->off);
-    free(t->len);
-    free(t->scores);
-    free(t->types);
-    free(t->map.slots);
-    free(t->merge_arena);
-    free(t->merge_off);
-    free(t->merge_len);
-    free(t->merge_split);
-    free(t->merge_map.slots);
-    free(t->special);
-    free(t);
+    loom_free(t->arena);
+    loom_free(t->off);
+    loom_free(t->len);
+    loom_free(t->scores);
+    loom_free(t->types);
+    loom_free(t->map.slots);
+    loom_free(t->merge_arena);
+    loom_free(t->merge_off);
+    loom_free(t->merge_len);
+    loom_free(t->merge_split);
+    loom_free(t->merge_map.slots);
+    loom_free(t->special);
+    loom_free(t);
 }
 
 static bool str_eq(loom_gguf_str s, const char *lit) {
@@ -270,10 +271,10 @@ static loom_status load_merges(loom_tokenizer *t, const loom_gguf *g, loom_error
         total += s.len + 1;
     }
     t->n_merges = (int32_t)n;
-    t->merge_arena = malloc(total ? total : 1);
-    t->merge_off = malloc((n ? n : 1) * sizeof(size_t));
-    t->merge_len = malloc((n ? n : 1) * sizeof(uint32_t));
-    t->merge_split = malloc((n ? n : 1) * sizeof(uint32_t));
+    t->merge_arena = loom_malloc(total ? total : 1);
+    t->merge_off = loom_malloc((n ? n : 1) * sizeof(size_t));
+    t->merge_len = loom_malloc((n ? n : 1) * sizeof(uint32_t));
+    t->merge_split = loom_malloc((n ? n : 1) * sizeof(uint32_t));
     if (!t->merge_arena || !t->merge_off || !t->merge_len || !t->merge_split ||
         strmap_init(&t->merge_map, (size_t)n) != LOOM_OK)
         return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory for %llu merges", (unsigned long long)n);
@@ -350,10 +351,10 @@ static loom_status build(loom_tokenizer *t, const loom_gguf *g, loom_error *err)
             return loom_error_set(err, LOOM_ERR_FORMAT, "tokenizer: token %llu too long", (unsigned long long)j);
         total += (size_t)s.len + 1;
     }
-    t->arena = malloc(total);
-    t->off = malloc(n * sizeof(size_t));
-    t->len = malloc(n * sizeof(uint32_t));
-    t->types = malloc(n);
+    t->arena = loom_malloc(total);
+    t->off = loom_malloc(n * sizeof(size_t));
+    t->len = loom_malloc(n * sizeof(uint32_t));
+    t->types = loom_malloc(n);
     if (!t->arena || !t->off || !t->len || !t->types || strmap_init(&t->map, (size_t)n) != LOOM_OK)
         return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory for %llu tokens", (unsigned long long)n);
     size_t pos = 0;
@@ -377,7 +378,7 @@ static loom_status build(loom_tokenizer *t, const loom_gguf *g, loom_error *err)
         if (ns != n)
             return loom_error_set(err, LOOM_ERR_FORMAT, "tokenizer: tokenizer.ggml.scores has %llu entries, tokens %llu",
                                   (unsigned long long)ns, (unsigned long long)n);
-        t->scores = malloc(n * sizeof(float));
+        t->scores = loom_malloc(n * sizeof(float));
         if (!t->scores) return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory");
         for (uint64_t j = 0; j < n; j++) {
             double v;
@@ -453,7 +454,7 @@ static loom_status build(loom_tokenizer *t, const loom_gguf *g, loom_error *err)
         if ((ty == LOOM_TOKEN_CONTROL || ty == LOOM_TOKEN_USER_DEFINED || ty == LOOM_TOKEN_UNKNOWN) && t->len[i] > 0)
             ns2++;
     }
-    t->special = malloc(((size_t)ns2 + 1) * sizeof(int32_t));
+    t->special = loom_malloc(((size_t)ns2 + 1) * sizeof(int32_t));
     if (!t->special) return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory");
     for (int32_t i = 0; i < t->n_vocab; i++) {
         uint8_t ty = t->types[i];
@@ -468,7 +469,7 @@ loom_status loom_tokenizer_new_from_gguf(const loom_gguf *g, loom_tokenizer **ou
     if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tokenizer: out is NULL");
     *out = NULL;
     if (!g) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tokenizer: gguf is NULL");
-    loom_tokenizer *t = calloc(1, sizeof *t);
+    loom_tokenizer *t = loom_calloc(1, sizeof *t);
     if (!t) return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory");
     loom_status st = build(t, g, err);
     if (st != LOOM_OK) {
@@ -498,7 +499,7 @@ static loom_status frag_reserve(frag_list *l, size_t extra) {
         if (nc > SIZE_MAX / 2 / sizeof(frag)) return LOOM_ERR_NOMEM;
         nc *= 2;
     }
-    frag *na = realloc(l->a, nc * sizeof(frag));
+    frag *na = loom_realloc(l->a, nc * sizeof(frag));
     if (!na) return LOOM_ERR_NOMEM;
     l->a = na;
     l->cap = nc;
@@ -576,7 +577,7 @@ loom_status loom_tokenize(const loom_tokenizer *t, const char *text, size_t len,
         }
         if (st == LOOM_OK && add_bos && t->add_eos && t->eos >= 0) tok_emit(&out, t->eos);
     }
-    free(l.a);
+    loom_free(l.a);
     if (st != LOOM_OK) return st;
     *n_out = out.n;
     return out.n > max ? LOOM_ERR_RANGE : LOOM_OK;

@@ -1,0 +1,144 @@
+/* KV cache (contract §7): sizes and accounting, Put layout (K [dk,hkv,cells];
+ * PermutedV [cells,dv,hkv] without flash attention, [dv,hkv,cells] with it), Get
+ * views, causal mask contents and padding. Uses the internal cache API on a
+ * backend opened on the bundled model (only its config/placement are used). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/model_internal.h"
+#include "test_util.h"
+
+static void run(bool fa) {
+    loom_backend_params bp = loom_backend_default_params();
+    bp.flash_attn = fa;
+    loom_backend *be = NULL;
+    loom_error err = {0};
+    CHECK(loom_backend_open(test_path("models/stories260K.gguf"), &bp, &be, &err) == LOOM_OK);
+    if (!be) return;
+    loom_model_hparams hp = {0};
+    hp.n_layer = 2;
+    hp.head_dim_k = 4;
+    hp.head_dim_v = 3;
+    hp.n_head_kv = 2;
+    llm_kv_cache kv;
+    CHECK(llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_F32, &err) == LOOM_OK);
+    int pad = fa ? 256 : 32;
+    CHECK_EQ_INT(kv.cells, fa ? 256 : 64);
+    CHECK_EQ_INT(kv.cfg.permuted_v, !fa);
+    CHECK_EQ_INT(llm_kv_n_visible(&kv, 1), pad);
+    CHECK_EQ_INT(llm_kv_n_visible(&kv, 33), fa ? 256 : 64);
+    CHECK_EQ_INT(llm_kv_n_visible(&kv, 1000), kv.cells);
+
+    /* cache bytes are accounted per layer */
+    loom_backend_memory mem;
+    if (loom_backend_memory_get(be, &mem) == LOOM_OK) {
+        uint64_t per = (uint64_t)kv.cells * (4 * 2 + 3 * 2) * 4;
+        CHECK_EQ_INT(mem.devices[0].cache[0].size, per);
+        CHECK_EQ_INT(mem.devices[0].cache[1].size, per);
+        CHECK_EQ_INT(mem.devices[0].cache[2].size, 0);
+        loom_backend_memory_free(&mem);
+    }
+
+    /* Put T=3 tokens at cell 5 of layer 1: k(d,h,t) = 100t + 10h + d, v = -(...) */
+    enum { T = 3, LOC = 5 };
+    float kd[4 * 2 * T], vd[3 * 2 * T];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < 2; h++) {
+            for (int d = 0; d < 4; d++) kd[(t * 2 + h) * 4 + d] = (float)(100 * t + 10 * h + d + 1);
+            for (int d = 0; d < 3; d++) vd[(t * 2 + h) * 3 + d] = -(float)(100 * t + 10 * h + d + 1);
+        }
+    loom_ctx *ctx = NULL;
+    CHECK(loom_backend_ctx_new(be, 0, &ctx, &err) == LOOM_OK);
+    if (ctx) {
+        int64_t kne[3] = {4, 2, T}, vne[3] = {3, 2, T};
+        loom_tensor *k = loom_from_f32(loom_ctx_input(ctx), kd, 4 * 2 * T, 3, kne);
+        loom_tensor *v = loom_from_f32(loom_ctx_input(ctx), vd, 3 * 2 * T, 3, vne);
+        llm_kv_put(ctx, &kv, 1, k, v, LOC);
+        loom_tensor *kc, *vc;
+        llm_kv_get(ctx, &kv, 1, pad, &kc, &vc);
+        CHECK_EQ_INT(loom_tensor_ne(kc, 0), 4);
+        CHECK_EQ_INT(loom_tensor_ne(kc, 1), 2);
+        CHECK_EQ_INT(loom_tensor_ne(kc, 2), pad);
+        if (fa) {
+            CHECK_EQ_INT(loom_tensor_ne(vc, 0), 3);
+            CHECK_EQ_INT(loom_tensor_ne(vc, 2), pad);
+        } else {
+            CHECK_EQ_INT(loom_tensor_ne(vc, 0), pad);
+            CHECK_EQ_INT(loom_tensor_ne(vc, 1), 3);
+            CHECK_EQ_INT(loom_tensor_ne(vc, 2), 2);
+        }
+        loom_tensor *kcopy = loom_cont(ctx, kc), *vcopy = loom_cont(ctx, vc);
+        loom_ctx_forward(ctx, kcopy);
+        loom_ctx_forward(ctx, vcopy);
+        loom_tensor *outs[2] = {kcopy, vcopy};
+        loom_status s = loom_ctx_compute(ctx, 2, outs);
+        CHECK_MSG(s == LOOM_OK, "compute: %s", loom_ctx_error(ctx));
+        float *K = calloc((size_t)4 * 2 * pad, sizeof *K), *V = calloc((size_t)3 * 2 * pad, sizeof *V);
+        if (!s) {
+            CHECK(loom_tensor_read_f32(kcopy, K, (size_t)4 * 2 * pad) == LOOM_OK);
+            CHECK(loom_tensor_read_f32(vcopy, V, (size_t)3 * 2 * pad) == LOOM_OK);
+            int bad = 0;
+            for (int c = 0; c < pad; c++)
+                for (int h = 0; h < 2; h++) {
+                    int t = c - LOC;
+                    bool in = t >= 0 && t < T;
+                    for (int d = 0; d < 4; d++) {
+                        float want = in ? (float)(100 * t + 10 * h + d + 1) : 0.0f;
+                        bad += K[(c * 2 + h) * 4 + d] != want;
+                    }
+                    for (int d = 0; d < 3; d++) {
+                        float want = in ? -(float)(100 * t + 10 * h + d + 1) : 0.0f;
+                        float got = fa ? V[(c * 2 + h) * 3 + d] : V[(h * 3 + d) * pad + c];
+                        bad += got != want;
+                    }
+                }
+            CHECK_EQ_INT(bad, 0);
+        }
+        free(K);
+        free(V);
+        loom_ctx_free(ctx);
+    }
+
+    /* mask: tokens at positions 3, 4 see cells 0..3 and 0..4; padded rows all -INF */
+    ctx = NULL;
+    CHECK(loom_backend_ctx_new(be, 0, &ctx, &err) == LOOM_OK);
+    if (ctx) {
+        int64_t L = llm_kv_n_visible(&kv, 5);
+        size_t nf = llm_kv_mask_floats(&kv, L, 2);
+        CHECK_EQ_INT(nf, (size_t)L * (fa ? 64 : 2));
+        float *host = malloc(nf * sizeof *host);
+        loom_tensor *mt = llm_kv_mask(ctx, &kv, L, 3, 2, false, host);
+        CHECK_EQ_INT(loom_tensor_type(mt), fa ? LOOM_TYPE_F16 : LOOM_TYPE_F32);
+        CHECK_EQ_INT(loom_tensor_ne(mt, 0), L);
+        CHECK_EQ_INT(loom_tensor_ne(mt, 1), fa ? 64 : 2);
+        int bad = 0;
+        for (int64_t i = 0; i < (fa ? 64 : 2); i++)
+            for (int64_t j = 0; j < L; j++) {
+                bool vis = i < 2 && j <= 3 + i;
+                float v = host[i * L + j];
+                bad += vis ? v != 0.0f : !(isinf(v) && v < 0);
+            }
+        CHECK_EQ_INT(bad, 0);
+        free(host);
+        loom_ctx_free(ctx);
+    }
+    llm_kv_free(&kv);
+
+    /* quantized caches need flash attention */
+    loom_error_clear(&err);
+    hp.head_dim_k = hp.head_dim_v = 32;
+    loom_status s = llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_Q8_0, &err);
+    CHECK_EQ_INT(s, fa ? LOOM_OK : LOOM_ERR_UNSUPPORTED);
+    if (!s) llm_kv_free(&kv);
+    loom_error_clear(&err);
+    CHECK_EQ_INT(llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_Q4_K, &err), LOOM_ERR_UNSUPPORTED);
+    loom_backend_close(be);
+}
+
+int main(void) {
+    run(false);
+    run(true);
+    return test_finish("test_llm_kvcache");
+}
