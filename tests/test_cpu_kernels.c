@@ -290,12 +290,16 @@ static void test_f32_helpers(void) {
     }
 }
 
-/* LOOM_CPU_ISA: run this binary as a child with the variable set. */
+/* LOOM_CPU_ISA: run this binary as a child with the variable set. Under user-mode
+ * emulation without binfmt_misc, LOOM_TEST_EXEC_WRAPPER (e.g. "qemu-aarch64 -L
+ * /usr/aarch64-linux-gnu") is put in front of the child's command line. */
 static void test_env_override(const char *self) {
     const char *const *lv = loom_kernels_levels();
-    char cmd[8300];
+    const char *wrap = getenv("LOOM_TEST_EXEC_WRAPPER");
+    if (!wrap) wrap = "";
+    char cmd[8600];
     for (int li = 0; lv[li]; li++) {
-        snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=%s '%s' --print-isa 2>/dev/null", lv[li], self);
+        snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=%s %s '%s' --print-isa 2>/dev/null", lv[li], wrap, self);
         FILE *p = popen(cmd, "r");
         if (!p) continue;
         char out[64] = "";
@@ -305,7 +309,7 @@ static void test_env_override(const char *self) {
         if (loom_kernels_for(lv[li])) CHECK_MSG(strcmp(out, lv[li]) == 0, "forced %s got %s", lv[li], out);
         else CHECK_MSG(out[0] && loom_kernels_for(out) != NULL, "forced unavailable %s got '%s'", lv[li], out);
     }
-    snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=neon '%s' --print-isa 2>&1 >/dev/null", self);
+    snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=neon %s '%s' --print-isa 2>&1 >/dev/null", wrap, self);
     FILE *p = popen(cmd, "r");
     if (p) {
         char out[256] = "";

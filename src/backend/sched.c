@@ -26,6 +26,7 @@
 #include <string.h>
 
 #define SCHED_ALIGN LOOM_TENSOR_ALIGN
+#define BC_KEEP_MAX ((size_t)64 << 10) /* input blocks a recycled context keeps */
 
 typedef struct sched_copy {
     loom_tensor *base;  /* source base (another device) */
@@ -64,6 +65,8 @@ typedef struct be_sched {
     int64_t n_subst, cap_subst;
     sched_run *runs;
     int64_t n_runs, cap_runs;
+    loom_plan_scratch plan_scratch; /* liveness planner scratch (grow-only) */
+    loom_ctx *spare;                /* a freed input-only context kept for reuse */
 } be_sched;
 
 typedef struct be_alloc {
@@ -75,8 +78,9 @@ typedef struct be_alloc {
 /* per-context state */
 typedef struct be_ctx {
     loom_backend *be;
-    be_alloc *allocs;
-    size_t n_allocs, cap_allocs;
+    be_alloc *allocs;   /* [0, n_live) in use; [n_live, n_allocs) kept from an earlier use */
+    size_t n_allocs, cap_allocs, n_live;
+    bool layer_allocs;  /* some allocation is counted in a layer's cache (never recycled) */
 } be_ctx;
 
 static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
@@ -93,6 +97,11 @@ static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem) {
 void be_sched_free(loom_backend *be) {
     be_sched *s = be->sched;
     if (!s) return;
+    if (s->spare) {
+        loom_ctx *sp = s->spare;
+        s->spare = NULL;
+        loom_ctx_destroy(sp);
+    }
     for (int d = 0; d < be->n_devices; d++) loom_device_free(&be->devices[d], s->buf[d], s->buf_size[d]);
     loom_pool_free(s->pool);
     loom_free(s->offs);
@@ -101,6 +110,7 @@ void be_sched_free(loom_backend *be) {
     loom_free(s->views);
     loom_free(s->subst);
     loom_free(s->runs);
+    loom_free(s->plan_scratch.ptr);
     loom_free(s);
     be->sched = NULL;
 }
@@ -120,6 +130,22 @@ static loom_status bc_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zer
     int dev = layer >= 0 && layer <= be->blocks ? be->layer_dev[layer] : 0;
     size_t n = loom_tensor_nbytes(t);
     size_t sz = (size_t)be_round_up(n, LOOM_WEIGHT_ALIGN);
+    if (layer < 0) {
+        /* inputs: reuse a block kept from an earlier use of this (recycled) context */
+        for (size_t i = c->n_live; i < c->n_allocs; i++) {
+            be_alloc *ba = &c->allocs[i];
+            if (ba->dev != dev || ba->size < sz) continue;
+            be_alloc tmp = *ba;
+            *ba = c->allocs[c->n_live];
+            c->allocs[c->n_live++] = tmp;
+            if (zero) memset(tmp.p, 0, n);
+            t->data = tmp.p;
+            t->device = dev;
+            return LOOM_OK;
+        }
+        /* headroom so small inputs that grow a little per step (the decode mask) are reused */
+        if (sz < BC_KEEP_MAX) sz = (size_t)be_round_up(sz + sz / 4, LOOM_WEIGHT_ALIGN);
+    }
     if (c->n_allocs == c->cap_allocs) {
         size_t nc = c->cap_allocs ? 2 * c->cap_allocs : 64;
         be_alloc *na = loom_realloc(c->allocs, nc * sizeof *na);
@@ -136,6 +162,13 @@ static loom_status bc_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zer
     }
     if (zero) memset(p, 0, n);
     c->allocs[c->n_allocs++] = (be_alloc){p, sz, dev};
+    if (c->n_allocs - 1 != c->n_live) { /* keep the live blocks first */
+        be_alloc tmp = c->allocs[c->n_allocs - 1];
+        c->allocs[c->n_allocs - 1] = c->allocs[c->n_live];
+        c->allocs[c->n_live] = tmp;
+    }
+    c->n_live++;
+    if (layer >= 0) c->layer_allocs = true;
     t->data = p;
     t->device = dev;
     return LOOM_OK;
@@ -149,6 +182,25 @@ static bool bc_layer_valid(void *impl, int layer) {
 static int bc_layer_device(void *impl, int layer) {
     be_ctx *c = impl;
     return layer >= 0 && layer <= c->be->blocks ? c->be->layer_dev[layer] : 0;
+}
+
+/* Keep a freed context whose memory is all inputs (one per backend) for the next
+ * loom_backend_ctx_new: the per-token path then allocates nothing once warm. */
+static bool bc_recycle(void *impl, loom_ctx *ctx) {
+    be_ctx *c = impl;
+    be_sched *s = c->be->sched;
+    if (!s || s->spare || c->layer_allocs) return false;
+    /* keep only small blocks (decode inputs); big ones (prompt masks) are not held */
+    size_t k = 0;
+    for (size_t i = 0; i < c->n_allocs; i++) {
+        be_alloc *ba = &c->allocs[i];
+        if (ba->size > BC_KEEP_MAX) loom_device_free(&c->be->devices[ba->dev], ba->p, ba->size);
+        else c->allocs[k++] = *ba;
+    }
+    c->n_allocs = k;
+    c->n_live = 0;
+    s->spare = ctx;
+    return true;
 }
 
 static void bc_free(void *impl, loom_ctx *ctx) {
@@ -235,7 +287,7 @@ static loom_status sched_plan(loom_backend *be, loom_ctx *r) {
     /* memory per device: [liveness plan | staging | executor work] */
     for (int d = 0; d < be->n_devices; d++) {
         size_t total = 0;
-        loom_status st = loom_plan_graph(g, filter_dev, &d, SCHED_ALIGN, s->offs_tmp, &total);
+        loom_status st = loom_plan_graph_ex(g, filter_dev, &d, SCHED_ALIGN, s->offs_tmp, &total, &s->plan_scratch);
         if (st) {
             loom_ctx_set_error(r, st, "reserve: planning %lld nodes for %s failed", (long long)n,
                                be->devices[d].name);
@@ -441,6 +493,7 @@ static const loom_exec_iface g_be_iface = {
     .layer_valid = bc_layer_valid,
     .layer_device = bc_layer_device,
     .ctx_free = bc_free,
+    .recycle = bc_recycle,
 };
 
 loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err) {
@@ -456,6 +509,16 @@ loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx *
                               "requested number of graph nodes (%lld) exceeds maximum (%lld)",
                               (long long)max_nodes, (long long)be->max_nodes);
     if (max_nodes == 0) max_nodes = be->max_nodes;
+    be_sched *bs = be->sched;
+    if (bs && bs->spare) {
+        loom_ctx *sp = bs->spare;
+        if (sp->params.max_nodes == max_nodes && sp->params.flash_attn == be->params.flash_attn) {
+            bs->spare = NULL;
+            loom_ctx_reset(sp);
+            *out = sp;
+            return LOOM_OK;
+        }
+    }
     if (!be->sched) {
         be_sched *s = loom_calloc(1, sizeof *s);
         if (!s) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");

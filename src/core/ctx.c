@@ -264,7 +264,12 @@ loom_tensor *loom_new_view(loom_ctx *ctx, loom_tensor *a, loom_type type, const 
     t->layer = base->layer;
     if (base->data) t->data = (char *)base->data + start;
     if (loom_nelements(t) == 0) t->flags |= LOOM_TF_EMPTY;
-    if (a->name[0]) snprintf(t->name, sizeof t->name, "%.48s (view)", a->name);
+    if (a->name[0]) { /* "%.48s (view)" without snprintf (per-token hot path) */
+        static const char suffix[] = " (view)";
+        size_t k = 0;
+        for (; k < 48 && a->name[k]; k++) t->name[k] = a->name[k];
+        memcpy(t->name + k, suffix, sizeof suffix);
+    }
     return t;
 }
 
@@ -332,6 +337,13 @@ loom_status loom_ctx_new_with(const loom_exec_iface *iface, void *impl, const lo
 }
 
 void loom_ctx_free(loom_ctx *ctx) {
+    if (!ctx) return;
+    loom_ctx *r = ctx->root;
+    if (r->iface && r->iface->recycle && r->iface->recycle(r->impl, r)) return;
+    loom_ctx_destroy(r);
+}
+
+void loom_ctx_destroy(loom_ctx *ctx) {
     if (!ctx) return;
     loom_ctx *r = ctx->root;
     if (r->iface && r->iface->ctx_free) r->iface->ctx_free(r->impl, r);
@@ -424,6 +436,39 @@ static bool gset_has(const loom_ctx *r, const loom_tensor *t) {
         if (r->gset[i] == t) return true;
         if (!r->gset[i]) return false;
     }
+}
+
+/* Remove t (present) from the set: probe from its home slot until found (slots freed
+ * by earlier removals are skipped, so clearing members one by one stays correct). */
+static void gset_clear_member(loom_ctx *r, const loom_tensor *t) {
+    size_t mask = r->gset_cap - 1;
+    size_t i = ptr_hash(t) & mask;
+    for (size_t n = 0; n <= mask; n++, i = (i + 1) & mask)
+        if (r->gset[i] == t) {
+            r->gset[i] = NULL;
+            return;
+        }
+}
+
+void loom_ctx_reset(loom_ctx *ctx) {
+    if (!ctx) return;
+    loom_ctx *r = ctx->root;
+    loom_graph *g = &r->graph;
+    /* after an error the set may hold tensors that never reached nodes/leafs */
+    if (r->err.status != LOOM_OK || (size_t)(g->n_nodes + g->n_leafs) * 8 > r->gset_cap) {
+        memset(r->gset, 0, r->gset_cap * sizeof *r->gset);
+    } else {
+        for (int64_t i = 0; i < g->n_nodes; i++) gset_clear_member(r, g->nodes[i]);
+        for (int64_t i = 0; i < g->n_leafs; i++) gset_clear_member(r, g->leafs[i]);
+    }
+    g->n_nodes = 0;
+    g->n_leafs = 0;
+    r->n_tensors = 0;
+    memset(&r->err, 0, sizeof r->err);
+    r->eval_cb = NULL;
+    r->eval_user = NULL;
+    r->abort_cb = NULL;
+    r->abort_user = NULL;
 }
 
 loom_status loom_graph_expand(loom_ctx *r, loom_tensor *t) {
@@ -698,7 +743,11 @@ const loom_tensor *loom_tensor_src(const loom_tensor *t, int i) {
 }
 loom_tensor *loom_tensor_set_name(loom_tensor *t, const char *name) {
     if (!t || (t->flags & LOOM_TF_POISON)) return t;
-    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    /* plain bounded copy (snprintf showed up in per-token graph building) */
+    size_t i = 0;
+    if (name)
+        for (; i + 1 < sizeof t->name && name[i]; i++) t->name[i] = name[i];
+    t->name[i] = '\0';
     return t;
 }
 const char *loom_tensor_name(const loom_tensor *t) { return t ? t->name : ""; }

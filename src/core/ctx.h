@@ -58,6 +58,11 @@ typedef struct loom_exec_iface {
     /* Called once from loom_ctx_free before the arena is released: free whatever
      * alloc_tensor / compute allocated for this context (impl itself if it is per-context). */
     void (*ctx_free)(void *impl, loom_ctx *ctx);
+    /* Optional: called first by loom_ctx_free. Returning true means the impl keeps the
+     * whole root (arena, graph, derived contexts, impl) for reuse: loom_ctx_free then
+     * does nothing else; the impl later calls loom_ctx_reset before handing it out again
+     * and loom_ctx_destroy to really free it. NULL / false = normal free. */
+    bool (*recycle)(void *impl, loom_ctx *ctx);
 } loom_exec_iface;
 
 struct loom_ctx {
@@ -112,13 +117,20 @@ loom_status loom_plan_graph(const loom_graph *g, bool (*filter)(const loom_tenso
                             void *user, size_t align, size_t *offsets, size_t *total);
 
 /* Same, with caller-owned grow-only scratch so repeated planning does not allocate once
- * the scratch is big enough (free scratch->ptr with free() when done). scratch may be NULL. */
+ * the scratch is big enough (free scratch->ptr with loom_free() when done). scratch may be NULL. */
 typedef struct loom_plan_scratch {
     void *ptr;
     size_t size;
 } loom_plan_scratch;
 loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_tensor *t, void *user), void *user,
                                size_t align, size_t *offsets, size_t *total, loom_plan_scratch *scratch);
+
+/* Forget every tensor, the graph, the sticky error and the callbacks of root ctx, keeping
+ * its buffers and derived contexts (no allocation; cost proportional to the last graph).
+ * Only for a root held through iface->recycle (no tensor of it may be in use). */
+void loom_ctx_reset(loom_ctx *ctx);
+/* Free a root for real (ctx_free is called, recycle is not). */
+void loom_ctx_destroy(loom_ctx *ctx);
 
 /* Internal: called by loom_ctx_forward; appends t's ancestors. */
 loom_status loom_graph_expand(loom_ctx *root, loom_tensor *t);

@@ -1,5 +1,6 @@
 /* Liveness-based compute memory planner (see ctx.h). */
 #include "core/ctx.h"
+#include "quant/alloc.h"
 
 #include <stdlib.h>
 
@@ -88,12 +89,12 @@ loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_te
     loom_plan_scratch local = {0};
     if (!scratch) scratch = &local;
     if (scratch->size < need) {
-        void *p = malloc(need);
+        void *p = loom_malloc(need);
         if (!p) {
-            free(local.ptr);
+            loom_free(local.ptr);
             return LOOM_ERR_NOMEM;
         }
-        free(scratch->ptr);
+        loom_free(scratch->ptr);
         scratch->ptr = p;
         scratch->size = need;
     }
@@ -108,7 +109,7 @@ loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_te
         size_t b = loom_tensor_nbytes(t);
         if (b == 0) continue;
         if (b > SIZE_MAX - align) {
-            free(local.ptr);
+            loom_free(local.ptr);
             return LOOM_ERR_RANGE;
         }
         sizes[i] = (b + align - 1) & ~(align - 1);
@@ -128,7 +129,7 @@ loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_te
             size_t top = f.end;
             size_t off = fl_alloc(&f, sizes[i]);
             if (off > SIZE_MAX / 2 || top > SIZE_MAX / 2) {
-                free(local.ptr);
+                loom_free(local.ptr);
                 return LOOM_ERR_RANGE;
             }
             offsets[i] = off;
@@ -143,6 +144,6 @@ loom_status loom_plan_graph_ex(const loom_graph *g, bool (*filter)(const loom_te
         if (sizes[i] && t->n_uses == 0 && !(t->flags & LOOM_TF_OUTPUT)) fl_free(&f, t->plan_offs, sizes[i]);
     }
     *total = f.peak;
-    free(local.ptr);
+    loom_free(local.ptr);
     return LOOM_OK;
 }

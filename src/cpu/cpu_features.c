@@ -60,9 +60,19 @@ static void detect(loom_cpu_features *f) {
     f->arm64 = true;
     f->neon = true; /* mandatory on aarch64 */
 #ifdef AT_HWCAP
+    /* Linux arm64 HWCAP bits (asm/hwcap.h; numeric fallbacks for old headers) */
+#ifndef HWCAP_FPHP
+#define HWCAP_FPHP (1ul << 9)
+#endif
+#ifndef HWCAP_ASIMDHP
+#define HWCAP_ASIMDHP (1ul << 10)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
     unsigned long hw = getauxval(AT_HWCAP);
-    f->dotprod = (hw >> 20) & 1; /* HWCAP_ASIMDDP */
-    f->fp16 = (hw >> 10) & 1;    /* HWCAP_ASIMDHP */
+    f->dotprod = (hw & HWCAP_ASIMDDP) != 0;
+    f->fp16 = (hw & HWCAP_FPHP) != 0 && (hw & HWCAP_ASIMDHP) != 0; /* scalar and vector FP16 */
 #endif
 }
 #else

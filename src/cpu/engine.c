@@ -2,6 +2,7 @@
  * a grow-only planned compute buffer. */
 #include "core/ctx.h"
 #include "cpu/exec.h"
+#include "quant/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ typedef struct cpu_engine {
 static void *aligned_bytes(size_t n) {
     size_t sz = (n + LOOM_TENSOR_ALIGN - 1) & ~(size_t)(LOOM_TENSOR_ALIGN - 1);
     if (sz < n) return NULL;
-    return aligned_alloc(LOOM_TENSOR_ALIGN, sz ? sz : LOOM_TENSOR_ALIGN);
+    return loom_aligned_alloc(LOOM_TENSOR_ALIGN, sz ? sz : LOOM_TENSOR_ALIGN);
 }
 
 static loom_status eng_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zero) {
@@ -33,7 +34,7 @@ static loom_status eng_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool ze
     size_t n = loom_tensor_nbytes(t);
     if (e->n_allocs == e->cap_allocs) {
         size_t nc = e->cap_allocs ? 2 * e->cap_allocs : 64;
-        void **na = realloc(e->allocs, nc * sizeof *na);
+        void **na = loom_realloc(e->allocs, nc * sizeof *na);
         if (!na) return LOOM_ERR_NOMEM;
         e->allocs = na;
         e->cap_allocs = nc;
@@ -63,7 +64,7 @@ static loom_status plan(cpu_engine *e, loom_ctx *r) {
             loom_ctx_set_error(r, LOOM_ERR_NOMEM, "compute: cannot allocate a %zu-byte compute buffer", total);
             return LOOM_ERR_NOMEM;
         }
-        free(e->buf);
+        loom_free(e->buf);
         e->buf = nb;
         e->buf_size = total;
     }
@@ -78,7 +79,7 @@ static loom_status plan(cpu_engine *e, loom_ctx *r) {
             loom_ctx_set_error(r, LOOM_ERR_NOMEM, "compute: cannot allocate a %zu-byte work buffer", ws);
             return LOOM_ERR_NOMEM;
         }
-        free(e->wdata);
+        loom_free(e->wdata);
         e->wdata = nw;
         e->wsize = ws;
     }
@@ -118,14 +119,14 @@ static size_t eng_compute_bytes(void *impl, const loom_ctx *r) {
 static void eng_free(void *impl, loom_ctx *r) {
     (void)r;
     cpu_engine *e = impl;
-    for (size_t i = 0; i < e->n_allocs; i++) free(e->allocs[i]);
-    free(e->allocs);
-    free(e->buf);
-    free(e->wdata);
-    free(e->offsets);
-    free(e->scratch.ptr);
+    for (size_t i = 0; i < e->n_allocs; i++) loom_free(e->allocs[i]);
+    loom_free(e->allocs);
+    loom_free(e->buf);
+    loom_free(e->wdata);
+    loom_free(e->offsets);
+    loom_free(e->scratch.ptr);
     loom_pool_free(e->pool);
-    free(e);
+    loom_free(e);
 }
 
 static const loom_exec_iface g_cpu_iface = {
@@ -147,17 +148,17 @@ loom_status loom_ctx_new(const loom_ctx_params *params, loom_ctx **out, loom_err
                               (long long)p.max_nodes);
     if (p.n_threads < 0)
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_ctx_new: n_threads %d < 0", p.n_threads);
-    cpu_engine *e = calloc(1, sizeof *e);
+    cpu_engine *e = loom_calloc(1, sizeof *e);
     if (!e) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_ctx_new: out of memory");
-    e->offsets = malloc((size_t)p.max_nodes * sizeof *e->offsets);
+    e->offsets = loom_malloc((size_t)p.max_nodes * sizeof *e->offsets);
     if (!e->offsets) {
-        free(e);
+        loom_free(e);
         return loom_error_set(err, LOOM_ERR_NOMEM, "loom_ctx_new: out of memory");
     }
     loom_status s = loom_pool_new(p.n_threads, &e->pool);
     if (s) {
-        free(e->offsets);
-        free(e);
+        loom_free(e->offsets);
+        loom_free(e);
         return loom_error_set(err, s, "loom_ctx_new: cannot create the thread pool (%s)", loom_status_name(s));
     }
     e->nth = loom_pool_size(e->pool);
@@ -165,8 +166,8 @@ loom_status loom_ctx_new(const loom_ctx_params *params, loom_ctx **out, loom_err
     s = loom_ctx_new_with(&g_cpu_iface, e, &p, out, err);
     if (s) {
         loom_pool_free(e->pool);
-        free(e->offsets);
-        free(e);
+        loom_free(e->offsets);
+        loom_free(e);
         return s;
     }
     return LOOM_OK;

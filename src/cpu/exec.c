@@ -85,17 +85,57 @@ void loom_cpu_resolve_views(loom_tensor *const *nodes, int64_t n) {
     }
 }
 
+/* Work below which a node runs on one thread (the others skip ahead to the next
+ * multi-threaded node): waking/synchronising threads costs microseconds, much more
+ * on a loaded machine, while small nodes take less. Multiply-adds for matmuls and
+ * attention, elements for everything else. */
+#define EXEC_MIN_MT_MACS 131072.0
+#define EXEC_MIN_MT_ELEMS 32768.0
+
+/* Threads for node t: 1 or nth. Depends only on shapes, so every thread agrees. */
+static int node_tasks(const loom_tensor *t, int nth) {
+    if (nth <= 1) return 1;
+    const loom_tensor *a = t->src[0], *b = t->src[1];
+    double work;
+    switch (t->op) {
+    case LOOM_OP_MUL_MAT:
+        work = (double)a->ne[0] * (double)loom_nelements(t);
+        return work < EXEC_MIN_MT_MACS ? 1 : nth;
+    case LOOM_OP_MUL_MAT_ID: return nth;
+    case LOOM_OP_FLASH_ATTN:
+        work = (double)loom_nelements(a) * (double)(b ? b->ne[1] : 1);
+        return work < EXEC_MIN_MT_MACS ? 1 : nth;
+    case LOOM_OP_SUM_ROWS:
+    case LOOM_OP_MEAN: /* reductions: the input is the work */
+        work = (double)loom_nelements(a);
+        return work < EXEC_MIN_MT_ELEMS ? 1 : nth;
+    default: /* element-wise, copies, gathers: the output */
+        work = (double)loom_nelements(t);
+        return work < EXEC_MIN_MT_ELEMS ? 1 : nth;
+    }
+}
+
 typedef struct job {
     loom_pool *pool;
     loom_tensor *const *nodes;
     int64_t n;
     void *wdata;
     size_t wsize;
-    _Atomic int status;
-    _Atomic int stop;
+    /* Kernel status of multi-threaded nodes, alternating per executor barrier so a
+     * fast thread failing in the next node cannot change the value a slower thread
+     * reads after the previous barrier. st_single: nodes run by thread 0 alone. */
+    _Atomic int st_mt[2];
+    _Atomic int st_single;
+    /* Work counters of multi-threaded nodes, same alternation; thread 0 zeroes the one
+     * the next node will use just before it arrives at each executor barrier. */
+    _Atomic int64_t ctr[2];
+    /* Written by thread 0 only, before it arrives at executor barrier stop_at: every
+     * thread stops after passing that barrier (0 = no stop). */
+    _Atomic int64_t stop_at;
     int64_t failed_node; /* thread 0 only */
+    int status;          /* thread 0 only: first failure */
     bool cancelled;      /* thread 0 only */
-    bool sync_each;
+    bool stopped;        /* thread 0 only: decided to stop */
     loom_abort_cb abort_cb;
     void *abort_user;
     loom_eval_cb eval_cb;
@@ -104,33 +144,93 @@ typedef struct job {
 
 static void barrier_fn(void *pool) { loom_pool_barrier(pool); }
 
+/* Thread 0, after node i completed (all its threads done): record a failure, call
+ * the callbacks; true = stop. */
+static bool after_node(job *j, int64_t i, loom_tensor *t, int st, bool call_abort) {
+    if (st) {
+        if (!j->status) {
+            j->status = st;
+            j->failed_node = i;
+        }
+        return true;
+    }
+    if (j->eval_cb && !j->eval_cb(t, j->eval_user)) return j->cancelled = true;
+    if (call_abort && j->abort_cb && j->abort_cb(j->abort_user)) return j->cancelled = true;
+    return false;
+}
+
+/* Node loop. Small nodes run on thread 0 alone while the other threads go on to the
+ * next multi-threaded node, where they wait at a barrier only if thread 0 ran
+ * something since the last one. Each multi-threaded node ends with a barrier. All
+ * threads see the same node list and so pass the same sequence of barriers; a stop
+ * (failure, callback) takes effect for everyone after a barrier. */
 static void run_fn(void *arg, int ith, int nth) {
     job *j = arg;
     loom_compute_params p;
-    p.ith = ith;
-    p.nth = nth;
     p.wdata = j->wdata;
     p.wsize = j->wsize;
     p.barrier = barrier_fn;
     p.barrier_ctx = j->pool;
-    p.status = &j->status;
+    int64_t nbar = 0;   /* executor barriers passed */
+    bool dirty = false; /* thread 0 ran nodes since the last barrier */
     for (int64_t i = 0; i < j->n; i++) {
         loom_tensor *t = j->nodes[i];
         loom_cpu_op_fn fn = loom_cpu_op_kernel(t->op);
         if (!fn || (t->flags & LOOM_TF_POISON)) continue;
-        fn(&p, t);
-        loom_pool_barrier(j->pool);
-        if (ith == 0 && j->failed_node < 0 && atomic_load_explicit(&j->status, memory_order_relaxed))
-            j->failed_node = i;
-        if (j->sync_each) {
-            if (ith == 0) {
-                bool stop = j->failed_node >= 0;
-                if (!stop && j->eval_cb && !j->eval_cb(t, j->eval_user)) stop = j->cancelled = true;
-                if (!stop && j->abort_cb && j->abort_cb(j->abort_user)) stop = j->cancelled = true;
-                atomic_store_explicit(&j->stop, stop, memory_order_relaxed);
+        if (node_tasks(t, nth) == 1) {
+            if (ith == 0 && !j->stopped) {
+                p.ith = 0;
+                p.nth = 1;
+                p.status = &j->st_single;
+                p.counter = NULL;
+                fn(&p, t);
+                if (after_node(j, i, t, atomic_load_explicit(&j->st_single, memory_order_relaxed), true))
+                    j->stopped = true;
             }
+            dirty = true;
+            continue;
+        }
+        if (dirty) {
+            if (ith == 0 && j->stopped) atomic_store_explicit(&j->stop_at, nbar + 1, memory_order_relaxed);
+            if (ith == 0) atomic_store_explicit(&j->ctr[(nbar + 1) & 1], 0, memory_order_relaxed);
             loom_pool_barrier(j->pool);
-            if (atomic_load_explicit(&j->stop, memory_order_relaxed)) break;
+            nbar++;
+            dirty = false;
+            int64_t sa = atomic_load_explicit(&j->stop_at, memory_order_relaxed);
+            if (sa && sa <= nbar) break;
+        }
+        _Atomic int *st = &j->st_mt[nbar & 1];
+        p.ith = ith;
+        p.nth = nth;
+        p.status = st;
+        p.counter = &j->ctr[nbar & 1];
+        fn(&p, t);
+        /* the abort callback does not look at data: poll it before the end barrier */
+        if (ith == 0 && !j->eval_cb && j->abort_cb && j->abort_cb(j->abort_user)) {
+            j->cancelled = j->stopped = true;
+            atomic_store_explicit(&j->stop_at, nbar + 1, memory_order_relaxed);
+        }
+        if (ith == 0) atomic_store_explicit(&j->ctr[(nbar + 1) & 1], 0, memory_order_relaxed);
+        loom_pool_barrier(j->pool);
+        nbar++;
+        int s = atomic_load_explicit(st, memory_order_relaxed);
+        if (ith == 0 && s && !j->status) {
+            j->status = s;
+            j->failed_node = i;
+        }
+        if (s) break; /* every thread read the same slot after the same barrier */
+        int64_t sa = atomic_load_explicit(&j->stop_at, memory_order_relaxed);
+        if (sa && sa <= nbar) break;
+        if (j->eval_cb) { /* the callback sees the finished node, then everyone learns the verdict */
+            if (ith == 0 && after_node(j, i, t, 0, true)) {
+                j->stopped = true;
+                atomic_store_explicit(&j->stop_at, nbar + 1, memory_order_relaxed);
+            }
+            if (ith == 0) atomic_store_explicit(&j->ctr[(nbar + 1) & 1], 0, memory_order_relaxed);
+            loom_pool_barrier(j->pool);
+            nbar++;
+            sa = atomic_load_explicit(&j->stop_at, memory_order_relaxed);
+            if (sa && sa <= nbar) break;
         }
     }
 }
@@ -147,17 +247,27 @@ loom_status loom_cpu_compute_nodes(loom_pool *pool, int nth, loom_tensor *const 
     j.n = n;
     j.wdata = wdata;
     j.wsize = wsize;
-    atomic_init(&j.status, 0);
-    atomic_init(&j.stop, 0);
+    atomic_init(&j.st_mt[0], 0);
+    atomic_init(&j.st_mt[1], 0);
+    atomic_init(&j.st_single, 0);
+    atomic_init(&j.stop_at, 0);
+    atomic_init(&j.ctr[0], 0);
+    atomic_init(&j.ctr[1], 0);
     j.failed_node = -1;
+    j.status = 0;
     j.cancelled = false;
-    j.sync_each = abort_cb || eval_cb;
+    j.stopped = false;
     j.abort_cb = abort_cb;
     j.abort_user = abort_user;
     j.eval_cb = eval_cb;
     j.eval_user = eval_user;
-    loom_pool_run(pool, run_fn, &j, nth);
-    int st = atomic_load(&j.status);
+    /* no multi-threaded node: do not wake the other threads at all */
+    int run_nth = 1;
+    for (int64_t i = 0; i < n && nth > 1 && run_nth == 1; i++)
+        if (loom_cpu_op_kernel(nodes[i]->op) && !(nodes[i]->flags & LOOM_TF_POISON) && node_tasks(nodes[i], nth) > 1)
+            run_nth = nth;
+    loom_pool_run(pool, run_fn, &j, run_nth);
+    int st = j.status;
     if (st) {
         char d[128];
         const loom_tensor *t = j.failed_node >= 0 ? nodes[j.failed_node] : NULL;

@@ -35,7 +35,7 @@ typedef struct loom_kernel_entry {
 } loom_kernel_entry;
 
 typedef struct loom_kernels {
-    const char *name;                              /* "scalar", "avx2", "avx512", "neon" */
+    const char *name; /* "scalar", "avx2", "avx512", "avx512vnni", "neon", "neon_dotprod" */
     loom_kernel_entry dot[LOOM_TYPE_COUNT];         /* indexed by weight type */
     loom_from_float_fn from_float[LOOM_TYPE_COUNT]; /* indexed by activation type */
     loom_gemm_fn gemm;                              /* may be NULL */
@@ -45,8 +45,9 @@ typedef struct loom_kernels {
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring
- * LOOM_CPU_ISA=scalar|avx2|avx512|neon (an unavailable level falls back to the
- * best available one below it, with a warning on stderr once). */
+ * LOOM_CPU_ISA=scalar|avx2|avx512|avx512vnni|neon|neon_dotprod (an unavailable
+ * level falls back to the best available one below it in its family, else scalar,
+ * with a warning on stderr once). */
 const loom_kernels *loom_kernels_get(void);
 /* The scalar reference table (always available). */
 const loom_kernels *loom_kernels_scalar(void);

@@ -75,7 +75,19 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     }
 }
 
+/* F32 -> F16 rows (activations for F16 weights / the F16 KV cache): vcvtps2ph with
+ * round-to-nearest-even, as the scalar conversion. */
+static void ff_f16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_mask_storeu_epi16(y + i, m, h);
+    }
+}
+
 void loom_kernels_fill_avx512(loom_kernels *k) {
+    k->from_float[LOOM_TYPE_F16] = ff_f16;
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;

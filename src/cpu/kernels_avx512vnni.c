@@ -4,9 +4,17 @@
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 #define H2F(h) _cvtsh_ss(h)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+#if defined(__clang__)
+#define LOOM_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define LOOM_UNROLL _Pragma("GCC unroll 8")
+#else
+#define LOOM_UNROLL
+#endif
 
 static ALWAYS_INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -110,12 +118,15 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
 static ALWAYS_INLINE void tile_q8act(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
                                      const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m256 acc[4][4];
+    LOOM_UNROLL
     for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t b = 0; b < nb; b++) {
         __m256i xu[4];
         __m256 dx[4];
+        LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
@@ -127,92 +138,301 @@ static ALWAYS_INLINE void tile_q8act(int RB, int CB, bool q4, int64_t nb, const 
                 dx[r] = _mm256_set1_ps(H2F(xb->d));
             }
         }
+        LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) {
             const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
             const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
             __m256i ys = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, yv);
             ys = q4 ? _mm256_slli_epi32(ys, 3) : _mm256_slli_epi32(ys, 7);
             const __m256 dy = _mm256_set1_ps(H2F(yb->d));
+            LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
                 __m256i t = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xu[r], yv), ys);
                 acc[r][cc] = _mm256_fmadd_ps(_mm256_mul_ps(dx[r], dy), _mm256_cvtepi32_ps(t), acc[r][cc]);
             }
         }
     }
+    LOOM_UNROLL
     for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
 }
 
-/* Q4_K x Q8_K: RB rows x CB columns. */
+/* Q4_0 / Q8_0 weights x Q8_0 activations with 512-bit vectors: RB rows x CB columns,
+ * two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned form
+ * u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y, where the
+ * -off*sum y term (per column and block) seeds the vpdpbusd accumulator. The same
+ * arithmetic per element for every RB/CB, so decode (CB 1) and prompt tiles agree. */
+static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
+                                   const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+    __m512 acc[4][4];
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm512_setzero_ps();
+    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
+    const __m512i dup = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        __m512i xu[4];
+        __m512 dx[4];
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
+            float d0, d1;
+            if (q4) {
+                const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
+                const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
+                __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
+                u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
+                xu[r] = _mm512_and_si512(u, m4);
+                d0 = H2F(xb[0].d);
+                d1 = H2F(xb[1].d);
+            } else {
+                const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
+                __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].qs)),
+                                               _mm256_loadu_si256((const __m256i *)xb[1].qs), 1);
+                xu[r] = _mm512_xor_si512(u, offv);
+                d0 = H2F(xb[0].d);
+                d1 = H2F(xb[1].d);
+            }
+            dx[r] = _mm512_mask_broadcastss_ps(_mm512_set1_ps(d0), 0xFF00, _mm_set_ss(d1));
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
+            const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)yb[0].qs)),
+                                                  _mm256_loadu_si256((const __m256i *)yb[1].qs), 1);
+            const __m512i nys = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, yv));
+            const __m512 dy = _mm512_mask_broadcastss_ps(_mm512_set1_ps(H2F(yb[0].d)), 0xFF00, _mm_set_ss(H2F(yb[1].d)));
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const __m512i t = _mm512_dpbusd_epi32(nys, xu[r], yv);
+                acc[r][cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx[r], dy), _mm512_cvtepi32_ps(t), acc[r][cc]);
+            }
+        }
+    }
+    float tail[4][4];
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) tail[r][cc] = 0.f;
+    if (b < nb) { /* odd block count: the last block with 256-bit vectors */
+        const __m256i offh = _mm256_set1_epi8(q4 ? 8 : (char)0x80);
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
+            __m256i xu;
+            float dxs;
+            if (q4) {
+                const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
+                xu = unpack_nibbles(xb->qs);
+                dxs = H2F(xb->d);
+            } else {
+                const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
+                xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xb->qs), offh);
+                dxs = H2F(xb->d);
+            }
+            LOOM_UNROLL
+            for (int cc = 0; cc < CB; cc++) {
+                const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
+                const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
+                const __m256i nys = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), offh, yv));
+                const __m256i t = _mm256_dpbusd_epi32(nys, xu, yv);
+                tail[r][cc] = dxs * H2F(yb->d) * hsum8(_mm256_cvtepi32_ps(t));
+            }
+        }
+    }
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = _mm512_reduce_add_ps(acc[r][cc]) + tail[r][cc];
+}
+
+/* The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K block from its 12 packed
+ * bytes, all at once (same values as loom_k4_scale_min for j = 0..7). */
+static ALWAYS_INLINE void k4_unpack(const uint8_t *q, uint32_t out[4]) {
+    uint32_t v[3];
+    memcpy(v, q, 12);
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    out[0] = v[0] & m6;                                          /* sc 0-3: q[0-3] & 63 */
+    out[1] = (v[2] & m4) | (((v[0] >> 6) & m2) << 4);            /* sc 4-7 */
+    out[2] = v[1] & m6;                                          /* m 0-3: q[4-7] & 63 */
+    out[3] = ((v[2] >> 4) & m4) | (((v[1] >> 6) & m2) << 4);     /* m 4-7 */
+}
+
+/* Q4_K x Q8_K: RB rows x CB columns. Sub-block j of 32 values uses scale sc_j (vpdpwssd
+ * on the vpmaddubsw pairs) and min m_j (subtracted as d_y * dmin * sum_j m_j * bsum_j). */
 static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
                                     size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m256 acc[4][4];
-    float summ[4][4];
+    LOOM_UNROLL
     for (int r = 0; r < RB; r++)
-        for (int cc = 0; cc < CB; cc++) {
-            acc[r][cc] = _mm256_setzero_ps();
-            summ[r][cc] = 0.f;
-        }
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++) {
         const block_q4_K *xb[4];
-        __m256i scv[4][8];
-        uint8_t mn[4][8];
+        __m256i sc16[4], mn32[4];
+        LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             xb[r] = (const block_q4_K *)(w + (size_t)(i + r) * ws) + b;
-            for (int jj = 0; jj < 8; jj++) {
-                uint8_t sc;
-                loom_k4_scale_min(jj, xb[r]->scales, &sc, &mn[r][jj]);
-                scv[r][jj] = _mm256_set1_epi16(sc);
-            }
+            uint32_t u[4];
+            k4_unpack(xb[r]->scales, u);
+            const __m128i v = _mm_loadu_si128((const __m128i *)u);
+            sc16[r] = _mm256_cvtepu8_epi16(v);                        /* lanes 0-7: scales */
+            mn32[r] = _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8));     /* 8 mins */
         }
         __m256i isum[4][4];
+        LOOM_UNROLL
         for (int r = 0; r < RB; r++)
+            LOOM_UNROLL
             for (int cc = 0; cc < CB; cc++) isum[r][cc] = _mm256_setzero_si256();
+        LOOM_UNROLL
         for (int q = 0; q < 4; q++) {
-            __m256i lo[4], hi[4];
+            __m256i lo[4], hi[4], s0[4], s1[4];
+            LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
                 __m256i v = _mm256_loadu_si256((const __m256i *)(xb[r]->qs + 32 * q));
                 lo[r] = _mm256_and_si256(v, m4);
                 hi[r] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                s0[r] = _mm256_permutexvar_epi16(_mm256_set1_epi16((short)(2 * q)), sc16[r]);
+                s1[r] = _mm256_permutexvar_epi16(_mm256_set1_epi16((short)(2 * q + 1)), sc16[r]);
             }
+            LOOM_UNROLL
             for (int cc = 0; cc < CB; cc++) {
                 const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
                 const __m256i a0 = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * q));
                 const __m256i a1 = _mm256_loadu_si256((const __m256i *)(yb->qs + 64 * q + 32));
+                LOOM_UNROLL
                 for (int r = 0; r < RB; r++) {
-                    isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(lo[r], a0), scv[r][2 * q]);
-                    isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(hi[r], a1), scv[r][2 * q + 1]);
+                    isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(lo[r], a0), s0[r]);
+                    isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(hi[r], a1), s1[r]);
                 }
             }
         }
+        LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) {
             const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
-            int bs8[8];
-            for (int jj = 0; jj < 8; jj++) bs8[jj] = yb->bsums[2 * jj] + yb->bsums[2 * jj + 1];
+            /* sums of the 8 sub-blocks of 32 activations */
+            const __m256i bs8 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)yb->bsums), ones16);
+            LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
-                int sm = 0;
-                for (int jj = 0; jj < 8; jj++) sm += mn[r][jj] * bs8[jj];
+                const __m256i msum = _mm256_mullo_epi32(mn32[r], bs8);
                 acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->d)), _mm256_cvtepi32_ps(isum[r][cc]),
                                              acc[r][cc]);
-                summ[r][cc] += (yb->d * H2F(xb[r]->dmin)) * (float)sm;
+                acc[r][cc] = _mm256_fnmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->dmin)), _mm256_cvtepi32_ps(msum),
+                                              acc[r][cc]);
             }
         }
     }
+    LOOM_UNROLL
     for (int r = 0; r < RB; r++)
-        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]) - summ[r][cc];
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
 }
 
-#define TILE_DISPATCH(CALL4x4, CALL)                                                                    \
+/* Q6_K x Q8_K: RB rows x CB columns (256-bit). Per 32-value chunk q (0..7) the 6-bit
+ * unsigned codes u (q + 32) are rebuilt from ql/qh, multiplied with the activations
+ * (vpmaddubsw, exact: 63 * 127 * 2 < 2^15) and accumulated with the two 16-value group
+ * scales (vpdpwssd); the -32 offset is sum_g scale_g * bsum_g per block. */
+static ALWAYS_INLINE void tile_q6_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
+                                    size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+    __m256 acc[4][4];
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+    for (int64_t b = 0; b < nb; b++) {
+        const block_q6_K *xb[4];
+        __m256i sc16[4];
+        __m256i isum[4][4];
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
+            xb[r] = (const block_q6_K *)(w + (size_t)(i + r) * ws) + b;
+            sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb[r]->scales));
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                isum[r][cc] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[r], bs), 5));
+        }
+        LOOM_UNROLL
+        for (int h = 0; h < 2; h++) {
+            LOOM_UNROLL
+            for (int k = 0; k < 4; k++) {
+                const int q = 4 * h + k;
+                const __m256i sidx = _mm256_set_m128i(_mm_set1_epi16((short)(2 * q + 1)), _mm_set1_epi16((short)(2 * q)));
+                __m256i u[4], scv[4];
+                LOOM_UNROLL
+                for (int r = 0; r < RB; r++) {
+                    const __m256i l = _mm256_loadu_si256((const __m256i *)(xb[r]->ql + 64 * h + 32 * (k & 1)));
+                    const __m256i qh = _mm256_loadu_si256((const __m256i *)(xb[r]->qh + 32 * h));
+                    const __m256i lo = (k & 2) ? _mm256_and_si256(_mm256_srli_epi16(l, 4), m4) : _mm256_and_si256(l, m4);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m3);
+                    u[r] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                    scv[r] = _mm256_permutexvar_epi16(sidx, sc16[r]);
+                }
+                LOOM_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+                    const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * q));
+                    LOOM_UNROLL
+                    for (int r = 0; r < RB; r++)
+                        isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(u[r], yv), scv[r]);
+                }
+            }
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->d)), _mm256_cvtepi32_ps(isum[r][cc]),
+                                             acc[r][cc]);
+        }
+    }
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
+}
+
+/* Tiles of 4 rows x CB (1..4) columns; leftover rows one at a time with the same CB. */
+#define TILE_DISPATCH(T)                                                                                \
     for (int64_t j = j0; j < j1; j += 4) {                                                              \
         int cb = (int)(j1 - j < 4 ? j1 - j : 4);                                                        \
-        for (int64_t i = i0; i < i1; i += 4) {                                                          \
-            int rb = (int)(i1 - i < 4 ? i1 - i : 4);                                                    \
-            if (rb == 4 && cb == 4) CALL4x4;                                                            \
-            else                                                                                        \
-                for (int64_t ii = i; ii < i + rb; ii++)                                                 \
-                    for (int64_t jj = j; jj < j + cb; jj++) CALL;                                       \
+        int64_t i = i0;                                                                                 \
+        for (; i + 4 <= i1; i += 4) switch (cb) {                                                       \
+            case 1: T(4, 1, i, j); break;                                                               \
+            case 2: T(4, 2, i, j); break;                                                               \
+            case 3: T(4, 3, i, j); break;                                                               \
+            default: T(4, 4, i, j); break;                                                              \
+            }                                                                                           \
+        for (; i < i1; i++) switch (cb) {                                                               \
+            case 1: T(1, 1, i, j); break;                                                               \
+            case 2: T(1, 2, i, j); break;                                                               \
+            case 3: T(1, 3, i, j); break;                                                               \
+            default: T(1, 4, i, j); break;                                                              \
+            }                                                                                           \
+    }
+
+/* K-quant tiles: 4 rows x 2 or 1 columns; leftovers one element at a time. */
+#define TILE_DISPATCH_K(T)                                                                              \
+    for (int64_t j = j0; j < j1; j += 2) {                                                              \
+        int cb = (int)(j1 - j < 2 ? j1 - j : 2);                                                        \
+        int64_t i = i0;                                                                                 \
+        for (; i + 4 <= i1; i += 4) {                                                                   \
+            if (cb == 2) T(4, 2, i, j);                                                                 \
+            else T(4, 1, i, j);                                                                         \
         }                                                                                               \
+        for (; i < i1; i++)                                                                             \
+            for (int64_t jj = j; jj < j + cb; jj++) T(1, 1, i, jj);                                     \
     }
 
 static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
@@ -220,24 +440,24 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
     const uint8_t *W = w, *A = a;
     switch (wt) {
     case LOOM_TYPE_Q4_0:
-        TILE_DISPATCH(tile_q8act(4, 4, true, k / 32, W, ws, A, as, c, ldc, i, j),
-                      tile_q8act(1, 1, true, k / 32, W, ws, A, as, c, ldc, ii, jj));
+#define T_Q40(RB, CB, ii, jj) tile_zmm(RB, CB, true, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_Q40)
+#undef T_Q40
         return true;
     case LOOM_TYPE_Q8_0:
-        TILE_DISPATCH(tile_q8act(4, 4, false, k / 32, W, ws, A, as, c, ldc, i, j),
-                      tile_q8act(1, 1, false, k / 32, W, ws, A, as, c, ldc, ii, jj));
+#define T_Q80(RB, CB, ii, jj) tile_zmm(RB, CB, false, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_Q80)
+#undef T_Q80
         return true;
     case LOOM_TYPE_Q4_K:
-        for (int64_t j = j0; j < j1; j += 2) {
-            int cb = (int)(j1 - j < 2 ? j1 - j : 2);
-            for (int64_t i = i0; i < i1; i += 4) {
-                int rb = (int)(i1 - i < 4 ? i1 - i : 4);
-                if (rb == 4 && cb == 2) tile_q4_K(4, 2, k / QK_K, W, ws, A, as, c, ldc, i, j);
-                else
-                    for (int64_t ii = i; ii < i + rb; ii++)
-                        for (int64_t jj = j; jj < j + cb; jj++) tile_q4_K(1, 1, k / QK_K, W, ws, A, as, c, ldc, ii, jj);
-            }
-        }
+#define T_Q4K(RB, CB, ii, jj) tile_q4_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH_K(T_Q4K)
+#undef T_Q4K
+        return true;
+    case LOOM_TYPE_Q6_K:
+#define T_Q6K(RB, CB, ii, jj) tile_q6_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH_K(T_Q6K)
+#undef T_Q6K
         return true;
     default: return false;
     }

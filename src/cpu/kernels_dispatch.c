@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_NEON, LV_COUNT };
-static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "neon"};
+enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
+static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "neon", "neon_dotprod"};
 
 #if defined(__x86_64__)
 static const char *const k_levels[] = {"scalar", "avx2", "avx512", "avx512vnni", NULL};
 #elif defined(__aarch64__)
-static const char *const k_levels[] = {"scalar", "neon", NULL};
+static const char *const k_levels[] = {"scalar", "neon", "neon_dotprod", NULL};
 #else
 static const char *const k_levels[] = {"scalar", NULL};
 #endif
@@ -64,6 +64,13 @@ static void init_tables(void) {
         loom_kernels_fill_neon(&g_tables[LV_NEON]);
         g_tables[LV_NEON].name = "neon";
         g_avail[LV_NEON] = true;
+        /* kernels_neon_dotprod.c is compiled with +dotprod+fp16: needs both at run time */
+        if (f->dotprod && f->fp16) {
+            loom_kernels_fill_scalar(&g_tables[LV_NEON_DOTPROD]);
+            loom_kernels_fill_neon_dotprod(&g_tables[LV_NEON_DOTPROD]);
+            g_tables[LV_NEON_DOTPROD].name = "neon_dotprod";
+            g_avail[LV_NEON_DOTPROD] = true;
+        }
     }
 #endif
     int best = LV_SCALAR;
@@ -79,8 +86,10 @@ static void init_tables(void) {
         } else if (g_avail[want]) {
             g_chosen = want;
         } else {
-            int lv = want == LV_NEON ? LV_SCALAR : want;
-            while (lv > LV_SCALAR && !g_avail[lv]) lv--;
+            /* fall back within the requested level's family (x86 or arm), then scalar */
+            int lv = want, floor = want >= LV_NEON ? LV_NEON : LV_AVX2;
+            while (lv >= floor && !g_avail[lv]) lv--;
+            if (lv < floor) lv = LV_SCALAR;
             g_chosen = lv;
             fprintf(stderr, "loom: LOOM_CPU_ISA=%s is not available on this CPU/OS; using %s\n", env,
                     k_level_names[lv]);

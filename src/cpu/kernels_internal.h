@@ -32,6 +32,7 @@ void loom_kernels_fill_avx2(loom_kernels *k);
 void loom_kernels_fill_avx512(loom_kernels *k);
 void loom_kernels_fill_avx512vnni(loom_kernels *k);
 void loom_kernels_fill_neon(loom_kernels *k);
+void loom_kernels_fill_neon_dotprod(loom_kernels *k); /* needs dotprod + fp16 */
 
 /* CPU features (cpu_features.c); detected once, thread-safe. */
 typedef struct loom_cpu_features {

@@ -28,6 +28,9 @@ typedef struct loom_compute_params {
     void (*barrier)(void *);   /* use loom_cpu_barrier */
     void *barrier_ctx;
     _Atomic int *status;       /* first error wins; use loom_cpu_fail */
+    /* Optional work counter for dynamic scheduling: 0 when the node starts, shared by
+     * its nth threads (claim work items with atomic_fetch_add); NULL = split statically. */
+    _Atomic int64_t *counter;
 } loom_compute_params;
 
 static inline void loom_cpu_barrier(const loom_compute_params *p) {

@@ -179,7 +179,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         }
         double sum = 0.0;
         for (int64_t i = 0; i < ne0; i++) {
-            float e = expf(d[i] - mx);
+            float e = d[i] == -INFINITY ? 0.0f : expf(d[i] - mx); /* masked: no expf call */
             d[i] = e;
             sum += e;
         }

@@ -1,5 +1,6 @@
 /* Copy-like kernels: DUP (cont/cont_nd/dup), CPY (type conversion into strided
  * destinations), SET, PAD, CONCAT, REPEAT, GET_ROWS. */
+#include "cpu/kernels.h"
 #include "cpu/ops.h"
 
 #include <string.h>
@@ -74,10 +75,41 @@ void loom_cpu_op_dup(const loom_compute_params *p, loom_tensor *dst) {
 
 /* ------------------------------------------------------------------ CPY */
 
+/* Fast path: both sides contiguous and the source F32 or of dst's type (KV-cache
+ * writes): whole blocks of the flattened tensor per thread, converted with the
+ * kernel table's row converter (bit-identical to the scalar conversion) or the
+ * reference quantizer. false = not applicable. */
+static bool cpy_contiguous(const loom_compute_params *p, loom_tensor *dst, const loom_tensor *a) {
+    if (!loom_tensor_is_contiguous(a) || !loom_tensor_is_contiguous(dst)) return false;
+    if (a->type != dst->type && a->type != LOOM_TYPE_F32) return false;
+    const int64_t n = loom_nelements(dst), bs = loom_blck_size(dst->type);
+    if (bs < 1 || n % bs != 0) return false;
+    int64_t b0, b1;
+    loom_cpu_split(n / bs, p->ith, p->nth, &b0, &b1);
+    if (b0 >= b1) return true;
+    const size_t ts = loom_type_size(dst->type);
+    char *d = (char *)dst->data + (size_t)b0 * ts;
+    if (a->type == dst->type) {
+        memcpy(d, (const char *)a->data + (size_t)b0 * ts, (size_t)(b1 - b0) * ts);
+        return true;
+    }
+    const float *x = (const float *)a->data + b0 * bs;
+    const int64_t cnt = (b1 - b0) * bs;
+    loom_from_float_fn ff = loom_kernels_get()->from_float[dst->type];
+    if (ff) {
+        ff(x, d, cnt);
+    } else {
+        loom_status st = loom_quantize_row(dst->type, x, d, cnt);
+        if (st) loom_cpu_fail(p, st);
+    }
+    return true;
+}
+
 void loom_cpu_op_cpy(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *a = dst->src[0];
     int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
     if (loom_nelements(dst) == 0) return;
+    if (cpy_contiguous(p, dst, a)) return;
     int64_t r0, r1;
     loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
     if (r0 >= r1) return;

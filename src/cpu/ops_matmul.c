@@ -17,6 +17,7 @@
 #include "cpu/ops.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -58,15 +59,22 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
     return act_bytes(a, b, loom_kernels_get());
 }
 
-/* Row chunk of a per tile: only a function of the shape (thread-count independent). */
+/* Row chunk of a per tile: only a function of the shape (thread-count independent);
+ * a multiple of 4 (the gemm micro-tile height). */
 static int64_t mm_row_chunk(int64_t M, int64_t n_slices) {
     int64_t tiles_wanted = 256 / (n_slices > 0 ? n_slices : 1);
     if (tiles_wanted < 1) tiles_wanted = 1;
     int64_t rc = (M + tiles_wanted - 1) / tiles_wanted;
+    rc = (rc + 3) & ~(int64_t)3;
     if (rc < 4) rc = 4;
     if (rc > 64) rc = 64;
     return rc;
 }
+
+/* Columns of b per tile: all of them for matrix x vector shapes; for prompt shapes a
+ * block of MM_PANEL_COLS so a tile's weight rows (rc x K) and activation rows stay in
+ * L2 while every weight row is reused across the whole column block. */
+#define MM_PANEL_COLS 64
 
 /* Phase 1 shared by MUL_MAT and MUL_MAT_ID: convert b's rows [r0, r1) (flattened
  * (i1, i2, i3) order) into vdt rows of rb bytes in wdata. */
@@ -114,19 +122,26 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         loom_cpu_barrier(p);
     }
 
-    /* ---- phase 2: tiles of (slice, row chunk); inside, column blocks so the weight
-     * chunk stays in cache across all columns */
+    /* ---- phase 2: tiles of (slice, row chunk, column panel), claimed dynamically
+     * through p->counter when there is one (a preempted thread does not hold the others
+     * back), else round-robin. Inside a tile, column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
     const int64_t rc = mm_row_chunk(M, n_slices);
     const int64_t n_rchunks = (M + rc - 1) / rc;
-    const int64_t n_tiles = n_slices * n_rchunks;
+    const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
+    const int64_t n_panels = (N + pc - 1) / pc;
+    const int64_t n_tiles = n_slices * n_rchunks * n_panels;
     const size_t ldc = (size_t)M;
+    _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
 
-    for (int64_t tile = p->ith; tile < n_tiles; tile += p->nth) {
-        int64_t rchunk = tile % n_rchunks;
-        int64_t slice = tile / n_rchunks;
+    int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith;
+    while (tile < n_tiles) {
+        int64_t panel = tile % n_panels;
+        int64_t rchunk = (tile / n_panels) % n_rchunks;
+        int64_t slice = tile / (n_panels * n_rchunks);
         int64_t i2 = slice % B2, i3 = slice / B2;
         int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
+        int64_t pj0 = panel * pc, pj1 = pj0 + pc < N ? pj0 + pc : N;
 
         const char *w = (const char *)a->data + (size_t)(i2 / r2) * a->nb[2] + (size_t)(i3 / r3) * a->nb[3];
         const size_t w_stride = a->nb[1];
@@ -141,8 +156,8 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         }
         float *c = out + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
 
-        for (int64_t j0 = 0; j0 < N; j0 += MM_COL_BLOCK) {
-            int64_t j1 = j0 + MM_COL_BLOCK < N ? j0 + MM_COL_BLOCK : N;
+        for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
+            int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
             if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, j0, j1)) continue;
             for (int64_t i = i0; i < i1; i++) {
                 const void *wr = w + (size_t)i * w_stride;
@@ -150,6 +165,7 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
                     e->vec_dot(K, &c[(size_t)j * ldc + (size_t)i], wr, ab + (size_t)j * a_stride);
             }
         }
+        tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
     }
 }
 

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L /* pread, O_CLOEXEC */
 #endif
 #include "gguf_internal.h"
+#include "quant/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,11 +58,11 @@ bool gguf_hset_insert(gguf_hset *h, int64_t i, const char *(*name_of)(const void
     if ((h->n + 1) * 2 > h->cap) {
         uint64_t ncap = h->cap ? h->cap * 2 : 16;
         if (ncap > SIZE_MAX / sizeof(int64_t)) return false;
-        int64_t *ns = calloc((size_t)ncap, sizeof(int64_t));
+        int64_t *ns = loom_calloc((size_t)ncap, sizeof(int64_t));
         if (!ns) return false;
         for (uint64_t k = 0; k < h->cap; k++)
             if (h->slots[k]) hset_put(ns, ncap, h->slots[k] - 1, name_of(ctx, h->slots[k] - 1));
-        free(h->slots);
+        loom_free(h->slots);
         h->slots = ns;
         h->cap = ncap;
     }
@@ -71,7 +72,7 @@ bool gguf_hset_insert(gguf_hset *h, int64_t i, const char *(*name_of)(const void
 }
 
 void gguf_hset_free(gguf_hset *h) {
-    free(h->slots);
+    loom_free(h->slots);
     h->slots = NULL;
     h->cap = h->n = 0;
 }
@@ -165,12 +166,12 @@ static void set_ctx(cur *c, const char *fmt, ...) {
 
 static void free_parsed(loom_gguf *g) {
     for (int64_t i = 0; i < g->n_kv; i++) {
-        free(g->kv[i].key);
-        free(g->kv[i].str_offs);
+        loom_free(g->kv[i].key);
+        loom_free(g->kv[i].str_offs);
     }
-    free(g->kv);
-    free(g->tensors);
-    free(g->tensor_info_off);
+    loom_free(g->kv);
+    loom_free(g->tensors);
+    loom_free(g->tensor_info_off);
     gguf_hset_free(&g->kv_set);
     gguf_hset_free(&g->tensor_set);
     g->kv = NULL;
@@ -239,7 +240,7 @@ static int parse_kv(cur *c, loom_gguf *g, int64_t idx) {
     if ((r = need(c, klen, "key"))) return r;
     const uint8_t *kp = c->buf + c->pos;
     if (memchr(kp, 0, (size_t)klen)) return perr(c, "key contains a NUL byte");
-    kv->key = malloc((size_t)klen + 1);
+    kv->key = loom_malloc((size_t)klen + 1);
     if (!kv->key) return nomem(c, "key");
     memcpy(kv->key, kp, (size_t)klen);
     kv->key[klen] = '\0';
@@ -288,7 +289,7 @@ static int parse_kv(cur *c, loom_gguf *g, int64_t idx) {
                             n, c->pos - 8, left(c));
             if (n > 0) {
                 if (n > SIZE_MAX / sizeof(uint64_t)) return nomem(c, "string array index");
-                kv->str_offs = malloc((size_t)n * sizeof(uint64_t));
+                kv->str_offs = loom_malloc((size_t)n * sizeof(uint64_t));
                 if (!kv->str_offs) return nomem(c, "string array index");
             }
             for (uint64_t j = 0; j < n; j++) {
@@ -433,7 +434,7 @@ static int check_tensor_data(cur *c, loom_gguf *g) {
     }
     c->ctx[0] = '\0';
     if (g->n_tensors < 2) return P_OK;
-    trange *rs = malloc((size_t)g->n_tensors * sizeof *rs);
+    trange *rs = loom_malloc((size_t)g->n_tensors * sizeof *rs);
     if (!rs) return nomem(c, "tensor ranges");
     for (int64_t i = 0; i < g->n_tensors; i++) {
         rs[i].start = g->tensors[i].offset;
@@ -450,11 +451,11 @@ static int check_tensor_data(cur *c, loom_gguf *g) {
                             " [%" PRIu64 ", %" PRIu64 ")",
                          d0 + rs[i].start, d0 + rs[i].end, a->name, d0 + rs[i - 1].start,
                          d0 + rs[i - 1].end);
-            free(rs);
+            loom_free(rs);
             return r;
         }
     }
-    free(rs);
+    loom_free(rs);
     return P_OK;
 }
 
@@ -480,7 +481,7 @@ static int parse(loom_gguf *g, const uint8_t *buf, uint64_t avail, uint64_t *nee
         if (i == cap) {
             uint64_t nc = cap ? cap * 2 : 16;
             if (nc > n_kv) nc = n_kv;
-            gguf_kv *nk = realloc(g->kv, (size_t)nc * sizeof *nk);
+            gguf_kv *nk = loom_realloc(g->kv, (size_t)nc * sizeof *nk);
             if (!nk) { r = nomem(&c, "KV table"); goto out; }
             g->kv = nk;
             cap = nc;
@@ -496,10 +497,10 @@ static int parse(loom_gguf *g, const uint8_t *buf, uint64_t avail, uint64_t *nee
         if (i == cap) {
             uint64_t nc = cap ? cap * 2 : 16;
             if (nc > n_tensors) nc = n_tensors;
-            loom_gguf_tensor_info *nt = realloc(g->tensors, (size_t)nc * sizeof *nt);
+            loom_gguf_tensor_info *nt = loom_realloc(g->tensors, (size_t)nc * sizeof *nt);
             if (!nt) { r = nomem(&c, "tensor table"); goto out; }
             g->tensors = nt;
-            uint64_t *no = realloc(g->tensor_info_off, (size_t)nc * sizeof *no);
+            uint64_t *no = loom_realloc(g->tensor_info_off, (size_t)nc * sizeof *no);
             if (!no) { r = nomem(&c, "tensor table"); goto out; }
             g->tensor_info_off = no;
             cap = nc;
@@ -536,7 +537,7 @@ static loom_status pread_full(int fd, void *dst, uint64_t size, uint64_t off) {
 }
 
 static loom_gguf *gguf_alloc(void) {
-    loom_gguf *g = calloc(1, sizeof *g);
+    loom_gguf *g = loom_calloc(1, sizeof *g);
     if (!g) return NULL;
     g->fd = -1;
     g->alignment = LOOM_GGUF_DEFAULT_ALIGNMENT;
@@ -547,10 +548,10 @@ void loom_gguf_close(loom_gguf *g) {
     if (!g) return;
     free_parsed(g);
     if (g->map) munmap(g->map, (size_t)g->file_size);
-    free(g->owned);
+    loom_free(g->owned);
     if (g->fd >= 0) close(g->fd);
-    free(g->path);
-    free(g);
+    loom_free(g->path);
+    loom_free(g);
 }
 
 loom_status loom_gguf_open_memory(const void *data, size_t size, loom_gguf **out, loom_error *err) {
@@ -559,7 +560,7 @@ loom_status loom_gguf_open_memory(const void *data, size_t size, loom_gguf **out
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_gguf_open_memory: NULL argument");
     loom_gguf *g = gguf_alloc();
     if (!g) return loom_error_set(err, LOOM_ERR_NOMEM, "out of memory");
-    g->path = calloc(1, 1);
+    g->path = loom_calloc(1, 1);
     if (!g->path) {
         loom_gguf_close(g);
         return loom_error_set(err, LOOM_ERR_NOMEM, "out of memory");
@@ -593,7 +594,7 @@ loom_status loom_gguf_open(const char *path, const loom_gguf_params *params, loo
     if (!g) return loom_error_set(err, LOOM_ERR_NOMEM, "out of memory");
     loom_error local = {0};
     size_t pl = strlen(path);
-    g->path = malloc(pl + 1);
+    g->path = loom_malloc(pl + 1);
     if (!g->path) {
         loom_error_set(&local, LOOM_ERR_NOMEM, "out of memory");
         goto fail;
@@ -639,7 +640,7 @@ loom_status loom_gguf_open(const char *path, const loom_gguf_params *params, loo
                 loom_error_set(&local, LOOM_ERR_NOMEM, "'%s': header region too large", path);
                 goto fail;
             }
-            uint8_t *nb = realloc(g->owned, (size_t)want);
+            uint8_t *nb = loom_realloc(g->owned, (size_t)want);
             if (!nb) {
                 loom_error_set(&local, LOOM_ERR_NOMEM, "'%s': out of memory reading %" PRIu64
                                " header bytes", path, want);

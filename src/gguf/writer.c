@@ -1,5 +1,6 @@
 /* GGUF writer: collects KVs and tensors, then serialises a v3 little-endian file. */
 #include "gguf_internal.h"
+#include "quant/alloc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +23,7 @@ static void wb_bytes(wbuf *b, const void *src, size_t n) {
             if (nc > SIZE_MAX / 2) { nc = b->n + n; break; }
             nc *= 2;
         }
-        uint8_t *np = realloc(b->p, nc);
+        uint8_t *np = loom_realloc(b->p, nc);
         if (!np) { b->oom = true; return; }
         b->p = np;
         b->cap = nc;
@@ -72,7 +73,7 @@ struct loom_gguf_writer {
 
 loom_status loom_gguf_writer_new(loom_gguf_writer **out) {
     if (!out) return LOOM_ERR_INVALID_ARG;
-    *out = calloc(1, sizeof **out);
+    *out = loom_calloc(1, sizeof **out);
     if (!*out) return LOOM_ERR_NOMEM;
     (*out)->alignment = LOOM_GGUF_DEFAULT_ALIGNMENT;
     return LOOM_OK;
@@ -81,13 +82,13 @@ loom_status loom_gguf_writer_new(loom_gguf_writer **out) {
 void loom_gguf_writer_free(loom_gguf_writer *w) {
     if (!w) return;
     for (size_t i = 0; i < w->n_kv; i++) {
-        free(w->kv[i].key);
-        free(w->kv[i].val.p);
+        loom_free(w->kv[i].key);
+        loom_free(w->kv[i].val.p);
     }
-    for (size_t i = 0; i < w->n_t; i++) free(w->t[i].data);
-    free(w->kv);
-    free(w->t);
-    free(w);
+    for (size_t i = 0; i < w->n_t; i++) loom_free(w->t[i].data);
+    loom_free(w->kv);
+    loom_free(w->t);
+    loom_free(w);
 }
 
 static bool valid_alignment(uint32_t a) {
@@ -117,14 +118,14 @@ static loom_status kv_begin(loom_gguf_writer *w, const char *key, uint32_t type,
         if (strcmp(w->kv[i].key, key) == 0) return LOOM_ERR_INVALID_ARG;
     if (w->n_kv == w->cap_kv) {
         size_t nc = w->cap_kv ? w->cap_kv * 2 : 16;
-        wkv *nk = realloc(w->kv, nc * sizeof *nk);
+        wkv *nk = loom_realloc(w->kv, nc * sizeof *nk);
         if (!nk) return LOOM_ERR_NOMEM;
         w->kv = nk;
         w->cap_kv = nc;
     }
     wkv *kv = &w->kv[w->n_kv];
     memset(kv, 0, sizeof *kv);
-    kv->key = malloc(kl + 1);
+    kv->key = loom_malloc(kl + 1);
     if (!kv->key) return LOOM_ERR_NOMEM;
     memcpy(kv->key, key, kl + 1);
     kv->type = type;
@@ -135,8 +136,8 @@ static loom_status kv_begin(loom_gguf_writer *w, const char *key, uint32_t type,
 /* Commit the entry started by kv_begin (or drop it on allocation failure). */
 static loom_status kv_end(loom_gguf_writer *w, wkv *kv) {
     if (kv->val.oom) {
-        free(kv->key);
-        free(kv->val.p);
+        loom_free(kv->key);
+        loom_free(kv->val.p);
         return LOOM_ERR_NOMEM;
     }
     w->n_kv++;
@@ -314,14 +315,14 @@ loom_status loom_gguf_writer_add_tensor(loom_gguf_writer *w, const char *name, l
         if (strcmp(w->t[i].name, name) == 0) return LOOM_ERR_INVALID_ARG;
     if (w->n_t == w->cap_t) {
         size_t nc = w->cap_t ? w->cap_t * 2 : 16;
-        wtensor *nt = realloc(w->t, nc * sizeof *nt);
+        wtensor *nt = loom_realloc(w->t, nc * sizeof *nt);
         if (!nt) return LOOM_ERR_NOMEM;
         w->t = nt;
         w->cap_t = nc;
     }
     wtensor *t = &w->t[w->n_t];
     memset(t, 0, sizeof *t);
-    t->data = malloc(size ? (size_t)size : 1);
+    t->data = loom_malloc(size ? (size_t)size : 1);
     if (!t->data) return LOOM_ERR_NOMEM;
     memcpy(t->data, data, (size_t)size);
     memcpy(t->name, name, nl + 1);
@@ -391,17 +392,17 @@ loom_status loom_gguf_writer_write_memory(loom_gguf_writer *w, void **out_data, 
     uint64_t dsize;
     loom_status s = build_header(w, &h, &dsize, err);
     if (s != LOOM_OK) {
-        free(h.p);
+        loom_free(h.p);
         return s;
     }
     if (dsize > SIZE_MAX - h.n) {
-        free(h.p);
+        loom_free(h.p);
         return loom_error_set(err, LOOM_ERR_NOMEM, "gguf writer: image too large for memory");
     }
     size_t total = h.n + (size_t)dsize;
-    uint8_t *buf = calloc(1, total ? total : 1);
+    uint8_t *buf = loom_calloc(1, total ? total : 1);
     if (!buf) {
-        free(h.p);
+        loom_free(h.p);
         return loom_error_set(err, LOOM_ERR_NOMEM, "gguf writer: out of memory (%zu bytes)", total);
     }
     memcpy(buf, h.p, h.n);
@@ -410,7 +411,7 @@ loom_status loom_gguf_writer_write_memory(loom_gguf_writer *w, void **out_data, 
         memcpy(buf + h.n + off, w->t[i].data, (size_t)w->t[i].size);
         off = align_up(off + w->t[i].size, w->alignment);
     }
-    free(h.p);
+    loom_free(h.p);
     *out_data = buf;
     *out_size = total;
     return LOOM_OK;
@@ -422,12 +423,12 @@ loom_status loom_gguf_writer_write_file(loom_gguf_writer *w, const char *path, l
     uint64_t dsize;
     loom_status s = build_header(w, &h, &dsize, err);
     if (s != LOOM_OK) {
-        free(h.p);
+        loom_free(h.p);
         return s;
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
-        free(h.p);
+        loom_free(h.p);
         return loom_error_set(err, LOOM_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
     }
     bool ok = fwrite(h.p, 1, h.n, f) == h.n;
@@ -442,7 +443,7 @@ loom_status loom_gguf_writer_write_file(loom_gguf_writer *w, const char *path, l
             pad -= k;
         }
     }
-    free(h.p);
+    loom_free(h.p);
     if (fclose(f) != 0) ok = false;
     if (!ok) return loom_error_set(err, LOOM_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
     return LOOM_OK;

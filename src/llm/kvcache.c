@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "quant/alloc.h"
 
 static int64_t round_up64(int64_t x, int64_t m) { return m <= 1 ? x : (x + m - 1) / m * m; }
 
@@ -62,8 +63,8 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         for (int il = 0; il < kv->n_layer; il++) loom_backend_account_cache(be, il, kb + vb);
         return LOOM_OK;
     }
-    kv->k = calloc((size_t)kv->n_layer, sizeof *kv->k);
-    kv->v = calloc((size_t)kv->n_layer, sizeof *kv->v);
+    kv->k = loom_calloc((size_t)kv->n_layer, sizeof *kv->k);
+    kv->v = loom_calloc((size_t)kv->n_layer, sizeof *kv->v);
     if (!kv->k || !kv->v) {
         llm_kv_free(kv);
         return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
@@ -100,8 +101,8 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
 void llm_kv_free(llm_kv_cache *kv) {
     if (!kv) return;
     loom_ctx_free(kv->ctx);
-    free(kv->k);
-    free(kv->v);
+    loom_free(kv->k);
+    loom_free(kv->v);
     memset(kv, 0, sizeof *kv);
 }
 

@@ -21,9 +21,19 @@
 #include "model_internal.h"
 
 static loom_tensor *named(loom_tensor *t, const char *what, int il) {
+    /* "%s-%d" by hand: snprintf was a visible part of the per-token graph build */
     char name[LOOM_MAX_NAME];
-    if (il >= 0) snprintf(name, sizeof name, "%s-%d", what, il);
-    else snprintf(name, sizeof name, "%s", what);
+    size_t n = 0;
+    for (; n < 40 && what[n]; n++) name[n] = what[n];
+    if (il >= 0) {
+        char dig[12];
+        int nd = 0;
+        unsigned v = (unsigned)il;
+        do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 11);
+        name[n++] = '-';
+        while (nd > 0) name[n++] = dig[--nd];
+    }
+    name[n] = '\0';
     return loom_tensor_set_name(t, name);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "quant/alloc.h"
 
 #define LLM_MAX_DIM ((int64_t)1 << 24) /* sanity bound on every hyperparameter */
 
@@ -323,20 +324,20 @@ static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, loom_error *
 loom_status loom_model_plan(loom_backend *be, int n_ctx, int n_batch, loom_type cache_type,
                             loom_error *err) {
     if (!be) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_plan: backend is NULL");
-    loom_model *m = calloc(1, sizeof *m);
+    loom_model *m = loom_calloc(1, sizeof *m);
     if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     m->be = be;
     loom_status s = llm_load_hparams(be, &m->hp, err);
     if (!s) {
-        m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+        m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
         if (!m->layers) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     }
     if (!s) s = llm_bind_weights(m, err);
     if (!s) s = set_sizes(m, n_ctx, n_batch, err);
     if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->n_ctx, cache_type, err);
     if (!s && !loom_backend_is_dry_run(be)) {
-        m->pos = malloc((size_t)m->n_batch * sizeof *m->pos);
-        m->out_ids = malloc((size_t)m->n_batch * sizeof *m->out_ids);
+        m->pos = loom_malloc((size_t)m->n_batch * sizeof *m->pos);
+        m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
         if (!m->pos || !m->out_ids) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     }
     if (!s) s = llm_reserve(m, err);
@@ -354,7 +355,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
         return loom_error_set(err, LOOM_ERR_INVALID_ARG,
                               "loom_model_open: negative n_ctx/n_batch/n_threads");
 
-    loom_model *m = calloc(1, sizeof *m);
+    loom_model *m = loom_calloc(1, sizeof *m);
     if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of memory");
     atomic_init(&m->cancel, false);
     m->dry_run = params->dry_run;
@@ -373,7 +374,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     if (s) goto fail;
 
     if ((s = llm_load_hparams(m->be, &m->hp, err))) goto fail;
-    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of memory");
         goto fail;
@@ -383,12 +384,12 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     if ((s = set_sizes(m, params->n_ctx, params->n_batch, err))) goto fail;
     if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->n_ctx, params->cache_type, err))) goto fail;
 
-    m->pos = malloc((size_t)m->n_batch * sizeof *m->pos);
-    m->out_ids = malloc((size_t)m->n_batch * sizeof *m->out_ids);
+    m->pos = loom_malloc((size_t)m->n_batch * sizeof *m->pos);
+    m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
     m->mask_cap = llm_kv_mask_floats(&m->kv, m->kv.cells, 1);
-    m->mask = malloc(m->mask_cap * sizeof *m->mask);
+    m->mask = loom_malloc(m->mask_cap * sizeof *m->mask);
     m->logits_cap = (size_t)m->hp.n_vocab;
-    m->logits = malloc(m->logits_cap * sizeof *m->logits);
+    m->logits = loom_malloc(m->logits_cap * sizeof *m->logits);
     if (!m->pos || !m->out_ids || !m->mask || !m->logits) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
         goto fail;
@@ -420,12 +421,12 @@ void loom_model_close(loom_model *m) {
     llm_kv_free(&m->kv);
     loom_tokenizer_free(m->tok);
     loom_backend_close(m->be);
-    free(m->layers);
-    free(m->pos);
-    free(m->out_ids);
-    free(m->mask);
-    free(m->logits);
-    free(m);
+    loom_free(m->layers);
+    loom_free(m->pos);
+    loom_free(m->out_ids);
+    loom_free(m->mask);
+    loom_free(m->logits);
+    loom_free(m);
 }
 
 const float *loom_model_logits(const loom_model *m, int row) {

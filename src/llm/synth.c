@@ -2,6 +2,7 @@
  * tensors generated and quantized chunk by chunk on worker threads). */
 #include "loom_synth.h"
 #include "loom_gguf.h"
+#include "quant/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -172,7 +173,7 @@ static loom_status plan_add(syn_plan *p, const loom_synth_params *sp, const char
                             uint32_t n_dims, int64_t ne0, int64_t ne1, loom_error *err) {
     if (p->n == p->cap) {
         int64_t cap = p->cap ? p->cap * 2 : 64;
-        syn_tensor *nt = realloc(p->t, (size_t)cap * sizeof *nt);
+        syn_tensor *nt = loom_realloc(p->t, (size_t)cap * sizeof *nt);
         if (!nt) return loom_error_set(err, LOOM_ERR_NOMEM, "gen: out of memory for tensor list");
         p->t = nt;
         p->cap = cap;
@@ -457,13 +458,13 @@ static loom_status get_pool(syn_pool *pools, int *n_pools, const syn_tensor *t, 
     pt.ne[1] = SYN_POOL_ELEMS / SYN_POOL_ROW;
     if (loom_type_row_bytes(pt.type, SYN_POOL_ROW, &pt.row_bytes) != LOOM_OK)
         return loom_error_set(err, LOOM_ERR_INTERNAL, "gen: no pool for %s", loom_type_name(t->type));
-    uint8_t *blocks = malloc(pt.row_bytes * (size_t)pt.ne[1]);
+    uint8_t *blocks = loom_malloc(pt.row_bytes * (size_t)pt.ne[1]);
     if (!blocks) return loom_error_set(err, LOOM_ERR_NOMEM, "gen: out of memory for a block pool");
     /* pool ids live above every tensor index */
     uint64_t id = ((uint64_t)1 << 40) + ((uint64_t)t->type << 32) + (uint64_t)t->ne[0];
     loom_status st = run_rows(&pt, id, seed, nth, 0, pt.ne[1], blocks, scratch, NULL, 0);
     if (st != LOOM_OK) {
-        free(blocks);
+        loom_free(blocks);
         return loom_error_set(err, st, "gen: quantizing a %s block pool failed (%s)",
                               loom_type_name(t->type), loom_status_name(st));
     }
@@ -555,9 +556,9 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
         if (t->ne[0] > max_ne0) max_ne0 = t->ne[0];
     }
     if (max_ne0 < SYN_POOL_ROW) max_ne0 = SYN_POOL_ROW;
-    chunk = malloc(chunk_bytes ? chunk_bytes : 1);
+    chunk = loom_malloc(chunk_bytes ? chunk_bytes : 1);
     for (int k = 0; k < nth && chunk; k++) {
-        scratch[k] = malloc((size_t)max_ne0 * sizeof(float));
+        scratch[k] = loom_malloc((size_t)max_ne0 * sizeof(float));
         if (!scratch[k]) break;
     }
     if (!chunk || !scratch[nth - 1]) {
@@ -659,10 +660,10 @@ done:
     if (f && fclose(f) != 0 && st == LOOM_OK)
         st = loom_error_set(err, LOOM_ERR_IO, "gen: closing %s failed: %s", path, strerror(errno));
     if (f && st != LOOM_OK) remove(path);
-    for (int k = 0; k < SYN_MAX_THREADS; k++) free(scratch[k]);
-    for (int k = 0; k < n_pools; k++) free(pools[k].blocks);
-    free(chunk);
-    free(plan.t);
+    for (int k = 0; k < SYN_MAX_THREADS; k++) loom_free(scratch[k]);
+    for (int k = 0; k < n_pools; k++) loom_free(pools[k].blocks);
+    loom_free(chunk);
+    loom_free(plan.t);
     loom_gguf_close(voc);
     return st;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "llm/tokenizer_internal.h"
+#include "quant/alloc.h"
 
 typedef struct cpinfo {
     uint32_t cp;
@@ -99,14 +100,14 @@ static loom_status bpe_word(const loom_tokenizer *t, const unsigned char *w, siz
     /* map bytes to the GPT-2 alphabet; symbol links are int32 */
     if (wn > (size_t)INT32_MAX) return LOOM_ERR_NOMEM;
     if (*buf_cap < wn * 2) {
-        char *nb = realloc(*buf, wn * 2);
+        char *nb = loom_realloc(*buf, wn * 2);
         if (!nb) return LOOM_ERR_NOMEM;
         *buf = nb;
         *buf_cap = wn * 2;
     }
     if (*sym_cap < wn) {
         if (wn > SIZE_MAX / sizeof(tok_sym)) return LOOM_ERR_NOMEM;
-        tok_sym *ns = realloc(*sym, wn * sizeof(tok_sym));
+        tok_sym *ns = loom_realloc(*sym, wn * sizeof(tok_sym));
         if (!ns) return LOOM_ERR_NOMEM;
         *sym = ns;
         *sym_cap = wn;
@@ -168,7 +169,7 @@ static loom_status bpe_word(const loom_tokenizer *t, const unsigned char *w, siz
 loom_status tok_bpe_fragment(const loom_tokenizer *t, const char *text, size_t len, tok_out *out) {
     if (len == 0) return LOOM_OK;
     if (len > SIZE_MAX / sizeof(cpinfo)) return LOOM_ERR_NOMEM;
-    cpinfo *c = malloc(len * sizeof(cpinfo));
+    cpinfo *c = loom_malloc(len * sizeof(cpinfo));
     if (!c) return LOOM_ERR_NOMEM;
     size_t n = 0;
     const unsigned char *u = (const unsigned char *)text;
@@ -201,9 +202,9 @@ loom_status tok_bpe_fragment(const loom_tokenizer *t, const char *text, size_t l
         byte_off += wb;
         i += m;
     }
-    free(h.a);
-    free(sym);
-    free(buf);
-    free(c);
+    loom_free(h.a);
+    loom_free(sym);
+    loom_free(buf);
+    loom_free(c);
     return st;
 }

@@ -1,0 +1,392 @@
+/*
+ * kernels_neon_body.h (internal to kernels_neon.c and kernels_neon_dotprod.c) - the
+ * AArch64 Advanced SIMD kernels, written once and compiled twice:
+ *   kernels_neon.c          baseline ASIMD (-march=armv8-a), int8 dots via SMULL/SADALP;
+ *   kernels_neon_dotprod.c  armv8.2-a+dotprod+fp16, int8 dots via SDOT (vdotq_s32).
+ * The including file defines, before including this one:
+ *   static inline int32x4_t ndot(int32x4_t acc, int8x16_t a, int8x16_t b)
+ *       acc + per-lane sums of 4 signed byte products (exact for all int8 inputs);
+ *   NEON_FILL    the name of the table filler to define.
+ * Integer formats: exact int32 dot per block (or sub-block), then one float scaling per
+ * block, as in the scalar reference. Float formats accumulate in f32 lanes.
+ */
+#ifndef NEON_FILL
+#error "define NEON_FILL and ndot() before including kernels_neon_body.h"
+#endif
+
+#include <arm_neon.h>
+#include <string.h>
+
+/* IEEE half bits -> float (FCVT is in the base AArch64 FP unit). */
+static inline float h2f(uint16_t h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+/* 16 packed nibbles -> low nibbles (elements 0..15) and high nibbles (16..31) */
+static inline void unpack_nibbles(const uint8_t *qs, uint8x16_t *lo, uint8x16_t *hi) {
+    const uint8x16_t v = vld1q_u8(qs);
+    *lo = vandq_u8(v, vdupq_n_u8(0x0F));
+    *hi = vshrq_n_u8(v, 4);
+}
+
+/* 32 bits -> two vectors of 16 bytes, 0xFF where the bit (element index) is set */
+static inline void bits_to_bytes(uint32_t h, uint8x16_t *m0, uint8x16_t *m1) {
+    static const uint8_t bitsel[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t sel = vld1q_u8(bitsel);
+    uint8x16_t b0 = vcombine_u8(vdup_n_u8((uint8_t)h), vdup_n_u8((uint8_t)(h >> 8)));
+    uint8x16_t b1 = vcombine_u8(vdup_n_u8((uint8_t)(h >> 16)), vdup_n_u8((uint8_t)(h >> 24)));
+    *m0 = vtstq_u8(b0, sel);
+    *m1 = vtstq_u8(b1, sel);
+}
+
+/* ------------------------------------------------------------ 32-element blocks */
+
+static void vd_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_0 *x = vx;
+    const block_q8_0 *y = vy;
+    const int8x16_t off = vdupq_n_s8(8);
+    float32x4_t acc0 = vdupq_n_f32(0.f), acc1 = vdupq_n_f32(0.f);
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        uint8x16_t l0, h0, l1, h1;
+        unpack_nibbles(x[i].qs, &l0, &h0);
+        unpack_nibbles(x[i + 1].qs, &l1, &h1);
+        int32x4_t p0 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(l0), off), vld1q_s8(y[i].qs));
+        p0 = ndot(p0, vsubq_s8(vreinterpretq_s8_u8(h0), off), vld1q_s8(y[i].qs + 16));
+        int32x4_t p1 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(l1), off), vld1q_s8(y[i + 1].qs));
+        p1 = ndot(p1, vsubq_s8(vreinterpretq_s8_u8(h1), off), vld1q_s8(y[i + 1].qs + 16));
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p0), h2f(x[i].d) * h2f(y[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p1), h2f(x[i + 1].d) * h2f(y[i + 1].d));
+    }
+    for (; i < nb; i++) {
+        uint8x16_t l0, h0;
+        unpack_nibbles(x[i].qs, &l0, &h0);
+        int32x4_t p0 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(l0), off), vld1q_s8(y[i].qs));
+        p0 = ndot(p0, vsubq_s8(vreinterpretq_s8_u8(h0), off), vld1q_s8(y[i].qs + 16));
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p0), h2f(x[i].d) * h2f(y[i].d));
+    }
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
+static void vd_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q8_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float32x4_t acc0 = vdupq_n_f32(0.f), acc1 = vdupq_n_f32(0.f);
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        int32x4_t p0 = ndot(vdupq_n_s32(0), vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));
+        p0 = ndot(p0, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));
+        int32x4_t p1 = ndot(vdupq_n_s32(0), vld1q_s8(x[i + 1].qs), vld1q_s8(y[i + 1].qs));
+        p1 = ndot(p1, vld1q_s8(x[i + 1].qs + 16), vld1q_s8(y[i + 1].qs + 16));
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p0), h2f(x[i].d) * h2f(y[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p1), h2f(x[i + 1].d) * h2f(y[i + 1].d));
+    }
+    for (; i < nb; i++) {
+        int32x4_t p0 = ndot(vdupq_n_s32(0), vld1q_s8(x[i].qs), vld1q_s8(y[i].qs));
+        p0 = ndot(p0, vld1q_s8(x[i].qs + 16), vld1q_s8(y[i].qs + 16));
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p0), h2f(x[i].d) * h2f(y[i].d));
+    }
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
+static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_mxfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    const int8x16_t lut = vld1q_s8(loom_mxfp4_kv);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint8x16_t lo, hi;
+        unpack_nibbles(x[i].qs, &lo, &hi);
+        int32x4_t p = ndot(vdupq_n_s32(0), vqtbl1q_s8(lut, lo), vld1q_s8(y[i].qs));
+        p = ndot(p, vqtbl1q_s8(lut, hi), vld1q_s8(y[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), loom_e8m0_half(x[i].e) * h2f(y[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_0 *x = vx;
+    const block_q8_0 *y = vy;
+    const uint8x16_t sixteen = vdupq_n_u8(16);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        uint8x16_t lo, hi, m0, m1;
+        unpack_nibbles(x[i].qs, &lo, &hi);
+        bits_to_bytes(h, &m0, &m1);
+        /* q - 16 = nibble - (bit ? 0 : 16) */
+        int8x16_t q0 = vreinterpretq_s8_u8(vsubq_u8(lo, vbicq_u8(sixteen, m0)));
+        int8x16_t q1 = vreinterpretq_s8_u8(vsubq_u8(hi, vbicq_u8(sixteen, m1)));
+        int32x4_t p = ndot(vdupq_n_s32(0), q0, vld1q_s8(y[i].qs));
+        p = ndot(p, q1, vld1q_s8(y[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), h2f(x[i].d) * h2f(y[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+static void vd_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_1 *x = vx;
+    const block_q8_1 *y = vy;
+    float32x4_t acc = vdupq_n_f32(0.f);
+    float summ = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint8x16_t lo, hi;
+        unpack_nibbles(x[i].qs, &lo, &hi);
+        int32x4_t p = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(lo), vld1q_s8(y[i].qs));
+        p = ndot(p, vreinterpretq_s8_u8(hi), vld1q_s8(y[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), h2f(x[i].d) * h2f(y[i].d));
+        summ += h2f(x[i].m) * h2f(y[i].s);
+    }
+    *s = vaddvq_f32(acc) + summ;
+}
+
+static void vd_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_1 *x = vx;
+    const block_q8_1 *y = vy;
+    const uint8x16_t sixteen = vdupq_n_u8(16);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    float summ = 0.f;
+    for (int64_t i = 0; i < n / 32; i++) {
+        uint32_t h;
+        memcpy(&h, x[i].qh, 4);
+        uint8x16_t lo, hi, m0, m1;
+        unpack_nibbles(x[i].qs, &lo, &hi);
+        bits_to_bytes(h, &m0, &m1);
+        int8x16_t q0 = vreinterpretq_s8_u8(vorrq_u8(lo, vandq_u8(sixteen, m0)));
+        int8x16_t q1 = vreinterpretq_s8_u8(vorrq_u8(hi, vandq_u8(sixteen, m1)));
+        int32x4_t p = ndot(vdupq_n_s32(0), q0, vld1q_s8(y[i].qs));
+        p = ndot(p, q1, vld1q_s8(y[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), h2f(x[i].d) * h2f(y[i].d));
+        summ += h2f(x[i].m) * h2f(y[i].s);
+    }
+    *s = vaddvq_f32(acc) + summ;
+}
+
+/* ------------------------------------------------------------------ K-quants */
+
+/* sum over the 8 sub-blocks of min[j] * (bsums[2j] + bsums[2j+1]) */
+static inline int k4_min_sum(const uint8_t *mn, const int16_t *bsums) {
+    const int16x8_t pair = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8)); /* |.| <= 4064 */
+    const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+    int32x4_t t = vmull_s16(vget_low_s16(pair), vget_low_s16(m));
+    t = vmlal_s16(t, vget_high_s16(pair), vget_high_s16(m));
+    return vaddvq_s32(t);
+}
+
+static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q4_K *x = vx;
+    const block_q8_K *y = vy;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    float summf = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        const int summ = k4_min_sum(mn, y[i].bsums);
+        const int8_t *a = y[i].qs;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int c = 0; c < 4; c++) {
+            const uint8x16_t q0 = vld1q_u8(x[i].qs + 32 * c), q1 = vld1q_u8(x[i].qs + 32 * c + 16);
+            int32x4_t t0 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(a + 64 * c));
+            t0 = ndot(t0, vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(a + 64 * c + 16));
+            int32x4_t t1 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(a + 64 * c + 32));
+            t1 = ndot(t1, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(a + 64 * c + 48));
+            isum = vmlaq_n_s32(isum, t0, sc[2 * c]);
+            isum = vmlaq_n_s32(isum, t1, sc[2 * c + 1]);
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * h2f(x[i].d));
+        summf += (y[i].d * h2f(x[i].dmin)) * (float)summ;
+    }
+    *s = vaddvq_f32(acc) - summf;
+}
+
+static void vd_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y = vy;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    float summf = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        uint8_t sc[8], mn[8];
+        for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+        const int summ = k4_min_sum(mn, y[i].bsums);
+        const int8_t *a = y[i].qs;
+        uint8x16_t qh0 = vld1q_u8(x[i].qh), qh1 = vld1q_u8(x[i].qh + 16); /* shifted right 2 per chunk */
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int c = 0; c < 4; c++) {
+            const uint8x16_t q0 = vld1q_u8(x[i].qs + 32 * c), q1 = vld1q_u8(x[i].qs + 32 * c + 16);
+            /* bit 2c -> 0x10 for the low nibbles, bit 2c+1 -> 0x10 for the high ones */
+            uint8x16_t l0 = vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(qh0, one), 4));
+            uint8x16_t l1 = vorrq_u8(vandq_u8(q1, m4), vshlq_n_u8(vandq_u8(qh1, one), 4));
+            uint8x16_t u0 = vorrq_u8(vshrq_n_u8(q0, 4), vshlq_n_u8(vandq_u8(qh0, two), 3));
+            uint8x16_t u1 = vorrq_u8(vshrq_n_u8(q1, 4), vshlq_n_u8(vandq_u8(qh1, two), 3));
+            qh0 = vshrq_n_u8(qh0, 2);
+            qh1 = vshrq_n_u8(qh1, 2);
+            int32x4_t t0 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(l0), vld1q_s8(a + 64 * c));
+            t0 = ndot(t0, vreinterpretq_s8_u8(l1), vld1q_s8(a + 64 * c + 16));
+            int32x4_t t1 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(u0), vld1q_s8(a + 64 * c + 32));
+            t1 = ndot(t1, vreinterpretq_s8_u8(u1), vld1q_s8(a + 64 * c + 48));
+            isum = vmlaq_n_s32(isum, t0, sc[2 * c]);
+            isum = vmlaq_n_s32(isum, t1, sc[2 * c + 1]);
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * h2f(x[i].d));
+        summf += (y[i].d * h2f(x[i].dmin)) * (float)summ;
+    }
+    *s = vaddvq_f32(acc) - summf;
+}
+
+static void vd_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y = vy;
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);
+    const int8x16_t off = vdupq_n_s8(32);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
+            const int8_t *sc = x[i].scales + 8 * h;
+            const int8_t *a = y[i].qs + 128 * h;
+            for (int half = 0; half < 2; half++) { /* elements l in [16*half, 16*half+16) */
+                const uint8x16_t l0 = vld1q_u8(ql + 16 * half), l1 = vld1q_u8(ql + 32 + 16 * half);
+                const uint8x16_t qh = vld1q_u8(qhp + 16 * half);
+                uint8x16_t u1 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(qh, m3), 4));
+                uint8x16_t u2 = vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(qh, 2), m3), 4));
+                uint8x16_t u3 = vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(qh, 4), m3), 4));
+                uint8x16_t u4 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(qh, 6), 4));
+                const int8_t *aa = a + 16 * half;
+                int32x4_t t1 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(u1), off), vld1q_s8(aa));
+                int32x4_t t2 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(u2), off), vld1q_s8(aa + 32));
+                int32x4_t t3 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(u3), off), vld1q_s8(aa + 64));
+                int32x4_t t4 = ndot(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(u4), off), vld1q_s8(aa + 96));
+                isum = vmlaq_n_s32(isum, t1, sc[half]);
+                isum = vmlaq_n_s32(isum, t2, sc[half + 2]);
+                isum = vmlaq_n_s32(isum, t3, sc[half + 4]);
+                isum = vmlaq_n_s32(isum, t4, sc[half + 6]);
+            }
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * h2f(x[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+/* ----------------------------------------------------------------- floats */
+
+static void vd_f32(int64_t n, float *s, const void *vx, const void *vy) {
+    const float *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0.f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
+        a2 = vfmaq_f32(a2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
+        a3 = vfmaq_f32(a3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, vld1q_f32(x + i), vld1q_f32(y + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += x[i] * y[i];
+    *s = sum;
+}
+
+static inline float32x4_t f16x4(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+static void vd_f16(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0.f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, f16x4(x + i), f16x4(y + i));
+        a1 = vfmaq_f32(a1, f16x4(x + i + 4), f16x4(y + i + 4));
+        a2 = vfmaq_f32(a2, f16x4(x + i + 8), f16x4(y + i + 8));
+        a3 = vfmaq_f32(a3, f16x4(x + i + 12), f16x4(y + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, f16x4(x + i), f16x4(y + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += h2f(x[i]) * h2f(y[i]);
+    *s = sum;
+}
+
+static inline float32x4_t bf16x4(const uint16_t *p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
+static void vd_bf16(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0.f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, bf16x4(x + i), bf16x4(y + i));
+        a1 = vfmaq_f32(a1, bf16x4(x + i + 4), bf16x4(y + i + 4));
+        a2 = vfmaq_f32(a2, bf16x4(x + i + 8), bf16x4(y + i + 8));
+        a3 = vfmaq_f32(a3, bf16x4(x + i + 12), bf16x4(y + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, bf16x4(x + i), bf16x4(y + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += loom_bf16_to_fp32(x[i]) * loom_bf16_to_fp32(y[i]);
+    *s = sum;
+}
+
+static float dot_f32(int64_t n, const float *x, const float *y) {
+    float s;
+    vd_f32(n, &s, x, y);
+    return s;
+}
+
+static void axpy_f32(int64_t n, float a, const float *x, float *y) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        /* multiply then add (no fusion), like the scalar reference */
+        vst1q_f32(y + i, vaddq_f32(vld1q_f32(y + i), vmulq_n_f32(vld1q_f32(x + i), a)));
+        vst1q_f32(y + i + 4, vaddq_f32(vld1q_f32(y + i + 4), vmulq_n_f32(vld1q_f32(x + i + 4), a)));
+    }
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* Q8_0 activation quantization, bit-identical to the scalar reference: amax = max |x|
+ * (NaN ignored, like fmaxf), d = amax/127, id = 1/d, q = rint(clamp(x*id, -127, 127))
+ * with round-half-even (NaN -> -127, like fmaxf/fminf + lrintf). */
+static void ff_q8_0(const float *x, void *vy, int64_t n) {
+    block_q8_0 *y = vy;
+    const float32x4_t lo = vdupq_n_f32(-127.f), hi = vdupq_n_f32(127.f);
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        float32x4_t v[8], m = vdupq_n_f32(0.f);
+        for (int k = 0; k < 8; k++) {
+            v[k] = vld1q_f32(x + 4 * k);
+            m = vmaxnmq_f32(m, vabsq_f32(v[k]));
+        }
+        const float amax = vmaxnmvq_f32(m);
+        const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+        y[i].d = loom_fp32_to_fp16(d);
+        int16x8_t q16[4];
+        for (int k = 0; k < 4; k++) {
+            int32x4_t q0 = vcvtnq_s32_f32(vminnmq_f32(vmaxnmq_f32(vmulq_n_f32(v[2 * k], id), lo), hi));
+            int32x4_t q1 = vcvtnq_s32_f32(vminnmq_f32(vmaxnmq_f32(vmulq_n_f32(v[2 * k + 1], id), lo), hi));
+            q16[k] = vcombine_s16(vmovn_s32(q0), vmovn_s32(q1));
+        }
+        vst1q_s8(y[i].qs, vcombine_s8(vmovn_s16(q16[0]), vmovn_s16(q16[1])));
+        vst1q_s8(y[i].qs + 16, vcombine_s8(vmovn_s16(q16[2]), vmovn_s16(q16[3])));
+    }
+}
+
+void NEON_FILL(loom_kernels *k) {
+    k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
+    k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
+    k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
+    k->dot[LOOM_TYPE_Q4_0].vec_dot = vd_q4_0;
+    k->dot[LOOM_TYPE_Q4_1].vec_dot = vd_q4_1;
+    k->dot[LOOM_TYPE_Q5_0].vec_dot = vd_q5_0;
+    k->dot[LOOM_TYPE_Q5_1].vec_dot = vd_q5_1;
+    k->dot[LOOM_TYPE_Q8_0].vec_dot = vd_q8_0;
+    k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
+    k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
+    k->dot[LOOM_TYPE_Q5_K].vec_dot = vd_q5_K;
+    k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
+    k->from_float[LOOM_TYPE_Q8_0] = ff_q8_0;
+    k->dot_f32 = dot_f32;
+    k->axpy_f32 = axpy_f32;
+}
