@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "bench.h"
 #include "commands.h"
 #include "loom_gguf.h"
@@ -40,10 +41,8 @@ static void bm_usage(FILE *f) {
 }
 
 static int bm_int(const char *opt, const char *s, long lo, long hi, int *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || v < lo || v > hi) {
+    long long v = 0;
+    if (!cli_parse_ll(s, lo, hi, &v)) {
         fprintf(stderr, "loom bench: %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
                 s ? s : "");
         return -1;
@@ -173,29 +172,6 @@ static uint64_t bm_rng(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-static const char *bm_ftype_name(uint32_t ft) {
-    switch (ft) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M";
-    case 13: return "Q3_K_L";
-    case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M";
-    case 16: return "Q5_K_S";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 32: return "BF16";
-    case 38: return "MXFP4";
-    default: return "?";
-    }
-}
 
 /* ------------------------------------------------------------ main */
 
@@ -326,7 +302,7 @@ int loom_bench_model(int argc, char **argv) {
     int64_t ft64 = 1024;
     (void)loom_gguf_get_int(g, "general.file_type", &ft64);
     uint32_t ft = ft64 >= 0 && ft64 < 1024 ? (uint32_t)ft64 : 1024;
-    const char *ftname = bm_ftype_name(ft);
+    const char *ftname = loom_gguf_file_type_name(ft);
     if (!strcmp(ftname, "?")) { /* no or unknown file_type: name the biggest tensor's type */
         uint64_t biggest = 0;
         for (int64_t i = 0; i < loom_gguf_tensor_count(g); i++) {

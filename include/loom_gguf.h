@@ -158,6 +158,9 @@ const void *loom_gguf_tensor_data(const loom_gguf *g, int64_t i);
  * short read (message names the tensor). Thread-safe. */
 loom_status loom_gguf_read_tensor(const loom_gguf *g, int64_t i, uint64_t offset, void *dst,
                                   uint64_t size, loom_error *err);
+/* Name of a `general.file_type` value (llama_ftype numbering: 0 "F32", 2 "Q4_0",
+ * 15 "Q4_K_M", 32 "BF16", ...); "unknown" for other values. Static string. */
+const char *loom_gguf_file_type_name(int64_t ft);
 /* Path the file was opened from ("" for memory images). */
 const char *loom_gguf_path(const loom_gguf *g);
 

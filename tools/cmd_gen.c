@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "loom_synth.h"
 
@@ -29,10 +30,8 @@ static void gen_usage(FILE *f) {
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || v < lo || v > hi) {
+    long long v = 0;
+    if (!cli_parse_ll(s, lo, hi, &v)) {
         fprintf(stderr, "loom gen: %s needs an integer in [%lld, %lld], got '%s'\n", opt,
                 (long long)lo, (long long)hi, s ? s : "");
         return -1;

@@ -18,46 +18,6 @@
 #define INFO_STR_TEXT 60      /* string bytes shown in text mode */
 #define INFO_ARR_STR_JSON 64  /* string bytes per array item in JSON mode */
 
-static const char *ftype_name(int64_t ft) {
-    switch (ft) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 4: return "Q4_1_SOME_F16";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M";
-    case 13: return "Q3_K_L";
-    case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M";
-    case 16: return "Q5_K_S";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 19: return "IQ2_XXS";
-    case 20: return "IQ2_XS";
-    case 21: return "Q2_K_S";
-    case 22: return "IQ3_XS";
-    case 23: return "IQ3_XXS";
-    case 24: return "IQ1_S";
-    case 25: return "IQ4_NL";
-    case 26: return "IQ3_S";
-    case 27: return "IQ3_M";
-    case 28: return "IQ2_S";
-    case 29: return "IQ2_M";
-    case 30: return "IQ4_XS";
-    case 31: return "IQ1_M";
-    case 32: return "BF16";
-    case 36: return "TQ1_0";
-    case 37: return "TQ2_0";
-    case 38: return "MXFP4_MOE";
-    default: return "unknown";
-    }
-}
-
 /* Hyperparameter keys (after "<arch>.") shown when present. */
 static const char *const k_hparams[] = {
     "block_count", "context_length", "embedding_length", "feed_forward_length",
@@ -235,7 +195,7 @@ static int print_text(FILE *f, const loom_gguf *g, const char *arch, bool has_ft
     fprintf(f, "data offset:  %" PRIu64 "\n", loom_gguf_data_offset(g));
     fprintf(f, "file size:    %" PRIu64 "\n", loom_gguf_file_size(g));
     fprintf(f, "architecture: %s\n", arch[0] ? arch : "(none)");
-    if (has_ft) fprintf(f, "file type:    %" PRId64 " (%s)\n", ft, ftype_name(ft));
+    if (has_ft) fprintf(f, "file type:    %" PRId64 " (%s)\n", ft, loom_gguf_file_type_name(ft));
     else fprintf(f, "file type:    (not set)\n");
     human(h, sizeof h, (double)n_params);
     fprintf(f, "parameters:   %" PRIu64 " (%s)\n", n_params, h);
@@ -327,7 +287,7 @@ static int print_json(FILE *f, const loom_gguf *g, const char *arch, bool has_ft
     fputs(",\"architecture\":", f);
     if (arch[0]) put_str(f, arch, strlen(arch), 0);
     else fputs("null", f);
-    if (has_ft) fprintf(f, ",\"file_type\":{\"id\":%" PRId64 ",\"name\":\"%s\"}", ft, ftype_name(ft));
+    if (has_ft) fprintf(f, ",\"file_type\":{\"id\":%" PRId64 ",\"name\":\"%s\"}", ft, loom_gguf_file_type_name(ft));
     else fputs(",\"file_type\":null", f);
     fprintf(f, ",\"n_params\":%" PRIu64 ",\"tensor_bytes\":%" PRIu64, n_params, n_bytes);
     fputs(",\"hyperparameters\":{", f);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "loom_backend.h"
 #include "loom_model.h"
@@ -40,13 +41,7 @@ static void usage(FILE *f) {
 }
 
 static bool parse_ll(const char *s, long long lo, long long hi, long long *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
+    return cli_parse_ll(s, lo, hi, out);
 }
 
 static bool parse_split(const char *s, plan_opts *o) {

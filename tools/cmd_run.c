@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "loom_sampler.h"
 #include "model_opts.h"
@@ -59,18 +60,16 @@ static bool progress_cb(uint64_t done, uint64_t total, void *user) {
 }
 
 static bool parse_f(const char *s, float *out) {
-    char *end;
-    float v = strtof(s, &end);
-    if (end == s || *end) return false;
-    *out = v;
+    double v;
+    if (!cli_parse_double(s, &v)) return false;
+    *out = (float)v;
     return true;
 }
 
 static bool parse_i(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi) return false;
-    *out = v;
+    long long v;
+    if (!cli_parse_ll(s, lo, hi, &v)) return false;
+    *out = (long)v;
     return true;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "model_opts.h"
 
 void model_opts_init(model_opts *o) {
@@ -13,11 +14,8 @@ void model_opts_init(model_opts *o) {
 }
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return false;
+    long long v;
+    if (!cli_parse_ll(s, lo, hi, &v)) return false;
     *out = (int)v;
     return true;
 }

@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define LOOM_DEVICE_HUGE_ALIGN ((size_t)2 << 20)
+#define LOOM_DEVICE_HUGE_MIN ((size_t)4 << 20)
 
 uint64_t loom_host_total_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -78,8 +84,14 @@ void *loom_device_alloc(loom_device *d, size_t size) {
         if ((uint64_t)size > d->capacity || cur > d->capacity - (uint64_t)size) return NULL;
         if (atomic_compare_exchange_weak(&d->used, &cur, cur + (uint64_t)size)) break;
     }
-    /* counts in the library-wide allocation sequence (failure injection) */
-    void *p = loom_aligned_alloc(LOOM_DEVICE_ALIGN, size);
+    /* counts in the library-wide allocation sequence (failure injection). Big buffers
+     * (weights, compute buffers) are 2 MiB aligned and asked for transparent huge
+     * pages: far fewer page faults when they are filled and TLB misses when streamed. */
+    bool huge = size >= LOOM_DEVICE_HUGE_MIN;
+    void *p = loom_aligned_alloc(huge ? LOOM_DEVICE_HUGE_ALIGN : LOOM_DEVICE_ALIGN, size);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p && huge) (void)madvise(p, size, MADV_HUGEPAGE); /* advisory: failure is harmless */
+#endif
     if (!p) {
         atomic_fetch_sub(&d->used, (uint64_t)size);
         return NULL;

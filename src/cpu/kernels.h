@@ -42,6 +42,12 @@ typedef struct loom_kernels {
     /* f32 helpers for the ops (never NULL) */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y); /* y += a*x */
+    /* y[i] = x[i] as float for n IEEE halves (never NULL) */
+    void (*f16_to_f32)(int64_t n, const uint16_t *x, float *y);
+    /* Softmax numerator in place: x[i] = exp(x[i] - max) (0 where x[i] is -inf);
+     * returns the sum of the results. SIMD levels use a polynomial exp (relative error
+     * about 2e-7; results below ~1e-38 flush to 0). Never NULL. */
+    float (*exp_sum_f32)(int64_t n, float *x, float max);
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring

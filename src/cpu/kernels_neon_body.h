@@ -15,6 +15,7 @@
 #endif
 
 #include <arm_neon.h>
+#include <math.h>
 #include <string.h>
 
 /* IEEE half bits -> float (FCVT is in the base AArch64 FP unit). */
@@ -273,6 +274,76 @@ static void vd_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = vaddvq_f32(acc);
 }
 
+static void vd_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q2_K *x = vx;
+    const block_q8_K *y = vy;
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    float summf = 0.f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        /* mins: sum_g (scales[g] >> 4) * bsums[g] */
+        const uint8x16_t scv = vld1q_u8(x[i].scales);
+        const uint8x16_t mnv = vshrq_n_u8(scv, 4);
+        const int16x8_t mlo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mnv)));
+        const int16x8_t mhi = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(mnv)));
+        const int16x8_t b0 = vld1q_s16(y[i].bsums), b1 = vld1q_s16(y[i].bsums + 8);
+        int32x4_t mm = vmull_s16(vget_low_s16(mlo), vget_low_s16(b0));
+        mm = vmlal_s16(mm, vget_high_s16(mlo), vget_high_s16(b0));
+        mm = vmlal_s16(mm, vget_low_s16(mhi), vget_low_s16(b1));
+        mm = vmlal_s16(mm, vget_high_s16(mhi), vget_high_s16(b1));
+        const int summ = vaddvq_s32(mm);
+        const int8_t *a = y[i].qs;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t q0 = vld1q_u8(x[i].qs + 32 * h), q1 = vld1q_u8(x[i].qs + 32 * h + 16);
+            for (int j = 0; j < 4; j++) {
+                const int g = 8 * h + 2 * j;
+                int32x4_t t0 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m3)), vld1q_s8(a + 16 * g));
+                int32x4_t t1 = ndot(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q1, m3)), vld1q_s8(a + 16 * g + 16));
+                isum = vmlaq_n_s32(isum, t0, x[i].scales[g] & 0xF);
+                isum = vmlaq_n_s32(isum, t1, x[i].scales[g + 1] & 0xF);
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+            }
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * h2f(x[i].d));
+        summf += (y[i].d * h2f(x[i].dmin)) * (float)summ;
+    }
+    *s = vaddvq_f32(acc) - summf;
+}
+
+static void vd_q3_K(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q3_K *x = vx;
+    const block_q8_K *y = vy;
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int sc[16];
+        for (int g = 0; g < 16; g++) sc[g] = loom_k3_scale(g, x[i].scales);
+        const uint8x16_t hm0 = vld1q_u8(x[i].hmask), hm1 = vld1q_u8(x[i].hmask + 16);
+        const int8_t *a = y[i].qs;
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t q0 = vld1q_u8(x[i].qs + 32 * h), q1 = vld1q_u8(x[i].qs + 32 * h + 16);
+            for (int j = 0; j < 4; j++) {
+                const int g = 8 * h + 2 * j;
+                const uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << (4 * h + j)));
+                /* value = 2-bit code - (high bit set ? 0 : 4), in -4..3 */
+                int8x16_t v0 = vreinterpretq_s8_u8(vsubq_u8(vandq_u8(q0, m3), vbicq_u8(four, vtstq_u8(hm0, bit))));
+                int8x16_t v1 = vreinterpretq_s8_u8(vsubq_u8(vandq_u8(q1, m3), vbicq_u8(four, vtstq_u8(hm1, bit))));
+                int32x4_t t0 = ndot(vdupq_n_s32(0), v0, vld1q_s8(a + 16 * g));
+                int32x4_t t1 = ndot(vdupq_n_s32(0), v1, vld1q_s8(a + 16 * g + 16));
+                isum = vmlaq_n_s32(isum, t0, sc[g]);
+                isum = vmlaq_n_s32(isum, t1, sc[g + 1]);
+                q0 = vshrq_n_u8(q0, 2);
+                q1 = vshrq_n_u8(q1, 2);
+            }
+        }
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * h2f(x[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
 /* ----------------------------------------------------------------- floats */
 
 static void vd_f32(int64_t n, float *s, const void *vx, const void *vy) {
@@ -345,6 +416,64 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+static void f16_to_f32(int64_t n, const uint16_t *x, float *y) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        vst1q_f32(y + i, f16x4(x + i));
+        vst1q_f32(y + i + 4, f16x4(x + i + 4));
+    }
+    for (; i < n; i++) y[i] = loom_fp16_to_fp32(x[i]);
+}
+
+/* exp(x) for softmax arguments (x <= 0): x = k ln2 + r with |r| <= ln2/2 (two-part ln2),
+ * exp(r) by its degree-6 Taylor polynomial (relative error < 2e-7), times 2^k built in
+ * the exponent field. x < -87.3 (and -inf) gives 0; NaN stays NaN. */
+static inline float32x4_t exp_neg(float32x4_t x) {
+    const uint32x4_t tiny = vcltq_f32(x, vdupq_n_f32(-87.3f));
+    x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.3f)), vdupq_n_f32(88.0f)); /* NaN propagates */
+    const float32x4_t k = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));
+    float32x4_t r = vfmsq_f32(x, k, vdupq_n_f32(0.693145752f));
+    r = vfmsq_f32(r, k, vdupq_n_f32(1.42860677e-6f));
+    float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    /* k in [-126, 127]: 2^k is a normal float */
+    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);
+    p = vmulq_f32(p, vreinterpretq_f32_s32(e));
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(p), tiny));
+}
+
+/* exp(x - max), 0 where x is -inf (even when max is -inf too) */
+static inline float32x4_t exp_shifted(float32x4_t x, float32x4_t vm) {
+    const uint32x4_t ninf = vceqq_f32(x, vdupq_n_f32(-INFINITY));
+    const float32x4_t e = exp_neg(vsubq_f32(x, vm));
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(e), ninf));
+}
+
+static float exp_sum_f32(int64_t n, float *x, float max) {
+    const float32x4_t vm = vdupq_n_f32(max);
+    float32x4_t acc = vdupq_n_f32(0.f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t e = exp_shifted(vld1q_f32(x + i), vm);
+        vst1q_f32(x + i, e);
+        acc = vaddq_f32(acc, e);
+    }
+    if (i < n) { /* tail through a vector padded with -inf (gives 0) */
+        float t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        const float32x4_t e = exp_shifted(vld1q_f32(t), vm);
+        vst1q_f32(t, e);
+        for (int64_t j = i; j < n; j++) x[j] = t[j - i];
+        acc = vaddq_f32(acc, e);
+    }
+    return vaddvq_f32(acc);
+}
+
 /* ------------------------------------------------------------ activations */
 
 /* Q8_0 activation quantization, bit-identical to the scalar reference: amax = max |x|
@@ -373,6 +502,43 @@ static void ff_q8_0(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* Q8_K activation quantization, bit-identical to the scalar reference: vmax is the
+ * first element of largest magnitude (NaN ignored), iscale = -127/vmax, q = rint(clamp(
+ * iscale*x, -127, 127)) with round-half-even, d = 1/iscale; zero block when max |x| is
+ * 0, NaN-only or infinite. */
+static void ff_q8_K(const float *x, void *vy, int64_t n) {
+    block_q8_K *y = vy;
+    const float32x4_t lo = vdupq_n_f32(-127.f), hi = vdupq_n_f32(127.f);
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        block_q8_K b;
+        float32x4_t m = vdupq_n_f32(0.f);
+        for (int l = 0; l < QK_K; l += 4) m = vmaxnmq_f32(m, vabsq_f32(vld1q_f32(x + l)));
+        const float amax = vmaxnmvq_f32(m);
+        if (!(amax > 0.f) || !(amax < INFINITY)) {
+            memset(&b, 0, sizeof b);
+        } else {
+            float vmax = 0.f;
+            for (int l = 0; l < QK_K; l++)
+                if (fabsf(x[l]) == amax) {
+                    vmax = x[l];
+                    break;
+                }
+            const float iscale = -127.f / vmax;
+            for (int g = 0; g < 16; g++) {
+                int32x4_t q[4];
+                for (int k = 0; k < 4; k++)
+                    q[k] = vcvtnq_s32_f32(vminnmq_f32(vmaxnmq_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 4 * k), iscale), lo), hi));
+                const int8x16_t q8 = vcombine_s8(vmovn_s16(vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]))),
+                                                 vmovn_s16(vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]))));
+                vst1q_s8(b.qs + 16 * g, q8);
+                b.bsums[g] = vaddlvq_s8(q8);
+            }
+            b.d = 1.f / iscale;
+        }
+        memcpy(&y[i], &b, sizeof b);
+    }
+}
+
 void NEON_FILL(loom_kernels *k) {
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
@@ -383,10 +549,15 @@ void NEON_FILL(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q5_1].vec_dot = vd_q5_1;
     k->dot[LOOM_TYPE_Q8_0].vec_dot = vd_q8_0;
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
+    k->dot[LOOM_TYPE_Q2_K].vec_dot = vd_q2_K;
+    k->dot[LOOM_TYPE_Q3_K].vec_dot = vd_q3_K;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->dot[LOOM_TYPE_Q5_K].vec_dot = vd_q5_K;
     k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
     k->from_float[LOOM_TYPE_Q8_0] = ff_q8_0;
+    k->from_float[LOOM_TYPE_Q8_K] = ff_q8_K;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    k->f16_to_f32 = f16_to_f32;
+    k->exp_sum_f32 = exp_sum_f32;
 }

@@ -2,6 +2,7 @@
  * block (or sub-block), then one float scaling per block. */
 #include "cpu/kernels_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define H2F loom_fp16_to_fp32
@@ -256,6 +257,20 @@ static float dot_f32_ref(int64_t n, const float *x, const float *y) {
     return s;
 }
 
+static void f16_to_f32_ref(int64_t n, const uint16_t *x, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = loom_fp16_to_fp32(x[i]);
+}
+
+static float exp_sum_f32_ref(int64_t n, float *x, float max) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float e = x[i] == -INFINITY ? 0.0f : expf(x[i] - max);
+        x[i] = e;
+        sum += e;
+    }
+    return (float)sum;
+}
+
 static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -288,4 +303,6 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->gemm = NULL;
     k->dot_f32 = dot_f32_ref;
     k->axpy_f32 = axpy_f32_ref;
+    k->f16_to_f32 = f16_to_f32_ref;
+    k->exp_sum_f32 = exp_sum_f32_ref;
 }

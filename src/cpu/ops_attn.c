@@ -107,8 +107,7 @@ static inline float h2f(uint16_t h) {
 
 static void row_to_f32(loom_type t, const void *src, float *dst, int64_t n) {
     if (t == LOOM_TYPE_F16) {
-        const uint16_t *h = (const uint16_t *)src;
-        for (int64_t i = 0; i < n; i++) dst[i] = h2f(h[i]);
+        loom_kernels_get()->f16_to_f32(n, (const uint16_t *)src, dst);
     } else if (t == LOOM_TYPE_BF16) {
         const uint16_t *h = (const uint16_t *)src;
         for (int64_t i = 0; i < n; i++) {
@@ -201,10 +200,7 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     for (int64_t d = 0; d < Dv; d++) s[2 + d] *= f;
                     s[0] = mt;
                 }
-                for (int64_t j = 0; j < nj; j++) {
-                    const float x = sc[hi * FA_TILE + j];
-                    sc[hi * FA_TILE + j] = x == -INFINITY ? 0.0f : expf(x - s[0]);
-                }
+                (void)kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
             }
             /* accumulate V (each row converted once for the whole group) */
             for (int64_t j = j0; j < j1; j++) {

@@ -7,6 +7,7 @@
  *    instead of NaN.
  *  - Row sums (SUM_ROWS, MEAN, NORM, RMS_NORM, SOFT_MAX) accumulate in double.
  */
+#include "cpu/kernels.h"
 #include "cpu/ops.h"
 
 #include <math.h>
@@ -177,12 +178,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
             for (int64_t i = 0; i < ne0; i++) d[i] = 0.0f;
             continue;
         }
-        double sum = 0.0;
-        for (int64_t i = 0; i < ne0; i++) {
-            float e = d[i] == -INFINITY ? 0.0f : expf(d[i] - mx); /* masked: no expf call */
-            d[i] = e;
-            sum += e;
-        }
+        double sum = loom_kernels_get()->exp_sum_f32(ne0, d, mx);
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
     }

@@ -34,10 +34,10 @@ static loom_status build(loom_model *m, const llm_batch *b, loom_ctx **ctx_out, 
 
 /* Dry run (no contexts on a dry-run backend): an estimate of the worst-case graph's
  * peak intermediates per device, recorded through loom_backend_account_graph. Per
- * layer: residual + normed activations, plus the larger of attention (q/k/v, scores
- * and probabilities [L, T, H] without flash attention, output) and the FFN (gate, up,
- * product); the output device adds the final norm and the logits; the CPU holds the
- * embeddings and small inputs. Inputs made with loom_from_* are not graph memory. */
+ * layer: residual + normed activations, plus the largest phase: q/k/v + projections,
+ * scores and probabilities [L, T, H] without flash attention, or the FFN (gate, up,
+ * product); the output phase (final norm, logits) counts if it is larger; the CPU adds
+ * the embeddings and the inputs (mask included, see below). */
 static void account_graph_estimate(loom_model *m) {
     const loom_model_hparams *hp = &m->hp;
     const llm_kv_cache *kv = &m->kv;

@@ -1,0 +1,74 @@
+/* The kernel table's softmax/attention helpers at every compiled-in level:
+ * exp_sum_f32 against float64 exp (relative error, -inf -> 0, NaN stays NaN, the
+ * returned sum), f16_to_f32 against the reference conversion for all 65536 halves. */
+#include "cpu/kernels.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static void test_exp_sum(const loom_kernels *k, const char *lv) {
+    enum { N = 1000 };
+    static float x[N], y[N];
+    uint32_t seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = -90.0f * (float)(seed >> 8) / (float)(1u << 24); /* [-90, 0] */
+    }
+    x[3] = -INFINITY;
+    x[10] = 0.0f;
+    x[11] = -1e-30f;
+    x[12] = -87.0f;
+    const float mx = 0.5f; /* all arguments x - mx <= -0.5 */
+    memcpy(y, x, sizeof y);
+    float sum = k->exp_sum_f32(N, y, mx);
+    double ref_sum = 0.0, max_rel = 0.0;
+    for (int i = 0; i < N; i++) {
+        double r = x[i] == -INFINITY ? 0.0 : exp((double)(x[i] - mx)); /* the float difference */
+        ref_sum += r;
+        if (r > 1e-30) {
+            double rel = fabs((double)y[i] - r) / r;
+            if (rel > max_rel) max_rel = rel;
+        } else {
+            CHECK_MSG(y[i] >= 0.0f && y[i] < 1e-30f, "%s: exp(%g) = %g", lv, (double)x[i] - mx, (double)y[i]);
+        }
+    }
+    CHECK_MSG(max_rel < 1e-6, "%s: exp relative error %g", lv, max_rel);
+    CHECK_MSG(y[3] == 0.0f, "%s: exp(-inf) = %g", lv, (double)y[3]);
+    CHECK_MSG(fabs((double)sum - ref_sum) / ref_sum < 1e-5, "%s: sum %g vs %g", lv, (double)sum, ref_sum);
+    /* short rows (tails) and NaN */
+    float z[3] = {0.0f, NAN, -1.0f};
+    (void)k->exp_sum_f32(3, z, 0.0f);
+    CHECK_MSG(fabs(z[0] - 1.0f) < 1e-6f && isnan(z[1]) && fabs(z[2] - 0.36787944f) < 1e-6f, "%s: short row", lv);
+}
+
+static void test_f16(const loom_kernels *k, const char *lv) {
+    static uint16_t h[65536];
+    static float f[65536];
+    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    k->f16_to_f32(65536, h, f);
+    int bad = 0;
+    for (int i = 0; i < 65536; i++) {
+        float r = loom_fp16_to_fp32((uint16_t)i);
+        bool ok = isnan(r) ? isnan(f[i]) : memcmp(&r, &f[i], 4) == 0;
+        bad += !ok;
+    }
+    CHECK_MSG(bad == 0, "%s: %d halves convert differently", lv, bad);
+    float t[5] = {9, 9, 9, 9, 9};
+    k->f16_to_f32(3, h + 0x3C00, t); /* 1.0 and the next two; t[3..4] untouched */
+    CHECK(t[0] == 1.0f && t[3] == 9.0f && t[4] == 9.0f);
+}
+
+int main(void) {
+    const char *const *lv = loom_kernels_levels();
+    for (int i = 0; lv[i]; i++) {
+        const loom_kernels *k = loom_kernels_for(lv[i]);
+        if (!k) continue;
+        CHECK(k->exp_sum_f32 != NULL && k->f16_to_f32 != NULL);
+        if (!k->exp_sum_f32 || !k->f16_to_f32) continue;
+        test_exp_sum(k, lv[i]);
+        test_f16(k, lv[i]);
+    }
+    return test_finish("test_cpu_fastmath");
+}
