@@ -1,6 +1,7 @@
 /* Kernel tables: every weight type x every ISA level available here x shapes, against
  * the scalar reference and against a float64 dot of the dequantized operands. */
 #include "cpu/kernels.h"
+#include "quant/blocks.h"
 #include "test_util.h"
 
 #include <float.h>
@@ -265,6 +266,119 @@ static void test_vec_dot(void) {
     }
 }
 
+/* from_float with NaN / +-Inf / extreme magnitudes: every level gives the scalar bytes
+ * (the scalar quantizers ignore NaN in amax and map NaN codes to -127). */
+static void test_from_float_special(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    enum { K = 2048 }; /* 8 Q8_K blocks, 64 blocks of 32 */
+    static float x[K];
+    static uint8_t r[K * 4 + 64], g[K * 4 + 64];
+    const float inf = INFINITY, qnan = NAN;
+    for (int rep = 0; rep < 6; rep++) {
+        for (int i = 0; i < K; i++) x[i] = (float)(gauss() * 2.0);
+        /* 32-blocks: NaN, +Inf, -Inf, NaN+Inf, all NaN, NaN among zeros, lone NaN with tiny values */
+        x[3 + 32 * 0] = qnan;
+        x[31 + 32 * 1] = inf;
+        x[0 + 32 * 2] = -inf;
+        x[5 + 32 * 3] = -qnan; x[6 + 32 * 3] = inf;
+        for (int i = 0; i < 32; i++) x[i + 32 * 4] = qnan;
+        for (int i = 0; i < 32; i++) x[i + 32 * 5] = 0.f;
+        x[9 + 32 * 5] = qnan;
+        for (int i = 0; i < 32; i++) x[i + 32 * 6] = (float)(gauss() * 1e-39); /* d subnormal: 1/d = inf */
+        x[4 + 32 * 6] = 0.f;
+        x[7 + 32 * 6] = qnan;
+        for (int i = 0; i < 32; i++) x[i + 32 * 7] = (float)(gauss() * 1e-44); /* d flushes to 0 */
+        x[0 + 32 * 7] = qnan;
+        /* Q8_K blocks from element 256 on: NaN first, -Inf, +-amax ties (first wins), all NaN,
+         * NaN + max at the end, huge (iscale overflow path not taken) and tiny values */
+        x[256 + 0] = qnan;
+        x[512 + 100] = -inf;
+        x[768 + 17] = -1000.f; x[768 + 200] = 1000.f;
+        x[1024 + 40] = 50.f; x[1024 + 41] = -50.f;
+        for (int i = 1280; i < 1536; i++) x[i] = qnan;
+        x[1536 + 255] = 9.f; x[1536 + 254] = qnan; x[1536 + 0] = -qnan;
+        for (int i = 1792; i < 2048; i++) x[i] = (float)(gauss() * (rep & 1 ? 1e-39 : 3e38));
+        x[1792 + 33] = qnan;
+        x[1792 + 34] = 0.f;
+        if (rep >= 3) /* scatter specials everywhere */
+            for (int t = 0; t < 24; t++) {
+                int at = (int)(rnd() % K);
+                uint32_t c = rnd() % 3;
+                x[at] = c == 0 ? qnan : c == 1 ? inf : -inf;
+            }
+        for (size_t ai = 0; ai < sizeof k_atypes / sizeof k_atypes[0]; ai++) {
+            loom_type at = k_atypes[ai];
+            size_t rb = row_bytes(at, K);
+            memset(r, 0, sizeof r);
+            s->from_float[at](x, r, K);
+            for (int li = 1; lv[li]; li++) {
+                const loom_kernels *k = loom_kernels_for(lv[li]);
+                if (!k) continue;
+                memset(g, 0xA5, sizeof g);
+                k->from_float[at](x, g, K);
+                size_t off = 0;
+                while (off < rb && r[off] == g[off]) off++;
+                CHECK_MSG(off == rb, "from_float %s rep %d differs at level %s (byte %zu: %02x vs %02x)",
+                          loom_type_name(at), rep, lv[li], off, off < rb ? r[off] : 0, off < rb ? g[off] : 0);
+            }
+        }
+        if (rep == 0) { /* documented scalar semantics, checked by hand on the Q8_0 bytes */
+            s->from_float[LOOM_TYPE_Q8_0](x, r, K);
+            const int8_t *b0 = (const int8_t *)r + 2, *b1 = (const int8_t *)r + 34 + 2;
+            CHECK_EQ_INT(b0[3], -127); /* NaN code */
+            CHECK(b0[0] != -128 && b0[1] != -128);
+            uint16_t d1;
+            memcpy(&d1, r + 34, 2);
+            CHECK_EQ_INT(d1, 0x7C00); /* amax = inf: d = inf, finite codes 0, the inf itself -127 */
+            CHECK_EQ_INT(b1[0], 0);
+            CHECK_EQ_INT(b1[31], -127);
+        }
+    }
+}
+
+/* Q2_K/Q3_K x Q8_K with arbitrary bytes (activations include -128, bsums as stored) and
+ * unit scales: every partial sum is an integer below 2^24, so every level must give the
+ * scalar result exactly. */
+static void test_kquant_low_exact(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    static const loom_type wts[] = {LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K};
+    enum { NB = 3 };
+    static block_q8_K a[NB];
+    static uint8_t w[NB * 110];
+    for (size_t ti = 0; ti < sizeof wts / sizeof wts[0]; ti++) {
+        loom_type wt = wts[ti];
+        size_t bb = loom_type_get(wt)->block_bytes;
+        for (int rep = 0; rep < 20; rep++) {
+            for (int b = 0; b < NB; b++) {
+                uint8_t *blk = w + b * bb;
+                for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)rnd();
+                if (rep == 1) memset(blk, 0xFF, bb); /* all codes and scales at their maximum */
+                if (rep == 2) memset(blk, 0x00, bb);
+                if (wt == LOOM_TYPE_Q2_K) { u16put(blk + 80, 0x3C00); u16put(blk + 82, 0x3C00); }
+                else u16put(blk + 108, 0x3C00);
+                a[b].d = 1.0f;
+                for (int i = 0; i < 256; i++) a[b].qs[i] = (int8_t)(rep == 1 ? -128 : (int)(rnd() & 0xFF) - 128);
+                for (int gi = 0; gi < 16; gi++) {
+                    int sum = 0;
+                    for (int l = 0; l < 16; l++) sum += a[b].qs[16 * gi + l];
+                    a[b].bsums[gi] = (int16_t)sum;
+                }
+            }
+            float ref = NAN;
+            s->dot[wt].vec_dot(NB * 256, &ref, w, a);
+            for (int li = 1; lv[li]; li++) {
+                const loom_kernels *kt = loom_kernels_for(lv[li]);
+                if (!kt) continue;
+                float v = NAN;
+                kt->dot[wt].vec_dot(NB * 256, &v, w, a);
+                CHECK_MSG(v == ref, "%s %s exact rep %d: %.9g vs scalar %.9g", lv[li], loom_type_name(wt), rep, v, ref);
+            }
+        }
+    }
+}
+
 static void test_f32_helpers(void) {
     const char *const *lv = loom_kernels_levels();
     enum { N = 1000 };
@@ -331,6 +445,8 @@ int main(int argc, char **argv) {
     test_tables_complete();
     test_from_float();
     test_vec_dot();
+    test_from_float_special();
+    test_kquant_low_exact();
     test_f32_helpers();
     test_env_override(self);
     return test_finish("test_cpu_kernels");

@@ -294,34 +294,6 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
-/* Q8_0 activation quantization, same arithmetic as the scalar reference
- * (absmax, d = amax/127, id = 1/d, round-half-even of x*id). */
-static void ff_q8_0(const float *x, void *vy, int64_t n) {
-    block_q8_0 *y = vy;
-    const __m256 signbit = _mm256_set1_ps(-0.f);
-    for (int64_t i = 0; i < n / 32; i++, x += 32) {
-        __m256 v[4], m = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            m = _mm256_max_ps(m, _mm256_andnot_ps(signbit, v[k]));
-        }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        const float amax = _mm_cvtss_f32(m4);
-        const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
-        y[i].d = _cvtss_sh(d, 0);
-        const __m256 vid = _mm256_set1_ps(id);
-        __m256i q[4];
-        for (int k = 0; k < 4; k++)
-            q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
-        __m256i p = _mm256_packs_epi16(p01, p23);
-        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)y[i].qs, p);
-    }
-}
-
 void loom_kernels_fill_avx2(loom_kernels *k) {
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
@@ -335,7 +307,9 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->dot[LOOM_TYPE_Q5_K].vec_dot = vd_q5_K;
     k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
-    k->from_float[LOOM_TYPE_Q8_0] = ff_q8_0;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    /* Q2_K/Q3_K vec_dot and the Q8_0/Q8_1/Q8_K activation quantizers
+     * (kernels_x86_kquant_avx2.c); the avx512 levels inherit them */
+    loom_kernels_fill_x86_kquant_avx2(k);
 }

@@ -163,6 +163,9 @@ static ALWAYS_INLINE void tile_q8act(int RB, int CB, bool q4, int64_t nb, const 
  * u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y, where the
  * -off*sum y term (per column and block) seeds the vpdpbusd accumulator. The same
  * arithmetic per element for every RB/CB, so decode (CB 1) and prompt tiles agree. */
+#ifndef TZ_PF_BYTES
+#define TZ_PF_BYTES 1024 /* software prefetch distance along a weight row (decode) */
+#endif
 static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
                                    const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m512 acc[4][4];
@@ -179,6 +182,9 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const ui
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             float d0, d1;
+            if (CB == 1) /* matrix x vector streams the weights: keep more misses in flight */
+                _mm_prefetch((const char *)(w + (size_t)(i + r) * ws) + (size_t)b * (q4 ? 18 : 34) + TZ_PF_BYTES,
+                             _MM_HINT_T0);
             if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);

@@ -29,6 +29,7 @@ void loom_kernels_fill_scalar(loom_kernels *k);
 /* Override entries of a scalar-filled table with an ISA's kernels. Each exists only
  * when its translation unit is compiled in (see kernels_dispatch.c). */
 void loom_kernels_fill_avx2(loom_kernels *k);
+void loom_kernels_fill_x86_kquant_avx2(loom_kernels *k); /* called by fill_avx2 */
 void loom_kernels_fill_avx512(loom_kernels *k);
 void loom_kernels_fill_avx512vnni(loom_kernels *k);
 void loom_kernels_fill_neon(loom_kernels *k);
