@@ -113,59 +113,11 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
 
 /* ------------------------------------------------------------------ gemm tiles */
 
-/* Q4_0 / Q8_0 weights x Q8_0 activations: RB rows x CB columns. Weights in
- * unsigned form u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y. */
-static ALWAYS_INLINE void tile_q8act(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
-                                     const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
-    __m256 acc[4][4];
-    LOOM_UNROLL
-    for (int r = 0; r < RB; r++)
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi8(1);
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i xu[4];
-        __m256 dx[4];
-        LOOM_UNROLL
-        for (int r = 0; r < RB; r++) {
-            if (q4) {
-                const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
-                xu[r] = unpack_nibbles(xb->qs);
-                dx[r] = _mm256_set1_ps(H2F(xb->d));
-            } else {
-                const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
-                xu[r] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xb->qs), _mm256_set1_epi8((char)0x80));
-                dx[r] = _mm256_set1_ps(H2F(xb->d));
-            }
-        }
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
-            const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
-            __m256i ys = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, yv);
-            ys = q4 ? _mm256_slli_epi32(ys, 3) : _mm256_slli_epi32(ys, 7);
-            const __m256 dy = _mm256_set1_ps(H2F(yb->d));
-            LOOM_UNROLL
-            for (int r = 0; r < RB; r++) {
-                __m256i t = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xu[r], yv), ys);
-                acc[r][cc] = _mm256_fmadd_ps(_mm256_mul_ps(dx[r], dy), _mm256_cvtepi32_ps(t), acc[r][cc]);
-            }
-        }
-    }
-    LOOM_UNROLL
-    for (int r = 0; r < RB; r++)
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
-}
-
 /* Q4_0 / Q8_0 weights x Q8_0 activations with 512-bit vectors: RB rows x CB columns,
  * two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned form
  * u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y, where the
  * -off*sum y term (per column and block) seeds the vpdpbusd accumulator. The same
  * arithmetic per element for every RB/CB, so decode (CB 1) and prompt tiles agree. */
-#ifndef TZ_PF_BYTES
-#define TZ_PF_BYTES 1024 /* software prefetch distance along a weight row (decode) */
-#endif
 static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
                                    const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m512 acc[4][4];
@@ -182,9 +134,6 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const ui
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             float d0, d1;
-            if (CB == 1) /* matrix x vector streams the weights: keep more misses in flight */
-                _mm_prefetch((const char *)(w + (size_t)(i + r) * ws) + (size_t)b * (q4 ? 18 : 34) + TZ_PF_BYTES,
-                             _MM_HINT_T0);
             if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
