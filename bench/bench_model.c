@@ -72,6 +72,28 @@ static uint64_t bm_peak_rss(void) {
     return 0;
 }
 
+/* A "Name: N kB" field of /proc/self/status in bytes, 0 if unreadable. */
+static uint64_t bm_status_bytes(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t fl = strlen(field);
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':' && sscanf(line + fl + 1, " %llu", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024u;
+}
+
+/* Reset VmHWM to the current RSS (Linux >= 4.0); false if not permitted. */
+static bool bm_reset_peak(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
 /* ------------------------------------------------------------ bandwidth */
 
 typedef uint64_t bm_vec __attribute__((vector_size(32)));
@@ -222,6 +244,28 @@ int loom_bench_model(int argc, char **argv) {
     mp.flash_attn = fa;
     loom_error err = {0};
     loom_model *m = NULL;
+
+    /* The memory plan (dry run: weights + KV cache + graph, nothing allocated), to be
+     * compared with the peak RSS growth of the real run below. */
+    uint64_t plan_bytes = 0;
+    {
+        loom_model_params dp = mp;
+        dp.dry_run = true;
+        loom_model *dm = NULL;
+        if (loom_model_open(&dp, &dm, &err) != LOOM_OK) {
+            fprintf(stderr, "loom bench: %s\n", err.msg);
+            return 1;
+        }
+        loom_backend_memory mem;
+        if (loom_backend_memory_get(loom_model_backend(dm), &mem) == LOOM_OK) {
+            plan_bytes = loom_backend_memory_total(&mem);
+            loom_backend_memory_free(&mem);
+        }
+        loom_model_close(dm);
+    }
+    bool peak_reset = bm_reset_peak();
+    uint64_t rss0 = bm_status_bytes("VmRSS");
+
     double t0 = bm_now();
     if (loom_model_open(&mp, &m, &err) != LOOM_OK) {
         fprintf(stderr, "loom bench: %s\n", err.msg);
@@ -290,6 +334,9 @@ int loom_bench_model(int argc, char **argv) {
         }
     }
     uint64_t peak_rss = bm_peak_rss(); /* before the bandwidth buffer */
+    /* growth of the peak over the RSS before open (meaningful when the peak was reset) */
+    uint64_t rss_growth = peak_reset && peak_rss > rss0 ? peak_rss - rss0 : 0;
+    double plan_err = rss_growth ? (double)plan_bytes / (double)rss_growth - 1.0 : 0.0;
     int bw_threads = n_threads > 0 ? n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (bw_threads < 1) bw_threads = 1;
     if (bw_threads > BM_MAX_THREADS) bw_threads = BM_MAX_THREADS;
@@ -303,7 +350,7 @@ int loom_bench_model(int argc, char **argv) {
     (void)loom_gguf_get_int(g, "general.file_type", &ft64);
     uint32_t ft = ft64 >= 0 && ft64 < 1024 ? (uint32_t)ft64 : 1024;
     const char *ftname = loom_gguf_file_type_name(ft);
-    if (!strcmp(ftname, "?")) { /* no or unknown file_type: name the biggest tensor's type */
+    if (!strcmp(ftname, "unknown")) { /* no or unknown file_type: name the biggest tensor's type */
         uint64_t biggest = 0;
         for (int64_t i = 0; i < loom_gguf_tensor_count(g); i++) {
             const loom_gguf_tensor_info *t = loom_gguf_tensor(g, i);
@@ -333,6 +380,8 @@ int loom_bench_model(int argc, char **argv) {
                "\"bytes_per_token\": %.0f, \"tg_bound_tps\": %.4f, \"tg_fraction_of_bound\": %.4f, ",
                pp_m, pp_sd, tg_m, tg_sd, load_s, (unsigned long long)peak_rss, bw / 1e9, bytes_tok,
                bound, bound > 0 ? tg_m / bound : 0.0);
+        printf("\"plan_bytes\": %llu, \"rss_growth_bytes\": %llu, \"plan_error\": %.4f, ",
+               (unsigned long long)plan_bytes, (unsigned long long)rss_growth, plan_err);
         printf("\"pp_samples\": [");
         for (int r = 0; r < reps && n_prompt > 0; r++) printf("%s%.4f", r ? ", " : "", pp[r]);
         printf("], \"tg_samples\": [");
@@ -354,6 +403,9 @@ int loom_bench_model(int argc, char **argv) {
                    fa ? 1 : 0, n_gen, tg_m, tg_sd);
         printf("\nload %.3f s, peak RSS %.1f MiB, %d repetition%s\n", load_s,
                (double)peak_rss / 1048576.0, reps, reps == 1 ? "" : "s");
+        if (rss_growth)
+            printf("memory plan %.1f MiB vs peak RSS growth %.1f MiB (%+.1f%%)\n",
+                   (double)plan_bytes / 1048576.0, (double)rss_growth / 1048576.0, 100.0 * plan_err);
         if (bw > 0) {
             printf("read bandwidth %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", bw / 1e9,
                    bw_threads, bw_mib);
