@@ -40,6 +40,9 @@ void loom_device_init_sim(loom_device *d, const loom_sim_device *sim);
 /* Allocate size bytes (>0) aligned to LOOM_DEVICE_ALIGN. NULL when the device is
  * out of memory, the host allocation failed, or the fault hook fired. */
 void *loom_device_alloc(loom_device *d, size_t size);
+/* True when a fresh loom_device_alloc of size bytes is known to read as zeros (big
+ * buffers are anonymous mappings), so a zero-initialised buffer needs no memset. */
+bool loom_device_alloc_zeroed(size_t size);
 /* Free a buffer from loom_device_alloc of that size. NULL is a no-op. */
 void loom_device_free(loom_device *d, void *p, size_t size);
 /* Copies between host memory and a device buffer (host memory for all current devices). */

@@ -14,6 +14,7 @@
 
 #define LOOM_DEVICE_HUGE_ALIGN ((size_t)2 << 20)
 #define LOOM_DEVICE_HUGE_MIN ((size_t)4 << 20)
+#define LOOM_DEVICE_MAP_MIN ((size_t)1 << 20) /* anonymous mapping from this size */
 
 uint64_t loom_host_total_bytes(void) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -75,6 +76,51 @@ void loom_device_init_sim(loom_device *d, const loom_sim_device *sim) {
     atomic_init(&d->peak, 0);
 }
 
+/* Big buffers: anonymous mappings (from 4 MiB: 2 MiB aligned, huge pages asked for).
+ * Their pages are zero until written and only become resident when touched, so a
+ * zero-initialised buffer (the KV cache) costs nothing at allocation time. Counted in
+ * the library allocation sequence like loom_aligned_alloc (failure injection). Freed
+ * with huge_free(p, size) for the same size. Without mmap: loom_aligned_alloc. */
+#if defined(__linux__) && defined(MAP_ANONYMOUS)
+#define LOOM_DEVICE_MMAP 1
+/* whole 4 KiB pages only: a tail rounded up to 2 MiB could be backed by a huge page
+ * of which most is never used */
+static size_t map_len(size_t size) { return (size + 4095) & ~(size_t)4095; }
+static void *huge_alloc(size_t size) {
+    if (size > SIZE_MAX - 2 * LOOM_DEVICE_HUGE_ALIGN) return NULL;
+    if (loom_alloc_should_fail()) return NULL;
+    size_t len = map_len(size);
+    if (size < LOOM_DEVICE_HUGE_MIN) { /* page aligned is enough */
+        void *q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return q == MAP_FAILED ? NULL : q;
+    }
+    size_t span = len + LOOM_DEVICE_HUGE_ALIGN;
+    char *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    uintptr_t a = ((uintptr_t)m + LOOM_DEVICE_HUGE_ALIGN - 1) & ~(uintptr_t)(LOOM_DEVICE_HUGE_ALIGN - 1);
+    char *p = (char *)a;
+    size_t head = (size_t)(p - m), tail = span - head - len;
+    if (head) (void)munmap(m, head);
+    if (tail) (void)munmap(p + len, tail);
+#if defined(MADV_HUGEPAGE)
+    (void)madvise(p, len, MADV_HUGEPAGE); /* advisory: failure is harmless */
+#endif
+    return p;
+}
+static void huge_free(void *p, size_t size) { (void)munmap(p, map_len(size)); }
+#else
+#define LOOM_DEVICE_MMAP 0
+static void *huge_alloc(size_t size) {
+    return loom_aligned_alloc(size >= LOOM_DEVICE_HUGE_MIN ? LOOM_DEVICE_HUGE_ALIGN : LOOM_DEVICE_ALIGN, size);
+}
+static void huge_free(void *p, size_t size) {
+    (void)size;
+    loom_free(p);
+}
+#endif
+
+bool loom_device_alloc_zeroed(size_t size) { return LOOM_DEVICE_MMAP && size >= LOOM_DEVICE_MAP_MIN; }
+
 void *loom_device_alloc(loom_device *d, size_t size) {
     if (!d || size == 0) return NULL;
     if (size > SIZE_MAX - LOOM_DEVICE_ALIGN) return NULL;
@@ -84,14 +130,12 @@ void *loom_device_alloc(loom_device *d, size_t size) {
         if ((uint64_t)size > d->capacity || cur > d->capacity - (uint64_t)size) return NULL;
         if (atomic_compare_exchange_weak(&d->used, &cur, cur + (uint64_t)size)) break;
     }
-    /* counts in the library-wide allocation sequence (failure injection). Big buffers
-     * (weights, compute buffers) are 2 MiB aligned and asked for transparent huge
-     * pages: far fewer page faults when they are filled and TLB misses when streamed. */
-    bool huge = size >= LOOM_DEVICE_HUGE_MIN;
-    void *p = loom_aligned_alloc(huge ? LOOM_DEVICE_HUGE_ALIGN : LOOM_DEVICE_ALIGN, size);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p && huge) (void)madvise(p, size, MADV_HUGEPAGE); /* advisory: failure is harmless */
-#endif
+    /* counts in the library-wide allocation sequence (failure injection). Buffers of
+     * 1 MiB or more are anonymous mappings (zero pages for free: KV cache tensors need
+     * no memset); from 4 MiB (weights, compute buffers) they are 2 MiB aligned and
+     * asked for transparent huge pages: fewer page faults and TLB misses. */
+    bool huge = size >= LOOM_DEVICE_MAP_MIN;
+    void *p = huge ? huge_alloc(size) : loom_aligned_alloc(LOOM_DEVICE_ALIGN, size);
     if (!p) {
         atomic_fetch_sub(&d->used, (uint64_t)size);
         return NULL;
@@ -103,7 +147,8 @@ void *loom_device_alloc(loom_device *d, size_t size) {
 
 void loom_device_free(loom_device *d, void *p, size_t size) {
     if (!p) return;
-    loom_free(p);
+    if (size >= LOOM_DEVICE_MAP_MIN) huge_free(p, size);
+    else loom_free(p);
     if (d) atomic_fetch_sub(&d->used, (uint64_t)size);
 }
 

@@ -118,6 +118,12 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
  * u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y, where the
  * -off*sum y term (per column and block) seeds the vpdpbusd accumulator. The same
  * arithmetic per element for every RB/CB, so decode (CB 1) and prompt tiles agree. */
+/* Decode (1-column) tiles prefetch the weight rows PF_ROWS below the current ones
+ * (the next 4-row tile) at the same column: rows are only a few KiB long, too short
+ * for the hardware prefetcher to ramp up on each of the tile's row streams, so the
+ * tile after this one is requested while this one computes (single thread, DRAM-
+ * resident Q4_0 2048x5632: 7.7 -> 13 GB/s). Prefetching past the last row is harmless. */
+#define PF_ROWS 4
 static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
                                    const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m512 acc[4][4];
@@ -131,26 +137,41 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const ui
     for (; b + 2 <= nb; b += 2) {
         __m512i xu[4];
         __m512 dx[4];
+        if (CB == 1) { /* decode: fetch the next tile's rows */
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                _mm_prefetch((const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * (q4 ? 18 : 34)),
+                             _MM_HINT_T0);
+        }
+        /* the RB x 2 block scales converted with one vcvtph2ps: [r0b0 r0b1 r1b0 r1b1 ...] */
+        uint16_t hd[8] = {0};
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
-            float d0, d1;
+            const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * (q4 ? 18 : 34);
+            memcpy(&hd[2 * r], rowb, 2);
+            memcpy(&hd[2 * r + 1], rowb + (q4 ? 18 : 34), 2);
+        }
+        const __m512 dxa = _mm512_castps256_ps512(
+            _mm256_cvtph_ps(_mm_set_epi16((short)hd[7], (short)hd[6], (short)hd[5], (short)hd[4], (short)hd[3],
+                                          (short)hd[2], (short)hd[1], (short)hd[0])));
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
             if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
                 __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
                 u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
                 xu[r] = _mm512_and_si512(u, m4);
-                d0 = H2F(xb[0].d);
-                d1 = H2F(xb[1].d);
             } else {
                 const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
                 __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].qs)),
                                                _mm256_loadu_si256((const __m256i *)xb[1].qs), 1);
                 xu[r] = _mm512_xor_si512(u, offv);
-                d0 = H2F(xb[0].d);
-                d1 = H2F(xb[1].d);
             }
-            dx[r] = _mm512_mask_broadcastss_ps(_mm512_set1_ps(d0), 0xFF00, _mm_set_ss(d1));
+            dx[r] = _mm512_permutexvar_ps(_mm512_set_epi32(2 * r + 1, 2 * r + 1, 2 * r + 1, 2 * r + 1, 2 * r + 1,
+                                                           2 * r + 1, 2 * r + 1, 2 * r + 1, 2 * r, 2 * r, 2 * r,
+                                                           2 * r, 2 * r, 2 * r, 2 * r, 2 * r),
+                                          dxa);
         }
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) {
@@ -230,6 +251,15 @@ static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w
     for (int64_t b = 0; b < nb; b++) {
         const block_q4_K *xb[4];
         __m256i sc16[4], mn32[4];
+        if (CB == 1) {
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const char *pf = (const char *)((const block_q4_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
+                _mm_prefetch(pf, _MM_HINT_T0);
+                _mm_prefetch(pf + 64, _MM_HINT_T0);
+                _mm_prefetch(pf + 128, _MM_HINT_T0);
+            }
+        }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             xb[r] = (const block_q4_K *)(w + (size_t)(i + r) * ws) + b;
@@ -304,6 +334,16 @@ static ALWAYS_INLINE void tile_q6_K(int RB, int CB, int64_t nb, const uint8_t *w
         const block_q6_K *xb[4];
         __m256i sc16[4];
         __m256i isum[4][4];
+        if (CB == 1) {
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const char *pf = (const char *)((const block_q6_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
+                _mm_prefetch(pf, _MM_HINT_T0);
+                _mm_prefetch(pf + 64, _MM_HINT_T0);
+                _mm_prefetch(pf + 128, _MM_HINT_T0);
+                _mm_prefetch(pf + 192, _MM_HINT_T0);
+            }
+        }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             xb[r] = (const block_q6_K *)(w + (size_t)(i + r) * ws) + b;

@@ -52,16 +52,33 @@ static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_k
     return align_up(mul_sz(rb, (size_t)loom_nrows(b)));
 }
 
+/* Activations of at most this many rows are converted by every thread into its own
+ * copy (no barrier between conversion and product: decode shapes). */
+#define MM_PRIVATE_ACT_ROWS 4
+
 size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
-    (void)nth;
     const loom_tensor *a = dst->src[0], *b = dst->src[1];
     if (!a || !b) return 0;
-    return act_bytes(a, b, loom_kernels_get());
+    size_t ab = act_bytes(a, b, loom_kernels_get());
+    if (loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && nth > 1) return mul_sz(ab, (size_t)nth);
+    return ab;
 }
 
 /* Row chunk of a per tile: only a function of the shape (thread-count independent);
  * a multiple of 4 (the gemm micro-tile height). */
-static int64_t mm_row_chunk(int64_t M, int64_t n_slices) {
+static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N) {
+    if (N <= 4) {
+        /* matrix x vector (decode): few large contiguous row ranges, so each thread
+         * streams long runs of weight rows (hardware prefetch) and claims tiles
+         * rarely; a multiple of 16 rows so tiles never share an output cache line. */
+        int64_t tw = 32 / (n_slices > 0 ? n_slices : 1);
+        if (tw < 1) tw = 1;
+        int64_t rcd = (M + tw - 1) / tw;
+        rcd = (rcd + 15) & ~(int64_t)15;
+        if (rcd < 16) rcd = 16;
+        if (rcd > 512) rcd = 512;
+        return rcd;
+    }
     int64_t tiles_wanted = 256 / (n_slices > 0 ? n_slices : 1);
     if (tiles_wanted < 1) tiles_wanted = 1;
     int64_t rc = (M + tiles_wanted - 1) / tiles_wanted;
@@ -118,15 +135,22 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
     /* ---- phase 1: activations -> vec_dot_type */
     char *act = (char *)p->wdata;
     if (!in_place) {
-        convert_rows(b, kt->from_float[vdt], act, rb, K, p->ith, p->nth);
-        loom_cpu_barrier(p);
+        const size_t ab = act_bytes(a, b, kt);
+        if (p->nth > 1 && loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && ab <= p->wsize / (size_t)p->nth) {
+            /* tiny activation: each thread converts all of it privately, no barrier */
+            act += (size_t)p->ith * ab;
+            convert_rows(b, kt->from_float[vdt], act, rb, K, 0, 1);
+        } else {
+            convert_rows(b, kt->from_float[vdt], act, rb, K, p->ith, p->nth);
+            loom_cpu_barrier(p);
+        }
     }
 
     /* ---- phase 2: tiles of (slice, row chunk, column panel), claimed dynamically
      * through p->counter when there is one (a preempted thread does not hold the others
      * back), else round-robin. Inside a tile, column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
-    const int64_t rc = mm_row_chunk(M, n_slices);
+    const int64_t rc = mm_row_chunk(M, n_slices, N);
     const int64_t n_rchunks = (M + rc - 1) / rc;
     const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     const int64_t n_panels = (N + pc - 1) / pc;
