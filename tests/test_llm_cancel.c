@@ -199,7 +199,28 @@ static void test_eval_cancel(void) {
     loom_model_close(m);
 }
 
+/* LOOM_CANCEL_MODEL=path runs the same measurements on an existing model (e.g. the
+ * 1.1B synthetic model from `loom gen`) instead of writing the small one. */
+static int run_on_existing(const char *path) {
+    snprintf(g_path, sizeof g_path, "%s", path);
+    loom_gguf *g = NULL;
+    loom_error err = {0};
+    CHECK_MSG(loom_gguf_open(path, NULL, &g, &err) == LOOM_OK, "%s", err.msg);
+    if (!g) return test_finish("test_llm_cancel");
+    uint64_t data_bytes = loom_gguf_file_size(g) - loom_gguf_data_offset(g);
+    loom_gguf_close(g);
+    printf("model %s: %.1f MB of tensor data\n", path, (double)data_bytes / 1e6);
+    test_model_load_cancel(true, false, data_bytes);
+    test_model_load_cancel(false, false, data_bytes);
+    test_model_load_cancel(true, true, data_bytes);
+    test_backend_load_cancel(data_bytes);
+    test_eval_cancel();
+    return test_finish("test_llm_cancel");
+}
+
 int main(void) {
+    const char *existing = getenv("LOOM_CANCEL_MODEL");
+    if (existing && *existing) return run_on_existing(existing);
     snprintf(g_path, sizeof g_path, "/tmp/loom_test_cancel_%d.gguf", (int)getpid());
     loom_synth_params sp = loom_synth_default_params();
     sp.vocab_path = test_path("models/stories260K.gguf");
