@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "cpu/kernels_internal.h"
+#include "quant/repack.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -54,6 +55,7 @@ typedef struct job {
     loom_type wt, at;
     int64_t rows, kdim, cols, nmat, reps;
     const uint8_t *w;
+    bool repacked; /* w is in the row-interleaved layout (quant/repack.h) */
     size_t wrb, mat_bytes, arb;
     const uint8_t *act;
     float *out;
@@ -91,17 +93,25 @@ static double run_threads(job *j, int nth) {
 
 /* ------------------------------------------------------------------ kernels */
 
+/* The engine's tile function for this job's weights. */
+static bool job_gemm(job *j, const uint8_t *w, float *c, int64_t i0, int64_t i1, int64_t c0, int64_t c1) {
+    if (j->repacked)
+        return j->k->gemm_repacked(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
+    return j->k->gemm && j->k->gemm(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
+}
+
 static void decode_fn(job *j, int ith, int nth) {
-    int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    /* contiguous row ranges, multiples of 16 rows (the repacked group) */
+    int64_t ng = (j->rows + 15) / 16;
+    int64_t r0 = ng * ith / nth * 16, r1 = ng * (ith + 1) / nth * 16;
+    if (r1 > j->rows) r1 = j->rows;
     loom_vec_dot_fn vd = j->k->dot[j->wt].vec_dot;
     float *out = j->out + (size_t)ith * 64; /* per-thread scratch, avoid false sharing */
     for (int64_t rep = 0; rep < j->reps; rep++)
         for (int64_t m = 0; m < j->nmat; m++) {
             const uint8_t *w = j->w + (size_t)m * j->mat_bytes;
             /* the engine's path for one column: the gemm tile when the table has one */
-            if (j->k->gemm && j->k->gemm(j->wt, j->kdim, w, j->wrb, j->act, j->arb, j->out + 256 * 64,
-                                         (size_t)j->rows, r0, r1, 0, 1))
-                continue;
+            if (job_gemm(j, w, j->out + 256 * 64, r0, r1, 0, 1)) continue;
             float acc = 0.f;
             for (int64_t r = r0; r < r1; r++) {
                 float s;
@@ -125,9 +135,7 @@ static void prompt_fn(job *j, int ith, int nth) {
             int64_t c1 = c0 + CB < j->cols ? c0 + CB : j->cols;
             for (int64_t i = r0; i < r1; i += RB) {
                 int64_t i1 = i + RB < r1 ? i + RB : r1;
-                if (j->k->gemm && j->k->gemm(j->wt, j->kdim, j->w, j->wrb, j->act, j->arb, j->out, (size_t)j->rows, i,
-                                             i1, c0, c1))
-                    continue;
+                if (job_gemm(j, j->w, j->out, i, i1, c0, c1)) continue;
                 for (int64_t c = c0; c < c1; c++)
                     for (int64_t r = i; r < i1; r++)
                         vd(j->kdim, &j->out[(size_t)c * j->rows + r], j->w + (size_t)r * j->wrb, j->act + (size_t)c * j->arb);
@@ -268,20 +276,23 @@ typedef struct {
     const char *shape;
     int threads;
     double gflops, gbs, fraction;
+    bool repacked;
 } entry;
 
 static void usage(void) {
-    fprintf(stderr, "usage: loom bench kernels [--json] [-t N] [--quick] [--types Q4_0,Q8_0,...]\n");
+    fprintf(stderr, "usage: loom bench kernels [--json] [-t N] [--quick] [--no-repack] [--types Q4_0,Q8_0,...]\n"
+                    "  --no-repack  keep GGUF row layout even where the engine repacks weights at load\n");
 }
 
 int loom_bench_kernels(int argc, char **argv) {
-    bool json = false, quick = false;
+    bool json = false, quick = false, no_repack = false;
     long nth = sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
     const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,F16,BF16,F32";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--no-repack")) no_repack = true;
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             char *end;
             nth = strtol(argv[++i], &end, 10);
@@ -369,6 +380,19 @@ int loom_bench_kernels(int argc, char **argv) {
         /* quantize 64 rows once and replicate them (content does not matter for timing) */
         uint8_t *w = arena;
         for (int64_t r = 0; r < 64 && r < N; r++) (void)loom_quantize_row(wt, xf + (size_t)r * K, w + (size_t)r * wrb, K);
+        /* the engine's layout: weights the kernel table wants repacked are repacked at
+         * load (groups of 16 rows are self-contained, so the 64-row copy still works) */
+        const bool repacked = !no_repack && k->repack[wt] && N % 64 == 0;
+        if (repacked) {
+            uint8_t *tmp = malloc(64 * wrb);
+            if (!tmp || loom_repack_rows(wt, K, 64, w, tmp) != LOOM_OK) {
+                fprintf(stderr, "bench: repack failed\n");
+                free(tmp); free(arena); free(xf); free(out); free(act); free(ents);
+                return 1;
+            }
+            memcpy(w, tmp, 64 * wrb);
+            free(tmp);
+        }
         for (int64_t r = 64; r < N * nmat; r++) memcpy(w + (size_t)r * wrb, w + (size_t)(r % 64) * wrb, wrb);
         for (int64_t c = 0; c < P; c++) k->from_float[at](xf + (size_t)c * K, act + (size_t)c * arb, K);
         const bool isint = loom_type_get(wt)->is_quantized;
@@ -377,7 +401,7 @@ int loom_bench_kernels(int argc, char **argv) {
                 if (tt == 1 && nth == 1) continue;
                 job j;
                 memset(&j, 0, sizeof j);
-                j.k = k; j.wt = wt; j.at = at; j.rows = N; j.kdim = K; j.w = w; j.wrb = wrb;
+                j.k = k; j.wt = wt; j.at = at; j.rows = N; j.kdim = K; j.w = w; j.wrb = wrb; j.repacked = repacked;
                 j.mat_bytes = mat_bytes; j.arb = arb; j.act = act; j.out = out;
                 double flop, bytes, t;
                 if (shape == 0) {
@@ -405,12 +429,13 @@ int loom_bench_kernels(int argc, char **argv) {
                 e->t = wt;
                 e->shape = shape == 0 ? "decode" : "prompt";
                 e->threads = tcount[tt];
+                e->repacked = repacked;
                 e->gflops = flop / t * 1e-9;
                 e->gbs = bytes / t * 1e-9;
                 e->fraction = shape == 0 ? e->gbs / bw[tt] : e->gflops / (isint ? pi[tt] : pf[tt]);
                 if (!json)
-                    printf("%-6s %-7s %4d %10.1f %9.1f %8.1f%%\n", loom_type_name(wt), e->shape, e->threads, e->gflops,
-                           e->gbs, 100 * e->fraction);
+                    printf("%-6s %-7s %4d %10.1f %9.1f %8.1f%%%s\n", loom_type_name(wt), e->shape, e->threads,
+                           e->gflops, e->gbs, 100 * e->fraction, repacked ? "  (repacked)" : "");
                 fflush(stdout);
             }
     }
@@ -421,9 +446,9 @@ int loom_bench_kernels(int argc, char **argv) {
                k->name, (int)nth, bw[1], bw[0], pf[1], pf[0], pi[1], pi[0]);
         for (int i = 0; i < ne; i++)
             printf("%s{\"type\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"gflops\": %.3f, \"gbs\": %.3f, "
-                   "\"fraction\": %.4f}",
+                   "\"fraction\": %.4f, \"layout\": \"%s\"}",
                    i ? ", " : "", loom_type_name(ents[i].t), ents[i].shape, ents[i].threads, ents[i].gflops, ents[i].gbs,
-                   ents[i].fraction);
+                   ents[i].fraction, ents[i].repacked ? "repacked" : "gguf");
         printf("]}\n");
     }
     free(ents);

@@ -196,6 +196,14 @@ loom_tensor *loom_new_node(loom_ctx *ctx, loom_op op, loom_type type, const int6
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, NULL, NULL, "invalid result shape [%lld,%lld,%lld,%lld] for %s",
                              (long long)ne[0], (long long)ne[1], (long long)ne[2], (long long)ne[3],
                              loom_type_name(type));
+    for (int i = 0; i < n_src; i++) {
+        const loom_tensor *sb = srcs[i] ? loom_tensor_base(srcs[i]) : NULL;
+        if (sb && (sb->flags & LOOM_TF_REPACKED) && !(op == LOOM_OP_MUL_MAT && i == 0 && srcs[i] == sb))
+            return loom_ctx_fail(ctx, LOOM_ERR_UNSUPPORTED, op, srcs[i], NULL,
+                                 "tensor '%s' is stored in the CPU repacked layout: only MUL_MAT accepts it, as its "
+                                 "weight operand",
+                                 sb->name);
+    }
     loom_tensor *t = arena_take(ctx, op);
     if (!t) return &ctx->root->poison;
     t->op = op;
@@ -212,6 +220,9 @@ loom_tensor *loom_new_view(loom_ctx *ctx, loom_tensor *a, loom_type type, const 
     if (!ctx) return NULL;
     if (ctx->root->err.status != LOOM_OK) return &ctx->root->poison;
     loom_tensor *base = loom_tensor_base(a);
+    if (base->flags & LOOM_TF_REPACKED)
+        return loom_ctx_fail(ctx, LOOM_ERR_UNSUPPORTED, LOOM_OP_VIEW, a, NULL,
+                             "tensor '%s' is stored in the CPU repacked layout: it cannot be viewed", base->name);
     size_t base_offs = a->view_src ? a->view_offs : 0;
     if (offset > SIZE_MAX / 2 || base_offs > SIZE_MAX / 2)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, LOOM_OP_VIEW, a, NULL, "offset %zu out of range", offset);

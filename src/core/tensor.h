@@ -40,7 +40,9 @@ enum loom_tensor_flag {
     LOOM_TF_WEIGHT = 1u << 2,  /* model weight (set by the backend) */
     LOOM_TF_OUTPUT = 1u << 3,  /* requested output of the current compute (planner keeps it alive) */
     LOOM_TF_ALLOCATED = 1u << 4, /* leaf whose memory was committed at creation */
-    LOOM_TF_EMPTY = 1u << 5    /* zero elements (ne0 == 0): no memory */
+    LOOM_TF_EMPTY = 1u << 5,   /* zero elements (ne0 == 0): no memory */
+    LOOM_TF_REPACKED = 1u << 6 /* weight data in the CPU row-interleaved layout (quant/repack.h):
+                                  only MUL_MAT accepts it, as src[0]; set by the backend */
 };
 
 struct loom_tensor {

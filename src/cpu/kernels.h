@@ -39,6 +39,14 @@ typedef struct loom_kernels {
     loom_kernel_entry dot[LOOM_TYPE_COUNT];         /* indexed by weight type */
     loom_from_float_fn from_float[LOOM_TYPE_COUNT]; /* indexed by activation type */
     loom_gemm_fn gemm;                              /* may be NULL */
+    /* The same contract as gemm for weights in the row-interleaved layout of
+     * quant/repack.h (w points at the matrix, w_stride is its GGUF row size,
+     * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table
+     * holds the reference. Returns false for a type without that layout. */
+    loom_gemm_fn gemm_repacked;
+    /* Weight types this level wants repacked at load (it has a fast
+     * gemm_repacked for them); all false on levels without one. */
+    bool repack[LOOM_TYPE_COUNT];
     /* f32 helpers for the ops (never NULL) */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y); /* y += a*x */

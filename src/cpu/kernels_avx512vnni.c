@@ -464,4 +464,5 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
+    loom_kernels_fill_repack_avx512vnni(k);
 }

@@ -1,6 +1,7 @@
 /* Scalar reference kernels. Integer formats: exact integer dot product inside each
  * block (or sub-block), then one float scaling per block. */
 #include "cpu/kernels_internal.h"
+#include "quant/repack.h"
 
 #include <math.h>
 #include <string.h>
@@ -275,6 +276,47 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* Reference for the row-interleaved layout (quant/repack.h): per row, per block,
+ * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; Q8_0: (u ^ 0x80) as
+ * int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
+ * SIMD versions perform per vector lane, so they match this bit for bit. */
+bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                            size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (!loom_repack_type_ok(wt)) return false;
+    const bool q4 = wt == LOOM_TYPE_Q4_0;
+    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const int64_t nb = k / 32;
+    const size_t gbytes = ws * LOOM_REPACK_ROWS;
+    for (int64_t j = j0; j < j1; j++) {
+        const block_q8_0 *y = (const block_q8_0 *)((const char *)a + (size_t)j * as);
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
+            float acc = 0.f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = (const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bb * LOOM_REPACK_ROWS;
+                uint16_t hd;
+                memcpy(&hd, p + 2 * r, 2);
+                int isum = 0;
+                for (int e = 0; e < 32; e++) {
+                    int q;
+                    if (q4) {
+                        const int l = e % 16, cc = l / 4;
+                        const uint8_t byte = p[32 + 64 * cc + 4 * r + l % 4];
+                        q = (e < 16 ? (byte & 0xF) : (byte >> 4)) - 8;
+                    } else {
+                        const int cc = e / 4;
+                        q = (int)(int8_t)(p[32 + 64 * cc + 4 * r + e % 4] ^ 0x80);
+                    }
+                    isum += q * y[b].qs[e];
+                }
+                acc = fmaf(H2F(hd) * H2F(y[b].d), (float)isum, acc);
+            }
+            c[(size_t)j * ldc + (size_t)i] = acc;
+        }
+    }
+    return true;
+}
+
 void loom_kernels_fill_scalar(loom_kernels *k) {
     memset(k, 0, sizeof *k);
     k->name = "scalar";
@@ -301,6 +343,7 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->from_float[LOOM_TYPE_Q8_1] = ff_q8_1;
     k->from_float[LOOM_TYPE_Q8_K] = ff_q8_K;
     k->gemm = NULL;
+    k->gemm_repacked = loom_gemm_repacked_ref;
     k->dot_f32 = dot_f32_ref;
     k->axpy_f32 = axpy_f32_ref;
     k->f16_to_f32 = f16_to_f32_ref;

@@ -15,6 +15,7 @@
  */
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
+#include "quant/repack.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -131,6 +132,12 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
         return;
     }
+    /* weights in the row-interleaved layout: whole 16-row groups per tile */
+    const bool repacked = (a->flags & LOOM_TF_REPACKED) != 0;
+    if (repacked && (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) || vdt != LOOM_TYPE_Q8_0)) {
+        loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
+        return;
+    }
 
     /* ---- phase 1: activations -> vec_dot_type */
     char *act = (char *)p->wdata;
@@ -150,7 +157,8 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
      * through p->counter when there is one (a preempted thread does not hold the others
      * back), else round-robin. Inside a tile, column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
-    const int64_t rc = mm_row_chunk(M, n_slices, N);
+    int64_t rc = mm_row_chunk(M, n_slices, N);
+    if (repacked) rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
     const int64_t n_rchunks = (M + rc - 1) / rc;
     const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     const int64_t n_panels = (N + pc - 1) / pc;
@@ -180,6 +188,11 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         }
         float *c = out + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
 
+        if (repacked) {
+            (void)kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1);
+            tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
+            continue;
+        }
         for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
             int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
             if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, j0, j1)) continue;
@@ -236,6 +249,10 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
     const size_t rb = e->vec_dot ? row_bytes(vdt, K) : SIZE_MAX;
     const bool in_place = vdt == LOOM_TYPE_F32;
     mmid_layout L = mmid_plan(dst, kt);
+    if (a->flags & LOOM_TF_REPACKED) { /* expert matrices are never repacked */
+        loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
+        return;
+    }
     if (!e->vec_dot || rb == SIZE_MAX || (!in_place && !kt->from_float[vdt]) || p->wsize < L.total) {
         loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
         return;

@@ -1,0 +1,243 @@
+/* Row-interleaved weight layout (quant/repack.h) and its matmul kernels:
+ *  - repack/unpack round trip and the documented byte layout, bad arguments;
+ *  - the scalar reference gemm_repacked against a float64 dot of the dequantized
+ *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
+ *    bit (per lane the same exact integer sums and fma chain), over K = one block,
+ *    several activation slabs, N = 1, 2, 7, 64, 300 and a row range that skips a group;
+ *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
+ *    results, within the float64 bound), and the graph refusing any other use. */
+#include "cpu/kernels_internal.h"
+#include "nn_test_common.h"
+#include "quant/blocks.h"
+#include "quant/repack.h"
+
+static double gauss(void) { return sqrt(-2.0 * log(rnd_u() + 1e-300)) * cos(6.283185307179586 * rnd_u()); }
+
+static size_t rowb(loom_type t, int64_t k) {
+    size_t b = 0;
+    CHECK_EQ_INT(loom_type_row_bytes(t, k, &b), LOOM_OK);
+    return b;
+}
+
+/* m rows of k quantized gaussian values (row 5 with scale 100, others 0.05..1). */
+static uint8_t *make_rows(loom_type t, int64_t k, int64_t m) {
+    size_t rb = rowb(t, k);
+    uint8_t *w = malloc(rb * (size_t)m);
+    float *x = fmalloc((size_t)k);
+    if (!w || !x) { free(w); free(x); return NULL; }
+    for (int64_t r = 0; r < m; r++) {
+        double s = r == 5 ? 100.0 : 0.05 + 0.02 * (double)r;
+        for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * s);
+        if (r == 7) for (int64_t i = 0; i < k && i < 32; i++) x[i] = 0.f; /* an all-zero block */
+        CHECK_EQ_INT(loom_quantize_row(t, x, w + (size_t)r * rb, k), LOOM_OK);
+    }
+    free(x);
+    return w;
+}
+
+static void test_layout(void) {
+    static const loom_type ts[2] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0};
+    static const int64_t ks[3] = {32, 96, 4192};
+    for (int ti = 0; ti < 2; ti++)
+        for (int ki = 0; ki < 3; ki++) {
+            loom_type t = ts[ti];
+            int64_t k = ks[ki], m = 48;
+            size_t rb = rowb(t, k), n = rb * (size_t)m;
+            uint8_t *w = make_rows(t, k, m), *p = malloc(n), *u = malloc(n);
+            if (!w || !p || !u) { CHECK(0); free(w); free(p); free(u); return; }
+            CHECK_EQ_INT(loom_repack_rows(t, k, m, w, p), LOOM_OK);
+            CHECK_EQ_INT(loom_unpack_rows(t, k, m, p, u), LOOM_OK);
+            CHECK_MSG(memcmp(w, u, n) == 0, "%s k=%lld round trip", loom_type_name(t), (long long)k);
+            /* the documented layout, byte by byte, for a few (row, block) pairs */
+            const bool q4 = t == LOOM_TYPE_Q4_0;
+            const size_t bb = q4 ? 18 : 34;
+            int bad = 0;
+            for (int64_t r = 0; r < m; r += 7)
+                for (int64_t b = 0; b < k / 32; b += 5) {
+                    const uint8_t *src = w + (size_t)r * rb + (size_t)b * bb;
+                    const uint8_t *grp = p + (size_t)(r / 16) * 16 * rb + (size_t)b * 16 * bb;
+                    const int64_t rr = r % 16;
+                    if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
+                    for (int e = 0; e < (q4 ? 16 : 32); e++) {
+                        uint8_t want = (uint8_t)(src[2 + e] ^ (q4 ? 0 : 0x80));
+                        if (grp[32 + 64 * (e / 4) + 4 * rr + e % 4] != want) bad++;
+                    }
+                }
+            CHECK_MSG(bad == 0, "%s k=%lld layout: %d bytes differ", loom_type_name(t), (long long)k, bad);
+            free(w);
+            free(p);
+            free(u);
+        }
+    uint8_t a[4096] = {0}, b[4096];
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_0, 32, 15, a, b), LOOM_ERR_INVALID_ARG); /* rows not 16x */
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_0, 48, 16, a, b), LOOM_ERR_INVALID_ARG); /* k not 32x */
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_1, 32, 16, a, b), LOOM_ERR_INVALID_ARG); /* no layout */
+    CHECK_EQ_INT(loom_unpack_rows(LOOM_TYPE_Q8_0, 0, 16, a, b), LOOM_ERR_INVALID_ARG);
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q8_0, 32, 16, NULL, b), LOOM_ERR_INVALID_ARG);
+    const int64_t ok[4] = {64, 32, 1, 1}, odd[4] = {64, 40, 1, 1}, b3[4] = {64, 32, 2, 1};
+    CHECK(loom_repack_shape_ok(LOOM_TYPE_Q8_0, ok));
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q8_0, odd));
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_0, b3));
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_K, ok));
+    CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0));
+}
+
+/* |v - exact| within a float rounding bound for a block-wise fma chain */
+static double chain_bound(int64_t k, double mag) { return 2.0 * (double)(k / 32 + 4) * ldexp(1.0, -24) * mag + 1e-30; }
+
+static void check_gemm(loom_type t, int64_t k, int64_t n) {
+    const int64_t m = 48;
+    const loom_kernels *s = loom_kernels_scalar();
+    size_t rb = rowb(t, k), arb = rowb(LOOM_TYPE_Q8_0, k);
+    uint8_t *w = make_rows(t, k, m), *p = malloc(rb * (size_t)m), *a = malloc(arb * (size_t)n);
+    float *x = fmalloc((size_t)k), *wf = fmalloc((size_t)k), *af = fmalloc((size_t)k);
+    float *ref = fmalloc((size_t)(m * n)), *got = fmalloc((size_t)(m * n));
+    if (!w || !p || !a || !x || !wf || !af || !ref || !got) { CHECK(0); goto done; }
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * (j % 3 == 1 ? 0.001 : 2.0));
+        s->from_float[LOOM_TYPE_Q8_0](x, a + (size_t)j * arb, k);
+    }
+    CHECK_EQ_INT(loom_repack_rows(t, k, m, w, p), LOOM_OK);
+    for (int64_t i = 0; i < m * n; i++) ref[i] = -777.f;
+    CHECK(s->gemm_repacked(t, k, p, rb, a, arb, ref, (size_t)m, 16, m, 0, n));
+    /* scalar reference vs float64 of the dequantized operands */
+    int bad = 0;
+    for (int64_t j = 0; j < n; j++) {
+        CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_Q8_0, a + (size_t)j * arb, af, k), LOOM_OK);
+        for (int64_t i = 0; i < m; i++) {
+            float v = ref[j * m + i];
+            if (i < 16) {
+                if (v != -777.f) bad++; /* outside [i0, i1): untouched */
+                continue;
+            }
+            CHECK_EQ_INT(loom_dequantize_row(t, w + (size_t)i * rb, wf, k), LOOM_OK);
+            double d = 0, mag = 0;
+            for (int64_t e = 0; e < k; e++) {
+                d += (double)wf[e] * af[e];
+                mag += fabs((double)wf[e] * af[e]);
+            }
+            if (!(fabs(v - d) <= chain_bound(k, mag)) && bad++ < 3)
+                fprintf(stderr, "  ref %s k=%lld r%lld c%lld: %.9g vs f64 %.9g\n", loom_type_name(t), (long long)k,
+                        (long long)i, (long long)j, v, d);
+        }
+    }
+    CHECK_MSG(bad == 0, "scalar repacked %s k=%lld n=%lld vs float64", loom_type_name(t), (long long)k, (long long)n);
+    /* every level: bit for bit with the scalar reference */
+    const char *const *lv = loom_kernels_levels();
+    for (int li = 0; lv[li]; li++) {
+        const loom_kernels *kt = loom_kernels_for(lv[li]);
+        if (!kt) continue;
+        CHECK(kt->gemm_repacked != NULL);
+        for (int64_t i = 0; i < m * n; i++) got[i] = -777.f;
+        CHECK(kt->gemm_repacked(t, k, p, rb, a, arb, got, (size_t)m, 16, m, 0, n));
+        CHECK_MSG(memcmp(got, ref, sizeof(float) * (size_t)(m * n)) == 0, "%s gemm_repacked %s k=%lld n=%lld",
+                  lv[li], loom_type_name(t), (long long)k, (long long)n);
+        if (kt->repack[t]) CHECK(kt->gemm_repacked != s->gemm_repacked); /* a level asking for it has its own */
+    }
+    CHECK(!s->gemm_repacked(LOOM_TYPE_Q4_K, 256, p, rb, a, arb, got, (size_t)m, 0, 16, 0, 1));
+done:
+    free(w); free(p); free(a); free(x); free(wf); free(af); free(ref); free(got);
+}
+
+static void test_gemm(void) {
+    static const int64_t ns[4] = {1, 2, 7, 64};
+    for (int ti = 0; ti < 2; ti++) {
+        loom_type t = ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
+        for (int ni = 0; ni < 4; ni++) {
+            check_gemm(t, 32, ns[ni]);
+            check_gemm(t, 4192, ns[ni]); /* 131 blocks: three activation slabs, the last partial */
+        }
+        check_gemm(t, 2080, 300);
+    }
+}
+
+/* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */
+static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, int64_t k, int64_t m, int64_t n,
+                             const float *x, int nth, float *out) {
+    loom_ctx *ctx = nn_ctx(nth, false);
+    size_t bytes = rowb(t, k) * (size_t)m;
+    int64_t ne[4] = {k, m, 1, 1};
+    loom_tensor *w = loom_from_bytes(loom_ctx_input(ctx), t, wbytes, bytes, 4, ne);
+    loom_status s = LOOM_ERR_INTERNAL;
+    if (w && !(w->flags & LOOM_TF_POISON)) {
+        if (repack) {
+            uint8_t *tmp = malloc(bytes);
+            if (tmp && loom_repack_rows(t, k, m, wbytes, tmp) == LOOM_OK) {
+                memcpy(w->data, tmp, bytes);
+                w->flags |= LOOM_TF_REPACKED;
+            }
+            free(tmp);
+        }
+        s = nn_run(ctx, loom_mul_mat(ctx, w, nn_f32(ctx, x, k, n, 1, 1)), out, (size_t)(m * n));
+    }
+    loom_ctx_free(ctx);
+    return s;
+}
+
+static void test_engine(void) {
+    for (int ti = 0; ti < 2; ti++) {
+        loom_type t = ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
+        const int64_t k = 4192, m = 80;
+        static const int64_t ns[3] = {1, 5, 70};
+        uint8_t *w = make_rows(t, k, m);
+        for (int ni = 0; ni < 3 && w; ni++) {
+            const int64_t n = ns[ni];
+            float *x = fmalloc((size_t)(k * n)), *plain = fmalloc((size_t)(m * n)), *o[3];
+            fill_rnd(x, (size_t)(k * n), 1.0f);
+            CHECK_EQ_INT(engine_mm(t, w, false, k, m, n, x, 2, plain), LOOM_OK);
+            for (int th = 0; th < 3; th++) {
+                o[th] = fmalloc((size_t)(m * n));
+                CHECK_EQ_INT(engine_mm(t, w, true, k, m, n, x, th + 1, o[th]), LOOM_OK);
+            }
+            CHECK_MSG(memcmp(o[0], o[1], sizeof(float) * (size_t)(m * n)) == 0 &&
+                          memcmp(o[0], o[2], sizeof(float) * (size_t)(m * n)) == 0,
+                      "%s n=%lld: thread counts differ", loom_type_name(t), (long long)n);
+            /* repacked vs GGUF layout: two float orders over the same exact block sums */
+            double e = 0, r = 0;
+            for (int64_t i = 0; i < m * n; i++) {
+                e += ((double)o[0][i] - plain[i]) * ((double)o[0][i] - plain[i]);
+                r += (double)plain[i] * plain[i];
+            }
+            CHECK_MSG(e <= 1e-10 * r, "%s n=%lld: repacked vs plain nmse %g", loom_type_name(t), (long long)n,
+                      r > 0 ? e / r : e);
+            for (int th = 0; th < 3; th++) free(o[th]);
+            free(x);
+            free(plain);
+        }
+        free(w);
+    }
+    /* any other use of a repacked tensor is refused when the graph is built */
+    loom_ctx *ctx = nn_ctx(1, false);
+    int64_t ne[4] = {32, 16, 1, 1};
+    uint8_t zero[34 * 16] = {0};
+    loom_tensor *w = loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_Q8_0, zero, sizeof zero, 4, ne);
+    w->flags |= LOOM_TF_REPACKED;
+    int32_t idx = 3;
+    int64_t ne1[1] = {1};
+    loom_tensor *ids = loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_I32, &idx, 4, 1, ne1);
+    (void)loom_get_rows(ctx, w, ids);
+    CHECK_EQ_INT(loom_ctx_status(ctx), LOOM_ERR_UNSUPPORTED);
+    CHECK(strstr(loom_ctx_error(ctx), "repacked") != NULL);
+    loom_ctx_free(ctx);
+    ctx = nn_ctx(1, false);
+    w = loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_Q8_0, zero, sizeof zero, 4, ne);
+    w->flags |= LOOM_TF_REPACKED;
+    const int64_t vargs[3] = {32, (int64_t)w->nb[1], 8};
+    (void)loom_view(ctx, w, 0, 3, vargs);
+    CHECK_EQ_INT(loom_ctx_status(ctx), LOOM_ERR_UNSUPPORTED);
+    loom_ctx_free(ctx);
+    ctx = nn_ctx(1, false);
+    w = loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_Q8_0, zero, sizeof zero, 4, ne);
+    w->flags |= LOOM_TF_REPACKED;
+    const int64_t rs[3] = {32, 8, 2};
+    (void)loom_reshape(ctx, w, 3, rs);
+    CHECK_EQ_INT(loom_ctx_status(ctx), LOOM_ERR_UNSUPPORTED);
+    loom_ctx_free(ctx);
+}
+
+int main(void) {
+    test_layout();
+    test_gemm();
+    test_engine();
+    return test_finish("test_cpu_repack");
+}
