@@ -76,6 +76,18 @@ typedef struct loom_backend_params {
     const loom_sim_device *sim_devices; /* simulated accelerators, or NULL */
     int n_sim_devices;        /* 0 = take them from env LOOM_SIM_DEVICES if set */
     int64_t max_nodes;        /* graph node limit; 0 = max(8192, 5 * tensors) */
+    /* Opt-in CPU weight repacking (an extension of contract §4, which copies raw
+     * bytes). A CPU weight for which repack_filter(name, repack_user) returns true
+     * and whose type and shape the process's kernel level has a faster interleaved
+     * layout for (today: Q4_0 and Q8_0, 2-D, rows a multiple of 16, on AVX-512 VNNI)
+     * is read into the CPU weight buffer (not mapped) and rearranged after its last
+     * byte is read. Same size, same accounting. Such a tensor may only be the weight
+     * operand (a) of loom_mul_mat: any other use fails when the graph is built
+     * (LOOM_ERR_UNSUPPORTED). NULL (default): every weight keeps the GGUF layout.
+     * LOOM_REPACK=0 in the environment turns it off. The filter is called during
+     * open, on the opening thread, and not kept. */
+    bool (*repack_filter)(const char *name, void *user);
+    void *repack_user;
 } loom_backend_params;
 
 loom_backend_params loom_backend_default_params(void);

@@ -52,6 +52,11 @@ typedef struct loom_model_params {
     loom_type cache_type;       /* K/V type: F16 (default), F32; Q8_0/Q4_0 need flash_attn */
     bool dry_run;               /* open, create the cache, reserve; no buffers, no load, no eval */
     bool no_mmap;
+    bool no_repack;             /* keep every CPU weight in the GGUF layout. Default (false):
+                                   the attention/FFN/output matrices are repacked at load where
+                                   the CPU kernels have a faster layout for their type
+                                   (loom_backend_params.repack_filter); no effect on results
+                                   beyond float summation order, none on memory */
     loom_progress_cb progress;  /* load progress (may be NULL); return false to cancel */
     void *progress_user;
 } loom_model_params;

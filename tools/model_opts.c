@@ -54,7 +54,8 @@ const char *model_opts_help(void) {
            "  --tensor-split a,b     proportions per accelerator\n"
            "  --flash-attn           use flash attention\n"
            "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: --flash-attn)\n"
-           "  --no-mmap              read weights instead of mapping the file\n";
+           "  --no-mmap              read weights instead of mapping the file\n"
+           "  --no-repack            keep CPU weights in the GGUF layout (no load-time repacking)\n";
 }
 
 int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *prog) {
@@ -126,6 +127,10 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
     }
     if (!strcmp(a, "--no-mmap")) {
         o->p.no_mmap = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-repack")) {
+        o->p.no_repack = true;
         return 1;
     }
     if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk")) {

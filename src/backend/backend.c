@@ -2,7 +2,9 @@
  * weight buffers (contract §3). */
 #include "backend/backend_internal.h"
 #include "backend/placement.h"
+#include "cpu/kernels.h"
 #include "quant/alloc.h"
+#include "quant/repack.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -248,14 +250,31 @@ static loom_status classify_all(loom_backend *be, loom_error *err) {
     return LOOM_OK;
 }
 
+/* Which CPU weights are stored repacked (params.repack_filter; see loom_backend.h). */
+static void choose_repack(loom_backend *be, const loom_backend_params *p) {
+    if (!p->repack_filter) return;
+    const char *env = getenv("LOOM_REPACK");
+    if (env && !strcmp(env, "0")) return;
+    const loom_kernels *kt = loom_kernels_get();
+    for (int64_t i = 0; i < be->n_w; i++) {
+        be_weight *w = &be->w[i];
+        if (w->dev != 0 || (unsigned)w->t.type >= LOOM_TYPE_COUNT || !kt->repack[w->t.type] ||
+            !loom_repack_shape_ok(w->t.type, w->t.ne) || !p->repack_filter(w->name, p->repack_user))
+            continue;
+        w->repack = true;
+        w->t.flags |= LOOM_TF_REPACKED;
+    }
+}
+
 /* Lay out and allocate one weight buffer per device (§3.6). */
 static loom_status alloc_weights(loom_backend *be, loom_error *err) {
     bool mapped_ok = be->use_mmap;
     for (int64_t i = 0; i < be->n_w; i++) {
         be_weight *w = &be->w[i];
         const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, w->file_index);
-        /* a CPU weight that is its file tensor (not a copy) can live in the mapping */
-        if (mapped_ok && w->dev == 0 && !strcmp(w->name, ti->name) &&
+        /* a CPU weight that is its file tensor (not a copy) can live in the mapping,
+         * unless it is rearranged at load */
+        if (mapped_ok && w->dev == 0 && !w->repack && !strcmp(w->name, ti->name) &&
             loom_gguf_tensor_data(be->gguf, w->file_index)) {
             w->mapped = true;
             continue;
@@ -425,6 +444,7 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
     s = classify_all(be, err);
     if (!s) s = build_targets(be) ? loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory") : LOOM_OK;
     if (s) goto fail;
+    choose_repack(be, &p);
     s = alloc_weights(be, err);
     if (s == LOOM_ERR_NOMEM) {
         be->failed = true;

@@ -24,6 +24,7 @@ typedef struct be_weight {
     uint64_t nbytes;                /* exact bytes */
     uint64_t offset;                /* in its device's weight buffer (unless mapped) */
     bool mapped;                    /* data points into the file mapping */
+    bool repack;                    /* CPU weight stored in the interleaved layout (quant/repack.h) */
 } be_weight;
 
 struct loom_backend {

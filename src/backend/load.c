@@ -3,6 +3,7 @@
 #include "backend/backend_internal.h"
 #include "backend/fault.h"
 #include "quant/alloc.h"
+#include "quant/repack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +61,33 @@ static long long read_full(int fd, void *buf, size_t n, uint64_t off) {
     return (long long)got;
 }
 
+/* Rearrange a fully read CPU weight into the interleaved layout (quant/repack.h),
+ * one 16-row group at a time through a scratch copy. False (job failed) on NOMEM. */
+static bool repack_weight(load_job *j, be_weight *w) {
+    size_t rb = 0;
+    if (loom_type_row_bytes(w->t.type, w->t.ne[0], &rb) != LOOM_OK || rb > SIZE_MAX / LOOM_REPACK_ROWS) {
+        char msg[LOOM_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "tensor '%s': cannot repack", w->name);
+        job_fail(j, LOOM_ERR_INTERNAL, msg);
+        return false;
+    }
+    const size_t gb = rb * LOOM_REPACK_ROWS;
+    unsigned char *tmp = loom_malloc(gb);
+    if (!tmp) {
+        char msg[LOOM_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "tensor '%s': out of memory repacking (%zu bytes)", w->name, gb);
+        job_fail(j, LOOM_ERR_NOMEM, msg);
+        return false;
+    }
+    unsigned char *data = w->t.data;
+    for (int64_t g = 0; g < w->t.ne[1] / LOOM_REPACK_ROWS; g++) {
+        memcpy(tmp, data + (size_t)g * gb, gb);
+        (void)loom_repack_rows(w->t.type, w->t.ne[0], LOOM_REPACK_ROWS, tmp, data + (size_t)g * gb);
+    }
+    loom_free(tmp);
+    return true;
+}
+
 static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
     loom_backend *be = j->be;
     const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, f);
@@ -113,6 +141,11 @@ static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
         }
         uint64_t d = atomic_fetch_add(&j->done, (uint64_t)n) + n;
         if (j->cb && !j->cb(d, j->total, j->user)) atomic_store(&be->cancel, 1);
+    }
+    if (should_stop(j)) return;
+    for (int64_t k = t0; k < t1; k++) {
+        be_weight *w = &be->w[be->tgt[k]];
+        if (w->repack && !repack_weight(j, w)) return;
     }
 }
 

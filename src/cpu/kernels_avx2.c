@@ -312,4 +312,7 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     /* Q2_K/Q3_K vec_dot and the Q8_0/Q8_1/Q8_K activation quantizers
      * (kernels_x86_kquant_avx2.c); the avx512 levels inherit them */
     loom_kernels_fill_x86_kquant_avx2(k);
+    /* gemm_repacked for Q4_0/Q8_0 (kernels_repack_avx2.c); avx512 inherits it, the
+     * VNNI level installs its own */
+    loom_kernels_fill_repack_avx2(k);
 }

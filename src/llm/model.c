@@ -346,6 +346,22 @@ loom_status loom_model_plan(loom_backend *be, int n_ctx, int n_batch, loom_type 
     return s;
 }
 
+/* The weights the llama-family graphs (llama.c) use only as loom_mul_mat weights:
+ * candidates for the backend's CPU repacking (loom_backend_params.repack_filter). */
+static bool llm_repack_filter(const char *name, void *user) {
+    (void)user;
+    static const char *const mm[] = {"attn_q.weight",   "attn_k.weight", "attn_v.weight",  "attn_output.weight",
+                                     "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+    if (!strcmp(name, "output.weight")) return true;
+    if (strncmp(name, "blk.", 4) != 0) return false;
+    const char *p = name + 4;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == name + 4 || *p != '.') return false;
+    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+        if (!strcmp(p + 1, mm[i])) return true;
+    return false;
+}
+
 loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err) {
     if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_open: out is NULL");
     *out = NULL;
@@ -370,6 +386,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     bp.no_mmap = params->no_mmap;
     bp.sim_devices = params->sim_devices;
     bp.n_sim_devices = params->n_sim_devices;
+    bp.repack_filter = params->no_repack ? NULL : llm_repack_filter;
     loom_status s = loom_backend_open(params->path, &bp, &m->be, err);
     if (s) goto fail;
 
