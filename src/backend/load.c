@@ -100,7 +100,11 @@ static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
         if (should_stop(j)) return;
         size_t n = (size_t)(ti->size - off < LOAD_CHUNK ? ti->size - off : LOAD_CHUNK);
         if (need_read) {
-            long long r = read_full(fd, buf, n, ti->file_offset + off);
+            /* a single CPU target is read in place (no staging copy) */
+            be_weight *w0 = &be->w[be->tgt[t0]];
+            const bool direct = t1 - t0 == 1 && w0->dev == 0 && !w0->mapped;
+            unsigned char *dst = direct ? (unsigned char *)w0->t.data + off : buf;
+            long long r = read_full(fd, dst, n, ti->file_offset + off);
             if (r < 0) {
                 char msg[LOOM_ERROR_MSG_MAX];
                 snprintf(msg, sizeof msg, "tensor '%s': read failed at file offset %llu (%zu bytes): %s",
@@ -116,7 +120,7 @@ static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
                 job_fail(j, LOOM_ERR_IO, msg);
                 return;
             }
-            for (int64_t k = t0; k < t1; k++) {
+            for (int64_t k = t0; k < t1 && !direct; k++) {
                 be_weight *w = &be->w[be->tgt[k]];
                 if (!w->mapped)
                     loom_device_copy_in(&be->devices[w->dev], (char *)w->t.data + off, buf, n);

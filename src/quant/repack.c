@@ -20,7 +20,7 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
     const bool q4 = t == LOOM_TYPE_Q4_0;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0); /* bytes per block */
     const int nchunk = q4 ? 4 : 8;                                 /* 4-byte chunks of quants */
-    const uint8_t flip = q4 ? 0x00 : 0x80;
+    const uint32_t flip4 = q4 ? 0u : 0x80808080u; /* XOR every byte with 0x80 (Q8_0) */
     const int64_t nb = k / 32;
     const size_t rowb = (size_t)nb * bb, gbytes = rowb * LOOM_REPACK_ROWS;
     const uint8_t *s = src;
@@ -37,10 +37,10 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
                 for (int c = 0; c < nchunk; c++) {
                     const size_t pq = p0 + 32u + (size_t)c * 64u + 4u * (size_t)r;
                     const size_t uq = u0 + 2u + 4u * (size_t)c;
-                    for (int e = 0; e < 4; e++) {
-                        if (to_packed) d[pq + (size_t)e] = (uint8_t)(s[uq + (size_t)e] ^ flip);
-                        else d[uq + (size_t)e] = (uint8_t)(s[pq + (size_t)e] ^ flip);
-                    }
+                    uint32_t v;
+                    memcpy(&v, to_packed ? s + uq : s + pq, 4);
+                    v ^= flip4;
+                    memcpy(to_packed ? d + pq : d + uq, &v, 4);
                 }
             }
         }
