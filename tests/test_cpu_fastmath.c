@@ -1,6 +1,7 @@
 /* The kernel table's softmax/attention helpers at every compiled-in level:
  * exp_sum_f32 against float64 exp (relative error, -inf -> 0, NaN stays NaN, the
- * returned sum), f16_to_f32 against the reference conversion for all 65536 halves. */
+ * returned sum), f16_to_f32 against the reference conversion for all 65536 halves,
+ * silu_f32 against float64. */
 #include "cpu/kernels.h"
 #include "test_util.h"
 
@@ -60,6 +61,45 @@ static void test_f16(const loom_kernels *k, const char *lv) {
     CHECK(t[0] == 1.0f && t[3] == 9.0f && t[4] == 9.0f);
 }
 
+/* SiLU against float64 x / (1 + exp(-x)) over [-100, 100] plus special values, in
+ * place and out of place, odd lengths (vector tails). */
+static void test_silu(const loom_kernels *k, const char *lv) {
+    enum { N = 1003 };
+    static float x[N], y[N], z[N];
+    uint32_t seed = 777;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        double u = (double)(seed >> 8) / (double)(1u << 24);
+        x[i] = (float)(i % 2 ? 200.0 * u - 100.0 : 16.0 * u - 8.0);
+    }
+    x[0] = 0.0f; x[1] = -0.0f; x[2] = 1e-30f; x[3] = 88.0f; x[4] = -88.0f; x[5] = -89.0f;
+    x[6] = -200.0f; x[7] = INFINITY; x[8] = -INFINITY; x[9] = NAN; x[10] = 1e30f; x[11] = -1e30f;
+    k->silu_f32(N, x, y);
+    memcpy(z, x, sizeof z);
+    k->silu_f32(N, z, z);
+    CHECK_MSG(memcmp(y, z, sizeof y) == 0, "%s: silu in place differs", lv);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        if (isnan(x[i])) {
+            CHECK_MSG(isnan(y[i]), "%s: silu(NaN) = %g", lv, (double)y[i]);
+            continue;
+        }
+        double xd = x[i];
+        double r = isinf(xd) ? (xd > 0 ? xd : 0.0) : xd / (1.0 + exp(-xd));
+        if (isinf(r)) {
+            CHECK_MSG(y[i] == (float)r, "%s: silu(%g) = %g", lv, xd, (double)y[i]);
+            continue;
+        }
+        /* relative error; absolute below 1e-30 (exp(-x) overflows a float for x < -88.7) */
+        double err = fabs((double)y[i] - r) / (fabs(r) > 1e-30 ? fabs(r) : 1e-30);
+        if (err > worst) worst = err;
+    }
+    CHECK_MSG(worst < 2e-6, "%s: silu relative error %g", lv, worst);
+    float t[5] = {1.0f, 2.0f, 3.0f, 9.0f, 9.0f};
+    k->silu_f32(3, t, t);
+    CHECK_MSG(t[3] == 9.0f && t[4] == 9.0f && fabsf(t[0] - 0.7310586f) < 1e-6f, "%s: short row", lv);
+}
+
 int main(void) {
     const char *const *lv = loom_kernels_levels();
     for (int i = 0; lv[i]; i++) {
@@ -69,6 +109,8 @@ int main(void) {
         if (!k->exp_sum_f32 || !k->f16_to_f32) continue;
         test_exp_sum(k, lv[i]);
         test_f16(k, lv[i]);
+        CHECK(k->silu_f32 != NULL);
+        if (k->silu_f32) test_silu(k, lv[i]);
     }
     return test_finish("test_cpu_fastmath");
 }

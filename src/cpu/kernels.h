@@ -56,6 +56,9 @@ typedef struct loom_kernels {
      * returns the sum of the results. SIMD levels use a polynomial exp (relative error
      * about 2e-7; results below ~1e-38 flush to 0). Never NULL. */
     float (*exp_sum_f32)(int64_t n, float *x, float max);
+    /* y[i] = x[i] / (1 + exp(-x[i])) (SiLU) for n floats; x == y allowed. SIMD levels
+     * use the polynomial exp above (relative error about 3e-7). Never NULL. */
+    void (*silu_f32)(int64_t n, const float *x, float *y);
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring

@@ -272,6 +272,10 @@ static float exp_sum_f32_ref(int64_t n, float *x, float max) {
     return (float)sum;
 }
 
+static void silu_f32_ref(int64_t n, const float *x, float *y) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
 static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -348,4 +352,5 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->axpy_f32 = axpy_f32_ref;
     k->f16_to_f32 = f16_to_f32_ref;
     k->exp_sum_f32 = exp_sum_f32_ref;
+    k->silu_f32 = silu_f32_ref;
 }
