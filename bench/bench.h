@@ -6,4 +6,12 @@
 int loom_bench_kernels(int argc, char **argv); /* bench/bench_kernels.c */
 int loom_bench_model(int argc, char **argv);   /* bench/bench_model.c */
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+/* Streaming read bandwidth in bytes/s (bench/bench_bw.c): the best of `passes`
+ * passes of nth threads, each summing a contiguous slice of buf. First an untimed
+ * pass: writes the buffer when touch (fresh memory), else reads it. 0 on bad args. */
+double loom_bench_read_bandwidth(uint8_t *buf, size_t bytes, int nth, int passes, bool touch);
+
 #endif

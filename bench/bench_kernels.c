@@ -59,9 +59,7 @@ typedef struct job {
     size_t wrb, mat_bytes, arb;
     const uint8_t *act;
     float *out;
-    /* bandwidth / peaks */
-    const uint8_t *buf;
-    size_t buf_bytes;
+    /* peaks */
     double result[256];
 } job;
 
@@ -141,32 +139,6 @@ static void prompt_fn(job *j, int ith, int nth) {
                         vd(j->kdim, &j->out[(size_t)c * j->rows + r], j->w + (size_t)r * j->wrb, j->act + (size_t)c * j->arb);
             }
         }
-}
-
-static void bw_fn(job *j, int ith, int nth) {
-    size_t n = j->buf_bytes / 64;
-    size_t c0 = n * (size_t)ith / (size_t)nth, c1 = n * (size_t)(ith + 1) / (size_t)nth;
-    uint64_t acc = 0;
-    for (int64_t rep = 0; rep < j->reps; rep++) {
-#if defined(__x86_64__)
-        __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-        for (size_t c = c0; c < c1; c++) {
-            const __m128i *p = (const __m128i *)(j->buf + c * 64);
-            a0 = _mm_add_epi64(a0, _mm_load_si128(p));
-            a1 = _mm_add_epi64(a1, _mm_load_si128(p + 1));
-            a2 = _mm_add_epi64(a2, _mm_load_si128(p + 2));
-            a3 = _mm_add_epi64(a3, _mm_load_si128(p + 3));
-        }
-        a0 = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
-        acc += (uint64_t)_mm_cvtsi128_si64(a0);
-#else
-        for (size_t c = c0; c < c1; c++) {
-            const uint64_t *p = (const uint64_t *)(j->buf + c * 64);
-            acc += p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7];
-        }
-#endif
-    }
-    j->result[ith] = (double)acc;
 }
 
 #define PEAK_ITERS 20000000LL
@@ -345,16 +317,7 @@ int loom_bench_kernels(int argc, char **argv) {
     double bw[2], pf[2], pi[2];
     int tcount[2] = {1, (int)nth};
     for (int ti = 0; ti < 2; ti++) {
-        job j;
-        memset(&j, 0, sizeof j);
-        j.fn = bw_fn;
-        j.buf = arena;
-        j.buf_bytes = arena_bytes;
-        j.reps = 1;
-        (void)run_threads(&j, tcount[ti]); /* warm-up (page faults) */
-        j.reps = quick ? 1 : 2;
-        double t = run_threads(&j, tcount[ti]);
-        bw[ti] = (double)arena_bytes * (double)j.reps / t * 1e-9;
+        bw[ti] = loom_bench_read_bandwidth(arena, arena_bytes, tcount[ti], quick ? 2 : 5, false) * 1e-9;
         pf[ti] = peak(fma_fn, tcount[ti], quick);
         pi[ti] = peak(int8_fn, tcount[ti], quick);
     }

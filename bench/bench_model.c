@@ -96,63 +96,6 @@ static bool bm_reset_peak(void) {
 
 /* ------------------------------------------------------------ bandwidth */
 
-typedef uint64_t bm_vec __attribute__((vector_size(32)));
-
-typedef struct bm_bw_job {
-    const uint8_t *p;
-    size_t n;       /* bytes, multiple of 8 * sizeof(bm_vec) */
-    bool write;     /* first touch: fill instead of read */
-    uint64_t sum;
-} bm_bw_job;
-
-static void *bm_bw_worker(void *arg) {
-    bm_bw_job *j = arg;
-    if (j->write) {
-        memset((void *)j->p, 0x5A, j->n);
-        return NULL;
-    }
-    const bm_vec *v = (const bm_vec *)(const void *)j->p;
-    size_t nv = j->n / sizeof(bm_vec);
-    bm_vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (size_t i = 0; i + 8 <= nv; i += 8) {
-        a0 += v[i];
-        a1 += v[i + 1];
-        a2 += v[i + 2];
-        a3 += v[i + 3];
-        a4 += v[i + 4];
-        a5 += v[i + 5];
-        a6 += v[i + 6];
-        a7 += v[i + 7];
-    }
-    bm_vec s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-    uint64_t t = 0;
-    for (size_t k = 0; k < sizeof(bm_vec) / 8; k++) t += s[k];
-    j->sum = t;
-    return NULL;
-}
-
-/* Run nth workers over buf (split in contiguous slices); returns seconds or -1. */
-static double bm_bw_pass(uint8_t *buf, size_t bytes, int nth, bool write, uint64_t *sum) {
-    bm_bw_job jobs[BM_MAX_THREADS];
-    pthread_t tid[BM_MAX_THREADS];
-    bool started[BM_MAX_THREADS] = {false};
-    size_t unit = 8 * sizeof(bm_vec), units = bytes / unit;
-    for (int k = 0; k < nth; k++) {
-        size_t u0 = units * (size_t)k / (size_t)nth, u1 = units * (size_t)(k + 1) / (size_t)nth;
-        jobs[k] = (bm_bw_job){buf + u0 * unit, (u1 - u0) * unit, write, 0};
-    }
-    double t0 = bm_now();
-    for (int k = 1; k < nth; k++) started[k] = pthread_create(&tid[k], NULL, bm_bw_worker, &jobs[k]) == 0;
-    bm_bw_worker(&jobs[0]);
-    for (int k = 1; k < nth; k++) {
-        if (started[k]) pthread_join(tid[k], NULL);
-        else bm_bw_worker(&jobs[k]);
-    }
-    double t1 = bm_now();
-    for (int k = 0; k < nth; k++) *sum += jobs[k].sum;
-    return t1 - t0;
-}
-
 /* Best-of-5 multi-threaded streaming read bandwidth over `mib` MiB, in bytes/s
  * (0 when skipped or the buffer cannot be allocated). */
 static double bm_bandwidth(int mib, int nth) {
@@ -163,15 +106,7 @@ static double bm_bandwidth(int mib, int nth) {
 #ifdef MADV_HUGEPAGE
     madvise(mem, bytes, MADV_HUGEPAGE);
 #endif
-    uint64_t sum = 0;
-    bm_bw_pass(mem, bytes, nth, true, &sum); /* fault pages in from the reading threads */
-    double best = 0;
-    for (int r = 0; r < 5; r++) {
-        double s = bm_bw_pass(mem, bytes, nth, false, &sum);
-        if (s > 0 && (double)bytes / s > best) best = (double)bytes / s;
-    }
-    volatile uint64_t sink = sum;
-    (void)sink;
+    double best = loom_bench_read_bandwidth(mem, bytes, nth, 5, true);
     free(mem);
     return best;
 }
