@@ -19,13 +19,16 @@
  *    Q8_0 quantizer clamps to [-127, 127]); a column that has one anyway is
  *    computed by the scalar reference, so results stay exact for any input.
  *
- * Activations are read per slab of RP_SLAB blocks: their scales (and for Q4_0 the
- * -8 * sum(y) corrections) are computed once per column tile and slab and reused by
- * every row group; partial sums between slabs stay in c (the fma chain continues
- * from the stored float). Decode (one column) streams each group sequentially (the
- * hardware prefetcher follows it; no software prefetch). Prompt shapes register-tile
- * up to RP_MAXCB columns per pass: the weight chunk is loaded and decoded once and
- * used for every column of the tile. */
+ * Both halves are processed per chunk, so each activation dword is broadcast once
+ * for the group's 16 rows. Activations are read per slab of RP_SLAB blocks: their
+ * scales (and for Q4_0 the -8 * sum(y) corrections) are computed once per column
+ * tile and slab and reused by every row group; partial sums between slabs stay in c
+ * (the fma chain continues from the stored float). Decode (one column) streams each
+ * group sequentially (the hardware prefetcher follows it; no software prefetch).
+ * Prompt shapes register-tile up to RP_MAXCB columns per pass: a weight chunk is
+ * loaded and decoded once and used for every column of the tile; one column has
+ * its own loop (rp_col1). The tile loops are unrolled explicitly (GCC left them
+ * rolled, with the accumulators in memory: decode ran about 1.5x slower). */
 #include "cpu/kernels_internal.h"
 #include "quant/repack.h"
 
@@ -33,8 +36,10 @@
 #include <string.h>
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+/* the tile loops have constant trip counts; unrolled, the accumulators are registers */
+#define RP_UNROLL _Pragma("GCC unroll 8")
 #define RP_SLAB 512 /* activation blocks per slab (whole common rows: one run per group) */
-#define RP_MAXCB 4  /* columns per tile (16 ymm registers) */
+#define RP_MAXCB 4  /* columns per tile (measured: 3 is no faster) */
 
 static ALWAYS_INLINE __m256i bcast32(const int8_t *p) {
     int32_t v;
@@ -52,80 +57,118 @@ static bool col_clean(const block_q8_0 *y, int64_t nb) {
     return _mm256_testz_si256(any, any) != 0;
 }
 
+/* Activation blocks [s0, s1) of one column: scales as float into dy and, for Q4_0,
+ * the nibble-offset corrections -8 * sum(y) into ncorr (both indexed from s0). */
+static void prep_slab(bool q4, const block_q8_0 *y, int64_t s0, int64_t s1, float *dy, int32_t *ncorr) {
+    const __m256i ones16 = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    for (int64_t b = s0; b < s1; b++) {
+        dy[b - s0] = _cvtsh_ss(y[b].d);
+        if (q4) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v), ones16); /* exact */
+            __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+            t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+            ncorr[b - s0] = -8 * _mm_cvtsi128_si32(t);
+        }
+    }
+}
+
+/* 8 row sums of one Q8_0 chunk (32 stored bytes q ^ 0x80 at p) with the activation
+ * dword yv: vpmaddubsw(|q|, sign(y, q)) then vpmaddwd, exact when y != -128. */
+static ALWAYS_INLINE __m256i q8_chunk(const uint8_t *p, __m256i yv, __m256i flip, __m256i ones16) {
+    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), flip);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(yv, q)), ones16);
+}
+
 static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
                                   size_t as, float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j) {
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
-    const __m256i ones16 = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
+    const __m256i ones16 = _mm256_set1_epi16(1);
     const block_q8_0 *y[RP_MAXCB];
+    RP_UNROLL
     for (int cc = 0; cc < CB; cc++) y[cc] = (const block_q8_0 *)(a + (size_t)(j + cc) * as);
     float dy[RP_MAXCB][RP_SLAB];
     int32_t ncorr[RP_MAXCB][RP_SLAB];
     for (int64_t s0 = 0; s0 < nb; s0 += RP_SLAB) {
         const int64_t s1 = s0 + RP_SLAB < nb ? s0 + RP_SLAB : nb;
-        for (int cc = 0; cc < CB; cc++)
-            for (int64_t b = s0; b < s1; b++) {
-                dy[cc][b - s0] = _cvtsh_ss(y[cc][b].d);
-                if (q4) {
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)y[cc][b].qs);
-                    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v), ones16);
-                    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-                    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-                    ncorr[cc][b - s0] = -8 * _mm_cvtsi128_si32(t);
-                }
-            }
+        for (int cc = 0; cc < CB; cc++) prep_slab(q4, y[cc], s0, s1, dy[cc], ncorr[cc]);
         for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
             __m256 acc[RP_MAXCB][2];
+            RP_UNROLL
             for (int cc = 0; cc < CB; cc++)
+                RP_UNROLL
                 for (int h = 0; h < 2; h++)
                     acc[cc][h] = s0 == 0 ? _mm256_setzero_ps()
                                          : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc +
                                                            (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h);
             const uint8_t *p = w + (size_t)g * gbytes + (size_t)s0 * bstep;
             for (int64_t b = s0; b < s1; b++, p += bstep) {
-                for (int h = 0; h < 2; h++) {
-                    const uint8_t *ph = p + 32 * h; /* this half's chunk bytes at ph + 32 + 64 * ch */
-                    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16 * h)));
-                    __m256i isum[RP_MAXCB];
-                    if (q4) {
-                        /* int16 lane sums: 16 products |u*y| <= 1920 each, <= 30720: exact */
-                        __m256i s16[RP_MAXCB];
-                        for (int cc = 0; cc < CB; cc++) s16[cc] = _mm256_setzero_si256();
-                        for (int ch = 0; ch < 4; ch++) {
-                            const __m256i v = _mm256_loadu_si256((const __m256i *)(ph + 32 + 64 * ch));
-                            const __m256i lo = _mm256_and_si256(v, m4);
-                            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                            for (int cc = 0; cc < CB; cc++) {
-                                const int8_t *yq = y[cc][b].qs;
-                                s16[cc] = _mm256_add_epi16(s16[cc], _mm256_maddubs_epi16(lo, bcast32(yq + 4 * ch)));
-                                s16[cc] = _mm256_add_epi16(s16[cc],
-                                                           _mm256_maddubs_epi16(hi, bcast32(yq + 16 + 4 * ch)));
-                            }
-                        }
-                        for (int cc = 0; cc < CB; cc++)
-                            isum[cc] = _mm256_add_epi32(_mm256_madd_epi16(s16[cc], ones16),
-                                                        _mm256_set1_epi32(ncorr[cc][b - s0]));
-                    } else {
-                        for (int cc = 0; cc < CB; cc++) isum[cc] = _mm256_setzero_si256();
-                        for (int ch = 0; ch < 8; ch++) {
-                            const __m256i q =
-                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(ph + 32 + 64 * ch)), flip);
-                            const __m256i aq = _mm256_abs_epi8(q); /* -128 -> 0x80 = 128 as unsigned: fine */
-                            for (int cc = 0; cc < CB; cc++) {
-                                const __m256i sy = _mm256_sign_epi8(bcast32(y[cc][b].qs + 4 * ch), q);
-                                isum[cc] = _mm256_add_epi32(
-                                    isum[cc], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, sy), ones16));
-                            }
+                /* both halves per chunk: each activation dword is broadcast once and
+                 * used for the 16 rows; chunk c of half h is at p + 32 + 64 * c + 32 * h */
+                __m256i isum[RP_MAXCB][2];
+                if (q4) {
+                    /* int16 lane sums: 16 products |u*y| <= 1920 each, <= 30720: exact */
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
+                    RP_UNROLL
+                    for (int ch = 0; ch < 4; ch++) {
+                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
+                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
+                        const __m256i lo0 = _mm256_and_si256(v0, m4), lo1 = _mm256_and_si256(v1, m4);
+                        const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4);
+                        const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4);
+                        RP_UNROLL
+                        for (int cc = 0; cc < CB; cc++) {
+                            const int8_t *yq = y[cc][b].qs;
+                            const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
+                            isum[cc][0] = _mm256_add_epi16(isum[cc][0], _mm256_maddubs_epi16(lo0, yl));
+                            isum[cc][1] = _mm256_add_epi16(isum[cc][1], _mm256_maddubs_epi16(lo1, yl));
+                            isum[cc][0] = _mm256_add_epi16(isum[cc][0], _mm256_maddubs_epi16(hi0, yh));
+                            isum[cc][1] = _mm256_add_epi16(isum[cc][1], _mm256_maddubs_epi16(hi1, yh));
                         }
                     }
-                    for (int cc = 0; cc < CB; cc++)
-                        acc[cc][h] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(dy[cc][b - s0])),
-                                                     _mm256_cvtepi32_ps(isum[cc]), acc[cc][h]);
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) {
+                        const __m256i corr = _mm256_set1_epi32(ncorr[cc][b - s0]);
+                        isum[cc][0] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][0], ones16), corr);
+                        isum[cc][1] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][1], ones16), corr);
+                    }
+                } else {
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
+                    RP_UNROLL
+                    for (int ch = 0; ch < 8; ch++) {
+                        /* |q| of q = -128 is 0x80 = 128 as an unsigned operand: still exact */
+                        const __m256i q0 =
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch)), flip);
+                        const __m256i q1 =
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch)), flip);
+                        const __m256i aq0 = _mm256_abs_epi8(q0), aq1 = _mm256_abs_epi8(q1);
+                        RP_UNROLL
+                        for (int cc = 0; cc < CB; cc++) {
+                            const __m256i yv = bcast32(y[cc][b].qs + 4 * ch);
+                            const __m256i p0 = _mm256_maddubs_epi16(aq0, _mm256_sign_epi8(yv, q0));
+                            const __m256i p1 = _mm256_maddubs_epi16(aq1, _mm256_sign_epi8(yv, q1));
+                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], _mm256_madd_epi16(p0, ones16));
+                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], _mm256_madd_epi16(p1, ones16));
+                        }
+                    }
+                }
+                const __m256 dx0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+                const __m256 dx1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const __m256 vdy = _mm256_set1_ps(dy[cc][b - s0]);
+                    acc[cc][0] = _mm256_fmadd_ps(_mm256_mul_ps(dx0, vdy), _mm256_cvtepi32_ps(isum[cc][0]), acc[cc][0]);
+                    acc[cc][1] = _mm256_fmadd_ps(_mm256_mul_ps(dx1, vdy), _mm256_cvtepi32_ps(isum[cc][1]), acc[cc][1]);
                 }
             }
+            RP_UNROLL
             for (int cc = 0; cc < CB; cc++)
+                RP_UNROLL
                 for (int h = 0; h < 2; h++)
                     _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h,
                                      acc[cc][h]);
@@ -133,7 +176,72 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w,
     }
 }
 
-/* Columns [j, j + cb) of one type, in tiles of at most RP_MAXCB. */
+/* One column (decode): rp_tile's arithmetic with named accumulators and two
+ * independent integer chains per half (even/odd chunks, low/high nibbles). */
+static ALWAYS_INLINE void rp_col1(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *c,
+                                  int64_t i0, int64_t i1) {
+    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    const block_q8_0 *y = (const block_q8_0 *)a;
+    float dy[RP_SLAB];
+    int32_t ncorr[RP_SLAB];
+    for (int64_t s0 = 0; s0 < nb; s0 += RP_SLAB) {
+        const int64_t s1 = s0 + RP_SLAB < nb ? s0 + RP_SLAB : nb;
+        prep_slab(q4, y, s0, s1, dy, ncorr);
+        for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+            float *cg = c + (size_t)g * LOOM_REPACK_ROWS;
+            __m256 acc0 = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(cg);
+            __m256 acc1 = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(cg + 8);
+            const uint8_t *p = w + (size_t)g * gbytes + (size_t)s0 * bstep;
+            for (int64_t b = s0; b < s1; b++, p += bstep) {
+                const int8_t *yq = y[b].qs;
+                __m256i is0, is1;
+                if (q4) {
+                    __m256i s0a = _mm256_setzero_si256(), s1a = s0a, s0b = s0a, s1b = s0a;
+                    RP_UNROLL
+                    for (int ch = 0; ch < 4; ch++) {
+                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
+                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
+                        const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
+                        s0a = _mm256_add_epi16(s0a, _mm256_maddubs_epi16(_mm256_and_si256(v0, m4), yl));
+                        s1a = _mm256_add_epi16(s1a, _mm256_maddubs_epi16(_mm256_and_si256(v1, m4), yl));
+                        s0b = _mm256_add_epi16(
+                            s0b, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4), yh));
+                        s1b = _mm256_add_epi16(
+                            s1b, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4), yh));
+                    }
+                    const __m256i corr = _mm256_set1_epi32(ncorr[b - s0]);
+                    is0 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0a, s0b), ones16), corr);
+                    is1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s1a, s1b), ones16), corr);
+                } else {
+                    __m256i is0b = _mm256_setzero_si256(), is1b = is0b;
+                    is0 = is1 = is0b;
+                    RP_UNROLL
+                    for (int ch = 0; ch < 8; ch += 2) {
+                        const __m256i ya = bcast32(yq + 4 * ch), yb = bcast32(yq + 4 * ch + 4);
+                        is0 = _mm256_add_epi32(is0, q8_chunk(p + 32 + 64 * ch, ya, flip, ones16));
+                        is1 = _mm256_add_epi32(is1, q8_chunk(p + 64 + 64 * ch, ya, flip, ones16));
+                        is0b = _mm256_add_epi32(is0b, q8_chunk(p + 96 + 64 * ch, yb, flip, ones16));
+                        is1b = _mm256_add_epi32(is1b, q8_chunk(p + 128 + 64 * ch, yb, flip, ones16));
+                    }
+                    is0 = _mm256_add_epi32(is0, is0b);
+                    is1 = _mm256_add_epi32(is1, is1b);
+                }
+                const __m256 vdy = _mm256_set1_ps(dy[b - s0]);
+                const __m256 dx0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+                const __m256 dx1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16)));
+                acc0 = _mm256_fmadd_ps(_mm256_mul_ps(dx0, vdy), _mm256_cvtepi32_ps(is0), acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_mul_ps(dx1, vdy), _mm256_cvtepi32_ps(is1), acc1);
+            }
+            _mm256_storeu_ps(cg, acc0);
+            _mm256_storeu_ps(cg + 8, acc1);
+        }
+    }
+}
+
+/* Columns [j, j1) of one type, in tiles of at most RP_MAXCB. */
 static void rp_cols(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
                     size_t ldc, int64_t i0, int64_t i1, int64_t j, int64_t j1) {
     while (j < j1) {
@@ -148,7 +256,10 @@ static void rp_cols(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint
         case 4: RP(4); break;
         case 3: RP(3); break;
         case 2: RP(2); break;
-        default: RP(1); break;
+        default:
+            if (q4) rp_col1(true, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
+            else rp_col1(false, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
+            break;
         }
 #undef RP
         j += cb;
