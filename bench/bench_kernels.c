@@ -127,7 +127,9 @@ static void prompt_fn(job *j, int ith, int nth) {
     int64_t r0 = b0 * 16, r1 = b1 * 16 < j->rows ? b1 * 16 : j->rows;
     if (r0 >= r1) return;
     loom_vec_dot_fn vd = j->k->dot[j->wt].vec_dot;
-    const int64_t RB = 16, CB = 64;
+    /* the engine's prompt tiles (ops_matmul.c): 64 columns; 16 rows, or
+     * LOOM_MM_REPACKED_ROWS for repacked weights (activation preparation per call) */
+    const int64_t RB = j->repacked ? LOOM_MM_REPACKED_ROWS : 16, CB = 64;
     for (int64_t rep = 0; rep < j->reps; rep++)
         for (int64_t c0 = 0; c0 < j->cols; c0 += CB) {
             int64_t c1 = c0 + CB < j->cols ? c0 + CB : j->cols;

@@ -44,6 +44,9 @@ typedef struct loom_kernels {
      * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table
      * holds the reference. Returns false for a type without that layout. */
     loom_gemm_fn gemm_repacked;
+/* Rows per prompt-shape tile the engine gives gemm_repacked (activation preparation
+ * is per call, so calls cover many rows); fewer when that would leave too few tiles. */
+#define LOOM_MM_REPACKED_ROWS 256
     /* Weight types this level wants repacked at load (it has a fast
      * gemm_repacked for them); all false on levels without one. */
     bool repack[LOOM_TYPE_COUNT];

@@ -33,112 +33,136 @@ static ALWAYS_INLINE int32_t ld32(const void *p) {
     return v;
 }
 
-static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
-                                  size_t as, float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j) {
-    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
-    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
+/* Scales and offset corrections of activation blocks [s0, s1) of columns j0..j0+n-1
+ * into dy/nc[col * stride + (b - s0)]. */
+static void rp_prepare(bool q4, const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1,
+                       int64_t stride, float *dy, int32_t *nc) {
     const int32_t off = q4 ? 8 : 128;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    float dy[RP_MAXCB][RP_SLAB];
-    int32_t ncorr[RP_MAXCB][RP_SLAB];
-    for (int64_t s0 = 0; s0 < nb; s0 += RP_SLAB) {
-        const int64_t s1 = s0 + RP_SLAB < nb ? s0 + RP_SLAB : nb;
-        RP_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)(j + cc) * as);
-            for (int64_t b = s0; b < s1; b++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)y[b].qs);
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), v);
-                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-                ncorr[cc][b - s0] = -off * _mm_cvtsi128_si32(t);
-                dy[cc][b - s0] = _cvtsh_ss(y[b].d);
-            }
-        }
-        for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-            __m512 acc[RP_MAXCB];
-            RP_UNROLL
-            for (int cc = 0; cc < CB; cc++)
-                acc[cc] = s0 == 0 ? _mm512_setzero_ps()
-                                  : _mm512_loadu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS);
-            const uint8_t *p = w + (size_t)g * gbytes + (size_t)s0 * bstep;
-            for (int64_t b = s0; b < s1; b++, p += bstep) {
-                const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-                /* decode (CB <= 2): two independent dpbusd chains per column (low and high
-                 * nibbles / even and odd chunks) halve a block's latency; wider tiles
-                 * have enough independent columns and need the registers. Exact either way. */
-                const bool two = CB <= 2;
-                __m512i isum[RP_MAXCB], isum2[RP_MAXCB];
-                RP_UNROLL
-                for (int cc = 0; cc < CB; cc++) {
-                    isum[cc] = _mm512_set1_epi32(ncorr[cc][b - s0]);
-                    isum2[cc] = _mm512_setzero_si512();
-                }
-                if (q4) {
-                    RP_UNROLL
-                    for (int ch = 0; ch < 4; ch++) {
-                        const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
-                        const __m512i lo = _mm512_and_si512(v, m4);
-                        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                        RP_UNROLL
-                        for (int cc = 0; cc < CB; cc++) {
-                            const int8_t *yq = ((const block_q8_0 *)(a + (size_t)(j + cc) * as))[b].qs;
-                            isum[cc] = _mm512_dpbusd_epi32(isum[cc], lo, _mm512_set1_epi32(ld32(yq + 4 * ch)));
-                            if (!two) isum[cc] = _mm512_dpbusd_epi32(isum[cc], hi, _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
-                            else isum2[cc] = _mm512_dpbusd_epi32(isum2[cc], hi, _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
-                        }
-                    }
-                } else {
-                    RP_UNROLL
-                    for (int ch = 0; ch < 8; ch += 2) {
-                        const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
-                        const __m512i v2 = _mm512_loadu_si512((const void *)(p + 32 + 64 * (ch + 1)));
-                        RP_UNROLL
-                        for (int cc = 0; cc < CB; cc++) {
-                            const int8_t *yq = ((const block_q8_0 *)(a + (size_t)(j + cc) * as))[b].qs;
-                            isum[cc] = _mm512_dpbusd_epi32(isum[cc], v, _mm512_set1_epi32(ld32(yq + 4 * ch)));
-                            if (two) isum2[cc] = _mm512_dpbusd_epi32(isum2[cc], v2, _mm512_set1_epi32(ld32(yq + 4 * ch + 4)));
-                            else isum[cc] = _mm512_dpbusd_epi32(isum[cc], v2, _mm512_set1_epi32(ld32(yq + 4 * ch + 4)));
-                        }
-                    }
-                }
-                if (two)
-                    RP_UNROLL
-                    for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_add_epi32(isum[cc], isum2[cc]);
-                RP_UNROLL
-                for (int cc = 0; cc < CB; cc++)
-                    acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[cc][b - s0])),
-                                              _mm512_cvtepi32_ps(isum[cc]), acc[cc]);
-            }
-            RP_UNROLL
-            for (int cc = 0; cc < CB; cc++)
-                _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+    for (int64_t cc = 0; cc < n; cc++) {
+        const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)(j0 + cc) * as);
+        for (int64_t b = s0; b < s1; b++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)y[b].qs);
+            const __m256i sm = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), v);
+            __m128i t = _mm_add_epi32(_mm256_castsi256_si128(sm), _mm256_extracti128_si256(sm, 1));
+            t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+            t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+            nc[cc * stride + (b - s0)] = -off * _mm_cvtsi128_si32(t);
+            dy[cc * stride + (b - s0)] = _cvtsh_ss(y[b].d);
         }
     }
 }
 
+/* One 16-row group g x CB columns (j..j+CB-1) over blocks [s0, s1): the fma chain
+ * starts at 0 (s0 == 0) or continues from the partial sums stored in c. */
+static ALWAYS_INLINE void rp_tile(int CB, bool q4, const uint8_t *w, size_t ws, const uint8_t *a, size_t as,
+                                  float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1,
+                                  const float *dy, const int32_t *nc, int64_t stride) {
+    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[RP_MAXCB];
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        acc[cc] = s0 == 0 ? _mm512_setzero_ps()
+                          : _mm512_loadu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS);
+    const uint8_t *p = w + (size_t)g * gbytes + (size_t)s0 * bstep;
+    for (int64_t b = s0; b < s1; b++, p += bstep) {
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        /* decode (CB <= 2): two independent dpbusd chains per column (low and high
+         * nibbles / even and odd chunks) halve a block's latency; wider tiles
+         * have enough independent columns and need the registers. Exact either way. */
+        const bool two = CB <= 2;
+        __m512i isum[RP_MAXCB], isum2[RP_MAXCB];
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            isum[cc] = _mm512_set1_epi32(nc[cc * stride + (b - s0)]);
+            isum2[cc] = _mm512_setzero_si512();
+        }
+        if (q4) {
+            RP_UNROLL
+            for (int ch = 0; ch < 4; ch++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
+                const __m512i lo = _mm512_and_si512(v, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const int8_t *yq = ((const block_q8_0 *)(a + (size_t)(j + cc) * as))[b].qs;
+                    isum[cc] = _mm512_dpbusd_epi32(isum[cc], lo, _mm512_set1_epi32(ld32(yq + 4 * ch)));
+                    if (two) isum2[cc] = _mm512_dpbusd_epi32(isum2[cc], hi, _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
+                    else isum[cc] = _mm512_dpbusd_epi32(isum[cc], hi, _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
+                }
+            }
+        } else {
+            RP_UNROLL
+            for (int ch = 0; ch < 8; ch += 2) {
+                const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
+                const __m512i v2 = _mm512_loadu_si512((const void *)(p + 32 + 64 * (ch + 1)));
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const int8_t *yq = ((const block_q8_0 *)(a + (size_t)(j + cc) * as))[b].qs;
+                    isum[cc] = _mm512_dpbusd_epi32(isum[cc], v, _mm512_set1_epi32(ld32(yq + 4 * ch)));
+                    if (two) isum2[cc] = _mm512_dpbusd_epi32(isum2[cc], v2, _mm512_set1_epi32(ld32(yq + 4 * ch + 4)));
+                    else isum[cc] = _mm512_dpbusd_epi32(isum[cc], v2, _mm512_set1_epi32(ld32(yq + 4 * ch + 4)));
+                }
+            }
+        }
+        if (two) {
+            RP_UNROLL
+            for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_add_epi32(isum[cc], isum2[cc]);
+        }
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[cc * stride + (b - s0)])),
+                                      _mm512_cvtepi32_ps(isum[cc]), acc[cc]);
+    }
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+}
+
+/* Columns are taken RP_COLS at a time; their activation scales and corrections are
+ * prepared once per slab for every row group of the call (so a call should cover many
+ * rows: ops_matmul.c gives repacked prompt tiles LOOM_MM_REPACKED_ROWS rows). Row
+ * groups are the outer loop: a group's slab of weights stays in L1 while every
+ * column tile of the call uses it. */
+#define RP_COLS 64
+#define RP_PRE 8192 /* prepared (column, block) entries: 64 KiB of stack */
 static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
     const bool q4 = wt == LOOM_TYPE_Q4_0;
     const int64_t nb = k / 32;
-    for (int64_t j = j0; j < j1;) {
-        const int64_t left = j1 - j;
-        int cb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    float dy[RP_PRE];
+    int32_t nc[RP_PRE];
+    for (int64_t jc = j0; jc < j1; jc += RP_COLS) {
+        const int64_t jn = j1 - jc < RP_COLS ? j1 - jc : RP_COLS;
+        int64_t slab = RP_PRE / jn;
+        if (slab > RP_SLAB) slab = RP_SLAB;
+        for (int64_t s0 = 0; s0 < nb; s0 += slab) {
+            const int64_t s1 = s0 + slab < nb ? s0 + slab : nb;
+            rp_prepare(q4, a, as, jc, jn, s0, s1, slab, dy, nc);
+            for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+                for (int64_t jj = 0; jj < jn;) {
+                    const int64_t left = jn - jj;
+                    const int cb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+                    const float *d = dy + jj * slab;
+                    const int32_t *n = nc + jj * slab;
 #define RP(CB)                                                                                          \
     do {                                                                                                \
-        if (q4) rp_tile(CB, true, nb, w, ws, a, as, c, ldc, i0, i1, j);                                 \
-        else rp_tile(CB, false, nb, w, ws, a, as, c, ldc, i0, i1, j);                                   \
+        if (q4) rp_tile(CB, true, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);                \
+        else rp_tile(CB, false, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);                  \
     } while (0)
-        switch (cb) {
-        case 8: RP(8); break;
-        case 4: RP(4); break;
-        case 2: RP(2); break;
-        default: RP(1); break;
-        }
+                    switch (cb) {
+                    case 8: RP(8); break;
+                    case 4: RP(4); break;
+                    case 2: RP(2); break;
+                    default: RP(1); break;
+                    }
 #undef RP
-        j += cb;
+                    jj += cb;
+                }
+            }
+        }
     }
     return true;
 }

@@ -158,7 +158,13 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
      * back), else round-robin. Inside a tile, column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
     int64_t rc = mm_row_chunk(M, n_slices, N);
-    if (repacked) rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
+    if (repacked) {
+        rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
+        /* prompt shapes: tall tiles (see LOOM_MM_REPACKED_ROWS) while there are >= 8 */
+        const int64_t pcols = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS, panels = (N + pcols - 1) / pcols;
+        const int64_t tall = LOOM_MM_REPACKED_ROWS;
+        if (N > 4 && tall > rc && n_slices * panels * ((M + tall - 1) / tall) >= 8) rc = tall;
+    }
     const int64_t n_rchunks = (M + rc - 1) / rc;
     const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     const int64_t n_panels = (N + pc - 1) / pc;
