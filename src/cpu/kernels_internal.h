@@ -28,6 +28,11 @@ void loom_vd_q6_K_ref(int64_t n, float *s, const void *x, const void *y);
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* AVX-512 gemm tile for F16 / BF16 weights (kernels_gemm_avx512.c; kernels.h gemm
+ * contract); declines (returns false) for every other type. */
+bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                            size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* Fill k with the scalar reference table (name "scalar"). */
 void loom_kernels_fill_scalar(loom_kernels *k);
 /* Override entries of a scalar-filled table with an ISA's kernels. Each exists only
