@@ -266,6 +266,157 @@ static void test_vec_dot(void) {
     }
 }
 
+/* Q4_K gemm tiles at prompt-like shapes: every level's gemm over rows [3, 37) of a
+ * 37-row matrix and columns [j0, N) for N in {1, 2, 7, 64, 300} (register tile and
+ * row-group remainders), K of 1, 6 and 16 blocks; untouched outputs keep their
+ * sentinels, the others match the scalar vec_dot and the float64 dot. */
+static void test_gemm_q4k_shapes(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    const loom_type wt = LOOM_TYPE_Q4_K, at = s->dot[wt].vec_dot_type;
+    enum { M = 37, I0 = 3 };
+    static const int64_t ks[] = {256, 1536, 4096};
+    static const int64_t ns[] = {1, 2, 7, 64, 300};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki], nmax = 300;
+        size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * nmax);
+        float *xf = malloc((size_t)k * sizeof *xf), *ref = malloc(sizeof(float) * M * nmax);
+        float *cbuf = malloc(sizeof(float) * M * nmax);
+        double *tol = malloc(sizeof(double) * M * nmax), *dd = malloc(sizeof(double) * M * nmax);
+        if (!w || !a || !xf || !ref || !cbuf || !tol || !dd) {
+            CHECK(0);
+            free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+            return;
+        }
+        for (int r = 0; r < M; r++) {
+            double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale + (r % 5 == 1 ? 0.03 : 0.0));
+            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+        }
+        /* row 20: all codes 15 with large scales and mins (int16 lane-sum limits) */
+        for (int64_t b = 0; b < k / QK_K; b++) {
+            uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_q4_K);
+            memset(blk + 4, 0xFF, 140);
+            u16put(blk, 0x2000);
+            u16put(blk + 2, 0x2000);
+        }
+        for (int c = 0; c < nmax; c++) {
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
+            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
+            s->from_float[at](xf, a + c * arb, k);
+        }
+        for (int c = 0; c < nmax; c++)
+            for (int r = 0; r < M; r++) {
+                double mg;
+                s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
+                reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
+                tol[c * M + r] = bound(wt, k, mg);
+            }
+        for (int li = 1; lv[li]; li++) {
+            const loom_kernels *kt = loom_kernels_for(lv[li]);
+            if (!kt || !kt->gemm) continue;
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
+                for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
+                if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, M, I0, M, j0, n)) continue;
+                int bad = 0;
+                for (int64_t c = 0; c < n; c++)
+                    for (int r = 0; r < M; r++) {
+                        float v = cbuf[c * M + r];
+                        size_t e = (size_t)c * M + (size_t)r;
+                        if (r < I0 || c < j0) {
+                            if (v != -12345.f && bad++ < 3) fprintf(stderr, "  q4k gemm wrote r%d c%lld\n", r, (long long)c);
+                            continue;
+                        }
+                        if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
+                            fprintf(stderr, "  q4k gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", lv[li],
+                                    (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
+                    }
+                CHECK_MSG(bad == 0, "q4k gemm %s k=%lld n=%lld", lv[li], (long long)k, (long long)n);
+            }
+        }
+        free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+    }
+}
+
+/* gemm tiles for the float weight types (F16, BF16) on every level whose gemm accepts
+ * them: M rows, odd k (masked tails) and column counts (decode, remainder and full
+ * micro-tiles), rows [3, M) only, C with padding rows; against a float64 dot of the
+ * converted operands; rows outside the range must stay untouched. */
+static void test_gemm_float(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    static const loom_type types[] = {LOOM_TYPE_F16, LOOM_TYPE_BF16};
+    static const int64_t ks[] = {1, 15, 16, 33, 4096};
+    static const int64_t ns[] = {1, 2, 7, 64, 300};
+    enum { M = 37, R0 = 3, LDC = 40 };
+    const float sentinel = -12345.f;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const loom_type wt = types[ti], at = s->dot[wt].vec_dot_type;
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki];
+            const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+            const int64_t nmax = ns[sizeof ns / sizeof ns[0] - 1];
+            uint8_t *w = malloc(wrb * M), *a = malloc(arb * (size_t)nmax);
+            float *wf = malloc(sizeof(float) * (size_t)k * M), *af = malloc(sizeof(float) * (size_t)k * (size_t)nmax);
+            float *xf = malloc(sizeof(float) * (size_t)k), *c = malloc(sizeof(float) * LDC * (size_t)nmax);
+            double *dd = malloc(sizeof(double) * M * (size_t)nmax), *mag = malloc(sizeof(double) * M * (size_t)nmax);
+            if (!w || !a || !wf || !af || !xf || !c || !dd || !mag) {
+                CHECK(0);
+                free(w); free(a); free(wf); free(af); free(xf); free(c); free(dd); free(mag);
+                return;
+            }
+            for (int r = 0; r < M; r++) {
+                const double scale = r == 5 ? 300.0 : r == 6 ? 1e-3 : 1.0;
+                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
+                CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+                CHECK_EQ_INT(loom_dequantize_row(wt, w + r * wrb, wf + r * k, k), LOOM_OK);
+            }
+            for (int64_t j = 0; j < nmax; j++) {
+                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (j % 5 == 1 ? 0.01 : 2.0));
+                s->from_float[at](xf, a + (size_t)j * arb, k);
+                CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af + j * k, k), LOOM_OK);
+            }
+            for (int64_t j = 0; j < nmax; j++)
+                for (int r = R0; r < M; r++) {
+                    double d = 0, m = 0;
+                    for (int64_t i = 0; i < k; i++) {
+                        const double p = (double)wf[r * k + i] * af[j * k + i];
+                        d += p;
+                        m += fabs(p);
+                    }
+                    dd[j * M + r] = d;
+                    mag[j * M + r] = m;
+                }
+            for (int li = 1; lv[li]; li++) {
+                const loom_kernels *kt = loom_kernels_for(lv[li]);
+                if (!kt || !kt->gemm) continue;
+                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                    const int64_t n = ns[ni];
+                    for (size_t i = 0; i < LDC * (size_t)n; i++) c[i] = sentinel;
+                    if (!kt->gemm(wt, k, w, wrb, a, arb, c, LDC, R0, M, 0, n)) continue; /* declined */
+                    int bad = 0;
+                    for (int64_t j = 0; j < n; j++)
+                        for (int r = 0; r < LDC; r++) {
+                            const float v = c[j * LDC + r];
+                            bool ok;
+                            if (r < R0 || r >= M) ok = v == sentinel;
+                            else ok = fabs(v - dd[j * M + r]) <= bound(wt, k, mag[j * M + r]);
+                            if (!ok && bad++ < 3)
+                                fprintf(stderr, "  gemm %s %s k=%lld n=%lld r%d c%lld: %.9g vs f64 %.9g\n", lv[li],
+                                        loom_type_name(wt), (long long)k, (long long)n, r, (long long)j, v,
+                                        r < R0 || r >= M ? sentinel : dd[j * M + r]);
+                        }
+                    CHECK_MSG(bad == 0, "gemm %s %s k=%lld n=%lld", lv[li], loom_type_name(wt), (long long)k,
+                              (long long)n);
+                }
+            }
+            free(w); free(a); free(wf); free(af); free(xf); free(c); free(dd); free(mag);
+        }
+    }
+}
+
 /* from_float with NaN / +-Inf / extreme magnitudes: every level gives the scalar bytes
  * (the scalar quantizers ignore NaN in amax and map NaN codes to -127). */
 static void test_from_float_special(void) {
@@ -445,6 +596,8 @@ int main(int argc, char **argv) {
     test_tables_complete();
     test_from_float();
     test_vec_dot();
+    test_gemm_float();
+    test_gemm_q4k_shapes();
     test_from_float_special();
     test_kquant_low_exact();
     test_f32_helpers();

@@ -318,6 +318,258 @@ static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w
         for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
 }
 
+/* ------------------------------------------------ Q4_K prompt path: rows in lanes
+ *
+ * tile_q4_K keeps the 256 values of a block in the vector lanes, so every 32-value
+ * sub-block needs its own scale multiply per 64 products (vpmaddubsw + vpdpwssd) and
+ * every (row, column) pair its own float epilogue and final horizontal sum. For many
+ * columns the weights are instead transposed once per call into "rows in lanes" form
+ * and multiplied column by column with broadcast activations (outer product):
+ *   - 8 rows per zmm, lane (r, h) = 4 unsigned codes of row r (positions 8k+4h..+3 of
+ *     sub-block j); the activation operand is the 8 bytes y[32j+8k..+7] broadcast, so
+ *     one vpdpbusd does 64 exact u8 x s8 products for 8 rows of one sub-block;
+ *   - 4 vpdpbusd cover a sub-block (16 products per lane, |sum| <= 16*15*128 < 2^15),
+ *     so the lane sum fits an int16 and one vpdpwssd with the scale (int32 lane = sc,
+ *     high half 0) scales and accumulates it exactly: 5 instructions per 256 products;
+ *   - mins: lane (r, h) holds the int16 pair m_j, m_j+1 (j = 4k+2h) and the broadcast
+ *     qword of 4 int16 sub-block activation sums bsum32 (exact: |.| <= 32*128), so two
+ *     vpdpwssd give sum_j m_j * bsum32_j per block;
+ *   - per block and (8 rows, column): (S*d - Mn*dmin) * d_y in float, 16 lanes at once;
+ *     rows are summed over h and stored 16 (8) consecutive floats at a time at the end.
+ * The transposed weights (q4k_pack, 3.5 KiB per block for 16 rows; nibbles are split
+ * in the tile, with and/shift off the multiply ports, which halves the pack stores) are
+ * built for Q4K_KC blocks at a time, stay in L1 and are reused by every column tile of
+ * the call; the partial sums of each chunk are added to c. Every output element gets
+ * the same arithmetic whatever its position in the row / column tiling (so results do
+ * not depend on how the caller splits the work). Measured on Zen 5 (1 thread, 4096 x
+ * 4096 x 512): ~50% of the vpdpbusd peak vs ~13% for tile_q4_K; 2 to 4 columns per
+ * call are faster here too when compute-bound, but with 2 DRAM-bound columns
+ * tile_q4_K streams the weights faster (fewer concurrent row streams), hence
+ * Q4K_MIN_COLS. */
+#define Q4K_KC 4       /* blocks per transposed chunk */
+#define Q4K_CB 6       /* columns per register tile (2 row vectors x 6 x 2 accumulators) */
+#define Q4K_MIN_COLS 3 /* fewer columns per call: tile_q4_K (see gemm_vnni) */
+
+typedef struct {
+    __m512i w[4][4][2]; /* [chunk q][k][row vector]: code pairs (sub-blocks 2q, 2q+1) */
+    __m512i sc[8][2];   /* [j][rv]: lane (r, h) = scale of sub-block j */
+    __m512i mn[2][2];   /* [k][rv]: lane (r, h) = m_{4k+2h} | m_{4k+2h+1} << 16 */
+    __m512 d[2], dmin[2];
+} q4k_pack;
+
+static const block_q4_K q4k_zero_block; /* stands in for rows past the range */
+
+/* Transposes one block of 8 rows (xb) into row vector rv of p. Per 32-byte chunk q:
+ * rows paired in 256-bit halves ([R0|R2], [R1|R3], [R4|R6], [R5|R7]), unpacked by
+ * qword and regrouped by 128-bit lane, giving V_k = qword k of rows 0..7 in order;
+ * low nibbles are sub-block 2q, high nibbles sub-block 2q+1. */
+static ALWAYS_INLINE void q4k_pack_rows(q4k_pack *p, int rv, const block_q4_K *const xb[8]) {
+    LOOM_UNROLL
+    for (int q = 0; q < 4; q++) {
+#define Q4K_LD2(x, y)                                                                                    \
+    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xb[x]->qs + 32 * q))), \
+                       _mm256_loadu_si256((const __m256i *)(xb[y]->qs + 32 * q)), 1)
+        const __m512i z0 = Q4K_LD2(0, 2), z1 = Q4K_LD2(1, 3), z2 = Q4K_LD2(4, 6), z3 = Q4K_LD2(5, 7);
+#undef Q4K_LD2
+        const __m512i lo0 = _mm512_unpacklo_epi64(z0, z1), lo1 = _mm512_unpacklo_epi64(z2, z3);
+        const __m512i hi0 = _mm512_unpackhi_epi64(z0, z1), hi1 = _mm512_unpackhi_epi64(z2, z3);
+        __m512i v[4];
+        v[0] = _mm512_shuffle_i64x2(lo0, lo1, 0x88);
+        v[1] = _mm512_shuffle_i64x2(hi0, hi1, 0x88);
+        v[2] = _mm512_shuffle_i64x2(lo0, lo1, 0xDD);
+        v[3] = _mm512_shuffle_i64x2(hi0, hi1, 0xDD);
+        LOOM_UNROLL
+        for (int k = 0; k < 4; k++) p->w[q][k][rv] = v[k];
+    }
+    /* scales and mins (k4_unpack in vector form): the first 16 bytes of each block,
+     * [d|dmin, v0, v1, v2] as dwords, one row per 128-bit lane (rows 0-3 in ha, 4-7 in hb):
+     *   sc0-3 = v0 & 0x3f..           sc4-7 = (v2 & 0x0f..) | ((v0 >> 6) & 0x03..) << 4
+     *   m0-3  = v1 & 0x3f..           m4-7  = ((v2 >> 4) & 0x0f..) | ((v1 >> 6) & 0x03..) << 4 */
+#define Q4K_LD4(x0, x1, x2, x3)                                                                          \
+    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu2_m128i((const __m128i *)xb[x1], (const __m128i *)xb[x0])), \
+                       _mm256_loadu2_m128i((const __m128i *)xb[x3], (const __m128i *)xb[x2]), 1)
+    const __m512i ha = Q4K_LD4(0, 1, 2, 3), hb = Q4K_LD4(4, 5, 6, 7);
+#undef Q4K_LD4
+    const __m512i shv = _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
+    const __m512i mlo = _mm512_set4_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+    const __m512i mhi = _mm512_set4_epi32(0x03030303, 0, 0x03030303, 0);
+    __m512i o[2];
+    LOOM_UNROLL
+    for (int x = 0; x < 2; x++) {
+        const __m512i h = x ? hb : ha;
+        const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(_mm512_shuffle_epi32(h, (_MM_PERM_ENUM)0xED), shv), mlo);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(_mm512_shuffle_epi32(h, (_MM_PERM_ENUM)0xA5), 6), mhi);
+        o[x] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)); /* per row: sc0..7, m0..7 */
+    }
+    /* word tables [t][j], t = table slot of row r: 0 2 4 6 1 3 5 7 (unpack order) */
+    const __m512i sct = _mm512_unpacklo_epi64(o[0], o[1]), mnt = _mm512_unpackhi_epi64(o[0], o[1]);
+    const __m512i s0 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sct));
+    const __m512i s1 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sct, 1));
+    const __m512i n0 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(mnt));
+    const __m512i n1 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mnt, 1));
+    /* dword lane L = (r, h): low word <- word 8t(r) (+ j); words <- 8t(r) + 2h, +1 (+ 4k) */
+    const __m512i bsc = _mm512_set_epi32(56, 56, 40, 40, 24, 24, 8, 8, 48, 48, 32, 32, 16, 16, 0, 0);
+    const __m512i bmn = _mm512_set_epi32(0x3b003a, 0x390038, 0x2b002a, 0x290028, 0x1b001a, 0x190018, 0x0b000a,
+                                         0x090008, 0x330032, 0x310030, 0x230022, 0x210020, 0x130012, 0x110010,
+                                         0x030002, 0x010000);
+    LOOM_UNROLL
+    for (int j = 0; j < 8; j++)
+        p->sc[j][rv] = _mm512_maskz_permutex2var_epi16((__mmask32)0x55555555u, s0,
+                                                       _mm512_add_epi16(bsc, _mm512_set1_epi16((short)j)), s1);
+    LOOM_UNROLL
+    for (int k = 0; k < 2; k++)
+        p->mn[k][rv] = _mm512_permutex2var_epi16(n0, _mm512_add_epi16(bmn, _mm512_set1_epi16((short)(4 * k))), n1);
+    /* d, dmin: dword 0 of every lane, [d0 dmin0 d1 dmin1 ..] after vcvtph2ps */
+    const __m512i dmi = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 28, 24, 20, 16, 12, 8, 4, 0);
+    const __m512 dv = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi32(ha, dmi, hb)));
+    const __m512i ev = _mm512_set_epi32(14, 14, 12, 12, 10, 10, 8, 8, 6, 6, 4, 4, 2, 2, 0, 0);
+    p->d[rv] = _mm512_permutexvar_ps(ev, dv);
+    p->dmin[rv] = _mm512_permutexvar_ps(_mm512_add_epi32(ev, _mm512_set1_epi32(1)), dv);
+}
+
+/* RV row vectors (8 rows each) x CB columns over the nbk packed blocks P, activation
+ * blocks b0.. of columns j..j+CB-1; adds (or stores, when first) rows i..i+nr-1. */
+static ALWAYS_INLINE void q4k_tile(int RV, int CB, const q4k_pack *P, int nbk, const uint8_t *a, size_t as,
+                                   int64_t b0, int64_t j, float *c, size_t ldc, int64_t i, int nr, bool first) {
+    __m512 F[2][Q4K_CB];
+    const block_q8_K *y[Q4K_CB];
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    LOOM_UNROLL
+    for (int cc = 0; cc < CB; cc++) {
+        y[cc] = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b0;
+        LOOM_UNROLL
+        for (int rv = 0; rv < RV; rv++) F[rv][cc] = _mm512_setzero_ps();
+    }
+    for (int bb = 0; bb < nbk; bb++) {
+        const q4k_pack *p = P + bb;
+        __m512i S[2][Q4K_CB], T[2][Q4K_CB];
+        LOOM_UNROLL
+        for (int rv = 0; rv < RV; rv++)
+            LOOM_UNROLL
+            for (int cc = 0; cc < CB; cc++) S[rv][cc] = _mm512_setzero_si512();
+        for (int sb = 0; sb < 8; sb++) {
+            const int sh = 4 * (sb & 1);
+            LOOM_UNROLL
+            for (int rv = 0; rv < RV; rv++)
+                LOOM_UNROLL
+                for (int cc = 0; cc < CB; cc++) T[rv][cc] = _mm512_setzero_si512();
+            LOOM_UNROLL
+            for (int k = 0; k < 4; k++) {
+                __m512i W[2];
+                LOOM_UNROLL
+                for (int rv = 0; rv < RV; rv++)
+                    W[rv] = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512((const void *)&p->w[sb >> 1][k][rv]), sh), m4);
+                LOOM_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    long long q;
+                    memcpy(&q, y[cc][bb].qs + 32 * sb + 8 * k, 8);
+                    const __m512i yv = _mm512_set1_epi64(q);
+                    LOOM_UNROLL
+                    for (int rv = 0; rv < RV; rv++) T[rv][cc] = _mm512_dpbusd_epi32(T[rv][cc], W[rv], yv);
+                }
+            }
+            LOOM_UNROLL
+            for (int rv = 0; rv < RV; rv++) {
+                const __m512i sv = _mm512_load_si512((const void *)&p->sc[sb][rv]);
+                LOOM_UNROLL
+                for (int cc = 0; cc < CB; cc++) S[rv][cc] = _mm512_dpwssd_epi32(S[rv][cc], T[rv][cc], sv);
+            }
+        }
+        /* mins: T[rv][cc] lanes (r, h) = sum_k m_j * bsum32_j + m_j+1 * bsum32_j+1, j = 4k+2h
+         * (bsum32 = sums of 32 activations, exact in int16: |.| <= 32 * 128) */
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[cc][bb].bsums),
+                                                  _mm256_set1_epi16(1));
+            const __m256i pk = _mm256_packs_epi32(s32, s32); /* qword 0: bsum32 0-3, qword 2: 4-7 */
+            const __m512i bv0 = _mm512_broadcastq_epi64(_mm256_castsi256_si128(pk));
+            const __m512i bv1 = _mm512_broadcastq_epi64(_mm256_extracti128_si256(pk, 1));
+            LOOM_UNROLL
+            for (int rv = 0; rv < RV; rv++)
+                T[rv][cc] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), p->mn[0][rv], bv0),
+                                                p->mn[1][rv], bv1);
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const __m512 dy = _mm512_set1_ps(y[cc][bb].d);
+            LOOM_UNROLL
+            for (int rv = 0; rv < RV; rv++) {
+                __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(S[rv][cc]), p->d[rv]);
+                t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(T[rv][cc]), p->dmin[rv], t);
+                F[rv][cc] = _mm512_fmadd_ps(t, dy, F[rv][cc]);
+            }
+        }
+    }
+    /* lanes (r, 0) + (r, 1) -> row r; 16 (or 8) consecutive outputs per column */
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    const __mmask16 msk = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    LOOM_UNROLL
+    for (int cc = 0; cc < CB; cc++) {
+        __m512 o;
+        if (RV == 2)
+            o = _mm512_add_ps(_mm512_permutex2var_ps(F[0][cc], ev, F[1][cc]),
+                              _mm512_permutex2var_ps(F[0][cc], od, F[1][cc]));
+        else
+            o = _mm512_add_ps(_mm512_permutexvar_ps(ev, F[0][cc]), _mm512_permutexvar_ps(od, F[0][cc]));
+        float *dst = c + (size_t)(j + cc) * ldc + (size_t)i;
+        if (!first) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(msk, dst));
+        _mm512_mask_storeu_ps(dst, msk, o);
+    }
+}
+
+/* Rows [i0, i1) x columns [j0, j1): groups of 16 rows (the last one 1..16 rows, with
+ * zero rows standing in), Q4K_KC blocks transposed at a time, column tiles of Q4K_CB. */
+static void gemm_q4k_lanes(int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    q4k_pack P[Q4K_KC];
+    for (int64_t i = i0; i < i1; i += 16) {
+        const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
+        const int nrv = nr > 8 ? 2 : 1;
+        for (int64_t kc = 0; kc < nb; kc += Q4K_KC) {
+            const int nbk = nb - kc < Q4K_KC ? (int)(nb - kc) : Q4K_KC;
+            for (int bb = 0; bb < nbk; bb++)
+                for (int rv = 0; rv < nrv; rv++) {
+                    const block_q4_K *xb[8];
+                    for (int r = 0; r < 8; r++) {
+                        const int row = 8 * rv + r;
+                        if (row >= nr) {
+                            xb[r] = &q4k_zero_block;
+                            continue;
+                        }
+                        xb[r] = (const block_q4_K *)(w + (size_t)(i + row) * ws) + kc + bb;
+                        /* the same row in the next chunk (16 row streams are too many for
+                         * the hardware prefetcher when few columns make this DRAM-bound);
+                         * past the row end this is a harmless prefetch */
+                        const char *pf = (const char *)(w + (size_t)(i + row) * ws) +
+                                         (size_t)(kc + bb + Q4K_KC) * sizeof(block_q4_K);
+                        _mm_prefetch(pf, _MM_HINT_T0);
+                        _mm_prefetch(pf + 64, _MM_HINT_T0);
+                        _mm_prefetch(pf + 128, _MM_HINT_T0);
+                    }
+                    q4k_pack_rows(&P[bb], rv, xb);
+                }
+            for (int64_t j = j0; j < j1; j += Q4K_CB) {
+                const int cb = j1 - j < Q4K_CB ? (int)(j1 - j) : Q4K_CB;
+#define Q4K_T(RV, CB) q4k_tile(RV, CB, P, nbk, a, as, kc, j, c, ldc, i, nr, kc == 0)
+#define Q4K_CASES(RV)                                                                                   \
+    switch (cb) {                                                                                       \
+    case 1: Q4K_T(RV, 1); break;                                                                        \
+    case 2: Q4K_T(RV, 2); break;                                                                        \
+    case 3: Q4K_T(RV, 3); break;                                                                        \
+    case 4: Q4K_T(RV, 4); break;                                                                        \
+    case 5: Q4K_T(RV, 5); break;                                                                        \
+    default: Q4K_T(RV, 6); break;                                                                       \
+    }
+                if (nrv == 2) Q4K_CASES(2)
+                else Q4K_CASES(1)
+#undef Q4K_CASES
+#undef Q4K_T
+            }
+        }
+    }
+}
+
 /* Q6_K x Q8_K: RB rows x CB columns (256-bit). Per 32-value chunk q (0..7) the 6-bit
  * unsigned codes u (q + 32) are rebuilt from ql/qh, multiplied with the activations
  * (vpmaddubsw, exact: 63 * 127 * 2 < 2^15) and accumulated with the two 16-value group
@@ -445,6 +697,10 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
 #undef T_Q80
         return true;
     case LOOM_TYPE_Q4_K:
+        if (j1 - j0 >= Q4K_MIN_COLS) {
+            gemm_q4k_lanes(k / QK_K, W, ws, A, as, c, ldc, i0, i1, j0, j1);
+            return true;
+        }
 #define T_Q4K(RB, CB, ii, jj) tile_q4_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K(T_Q4K)
 #undef T_Q4K
@@ -454,7 +710,8 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
         TILE_DISPATCH_K(T_Q6K)
 #undef T_Q6K
         return true;
-    default: return false;
+    default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c); false otherwise */
+        return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     }
 }
 

@@ -155,7 +155,8 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
 
     /* ---- phase 2: tiles of (slice, row chunk, column panel), claimed dynamically
      * through p->counter when there is one (a preempted thread does not hold the others
-     * back), else round-robin. Inside a tile, column blocks of MM_COL_BLOCK. */
+     * back), else round-robin. A tile goes whole to the gemm tile function; without one
+     * (or when it declines), vec_dot over column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
     int64_t rc = mm_row_chunk(M, n_slices, N);
     if (repacked) {
@@ -199,9 +200,14 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
             tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
             continue;
         }
+        /* the whole panel to the tile function (it tiles columns itself and amortises
+         * per-call work such as weight transposes over all of them) */
+        if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1)) {
+            tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
+            continue;
+        }
         for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
             int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
-            if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, j0, j1)) continue;
             for (int64_t i = i0; i < i1; i++) {
                 const void *wr = w + (size_t)i * w_stride;
                 for (int64_t j = j0; j < j1; j++)
