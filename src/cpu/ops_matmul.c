@@ -165,6 +165,15 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         const int64_t pcols = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS, panels = (N + pcols - 1) / pcols;
         const int64_t tall = LOOM_MM_REPACKED_ROWS;
         if (N > 4 && tall > rc && n_slices * panels * ((M + tall - 1) / tall) >= 8) rc = tall;
+        /* decode: 8 long row ranges per matrix (per slice): each tile is one sequential
+         * stream and prepares the activation once; measured on the 1.1B Q4_0 model, 2
+         * threads, tg128: 60-61 tok/s with 32 tiles, 62-70 with 8, 64 with 16 (noisy VM) */
+        if (N <= 4) {
+            int64_t tw = 8 / (n_slices > 0 ? n_slices : 1);
+            if (tw < 1) tw = 1;
+            const int64_t r = ((M + tw - 1) / tw + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
+            if (r > rc) rc = r;
+        }
     }
     const int64_t n_rchunks = (M + rc - 1) / rc;
     const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
