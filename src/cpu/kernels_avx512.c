@@ -94,14 +94,12 @@ static void f16_to_f32(int64_t n, const uint16_t *x, float *y) {
     }
 }
 
-/* exp(x) for x <= 0 (softmax arguments): x = n ln2 + r, |r| <= ln2/2, exp(r) by its
- * degree-6 Taylor polynomial (relative error < 2e-7), scaled by 2^n with vscalefps.
- * Arguments below -87.3 (including -inf) give 0. */
-static inline __m512 exp_neg(__m512 x) {
+/* exp(x) for x already clamped to [-87.3, 88.7]: x = n ln2 + r, |r| <= ln2/2, exp(r) by
+ * its degree-6 Taylor polynomial (relative error < 2e-7), scaled by 2^n with vscalefps.
+ * NaN stays NaN. */
+static inline __m512 exp_clamped(__m512 x) {
     const __m512 log2e = _mm512_set1_ps(1.44269504f), ln2_hi = _mm512_set1_ps(0.693145752f),
-                 ln2_lo = _mm512_set1_ps(1.42860677e-6f);
-    __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x); /* NaN stays NaN */
+                 ln2_lo = _mm512_set1_ps(1.42860677e-6f), one = _mm512_set1_ps(1.0f);
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
     r = _mm512_fnmadd_ps(n, ln2_lo, r);
@@ -110,35 +108,30 @@ static inline __m512 exp_neg(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_maskz_mov_ps((__mmask16)~tiny, _mm512_scalef_ps(p, n));
+    p = _mm512_fmadd_ps(p, r, one);
+    p = _mm512_fmadd_ps(p, r, one);
+    return _mm512_scalef_ps(p, n);
 }
 
-/* SiLU x / (1 + exp(-x)): exp by the same reduction and polynomial as exp_neg, for
- * arguments clamped to [-87.3, 88.7]; exp(-x) overflowing to +inf (x < -88.7) gives
- * x / inf = -0, like the scalar expression; NaN stays NaN. */
+/* exp(x) for x <= 0 (softmax arguments); below -87.3 (including -inf) gives 0. */
+static inline __m512 exp_neg(__m512 x) {
+    __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x); /* NaN stays NaN */
+    return _mm512_maskz_mov_ps((__mmask16)~tiny, exp_clamped(x));
+}
+
+/* SiLU x / (1 + exp(-x)) with exp_clamped on -x clamped to [-87.3, 88.7]; exp(-x)
+ * overflowing (x < -88.7) is +inf, giving x / inf = -0 like the scalar expression;
+ * NaN stays NaN. */
 static void silu_f32(int64_t n, const float *x, float *y) {
-    const __m512 log2e = _mm512_set1_ps(1.44269504f), ln2_hi = _mm512_set1_ps(0.693145752f),
-                 ln2_lo = _mm512_set1_ps(1.42860677e-6f), one = _mm512_set1_ps(1.0f);
+    const __m512 one = _mm512_set1_ps(1.0f);
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
         const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
         __m512 a = _mm512_sub_ps(_mm512_setzero_ps(), xv); /* -x */
         const __mmask16 big = _mm512_cmp_ps_mask(a, _mm512_set1_ps(88.7f), _CMP_GT_OQ);
         a = _mm512_min_ps(_mm512_max_ps(a, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
-        __m512 nn = _mm512_roundscale_ps(_mm512_mul_ps(a, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 r = _mm512_fnmadd_ps(nn, ln2_hi, a);
-        r = _mm512_fnmadd_ps(nn, ln2_lo, r);
-        __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-        p = _mm512_fmadd_ps(p, r, one);
-        p = _mm512_fmadd_ps(p, r, one);
-        __m512 e = _mm512_scalef_ps(p, nn);
-        e = _mm512_mask_mov_ps(e, big, _mm512_set1_ps(INFINITY));
+        __m512 e = _mm512_mask_mov_ps(exp_clamped(a), big, _mm512_set1_ps(INFINITY));
         __m512 v = _mm512_div_ps(xv, _mm512_add_ps(one, e));
         /* NaN in: the clamps above dropped it, put it back */
         v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(xv, xv, _CMP_UNORD_Q), xv);

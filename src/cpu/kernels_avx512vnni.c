@@ -7,14 +7,7 @@
 #include <string.h>
 
 #define H2F(h) _cvtsh_ss(h)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#if defined(__clang__)
-#define LOOM_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define LOOM_UNROLL _Pragma("GCC unroll 8")
-#else
-#define LOOM_UNROLL
-#endif
+#define ALWAYS_INLINE LOOM_ALWAYS_INLINE
 
 static ALWAYS_INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

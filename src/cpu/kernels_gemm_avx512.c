@@ -35,14 +35,7 @@
 
 #include <immintrin.h>
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#if defined(__clang__)
-#define LOOM_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define LOOM_UNROLL _Pragma("GCC unroll 8")
-#else
-#define LOOM_UNROLL
-#endif
+#define ALWAYS_INLINE LOOM_ALWAYS_INLINE
 
 #define MR 4      /* weight rows per micro-kernel */
 #define NR 6      /* activation columns per micro-kernel (max) */

@@ -8,6 +8,17 @@
 #include "cpu/kernels.h"
 #include "quant/blocks.h"
 
+/* Force full unrolling of constant-trip tile loops in SIMD kernels (GCC otherwise may
+ * keep small accumulator arrays in memory). */
+#define LOOM_ALWAYS_INLINE inline __attribute__((always_inline))
+#if defined(__clang__)
+#define LOOM_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define LOOM_UNROLL _Pragma("GCC unroll 8")
+#else
+#define LOOM_UNROLL
+#endif
+
 /* Scalar reference vec_dots (weight x activation-format). */
 void loom_vd_f32_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_f16_ref(int64_t n, float *s, const void *x, const void *y);
