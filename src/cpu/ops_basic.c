@@ -90,9 +90,12 @@ static inline float u_quick_gelu(float x, float p0, float p1) {
 }
 static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
-#define UNARY_KERNEL(name, fn)                                                                      \
+/* ROWFN: NULL, or a function(n, x, y) that computes a contiguous F32 row at once
+ * (the kernel table's vectorised version of fn). */
+#define UNARY_KERNEL_ROWS(name, fn, ROWFN)                                                           \
     void loom_cpu_op_##name(const loom_compute_params *p, loom_tensor *dst) {                        \
         const loom_tensor *a = dst->src[0];                                                         \
+        void (*rowfn)(int64_t, const float *, float *) = ROWFN;                                     \
         float p0 = loom_get_op_param_f32(dst, 0), p1 = loom_get_op_param_f32(dst, 1);               \
         int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];                               \
         int64_t r0, r1;                                                                             \
@@ -101,10 +104,13 @@ static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : 
             int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;                       \
             const char *ra = loom_row_ptr(a, i1, i2, i3);                                           \
             char *rd = loom_row_ptr(dst, i1, i2, i3);                                               \
-            if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32) {          \
+            if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32 &&         \
+                dst->nb[0] == 4) {                                                                  \
                 const float *x = (const float *)ra;                                                 \
                 float *d = (float *)rd;                                                             \
-                for (int64_t i = 0; i < ne0; i++) d[i] = fn(x[i], p0, p1);                          \
+                if (rowfn) rowfn(ne0, x, d);                                                        \
+                else                                                                                \
+                    for (int64_t i = 0; i < ne0; i++) d[i] = fn(x[i], p0, p1);                      \
             } else {                                                                                \
                 for (int64_t i = 0; i < ne0; i++)                                                   \
                     loom_st_f(rd + i * dst->nb[0], dst->type,                                       \
@@ -112,6 +118,7 @@ static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : 
             }                                                                                       \
         }                                                                                           \
     }
+#define UNARY_KERNEL(name, fn) UNARY_KERNEL_ROWS(name, fn, NULL)
 
 UNARY_KERNEL(neg, u_neg)
 UNARY_KERNEL(scale, u_scale)
@@ -121,26 +128,8 @@ UNARY_KERNEL(sin, u_sin)
 UNARY_KERNEL(cos, u_cos)
 UNARY_KERNEL(tanh, u_tanh)
 UNARY_KERNEL(sigmoid, u_sigmoid)
-/* SiLU: contiguous F32 rows through the kernel table (vectorised exp); otherwise
- * element by element like the other unary ops. */
-void loom_cpu_op_silu(const loom_compute_params *p, loom_tensor *dst) {
-    const loom_tensor *a = dst->src[0];
-    const loom_kernels *kt = loom_kernels_get();
-    int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
-    int64_t r0, r1;
-    loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;
-        const char *ra = loom_row_ptr(a, i1, i2, i3);
-        char *rd = loom_row_ptr(dst, i1, i2, i3);
-        if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32 && dst->nb[0] == 4) {
-            kt->silu_f32(ne0, (const float *)ra, (float *)rd);
-        } else {
-            for (int64_t i = 0; i < ne0; i++)
-                loom_st_f(rd + i * dst->nb[0], dst->type, u_silu(loom_ld_f(ra + i * a->nb[0], a->type), 0.f, 0.f));
-        }
-    }
-}
+/* SiLU: contiguous F32 rows through the kernel table (vectorised exp) */
+UNARY_KERNEL_ROWS(silu, u_silu, loom_kernels_get()->silu_f32)
 UNARY_KERNEL(relu, u_relu)
 UNARY_KERNEL(gelu, u_gelu)
 UNARY_KERNEL(quick_gelu, u_quick_gelu)
