@@ -65,34 +65,46 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
     return ab;
 }
 
+/* Columns of b per tile: all of them for matrix x vector shapes; for prompt shapes a
+ * block of MM_PANEL_COLS so a tile's weight rows (rc x K) and activation rows stay in
+ * L2 while every weight row is reused across the whole column block. */
+#define MM_PANEL_COLS 64
+
 /* Row chunk of a per tile: only a function of the shape (thread-count independent);
- * a multiple of 4 (the gemm micro-tile height). */
-static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N) {
+ * a multiple of 4 (the gemm micro-tile height), of 16 for repacked weights (one
+ * interleaved row group). */
+static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, bool repacked) {
+    const int64_t ns = n_slices > 0 ? n_slices : 1;
     if (N <= 4) {
         /* matrix x vector (decode): few large contiguous row ranges, so each thread
          * streams long runs of weight rows (hardware prefetch) and claims tiles
-         * rarely; a multiple of 16 rows so tiles never share an output cache line. */
-        int64_t tw = 32 / (n_slices > 0 ? n_slices : 1);
+         * rarely; a multiple of 16 rows so tiles never share an output cache line.
+         * Repacked weights: 8 ranges per matrix, uncapped (one stream and one
+         * activation preparation per tile; Q4_0 1.1B tg128, 2 threads: 60-61 tok/s
+         * with 32 tiles, 62-70 with 8, 64 with 16, on the noisy VM). */
+        int64_t tw = (repacked ? 8 : 32) / ns;
         if (tw < 1) tw = 1;
         int64_t rcd = (M + tw - 1) / tw;
         rcd = (rcd + 15) & ~(int64_t)15;
         if (rcd < 16) rcd = 16;
-        if (rcd > 512) rcd = 512;
+        if (!repacked && rcd > 512) rcd = 512;
         return rcd;
     }
-    int64_t tiles_wanted = 256 / (n_slices > 0 ? n_slices : 1);
+    int64_t tiles_wanted = 256 / ns;
     if (tiles_wanted < 1) tiles_wanted = 1;
     int64_t rc = (M + tiles_wanted - 1) / tiles_wanted;
     rc = (rc + 3) & ~(int64_t)3;
     if (rc < 4) rc = 4;
     if (rc > 64) rc = 64;
+    if (repacked) {
+        rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
+        /* tall tiles (activation preparation is per call, see LOOM_MM_REPACKED_ROWS)
+         * while that still leaves >= 8 tiles */
+        const int64_t panels = (N + MM_PANEL_COLS - 1) / MM_PANEL_COLS, tall = LOOM_MM_REPACKED_ROWS;
+        if (ns * panels * ((M + tall - 1) / tall) >= 8) rc = tall;
+    }
     return rc;
 }
-
-/* Columns of b per tile: all of them for matrix x vector shapes; for prompt shapes a
- * block of MM_PANEL_COLS so a tile's weight rows (rc x K) and activation rows stay in
- * L2 while every weight row is reused across the whole column block. */
-#define MM_PANEL_COLS 64
 
 /* Phase 1 shared by MUL_MAT and MUL_MAT_ID: convert b's rows [r0, r1) (flattened
  * (i1, i2, i3) order) into vdt rows of rb bytes in wdata. */
@@ -158,23 +170,7 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
      * back), else round-robin. A tile goes whole to the gemm tile function; without one
      * (or when it declines), vec_dot over column blocks of MM_COL_BLOCK. */
     const int64_t n_slices = B2 * B3;
-    int64_t rc = mm_row_chunk(M, n_slices, N);
-    if (repacked) {
-        rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
-        /* prompt shapes: tall tiles (see LOOM_MM_REPACKED_ROWS) while there are >= 8 */
-        const int64_t pcols = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS, panels = (N + pcols - 1) / pcols;
-        const int64_t tall = LOOM_MM_REPACKED_ROWS;
-        if (N > 4 && tall > rc && n_slices * panels * ((M + tall - 1) / tall) >= 8) rc = tall;
-        /* decode: 8 long row ranges per matrix (per slice): each tile is one sequential
-         * stream and prepares the activation once; measured on the 1.1B Q4_0 model, 2
-         * threads, tg128: 60-61 tok/s with 32 tiles, 62-70 with 8, 64 with 16 (noisy VM) */
-        if (N <= 4) {
-            int64_t tw = 8 / (n_slices > 0 ? n_slices : 1);
-            if (tw < 1) tw = 1;
-            const int64_t r = ((M + tw - 1) / tw + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
-            if (r > rc) rc = r;
-        }
-    }
+    const int64_t rc = mm_row_chunk(M, n_slices, N, repacked);
     const int64_t n_rchunks = (M + rc - 1) / rc;
     const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     const int64_t n_panels = (N + pc - 1) / pc;
