@@ -3,7 +3,8 @@
  *  - the scalar reference gemm_repacked against a float64 dot of the dequantized
  *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
- *    several activation slabs, N = 1, 2, 7, 64, 300 and a row range that skips a group;
+ *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
+ *    group (Q4_0, Q8_0, Q4_K; a level may decline a type it does not repack);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
 #include "cpu/kernels_internal.h"
@@ -35,13 +36,53 @@ static uint8_t *make_rows(loom_type t, int64_t k, int64_t m) {
     return w;
 }
 
+/* Q4_K: 6-bit scale and min of sub-block s from the GGUF 12-byte form (the format's
+ * published packing, written out independently of quant/). */
+static void k4_scale_min(const uint8_t *q, int s, int *sc, int *m) {
+    if (s < 4) {
+        *sc = q[s] & 63;
+        *m = q[s + 4] & 63;
+    } else {
+        *sc = (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
+        *m = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+    }
+}
+
+/* The documented byte layout of one (row, block) pair; returns differing bytes. */
+static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int64_t rr) {
+    int bad = 0;
+    if (t == LOOM_TYPE_Q4_K) {
+        if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0) bad++;
+        for (int s = 0; s < 8; s++) {
+            int sc, m;
+            k4_scale_min(src + 4, s, &sc, &m);
+            const uint8_t lo = grp[64 + 16 * s + rr], hi = grp[192 + 16 * (s % 4) + rr];
+            const int sh = s < 4 ? 0 : 2;
+            if ((lo & 15) != (sc & 15) || (lo >> 4) != (m & 15) || ((hi >> sh) & 3) != sc >> 4 ||
+                ((hi >> (4 + sh)) & 3) != m >> 4)
+                bad++;
+        }
+        for (int e = 0; e < 128; e++)
+            if (grp[256 + 64 * (e / 4) + 4 * rr + e % 4] != src[16 + e]) bad++;
+        return bad;
+    }
+    const bool q4 = t == LOOM_TYPE_Q4_0;
+    if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
+    for (int e = 0; e < (q4 ? 16 : 32); e++) {
+        uint8_t want = (uint8_t)(src[2 + e] ^ (q4 ? 0 : 0x80));
+        if (grp[32 + 64 * (e / 4) + 4 * rr + e % 4] != want) bad++;
+    }
+    return bad;
+}
+
 static void test_layout(void) {
-    static const loom_type ts[2] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0};
-    static const int64_t ks[3] = {32, 96, 4192};
-    for (int ti = 0; ti < 2; ti++)
+    static const loom_type ts[3] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K};
+    static const int64_t ks[3] = {32, 96, 4192}, kks[3] = {256, 768, 4352};
+    for (int ti = 0; ti < 3; ti++)
         for (int ki = 0; ki < 3; ki++) {
             loom_type t = ts[ti];
-            int64_t k = ks[ki], m = 48;
+            const bool kq = t == LOOM_TYPE_Q4_K;
+            int64_t k = kq ? kks[ki] : ks[ki], m = 48, qk = kq ? 256 : 32;
             size_t rb = rowb(t, k), n = rb * (size_t)m;
             uint8_t *w = make_rows(t, k, m), *p = malloc(n), *u = malloc(n);
             if (!w || !p || !u) { CHECK(0); free(w); free(p); free(u); return; }
@@ -49,20 +90,12 @@ static void test_layout(void) {
             CHECK_EQ_INT(loom_unpack_rows(t, k, m, p, u), LOOM_OK);
             CHECK_MSG(memcmp(w, u, n) == 0, "%s k=%lld round trip", loom_type_name(t), (long long)k);
             /* the documented layout, byte by byte, for a few (row, block) pairs */
-            const bool q4 = t == LOOM_TYPE_Q4_0;
-            const size_t bb = q4 ? 18 : 34;
+            const size_t bb = rb / (size_t)(k / qk);
             int bad = 0;
             for (int64_t r = 0; r < m; r += 7)
-                for (int64_t b = 0; b < k / 32; b += 5) {
-                    const uint8_t *src = w + (size_t)r * rb + (size_t)b * bb;
-                    const uint8_t *grp = p + (size_t)(r / 16) * 16 * rb + (size_t)b * 16 * bb;
-                    const int64_t rr = r % 16;
-                    if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
-                    for (int e = 0; e < (q4 ? 16 : 32); e++) {
-                        uint8_t want = (uint8_t)(src[2 + e] ^ (q4 ? 0 : 0x80));
-                        if (grp[32 + 64 * (e / 4) + 4 * rr + e % 4] != want) bad++;
-                    }
-                }
+                for (int64_t b = 0; b < k / qk; b += kq ? 1 : 5)
+                    bad += layout_diff(t, w + (size_t)r * rb + (size_t)b * bb,
+                                       p + (size_t)(r / 16) * 16 * rb + (size_t)b * 16 * bb, r % 16);
             CHECK_MSG(bad == 0, "%s k=%lld layout: %d bytes differ", loom_type_name(t), (long long)k, bad);
             free(w);
             free(p);
@@ -78,24 +111,34 @@ static void test_layout(void) {
     CHECK(loom_repack_shape_ok(LOOM_TYPE_Q8_0, ok));
     CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q8_0, odd));
     CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_0, b3));
-    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_K, ok));
-    CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0));
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_K, ok)); /* k not a multiple of 256 */
+    const int64_t kok[4] = {512, 32, 1, 1};
+    CHECK(loom_repack_shape_ok(LOOM_TYPE_Q4_K, kok));
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_K, 224, 16, a, b), LOOM_ERR_INVALID_ARG);
+    CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0) &&
+          loom_repack_type_ok(LOOM_TYPE_Q4_K) && !loom_repack_type_ok(LOOM_TYPE_Q6_K));
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q4_K), LOOM_TYPE_Q8_K);
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q8_0), LOOM_TYPE_Q8_0);
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q5_K), LOOM_TYPE_COUNT);
 }
 
-/* |v - exact| within a float rounding bound for a block-wise fma chain */
+/* |v - exact| within a float rounding bound for a block-wise fma chain (Q4_K: two
+ * fmas per super-block, each rounding its product of scales and a sum that may
+ * exceed 2^24, so the same per-32 count bounds it) */
 static double chain_bound(int64_t k, double mag) { return 2.0 * (double)(k / 32 + 4) * ldexp(1.0, -24) * mag + 1e-30; }
 
 static void check_gemm(loom_type t, int64_t k, int64_t n) {
     const int64_t m = 48;
     const loom_kernels *s = loom_kernels_scalar();
-    size_t rb = rowb(t, k), arb = rowb(LOOM_TYPE_Q8_0, k);
+    const loom_type at = loom_repack_act_type(t);
+    size_t rb = rowb(t, k), arb = rowb(at, k);
     uint8_t *w = make_rows(t, k, m), *p = malloc(rb * (size_t)m), *a = malloc(arb * (size_t)n);
     float *x = fmalloc((size_t)k), *wf = fmalloc((size_t)k), *af = fmalloc((size_t)k);
     float *ref = fmalloc((size_t)(m * n)), *got = fmalloc((size_t)(m * n));
     if (!w || !p || !a || !x || !wf || !af || !ref || !got) { CHECK(0); goto done; }
     for (int64_t j = 0; j < n; j++) {
         for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * (j % 3 == 1 ? 0.001 : 2.0));
-        s->from_float[LOOM_TYPE_Q8_0](x, a + (size_t)j * arb, k);
+        s->from_float[at](x, a + (size_t)j * arb, k);
     }
     CHECK_EQ_INT(loom_repack_rows(t, k, m, w, p), LOOM_OK);
     for (int64_t i = 0; i < m * n; i++) ref[i] = -777.f;
@@ -103,7 +146,7 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
     /* scalar reference vs float64 of the dequantized operands */
     int bad = 0;
     for (int64_t j = 0; j < n; j++) {
-        CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_Q8_0, a + (size_t)j * arb, af, k), LOOM_OK);
+        CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af, k), LOOM_OK);
         for (int64_t i = 0; i < m; i++) {
             float v = ref[j * m + i];
             if (i < 16) {
@@ -129,26 +172,36 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
         if (!kt) continue;
         CHECK(kt->gemm_repacked != NULL);
         for (int64_t i = 0; i < m * n; i++) got[i] = -777.f;
-        CHECK(kt->gemm_repacked(t, k, p, rb, a, arb, got, (size_t)m, 16, m, 0, n));
+        const bool done = kt->gemm_repacked(t, k, p, rb, a, arb, got, (size_t)m, 16, m, 0, n);
+        /* a level may decline a layout it never asks for (the engine then uses the
+         * reference); one that asks for it must compute it */
+        if (!done && !kt->repack[t]) continue;
+        CHECK_MSG(done, "%s declined %s", lv[li], loom_type_name(t));
         CHECK_MSG(memcmp(got, ref, sizeof(float) * (size_t)(m * n)) == 0, "%s gemm_repacked %s k=%lld n=%lld",
                   lv[li], loom_type_name(t), (long long)k, (long long)n);
         if (kt->repack[t]) CHECK(kt->gemm_repacked != s->gemm_repacked); /* a level asking for it has its own */
     }
-    CHECK(!s->gemm_repacked(LOOM_TYPE_Q4_K, 256, p, rb, a, arb, got, (size_t)m, 0, 16, 0, 1));
+    CHECK(!s->gemm_repacked(LOOM_TYPE_Q4_1, 256, p, rb, a, arb, got, (size_t)m, 0, 16, 0, 1));
 done:
     free(w); free(p); free(a); free(x); free(wf); free(af); free(ref); free(got);
 }
 
 static void test_gemm(void) {
-    static const int64_t ns[4] = {1, 2, 7, 64};
+    static const int64_t ns[5] = {1, 2, 3, 7, 64};
     for (int ti = 0; ti < 2; ti++) {
         loom_type t = ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
-        for (int ni = 0; ni < 4; ni++) {
+        for (int ni = 0; ni < 5; ni++) {
             check_gemm(t, 32, ns[ni]);
             check_gemm(t, 4192, ns[ni]); /* 131 blocks: three activation slabs, the last partial */
         }
         check_gemm(t, 2080, 300);
     }
+    for (int ni = 0; ni < 5; ni++) {
+        check_gemm(LOOM_TYPE_Q4_K, 256, ns[ni]);
+        check_gemm(LOOM_TYPE_Q4_K, 5632, ns[ni]); /* 22 super-blocks */
+    }
+    check_gemm(LOOM_TYPE_Q4_K, 16640, 5);  /* 65 super-blocks: more than one activation slab */
+    check_gemm(LOOM_TYPE_Q4_K, 2048, 300);
 }
 
 /* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */
@@ -175,9 +228,9 @@ static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, in
 }
 
 static void test_engine(void) {
-    for (int ti = 0; ti < 2; ti++) {
-        loom_type t = ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
-        const int64_t k = 4192, m = 80;
+    for (int ti = 0; ti < 3; ti++) {
+        loom_type t = ti == 2 ? LOOM_TYPE_Q4_K : ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
+        const int64_t k = ti == 2 ? 4352 : 4192, m = 80;
         static const int64_t ns[3] = {1, 5, 70};
         uint8_t *w = make_rows(t, k, m);
         for (int ni = 0; ni < 3 && w; ni++) {

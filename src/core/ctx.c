@@ -570,6 +570,51 @@ static loom_status check_outputs(loom_ctx *r, int n, loom_tensor *const *outs) {
     return LOOM_OK;
 }
 
+/* ------------------------------------------------------------------ sibling matmuls */
+
+#define SIBLING_WINDOW 64 /* nodes looked at after each matmul */
+
+/* A matmul whose weight operand is a leaf (not computed in the graph). */
+static bool mm_leaf_weight(const loom_tensor *t) {
+    return t->op == LOOM_OP_MUL_MAT && !(t->flags & LOOM_TF_POISON) && !t->view_src && t->src[0] &&
+           t->src[0]->op == LOOM_OP_NONE && t->src[1];
+}
+
+void loom_graph_group_siblings(loom_graph *g) {
+    loom_tensor **nd = g->nodes;
+    const int64_t n = g->n_nodes;
+    for (int64_t i = 0; i < n; i++) {
+        const loom_tensor *h = nd[i];
+        if (!mm_leaf_weight(h)) continue;
+        int64_t ins = i + 1; /* where the next sibling goes */
+        const int64_t end = n - ins > SIBLING_WINDOW ? ins + SIBLING_WINDOW : n;
+        for (int64_t j = ins; j < end; j++) {
+            loom_tensor *u = nd[j];
+            if (u->src[1] != h->src[1] || !mm_leaf_weight(u) || u->layer != h->layer || u->device != h->device ||
+                u->src[0]->device != h->src[0]->device)
+                continue;
+            bool other = false;
+            for (int k = 2; k < LOOM_MAX_SRC; k++) other = other || u->src[k];
+            if (other) continue;
+            if (j > ins) {
+                /* u's inputs are ready at i (the weight is a leaf, the activation is h's);
+                 * it must not pass a node writing into their memory (an in-place op: CPY into a view) */
+                const loom_tensor *wb = loom_tensor_base(u->src[0]), *xb = loom_tensor_base(u->src[1]);
+                bool hazard = false;
+                for (int64_t k = ins; k < j && !hazard; k++)
+                    hazard = nd[k]->op != LOOM_OP_VIEW && nd[k]->view_src &&
+                             (nd[k]->view_src == wb || nd[k]->view_src == xb);
+                if (hazard) continue;
+                memmove(nd + ins + 1, nd + ins, (size_t)(j - ins) * sizeof *nd);
+                nd[ins] = u;
+                for (int64_t k = ins; k <= j; k++) nd[k]->graph_idx = k;
+            }
+            ins++;
+        }
+        i = ins - 1; /* the siblings do not lead groups of their own */
+    }
+}
+
 static loom_status finish_status(loom_ctx *r, loom_status s) {
     /* Cancellation is not sticky; other compute failures are (message set by the engine
      * or, if it did not set one, a generic one). */
@@ -585,6 +630,7 @@ loom_status loom_ctx_compute(loom_ctx *ctx, int n_outputs, loom_tensor *const *o
     loom_status s = check_outputs(r, n_outputs, outputs);
     if (s) return s;
     for (int i = 0; i < n_outputs; i++) outputs[i]->flags |= LOOM_TF_OUTPUT;
+    loom_graph_group_siblings(&r->graph);
     s = r->iface->compute(r->impl, r, n_outputs, outputs);
     for (int i = 0; i < n_outputs; i++) outputs[i]->flags &= ~(uint32_t)LOOM_TF_OUTPUT;
     return finish_status(r, s);
@@ -594,6 +640,7 @@ loom_status loom_ctx_reserve(loom_ctx *ctx) {
     if (!ctx) return LOOM_ERR_INVALID_ARG;
     loom_ctx *r = ctx->root;
     if (r->err.status) return r->err.status;
+    loom_graph_group_siblings(&r->graph);
     return finish_status(r, r->iface->reserve(r->impl, r));
 }
 

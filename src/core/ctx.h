@@ -132,6 +132,16 @@ void loom_ctx_reset(loom_ctx *ctx);
 /* Free a root for real (ctx_free is called, recycle is not). */
 void loom_ctx_destroy(loom_ctx *ctx);
 
+/* Make sibling matmuls adjacent (called by loom_ctx_compute and loom_ctx_reserve, before
+ * the executor plans memory, so both see the same order): for each MUL_MAT i whose weight
+ * is a leaf, later MUL_MATs (within 64 nodes) with the same src[1] pointer, a leaf
+ * weight, no other sources and the same layer/device (node and weight) move to right
+ * after i, in their order; every other node keeps its relative order. A sibling never
+ * passes a node that writes into its inputs' memory (an in-place op: CPY into a view). Legal because
+ * a sibling's inputs are all ready at i. Idempotent; updates graph_idx of moved nodes.
+ * The CPU executor runs such adjacent siblings as one job (cpu/exec.c). */
+void loom_graph_group_siblings(loom_graph *g);
+
 /* Internal: called by loom_ctx_forward; appends t's ancestors. */
 loom_status loom_graph_expand(loom_ctx *root, loom_tensor *t);
 

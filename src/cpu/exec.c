@@ -65,6 +65,9 @@ size_t loom_cpu_op_work_size(const loom_tensor *dst, int nth) {
     }
 }
 
+/* Max over the nodes. Grouped matmuls (run_fn) need no more: the members of a group
+ * share src[1], K and the activation type, so each one's work size is the activation's
+ * (converted once for the whole group), the same for all of them. */
 size_t loom_cpu_graph_work_size(loom_tensor *const *nodes, int64_t n, int nth) {
     size_t mx = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -113,6 +116,27 @@ static int node_tasks(const loom_tensor *t, int nth) {
         work = (double)loom_nelements(t);
         return work < EXEC_MIN_MT_ELEMS ? 1 : nth;
     }
+}
+
+/* Sibling matmuls (same activation, e.g. Q/K/V or gate/up, made adjacent by the graph
+ * pass in core/ctx.c) run as one job: one activation conversion, one tile counter and
+ * one end barrier instead of one each. Members of the group led by node i: the
+ * following nodes, none skipped, that are multi-threaded, not poison, groupable MUL_MATs
+ * (loom_cpu_mul_mat_groupable) and do not read an earlier member's output. Depends only
+ * on shapes and pointers, so every thread forms the same groups. */
+static int mm_group_len(loom_tensor *const *nodes, int64_t i, int64_t n, int nth) {
+    const loom_tensor *h = nodes[i];
+    int g = 1;
+    while (g < LOOM_CPU_MM_GROUP_MAX && i + g < n) {
+        const loom_tensor *t = nodes[i + g];
+        if ((t->flags & LOOM_TF_POISON) || !loom_cpu_mul_mat_groupable(h, t) || node_tasks(t, nth) == 1) break;
+        const loom_tensor *wa = loom_tensor_base(t->src[0]), *wb = loom_tensor_base(t->src[1]);
+        bool dep = false;
+        for (int m = 0; m < g; m++) dep = dep || wa == nodes[i + m] || wb == nodes[i + m];
+        if (dep) break;
+        g++;
+    }
+    return g;
 }
 
 typedef struct job {
@@ -204,7 +228,16 @@ static void run_fn(void *arg, int ith, int nth) {
         p.nth = nth;
         p.status = st;
         p.counter = &j->ctr[nbar & 1];
-        fn(&p, t);
+        /* with an eval callback every node is its own step (the callback sees each) */
+        int gn = t->op == LOOM_OP_MUL_MAT && !j->eval_cb ? mm_group_len(j->nodes, i, j->n, nth) : 1;
+        int64_t fail_at = i; /* the node a failure is reported for */
+        if (gn > 1) {
+            int fm = loom_cpu_op_mul_mat_group(&p, j->nodes + i, gn);
+            if (fm > 0) fail_at = i + fm;
+            i += gn - 1; /* the group is one step */
+        } else {
+            fn(&p, t);
+        }
         /* the abort callback does not look at data: poll it before the end barrier */
         if (ith == 0 && !j->eval_cb && j->abort_cb && j->abort_cb(j->abort_user)) {
             j->cancelled = j->stopped = true;
@@ -216,7 +249,7 @@ static void run_fn(void *arg, int ith, int nth) {
         int s = atomic_load_explicit(st, memory_order_relaxed);
         if (ith == 0 && s && !j->status) {
             j->status = s;
-            j->failed_node = i;
+            j->failed_node = fail_at;
         }
         if (s) break; /* every thread read the same slot after the same barrier */
         int64_t sa = atomic_load_explicit(&j->stop_at, memory_order_relaxed);

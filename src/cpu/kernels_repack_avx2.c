@@ -268,7 +268,7 @@ static void rp_cols(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint
 
 static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if (!loom_repack_type_ok(wt)) return false;
+    if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0) return false; /* no Q4_K layout kernel here */
     const bool q4 = wt == LOOM_TYPE_Q4_0;
     const int64_t nb = k / 32;
     const uint8_t *ab = a;

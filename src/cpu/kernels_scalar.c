@@ -284,9 +284,54 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
  * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; Q8_0: (u ^ 0x80) as
  * int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
  * SIMD versions perform per vector lane, so they match this bit for bit. */
+/* Q4_K in the interleaved layout (quant/repack.h) times Q8_K rows. Per row and
+ * super-block: exact integer sums isum = sum_s sc[s] * dot_s and msum = sum_s m[s] *
+ * (sum of the sub-block's activations), then acc = fma(dy*d, isum, acc) and
+ * acc = fma(-(dy*dmin), msum, acc) in super-block order: the SIMD kernels do the
+ * same per lane and match bit for bit. */
+static void gemm_repacked_q4k_ref(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                  size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = sizeof(block_q4_K) * LOOM_REPACK_ROWS;
+    for (int64_t j = j0; j < j1; j++) {
+        const block_q8_K *y = (const block_q8_K *)((const char *)a + (size_t)j * as);
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
+            float acc = 0.f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = (const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bstep;
+                uint16_t hd, hm;
+                memcpy(&hd, p + 2 * r, 2);
+                memcpy(&hm, p + 32 + 2 * r, 2);
+                int32_t isum = 0, msum = 0;
+                for (int s = 0; s < 8; s++) {
+                    const uint8_t lo = p[64 + 16 * s + r], hi = p[192 + 16 * (s % 4) + r];
+                    const int sh = s < 4 ? 0 : 2;
+                    const int sc = (lo & 15) | ((hi >> sh) & 3) << 4, m = (lo >> 4) | ((hi >> (4 + sh)) & 3) << 4;
+                    int32_t dot = 0;
+                    for (int e = 0; e < 32; e++) {
+                        const int u = 8 * (s / 2) + e / 4;
+                        const uint8_t byte = p[256 + 64 * u + 4 * r + e % 4];
+                        dot += (s % 2 ? byte >> 4 : byte & 15) * y[b].qs[32 * s + e];
+                    }
+                    isum += sc * dot;
+                    msum += m * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
+                }
+                acc = fmaf(y[b].d * H2F(hd), (float)isum, acc);
+                acc = fmaf(-(y[b].d * H2F(hm)), (float)msum, acc);
+            }
+            c[(size_t)j * ldc + (size_t)i] = acc;
+        }
+    }
+}
+
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
+    if (wt == LOOM_TYPE_Q4_K) {
+        gemm_repacked_q4k_ref(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
     const bool q4 = wt == LOOM_TYPE_Q4_0;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     const int64_t nb = k / 32;

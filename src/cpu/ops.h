@@ -109,6 +109,21 @@ void loom_cpu_op_rms_norm(const loom_compute_params *p, loom_tensor *dst);
 
 /* ---- nn ops (ops_matmul.c, ops_rope.c, ops_attn.c, ops_sort.c, ops_conv.c; "nn ops" helper) */
 void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst);
+/* Sibling matmuls as ONE job: dsts[0..n) (1 <= n <= LOOM_CPU_MM_GROUP_MAX) are MUL_MAT
+ * nodes with the same activation (src[1] pointer), the same K and weight types with
+ * the same vec_dot_type (loom_cpu_mul_mat_groupable), none reading another's output.
+ * The activation is converted once (the work size of one member is enough: they are
+ * all the same), then all threads claim tiles from the members' tile grids laid end to
+ * end through p->counter, with no barrier between members; results are bit-identical
+ * to running each member alone. loom_cpu_op_mul_mat is the group of one.
+ * Every member is checked before anything is computed: on a failure (reported through
+ * p->status, no product computed) returns the index of the failing member, else -1. The
+ * return value depends only on the shapes, so every thread returns the same. */
+#define LOOM_CPU_MM_GROUP_MAX 4
+int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *dsts, int n);
+/* True when MUL_MAT node t may join a group led by MUL_MAT node head: same src[1]
+ * pointer, same K (ne[0] of the weights), same activation type (vec_dot_type). */
+bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t);
 void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_rope(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst);

@@ -120,21 +120,48 @@ static void convert_rows(const loom_tensor *b, loom_from_float_fn ff, char *wdat
     }
 }
 
-void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
+/* One MUL_MAT of a job: shapes, kernels and its tile grid (functions of the shapes
+ * only, so every thread computes the same plan). */
+typedef struct mm_plan {
+    loom_tensor *dst;
+    const loom_tensor *a, *b;
+    const loom_kernel_entry *e;
+    loom_type vdt;
+    int64_t K, M, N, B2, B3, r2, r3;
+    size_t rb;
+    bool in_place, repacked;
+    int64_t rc, n_rchunks, pc, n_panels;
+    int64_t n_tiles; /* 0: nothing left to do (empty output, or K == 0 and zero-filled) */
+} mm_plan;
+
+/* Check dst and plan its tiles. Empty dot products (K == 0) are written here (this
+ * thread's share) and leave no tiles. false: failed (reported through p). */
+static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loom_tensor *dst, mm_plan *pl) {
     const loom_tensor *a = dst->src[0], *b = dst->src[1];
-    const loom_kernels *kt = loom_kernels_get();
     const loom_kernel_entry *e = &kt->dot[a->type];
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
     const int64_t B2 = b->ne[2], B3 = b->ne[3];
-    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
     float *out = (float *)dst->data;
+    memset(pl, 0, sizeof *pl);
+    pl->dst = dst;
+    pl->a = a;
+    pl->b = b;
+    pl->e = e;
+    pl->vdt = e->vec_dot_type;
+    pl->K = K;
+    pl->M = M;
+    pl->N = N;
+    pl->B2 = B2;
+    pl->B3 = B3;
+    pl->r2 = B2 / a->ne[2];
+    pl->r3 = B3 / a->ne[3];
 
-    if (loom_nelements(dst) == 0) return;
+    if (loom_nelements(dst) == 0) return true;
     if (K == 0) { /* empty dot products */
         int64_t n = loom_nelements(dst), i0, i1;
         loom_cpu_split(n, p->ith, p->nth, &i0, &i1);
         for (int64_t i = i0; i < i1; i++) out[i] = 0.0f;
-        return;
+        return true;
     }
     const loom_type vdt = e->vec_dot_type;
     const size_t rb = e->vec_dot ? row_bytes(vdt, K) : SIZE_MAX;
@@ -142,19 +169,76 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
     if (!e->vec_dot || rb == SIZE_MAX || (!in_place && !kt->from_float[vdt]) ||
         (!in_place && p->wsize < act_bytes(a, b, kt))) {
         loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
-        return;
+        return false;
     }
     /* weights in the row-interleaved layout: whole 16-row groups per tile */
     const bool repacked = (a->flags & LOOM_TF_REPACKED) != 0;
-    if (repacked && (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) || vdt != LOOM_TYPE_Q8_0)) {
+    if (repacked &&
+        (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) || vdt != loom_repack_act_type(a->type))) {
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
-        return;
+        return false;
     }
+    pl->rb = rb;
+    pl->in_place = in_place;
+    pl->repacked = repacked;
+    const int64_t n_slices = B2 * B3;
+    pl->rc = mm_row_chunk(M, n_slices, N, repacked);
+    pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
+    pl->pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
+    pl->n_panels = (N + pl->pc - 1) / pl->pc;
+    pl->n_tiles = n_slices * pl->n_rchunks * pl->n_panels;
+    return true;
+}
 
-    /* ---- phase 1: activations -> vec_dot_type */
+bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t) {
+    if (head->op != LOOM_OP_MUL_MAT || t->op != LOOM_OP_MUL_MAT) return false;
+    const loom_tensor *a0 = head->src[0], *a1 = t->src[0];
+    if (!a0 || !a1 || !head->src[1] || t->src[1] != head->src[1] || a1->ne[0] != a0->ne[0]) return false;
+    const loom_kernels *kt = loom_kernels_get();
+    return kt->dot[a1->type].vec_dot_type == kt->dot[a0->type].vec_dot_type;
+}
+
+void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
+    (void)loom_cpu_op_mul_mat_group(p, &dst, 1);
+}
+
+int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *dsts, int n) {
+    const loom_kernels *kt = loom_kernels_get();
+    mm_plan plans[LOOM_CPU_MM_GROUP_MAX];
+    int64_t first_tile[LOOM_CPU_MM_GROUP_MAX + 1];
+    if (n < 1 || n > LOOM_CPU_MM_GROUP_MAX) {
+        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
+        return 0;
+    }
+    /* every member checked before any work: a failure names its member and nothing
+     * of the group is computed (all threads agree: the checks depend on shapes only) */
+    const mm_plan *lead = NULL; /* the first member with tiles: its activation is everyone's */
+    first_tile[0] = 0;
+    for (int m = 0; m < n; m++) {
+        mm_plan *pl = &plans[m];
+        if (!mm_prepare(p, kt, dsts[m], pl)) return m;
+        if (pl->n_tiles > 0) {
+            if (!lead) {
+                lead = pl;
+            } else if (pl->b != lead->b || pl->vdt != lead->vdt || pl->K != lead->K) {
+                loom_cpu_fail(p, LOOM_ERR_INTERNAL); /* the caller groups only these */
+                return m;
+            }
+        }
+        first_tile[m + 1] = first_tile[m] + pl->n_tiles;
+    }
+    const int64_t n_tiles = first_tile[n];
+    if (n_tiles == 0) return -1;
+
+    /* ---- phase 1: activations -> vec_dot_type, once for the whole group */
+    const loom_tensor *b = lead->b;
+    const int64_t K = lead->K;
+    const size_t rb = lead->rb;
+    const bool in_place = lead->in_place;
     char *act = (char *)p->wdata;
     if (!in_place) {
-        const size_t ab = act_bytes(a, b, kt);
+        const loom_type vdt = lead->vdt;
+        const size_t ab = act_bytes(lead->a, b, kt);
         if (p->nth > 1 && loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && ab <= p->wsize / (size_t)p->nth) {
             /* tiny activation: each thread converts all of it privately, no barrier */
             act += (size_t)p->ith * ab;
@@ -165,29 +249,32 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
         }
     }
 
-    /* ---- phase 2: tiles of (slice, row chunk, column panel), claimed dynamically
-     * through p->counter when there is one (a preempted thread does not hold the others
-     * back), else round-robin. A tile goes whole to the gemm tile function; without one
-     * (or when it declines), vec_dot over column blocks of MM_COL_BLOCK. */
-    const int64_t n_slices = B2 * B3;
-    const int64_t rc = mm_row_chunk(M, n_slices, N, repacked);
-    const int64_t n_rchunks = (M + rc - 1) / rc;
-    const int64_t pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
-    const int64_t n_panels = (N + pc - 1) / pc;
-    const int64_t n_tiles = n_slices * n_rchunks * n_panels;
-    const size_t ldc = (size_t)M;
+    /* ---- phase 2: tiles of (member, slice, row chunk, column panel), the members'
+     * grids one after the other, claimed dynamically through p->counter when there is
+     * one (a preempted thread does not hold the others back), else round-robin. A tile
+     * goes whole to the gemm tile function; without one (or when it declines), vec_dot
+     * over column blocks of MM_COL_BLOCK. A member's grid is the one it has alone, so
+     * grouping does not change any result. */
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
-
     int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith;
-    while (tile < n_tiles) {
-        int64_t panel = tile % n_panels;
-        int64_t rchunk = (tile / n_panels) % n_rchunks;
-        int64_t slice = tile / (n_panels * n_rchunks);
+    int m = 0;
+    for (; tile < n_tiles; tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
+        while (tile >= first_tile[m + 1]) m++; /* tiles are claimed in increasing order */
+        const mm_plan *pl = &plans[m];
+        const loom_tensor *a = pl->a;
+        const loom_kernel_entry *e = pl->e;
+        const int64_t M = pl->M, N = pl->N, B2 = pl->B2;
+        const int64_t rc = pl->rc, n_rchunks = pl->n_rchunks, pc = pl->pc, n_panels = pl->n_panels;
+        const bool repacked = pl->repacked;
+        const int64_t lt = tile - first_tile[m];
+        int64_t panel = lt % n_panels;
+        int64_t rchunk = (lt / n_panels) % n_rchunks;
+        int64_t slice = lt / (n_panels * n_rchunks);
         int64_t i2 = slice % B2, i3 = slice / B2;
         int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
         int64_t pj0 = panel * pc, pj1 = pj0 + pc < N ? pj0 + pc : N;
 
-        const char *w = (const char *)a->data + (size_t)(i2 / r2) * a->nb[2] + (size_t)(i3 / r3) * a->nb[3];
+        const char *w = (const char *)a->data + (size_t)(i2 / pl->r2) * a->nb[2] + (size_t)(i3 / pl->r3) * a->nb[3];
         const size_t w_stride = a->nb[1];
         const char *ab;
         size_t a_stride;
@@ -198,19 +285,19 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
             ab = act + (size_t)(i2 + B2 * i3) * (size_t)N * rb;
             a_stride = rb;
         }
-        float *c = out + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
+        const size_t ldc = (size_t)M;
+        float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
 
         if (repacked) {
-            (void)kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1);
-            tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
+            /* a level without this type's layout declines: the reference has every one */
+            if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1))
+                (void)loom_kernels_scalar()->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1,
+                                                           pj0, pj1);
             continue;
         }
         /* the whole panel to the tile function (it tiles columns itself and amortises
          * per-call work such as weight transposes over all of them) */
-        if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1)) {
-            tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
-            continue;
-        }
+        if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1)) continue;
         for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
             int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
             for (int64_t i = i0; i < i1; i++) {
@@ -219,8 +306,8 @@ void loom_cpu_op_mul_mat(const loom_compute_params *p, loom_tensor *dst) {
                     e->vec_dot(K, &c[(size_t)j * ldc + (size_t)i], wr, ab + (size_t)j * a_stride);
             }
         }
-        tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth;
     }
+    return -1;
 }
 
 /* -------------------------------------------------------------------- MUL_MAT_ID */

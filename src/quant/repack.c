@@ -5,18 +5,87 @@
 
 #include <string.h>
 
-bool loom_repack_type_ok(loom_type t) { return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0; }
+bool loom_repack_type_ok(loom_type t) { return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K; }
+
+loom_type loom_repack_act_type(loom_type t) {
+    switch (t) {
+    case LOOM_TYPE_Q4_0:
+    case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
+    case LOOM_TYPE_Q4_K: return LOOM_TYPE_Q8_K;
+    default: return LOOM_TYPE_COUNT;
+    }
+}
+
+static int64_t block_elems(loom_type t) { return t == LOOM_TYPE_Q4_K ? 256 : 32; }
 
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]) {
-    return loom_repack_type_ok(t) && ne[0] > 0 && ne[0] % 32 == 0 && ne[1] > 0 && ne[1] % LOOM_REPACK_ROWS == 0 &&
-           ne[2] == 1 && ne[3] == 1;
+    return loom_repack_type_ok(t) && ne[0] > 0 && ne[0] % block_elems(t) == 0 && ne[1] > 0 &&
+           ne[1] % LOOM_REPACK_ROWS == 0 && ne[2] == 1 && ne[3] == 1;
+}
+
+/* Q4_K: the 6-bit scale sc[s] and min m[s] of sub-block s from the 12 GGUF bytes. */
+static void q4k_get(const uint8_t *q, int s, int *sc, int *m) {
+    if (s < 4) {
+        *sc = q[s] & 63;
+        *m = q[s + 4] & 63;
+    } else {
+        *sc = (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
+        *m = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+    }
+}
+
+/* Q4_K super-block b of a 16-row group, either direction (see repack.h). */
+static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
+    const size_t bb = sizeof(block_q4_K), p0 = b * bb * LOOM_REPACK_ROWS;
+    for (int r = 0; r < LOOM_REPACK_ROWS; r++) {
+        const size_t u0 = (size_t)r * rowb + b * bb; /* row-major block */
+        if (to_packed) {
+            const uint8_t *u = s + u0;
+            memcpy(d + p0 + 2u * (size_t)r, u, 2);
+            memcpy(d + p0 + 32u + 2u * (size_t)r, u + 2, 2);
+            int sc[8], m[8];
+            for (int k = 0; k < 8; k++) q4k_get(u + 4, k, &sc[k], &m[k]);
+            for (int k = 0; k < 8; k++) d[p0 + 64u + 16u * (size_t)k + (size_t)r] = (uint8_t)((sc[k] & 15) | (m[k] & 15) << 4);
+            for (int t = 0; t < 4; t++)
+                d[p0 + 192u + 16u * (size_t)t + (size_t)r] =
+                    (uint8_t)(sc[t] >> 4 | (sc[t + 4] >> 4) << 2 | (m[t] >> 4) << 4 | (m[t + 4] >> 4) << 6);
+            for (int u4 = 0; u4 < 32; u4++) memcpy(d + p0 + 256u + 64u * (size_t)u4 + 4u * (size_t)r, u + 16 + 4 * u4, 4);
+        } else {
+            uint8_t *u = d + u0;
+            const uint8_t *p = s + p0;
+            memcpy(u, p + 2 * r, 2);
+            memcpy(u + 2, p + 32 + 2 * r, 2);
+            int sc[8], m[8];
+            for (int k = 0; k < 8; k++) {
+                const uint8_t lo = p[64 + 16 * k + r], hi = p[192 + 16 * (k % 4) + r];
+                const int sh = k < 4 ? 0 : 2;
+                sc[k] = (lo & 15) | ((hi >> sh) & 3) << 4;
+                m[k] = (lo >> 4) | ((hi >> (4 + sh)) & 3) << 4;
+            }
+            uint8_t *q = u + 4;
+            for (int j = 0; j < 4; j++) {
+                q[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+                q[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+                q[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+            }
+            for (int u4 = 0; u4 < 32; u4++) memcpy(u + 16 + 4 * u4, p + 256 + 64 * u4 + 4 * r, 4);
+        }
+    }
 }
 
 /* One conversion routine for both directions: to_packed selects the direction. */
 static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *src, void *dst, bool to_packed) {
-    if (!loom_repack_type_ok(t) || k <= 0 || k % 32 != 0 || nrows < 0 || nrows % LOOM_REPACK_ROWS != 0 || !src ||
-        !dst)
+    if (!loom_repack_type_ok(t) || k <= 0 || k % block_elems(t) != 0 || nrows < 0 ||
+        nrows % LOOM_REPACK_ROWS != 0 || !src || !dst)
         return LOOM_ERR_INVALID_ARG;
+    if (t == LOOM_TYPE_Q4_K) {
+        const size_t nbk = (size_t)(k / 256), rowb = nbk * sizeof(block_q4_K), gbytes = rowb * LOOM_REPACK_ROWS;
+        for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
+            for (size_t b = 0; b < nbk; b++)
+                q4k_block((const uint8_t *)src + (size_t)g * gbytes, (uint8_t *)dst + (size_t)g * gbytes, rowb, b,
+                          to_packed);
+        return LOOM_OK;
+    }
     const bool q4 = t == LOOM_TYPE_Q4_0;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0); /* bytes per block */
     const int nchunk = q4 ? 4 : 8;                                 /* 4-byte chunks of quants */

@@ -1,23 +1,33 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0 or Q8_0 weight matrix [K, M] with M a multiple of 16 can be stored
- * with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so that one
- * 512-bit vector holds 4 bytes of each of 16 rows and an integer dot product
- * (vpdpbusd with one broadcast activation dword) yields 16 row partial sums in
- * its lanes: no horizontal reductions, and the 16 block scales of a group are
- * one vector. Total size is unchanged (16 * row bytes per group), so accounting
- * by type and shape stays exact.
+ * A 2-D Q4_0, Q8_0 or Q4_K weight matrix [K, M] with M a multiple of 16 can be
+ * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
+ * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
+ * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
+ * sums in its lanes: no horizontal reductions, and the 16 block scales of a group
+ * are one vector. Total size is unchanged (16 * row bytes per group), so
+ * accounting by type and shape stays exact.
  *
  * Layout: group g (rows 16g..16g+15) occupies bytes [g*16*R, (g+1)*16*R) where
- * R is the GGUF row size; inside it, block b (0 <= b < K/32) occupies 16*B bytes
- * (B = 18 for Q4_0, 34 for Q8_0) at offset b*16*B:
+ * R is the GGUF row size; inside it, block b occupies 16*B bytes at offset
+ * b*16*B (B = the GGUF block size in bytes).
+ * Q4_0 and Q8_0 (B = 18, 34; blocks of 32):
  *   - 16 x uint16: the half scale d of block b of rows 0..15;
  *   - then for each 4-byte chunk c of the block's quants (4 chunks for Q4_0's
  *     16 nibble bytes, 8 for Q8_0's 32 bytes), 16 x 4 bytes: chunk c of rows
  *     0..15. Q4_0 nibble bytes are stored as they are (low nibble = element l,
  *     high = element l+16); Q8_0 quants are stored XOR 0x80 (q + 128 as an
  *     unsigned byte), the operand form of unsigned x signed dot instructions.
+ * Q4_K (B = 144; super-blocks of 256, 8 sub-blocks of 32 with 6-bit scale sc[s]
+ * and min m[s]), 2304 bytes per super-block b of the group:
+ *   [0, 32)      16 x uint16 d of rows 0..15;  [32, 64) 16 x uint16 dmin;
+ *   [64, 192)    byte 16*s + r = (sc[s] & 15) | (m[s] & 15) << 4, s = 0..7;
+ *   [192, 256)   byte 16*t + r = sc[t] >> 4 | (sc[t+4] >> 4) << 2
+ *                                | (m[t] >> 4) << 4 | (m[t+4] >> 4) << 6, t = 0..3;
+ *   [256, 2304)  for u = 0..31, 16 x 4 bytes at 256 + 64u: bytes 4u..4u+3 of row
+ *                r's 128 quant bytes at 4r (as they are: in 32-byte piece j =
+ *                u / 8, low nibbles are sub-block 2j, high nibbles 2j+1).
  *
  * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT
  * (as its weight operand) accepts them. The backend repacks only when its
@@ -34,11 +44,16 @@
 
 #define LOOM_REPACK_ROWS 16
 
-/* True for the types that have an interleaved layout (Q4_0, Q8_0). */
+/* True for the types that have an interleaved layout (Q4_0, Q8_0, Q4_K). */
 bool loom_repack_type_ok(loom_type t);
 
+/* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0 and
+ * Q8_0, Q8_K for Q4_K); LOOM_TYPE_COUNT for a type without the layout. */
+loom_type loom_repack_act_type(loom_type t);
+
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
- * multiple of 32, m > 0 a multiple of LOOM_REPACK_ROWS, n2 == n3 == 1. */
+ * multiple of the type's block size, m > 0 a multiple of LOOM_REPACK_ROWS,
+ * n2 == n3 == 1. */
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]);
 
 /* Convert nrows GGUF-layout rows of k elements (src) into the interleaved layout
