@@ -190,6 +190,20 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     return true;
 }
 
+bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, const void **ptr, size_t *len) {
+    const loom_tensor *a = dst->src[0], *b = dst->src[1];
+    if (dst->op != LOOM_OP_MUL_MAT || !a || !b || !a->data || ith < 0) return false;
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    if (K <= 0 || N > 4 || a->ne[2] != 1 || a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1) return false;
+    const int64_t rc = mm_row_chunk(M, 1, N, (a->flags & LOOM_TF_REPACKED) != 0);
+    const int64_t i0 = (int64_t)ith * rc;
+    if (i0 >= M) return false;
+    const int64_t i1 = i0 + rc < M ? i0 + rc : M;
+    *ptr = (const char *)a->data + (size_t)i0 * a->nb[1];
+    *len = (size_t)(i1 - i0) * a->nb[1];
+    return true;
+}
+
 bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t) {
     if (head->op != LOOM_OP_MUL_MAT || t->op != LOOM_OP_MUL_MAT) return false;
     const loom_tensor *a0 = head->src[0], *a1 = t->src[0];
@@ -255,10 +269,14 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
      * goes whole to the gemm tile function; without one (or when it declines), vec_dot
      * over column blocks of MM_COL_BLOCK. A member's grid is the one it has alone, so
      * grouping does not change any result. */
+    /* Each thread's first tile is tile ith (so a thread knows it in advance: the
+     * executor prefetches its start while waiting, see loom_cpu_mul_mat_first_span);
+     * the rest are claimed from nth on. */
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
-    int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith;
+    int64_t tile = p->ith;
     int m = 0;
-    for (; tile < n_tiles; tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
+    for (; tile < n_tiles;
+         tile = ctr ? p->nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
         while (tile >= first_tile[m + 1]) m++; /* tiles are claimed in increasing order */
         const mm_plan *pl = &plans[m];
         const loom_tensor *a = pl->a;
