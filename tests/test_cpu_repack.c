@@ -4,7 +4,7 @@
  *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
  *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
- *    group (Q4_0, Q8_0, Q4_K; a level may decline a type it does not repack);
+ *    group (Q4_0, Q8_0, Q4_K, Q6_K; a level may decline a type it does not repack);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
 #include "cpu/kernels_internal.h"
@@ -51,6 +51,16 @@ static void k4_scale_min(const uint8_t *q, int s, int *sc, int *m) {
 /* The documented byte layout of one (row, block) pair; returns differing bytes. */
 static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int64_t rr) {
     int bad = 0;
+    if (t == LOOM_TYPE_Q6_K) { /* GGUF block: ql[128] qh[64] scales[16] d */
+        if (memcmp(grp + 2 * rr, src + 208, 2) != 0) bad++;
+        for (int s = 0; s < 16; s++)
+            if (grp[32 + 16 * s + rr] != src[192 + s]) bad++;
+        for (int e = 0; e < 128; e++)
+            if (grp[288 + 64 * (e / 4) + 4 * rr + e % 4] != src[e]) bad++;
+        for (int e = 0; e < 64; e++)
+            if (grp[2336 + 64 * (e / 4) + 4 * rr + e % 4] != src[128 + e]) bad++;
+        return bad;
+    }
     if (t == LOOM_TYPE_Q4_K) {
         if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0) bad++;
         for (int s = 0; s < 8; s++) {
@@ -76,12 +86,12 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
 }
 
 static void test_layout(void) {
-    static const loom_type ts[3] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K};
+    static const loom_type ts[4] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K};
     static const int64_t ks[3] = {32, 96, 4192}, kks[3] = {256, 768, 4352};
-    for (int ti = 0; ti < 3; ti++)
+    for (int ti = 0; ti < 4; ti++)
         for (int ki = 0; ki < 3; ki++) {
             loom_type t = ts[ti];
-            const bool kq = t == LOOM_TYPE_Q4_K;
+            const bool kq = t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K;
             int64_t k = kq ? kks[ki] : ks[ki], m = 48, qk = kq ? 256 : 32;
             size_t rb = rowb(t, k), n = rb * (size_t)m;
             uint8_t *w = make_rows(t, k, m), *p = malloc(n), *u = malloc(n);
@@ -116,7 +126,9 @@ static void test_layout(void) {
     CHECK(loom_repack_shape_ok(LOOM_TYPE_Q4_K, kok));
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_K, 224, 16, a, b), LOOM_ERR_INVALID_ARG);
     CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0) &&
-          loom_repack_type_ok(LOOM_TYPE_Q4_K) && !loom_repack_type_ok(LOOM_TYPE_Q6_K));
+          loom_repack_type_ok(LOOM_TYPE_Q4_K) && loom_repack_type_ok(LOOM_TYPE_Q6_K) &&
+          !loom_repack_type_ok(LOOM_TYPE_Q5_K));
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q6_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q4_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q8_0), LOOM_TYPE_Q8_0);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q5_K), LOOM_TYPE_COUNT);
@@ -202,6 +214,11 @@ static void test_gemm(void) {
     }
     check_gemm(LOOM_TYPE_Q4_K, 16640, 5);  /* 65 super-blocks: more than one activation slab */
     check_gemm(LOOM_TYPE_Q4_K, 2048, 300);
+    for (int ni = 0; ni < 5; ni++) {
+        check_gemm(LOOM_TYPE_Q6_K, 256, ns[ni]);
+        check_gemm(LOOM_TYPE_Q6_K, 5632, ns[ni]);
+    }
+    check_gemm(LOOM_TYPE_Q6_K, 2048, 300);
 }
 
 /* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */
@@ -228,9 +245,10 @@ static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, in
 }
 
 static void test_engine(void) {
-    for (int ti = 0; ti < 3; ti++) {
-        loom_type t = ti == 2 ? LOOM_TYPE_Q4_K : ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
-        const int64_t k = ti == 2 ? 4352 : 4192, m = 80;
+    static const loom_type et[4] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K};
+    for (int ti = 0; ti < 4; ti++) {
+        loom_type t = et[ti];
+        const int64_t k = ti >= 2 ? 4352 : 4192, m = 80;
         static const int64_t ns[3] = {1, 5, 70};
         uint8_t *w = make_rows(t, k, m);
         for (int ni = 0; ni < 3 && w; ni++) {

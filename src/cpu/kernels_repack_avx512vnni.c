@@ -129,11 +129,17 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, const uint8_t *w, size_t ws, 
 #define RP_PRE 8192 /* prepared (column, block) entries: 64 KiB of stack */
 static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
     if (wt == LOOM_TYPE_Q4_K) {
         gemm_repacked_q4k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q6_K) {
+        gemm_repacked_q6k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     const bool q4 = wt == LOOM_TYPE_Q4_0;
@@ -322,9 +328,98 @@ static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a
     }
 }
 
+/* ------------------------------------------------------------------ Q6_K */
+/* Q6_K (layout in quant/repack.h) times Q8_K: per half (128 values) and 4-value piece
+ * c, two ql vectors and one qh vector of 16 rows rebuild the unsigned 6-bit codes of
+ * four groups (values +0, +32, +64, +96); each group's dpbusd chain starts at
+ * -32 * bsum_g (the code offset), is scaled by its int8 scale (vpmulld) into the
+ * super-block sum, then one fma per super-block, as in the scalar reference. */
+#define RP6_MAXCB 2
+#define RP6_PF 6720 /* prefetch distance: two super-blocks of a 16-row group */
+
+static ALWAYS_INLINE void rp6_tile(int CB, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+                                   size_t ldc, int64_t g, int64_t j, int64_t nb) {
+    const size_t bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[RP6_MAXCB];
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++) acc[cc] = _mm512_setzero_ps();
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS;
+    for (int64_t b = 0; b < nb; b++, p += bstep) {
+        const block_q8_K *yb[RP6_MAXCB];
+        __m512i isum[RP6_MAXCB];
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            yb[cc] = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            isum[cc] = _mm512_setzero_si512();
+        }
+        RP_UNROLL
+        for (int h = 0; h < 2; h++) {
+            __m512i gs[8][RP6_MAXCB]; /* group 8h + q: q = 2 * (value offset / 32) + (c >= 4) */
+            RP_UNROLL
+            for (int q = 0; q < 8; q++)
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) gs[q][cc] = _mm512_set1_epi32(-32 * yb[cc]->bsums[8 * h + q]);
+            RP_UNROLL
+            for (int ci = 0; ci < 8; ci++) {
+                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
+                const uint8_t *ph = p + 2336 + 64 * (8 * h + ci);
+                _mm_prefetch((const char *)(pa + RP6_PF), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pb + RP6_PF), _MM_HINT_T0);
+                _mm_prefetch((const char *)(ph + RP6_PF), _MM_HINT_T0);
+                if (h == 0 && ci < 5) _mm_prefetch((const char *)(p + 64 * ci + RP6_PF), _MM_HINT_T0);
+                const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
+                const __m512i qv = _mm512_loadu_si512((const void *)ph);
+                const __m512i u1 = _mm512_or_si512(_mm512_and_si512(qa, m4),
+                                                   _mm512_and_si512(_mm512_slli_epi16(qv, 4), m30));
+                const __m512i u2 = _mm512_or_si512(_mm512_and_si512(qb, m4),
+                                                   _mm512_and_si512(_mm512_slli_epi16(qv, 2), m30));
+                const __m512i u3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qa, 4), m4),
+                                                   _mm512_and_si512(qv, m30));
+                const __m512i u4 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qb, 4), m4),
+                                                   _mm512_and_si512(_mm512_srli_epi16(qv, 2), m30));
+                const int hl = ci >= 4;
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const int8_t *ya = yb[cc]->qs + 128 * h + 4 * ci;
+                    gs[0 + hl][cc] = _mm512_dpbusd_epi32(gs[0 + hl][cc], u1, _mm512_set1_epi32(ld32(ya)));
+                    gs[2 + hl][cc] = _mm512_dpbusd_epi32(gs[2 + hl][cc], u2, _mm512_set1_epi32(ld32(ya + 32)));
+                    gs[4 + hl][cc] = _mm512_dpbusd_epi32(gs[4 + hl][cc], u3, _mm512_set1_epi32(ld32(ya + 64)));
+                    gs[6 + hl][cc] = _mm512_dpbusd_epi32(gs[6 + hl][cc], u4, _mm512_set1_epi32(ld32(ya + 96)));
+                }
+            }
+            RP_UNROLL
+            for (int q = 0; q < 8; q++) {
+                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * (8 * h + q))));
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_add_epi32(isum[cc], _mm512_mullo_epi32(gs[q][cc], sc));
+            }
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(yb[cc]->d)), _mm512_cvtepi32_ps(isum[cc]),
+                                      acc[cc]);
+    }
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+}
+
+static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+        int64_t j = j0;
+        for (; j + 2 <= j1; j += 2) rp6_tile(2, w, ws, a, as, c, ldc, g, j, nb);
+        if (j < j1) rp6_tile(1, w, ws, a, as, c, ldc, g, j, nb);
+    }
+}
+
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->gemm_repacked = gemm_repacked_vnni;
     k->repack[LOOM_TYPE_Q4_0] = true;
     k->repack[LOOM_TYPE_Q8_0] = true;
     k->repack[LOOM_TYPE_Q4_K] = true;
+    k->repack[LOOM_TYPE_Q6_K] = true;
 }

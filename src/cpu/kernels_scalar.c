@@ -325,11 +325,52 @@ static void gemm_repacked_q4k_ref(int64_t k, const void *w, size_t ws, const voi
     }
 }
 
+/* Q6_K in the interleaved layout times Q8_K rows. Per row and super-block the exact
+ * integer isum = sum_g scale_g * (sum_{e in g} u_e * y_e - 32 * bsum_g) over the 16
+ * groups (u = the unsigned 6-bit code, q + 32), then acc = fma(dy*d, isum, acc) in
+ * super-block order (the SIMD kernels match it bit for bit). */
+static void gemm_repacked_q6k_ref(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                  size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
+    for (int64_t j = j0; j < j1; j++) {
+        const block_q8_K *y = (const block_q8_K *)((const char *)a + (size_t)j * as);
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
+            float acc = 0.f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = (const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bstep;
+                uint16_t hd;
+                memcpy(&hd, p + 2 * r, 2);
+                int32_t isum = 0;
+                for (int gi = 0; gi < 16; gi++) {
+                    int32_t dot = 0;
+                    for (int e = 16 * gi; e < 16 * gi + 16; e++) {
+                        const int h = e / 128, kq = (e % 128) / 32, l = e % 32;
+                        const int qi = 64 * h + l + 32 * (kq & 1), hi = 32 * h + l;
+                        const uint8_t qlb = p[288 + 64 * (qi / 4) + 4 * r + qi % 4];
+                        const uint8_t qhb = p[2336 + 64 * (hi / 4) + 4 * r + hi % 4];
+                        const int u = (kq >= 2 ? qlb >> 4 : qlb & 15) | ((qhb >> (2 * kq)) & 3) << 4;
+                        dot += u * y[b].qs[e];
+                    }
+                    isum += (int8_t)p[32 + 16 * gi + r] * (dot - 32 * y[b].bsums[gi]);
+                }
+                acc = fmaf(y[b].d * H2F(hd), (float)isum, acc);
+            }
+            c[(size_t)j * ldc + (size_t)i] = acc;
+        }
+    }
+}
+
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
     if (wt == LOOM_TYPE_Q4_K) {
         gemm_repacked_q4k_ref(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q6_K) {
+        gemm_repacked_q6k_ref(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     const bool q4 = wt == LOOM_TYPE_Q4_0;

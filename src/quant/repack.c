@@ -3,20 +3,43 @@
 
 #include "quant/blocks.h"
 
+#include <stddef.h>
 #include <string.h>
 
-bool loom_repack_type_ok(loom_type t) { return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K; }
+bool loom_repack_type_ok(loom_type t) {
+    return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K;
+}
 
 loom_type loom_repack_act_type(loom_type t) {
     switch (t) {
     case LOOM_TYPE_Q4_0:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
-    case LOOM_TYPE_Q4_K: return LOOM_TYPE_Q8_K;
+    case LOOM_TYPE_Q4_K:
+    case LOOM_TYPE_Q6_K: return LOOM_TYPE_Q8_K;
     default: return LOOM_TYPE_COUNT;
     }
 }
 
-static int64_t block_elems(loom_type t) { return t == LOOM_TYPE_Q4_K ? 256 : 32; }
+static int64_t block_elems(loom_type t) { return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ? 256 : 32; }
+
+/* Q6_K super-block b of a 16-row group, either direction (see repack.h): every field
+ * is moved as it is, so one table of (packed offset, row offset, bytes) pieces does both. */
+static void q6k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
+    const size_t bb = sizeof(block_q6_K), p0 = b * bb * LOOM_REPACK_ROWS;
+    for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
+        const size_t u0 = r * rowb + b * bb; /* row-major block: ql[128] qh[64] scales[16] d */
+#define MOVE(poff, uoff, n)                                                                        \
+    do {                                                                                           \
+        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
+        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
+    } while (0)
+        MOVE(2 * r, offsetof(block_q6_K, d), 2);
+        for (size_t k = 0; k < 16; k++) MOVE(32 + 16 * k + r, offsetof(block_q6_K, scales) + k, 1);
+        for (size_t u = 0; u < 32; u++) MOVE(288 + 64 * u + 4 * r, offsetof(block_q6_K, ql) + 4 * u, 4);
+        for (size_t u = 0; u < 16; u++) MOVE(2336 + 64 * u + 4 * r, offsetof(block_q6_K, qh) + 4 * u, 4);
+#undef MOVE
+    }
+}
 
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]) {
     return loom_repack_type_ok(t) && ne[0] > 0 && ne[0] % block_elems(t) == 0 && ne[1] > 0 &&
@@ -78,12 +101,17 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
     if (!loom_repack_type_ok(t) || k <= 0 || k % block_elems(t) != 0 || nrows < 0 ||
         nrows % LOOM_REPACK_ROWS != 0 || !src || !dst)
         return LOOM_ERR_INVALID_ARG;
-    if (t == LOOM_TYPE_Q4_K) {
-        const size_t nbk = (size_t)(k / 256), rowb = nbk * sizeof(block_q4_K), gbytes = rowb * LOOM_REPACK_ROWS;
+    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K) {
+        const bool k4 = t == LOOM_TYPE_Q4_K;
+        const size_t nbk = (size_t)(k / 256), rowb = nbk * (k4 ? sizeof(block_q4_K) : sizeof(block_q6_K));
+        const size_t gbytes = rowb * LOOM_REPACK_ROWS;
         for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
-            for (size_t b = 0; b < nbk; b++)
-                q4k_block((const uint8_t *)src + (size_t)g * gbytes, (uint8_t *)dst + (size_t)g * gbytes, rowb, b,
-                          to_packed);
+            for (size_t b = 0; b < nbk; b++) {
+                const uint8_t *gs = (const uint8_t *)src + (size_t)g * gbytes;
+                uint8_t *gd = (uint8_t *)dst + (size_t)g * gbytes;
+                if (k4) q4k_block(gs, gd, rowb, b, to_packed);
+                else q6k_block(gs, gd, rowb, b, to_packed);
+            }
         return LOOM_OK;
     }
     const bool q4 = t == LOOM_TYPE_Q4_0;

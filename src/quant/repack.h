@@ -1,7 +1,7 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0, Q8_0 or Q4_K weight matrix [K, M] with M a multiple of 16 can be
+ * A 2-D Q4_0, Q8_0, Q4_K or Q6_K weight matrix [K, M] with M a multiple of 16 can be
  * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
  * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
  * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
@@ -28,6 +28,14 @@
  *   [256, 2304)  for u = 0..31, 16 x 4 bytes at 256 + 64u: bytes 4u..4u+3 of row
  *                r's 128 quant bytes at 4r (as they are: in 32-byte piece j =
  *                u / 8, low nibbles are sub-block 2j, high nibbles 2j+1).
+ * Q6_K (B = 210; super-blocks of 256, 16 groups of 16 with int8 scales), 3360
+ * bytes per super-block b of the group:
+ *   [0, 32)      16 x uint16 d;
+ *   [32, 288)    byte 16*s + r = scales[s] of row r, s = 0..15;
+ *   [288, 2336)  for u = 0..31, 16 x 4 bytes at 288 + 64u: ql bytes 4u..4u+3 of
+ *                row r at 4r;
+ *   [2336, 3360) for u = 0..15, 16 x 4 bytes at 2336 + 64u: qh bytes 4u..4u+3 of
+ *                row r at 4r (all as they are).
  *
  * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT
  * (as its weight operand) accepts them. The backend repacks only when its
@@ -44,11 +52,11 @@
 
 #define LOOM_REPACK_ROWS 16
 
-/* True for the types that have an interleaved layout (Q4_0, Q8_0, Q4_K). */
+/* True for the types that have an interleaved layout (Q4_0, Q8_0, Q4_K, Q6_K). */
 bool loom_repack_type_ok(loom_type t);
 
 /* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0 and
- * Q8_0, Q8_K for Q4_K); LOOM_TYPE_COUNT for a type without the layout. */
+ * Q8_0, Q8_K for Q4_K and Q6_K); LOOM_TYPE_COUNT for a type without the layout. */
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
