@@ -334,6 +334,18 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
     }
     if (v->ne[0] != L || v->ne[2] != Hkv)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, k, "sdpa: v must be PermutedV [L, Dv, Hkv]");
+    if (T == 1 && H > Hkv && loom_tensor_is_contiguous(q)) {
+        /* one query (decode) with grouped KV heads: the G = H/Hkv query heads sharing a
+         * KV head are the columns of one product per KV head ([Dk, G, Hkv]), so each
+         * key/value row is used G times per load (a gemm tile, not G matrix x vector
+         * products). Same memory layouts as the general path for T = 1. */
+        const int64_t G = H / Hkv, Dk = q->ne[0], Dv = v->ne[1];
+        const int64_t ne_qg[3] = {Dk, G, Hkv}, ne_row[3] = {L, 1, H}, ne_grp[3] = {L, G, Hkv}, ne_o[3] = {Dv, H, 1};
+        loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, loom_reshape(ctx, q, 3, ne_qg)); /* [L,G,Hkv] */
+        kq = loom_softmax_ext(ctx, loom_reshape(ctx, kq, 3, ne_row), mask, scale);       /* per head: mask row 0 */
+        loom_tensor *kqv = loom_mul_mat(ctx, v, loom_reshape(ctx, kq, 3, ne_grp));       /* [Dv,G,Hkv] */
+        return loom_cont(ctx, loom_reshape(ctx, kqv, 3, ne_o)); /* a computed node, as below */
+    }
     loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, qp);  /* [L,T,H] */
     kq = loom_softmax_ext(ctx, kq, mask, scale);
     loom_tensor *kqv = loom_mul_mat(ctx, v, kq);            /* [Dv,T,H] */

@@ -69,11 +69,12 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
  * block of MM_PANEL_COLS so a tile's weight rows (rc x K) and activation rows stay in
  * L2 while every weight row is reused across the whole column block. */
 #define MM_PANEL_COLS 64
+#define MM_MIN_TILE_MACS 65536
 
 /* Row chunk of a per tile: only a function of the shape (thread-count independent);
  * a multiple of 4 (the gemm micro-tile height), of 16 for repacked weights (one
  * interleaved row group). */
-static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, bool repacked) {
+static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, bool repacked) {
     const int64_t ns = n_slices > 0 ? n_slices : 1;
     if (N <= 4) {
         /* matrix x vector (decode): few large contiguous row ranges, so each thread
@@ -96,6 +97,15 @@ static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, bool repacke
     rc = (rc + 3) & ~(int64_t)3;
     if (rc < 4) rc = 4;
     if (rc > 64) rc = 64;
+    /* small products (attention over a short context: K = head size or context length,
+     * a few columns per slice): at least MM_MIN_TILE_MACS per tile, or the per-call
+     * cost of the tile function dominates (decode attention went from 32-64 tiles of
+     * 4 rows per node to one per slice) */
+    const int64_t cols = N < MM_PANEL_COLS ? N : MM_PANEL_COLS;
+    if (K > 0 && K * cols * rc < MM_MIN_TILE_MACS) {
+        rc = (MM_MIN_TILE_MACS / (K * cols) + 3) & ~(int64_t)3;
+        if (rc > M) rc = (M + 3) & ~(int64_t)3;
+    }
     if (repacked) {
         rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
         /* tall tiles (activation preparation is per call, see LOOM_MM_REPACKED_ROWS)
@@ -182,7 +192,7 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     pl->in_place = in_place;
     pl->repacked = repacked;
     const int64_t n_slices = B2 * B3;
-    pl->rc = mm_row_chunk(M, n_slices, N, repacked);
+    pl->rc = mm_row_chunk(M, n_slices, N, K, repacked);
     pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;
@@ -195,7 +205,7 @@ bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, const void **p
     if (dst->op != LOOM_OP_MUL_MAT || !a || !b || !a->data || ith < 0) return false;
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
     if (K <= 0 || N > 4 || a->ne[2] != 1 || a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1) return false;
-    const int64_t rc = mm_row_chunk(M, 1, N, (a->flags & LOOM_TF_REPACKED) != 0);
+    const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0);
     const int64_t i0 = (int64_t)ith * rc;
     if (i0 >= M) return false;
     const int64_t i1 = i0 + rc < M ? i0 + rc : M;
