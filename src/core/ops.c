@@ -4,7 +4,7 @@
  *   SCALE      f32[0] = s
  *   CLAMP      f32[0] = lo, f32[1] = hi
  *   SOFT_MAX   f32[0] = scale                         (src[1] = optional mask)
- *   NORM, RMS_NORM f32[0] = eps
+ *   NORM, RMS_NORM f32[0] = eps                  (RMS_NORM: src[1] = optional F32 weight row)
  *   ARANGE     f32[0] = start, f32[1] = step
  *   SET        i32[0..1] = offset (lo, hi 32 bits), i32[2..3] = nb1, i32[4..5] = nb2, i32[6..7] = nb3
  *   CONCAT     i32[0] = dim
@@ -153,6 +153,16 @@ loom_tensor *loom_layer_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, loom
 }
 
 loom_tensor *loom_rms_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, float eps) {
+    if (a && w && !(a->flags & LOOM_TF_POISON) && !(w->flags & LOOM_TF_POISON) && w->type == LOOM_TYPE_F32 &&
+        w->ne[0] == a->ne[0] && loom_nelements(w) == w->ne[0] && w->nb[0] == sizeof(float) &&
+        !(w->flags & LOOM_TF_REPACKED)) {
+        /* the common case, an F32 weight vector per row: one node whose kernel
+         * multiplies as it writes (src[1] = w), the same roundings as a separate MUL */
+        loom_tensor *t = norm_node(ctx, LOOM_OP_RMS_NORM, a, eps);
+        if (t->flags & LOOM_TF_POISON) return t;
+        t->src[1] = w;
+        return t;
+    }
     loom_tensor *t = norm_node(ctx, LOOM_OP_RMS_NORM, a, eps);
     if (w) t = loom_mul(ctx, t, w);
     return t;

@@ -159,6 +159,30 @@ static bool prefetch_step(void *ctx) {
     return s->left > 0;
 }
 
+/* Small inputs not computed in the graph (norm weights, biases: cold after a pass over
+ * the big matrices) of the single-threaded nodes from i up to the next multi-threaded
+ * node, at most PREFETCH_LEAF_MAX bytes in all: prefetched by thread 0 at the end of a
+ * multi-threaded node (while it waits for the others), instead of fetched line by line
+ * when the nodes need them. */
+#define PREFETCH_LEAF_MAX ((size_t)64 * 1024)
+static int node_tasks(const loom_tensor *t, int nth);
+static void prefetch_small_leaves(loom_tensor *const *nodes, int64_t i, int64_t n, int nth) {
+    size_t budget = PREFETCH_LEAF_MAX;
+    for (; i < n; i++) {
+        const loom_tensor *t = nodes[i];
+        if (!loom_cpu_op_kernel(t->op) || (t->flags & LOOM_TF_POISON)) continue;
+        if (node_tasks(t, nth) > 1) return;
+        for (int k = 0; k < LOOM_MAX_SRC; k++) {
+            const loom_tensor *s = t->src[k];
+            if (!s || s->op != LOOM_OP_NONE || !s->data) continue;
+            const size_t sz = loom_tensor_span(s);
+            if (sz > budget) continue;
+            budget -= sz;
+            for (size_t o = 0; o < sz; o += 64) __builtin_prefetch((const char *)s->data + o, 0, 3);
+        }
+    }
+}
+
 typedef struct job {
     loom_pool *pool;
     loom_tensor *const *nodes;
@@ -266,6 +290,9 @@ static void run_fn(void *arg, int ith, int nth) {
         } else {
             fn(&p, t);
         }
+        /* thread 0 runs the single-threaded nodes up to the next multi-threaded one:
+         * their small leaf inputs come into its cache while it waits for the others */
+        if (ith == 0 && nth > 1) prefetch_small_leaves(j->nodes, i + 1, j->n, nth);
         /* the abort callback does not look at data: poll it before the end barrier */
         if (ith == 0 && !j->eval_cb && j->abort_cb && j->abort_cb(j->abort_user)) {
             j->cancelled = j->stopped = true;

@@ -194,6 +194,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
 
 static void norm_kernel(const loom_compute_params *p, loom_tensor *dst, bool rms) {
     const loom_tensor *a = dst->src[0];
+    const float *w = rms && dst->src[1] ? (const float *)dst->src[1]->data : NULL;
     float eps = loom_get_op_param_f32(dst, 0);
     int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
     int64_t r0, r1;
@@ -206,11 +207,32 @@ static void norm_kernel(const loom_compute_params *p, loom_tensor *dst, bool rms
         double mean = 0.0;
         if (!rms) mean = row_sum(a, ra) / (double)ne0;
         double ss = 0.0;
-        for (int64_t i = 0; i < ne0; i++) {
-            double v = (double)loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) - mean;
-            ss += v * v;
+        if (rms && a->nb[0] == sizeof(float)) {
+            /* contiguous row: 8 independent double sums (the single chain was latency
+             * bound), added pairwise at the end */
+            const float *x = (const float *)ra;
+            double s8[8] = {0};
+            int64_t i = 0;
+            for (; i + 8 <= ne0; i += 8)
+                for (int k = 0; k < 8; k++) s8[k] += (double)x[i + k] * (double)x[i + k];
+            for (; i < ne0; i++) s8[0] += (double)x[i] * (double)x[i];
+            ss = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+        } else {
+            for (int64_t i = 0; i < ne0; i++) {
+                double v = (double)loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) - mean;
+                ss += v * v;
+            }
         }
         float sc = (float)(1.0 / sqrt(ss / (double)ne0 + (double)eps));
+        if (w && a->nb[0] == sizeof(float)) { /* fused weight (RMS_NORM src[1]): (x * sc) * w, as NORM then MUL */
+            const float *x = (const float *)ra;
+            for (int64_t i = 0; i < ne0; i++) d[i] = (x[i] * sc) * w[i];
+            continue;
+        }
+        if (w) {
+            for (int64_t i = 0; i < ne0; i++) d[i] = ((float)loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * sc) * w[i];
+            continue;
+        }
         for (int64_t i = 0; i < ne0; i++) d[i] = (float)(loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) - mean) * sc;
     }
 }
