@@ -187,6 +187,10 @@ loom_tensor *loom_cos(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_tanh(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_sigmoid(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_silu(loom_ctx *ctx, loom_tensor *a);
+/* silu(g) * u (the SwiGLU gate). F32 operands of one shape, both contiguous: one SILU
+ * node that multiplies as it writes (src[1] = u; the same roundings as SILU then MUL);
+ * otherwise exactly loom_mul(ctx, loom_silu(ctx, g), u). */
+loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u);
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a);       /* tanh form */
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a); /* x*sigmoid(1.702x) */

@@ -753,8 +753,50 @@ static void test_threads_identical(void) {
     for (int i = 0; i < 3; i++) free(outs[i]);
 }
 
+/* loom_swiglu = silu(g) * u: one fused SILU node for contiguous F32 operands of one
+ * shape (bit for bit the separate SILU then MUL), the two-node form otherwise; both
+ * against float64. */
+static void test_swiglu(void) {
+    for (int si = 0; si < N_SHAPES; si++)
+        for (int layout = 0; layout < 2; layout++) {
+            const int64_t *ne = g_shapes[si];
+            const int64_t n = nel(ne);
+            float *g = rand_vec(n, 4.0), *u = rand_vec(n, 2.0);
+            double *ref = malloc((size_t)n * sizeof(double));
+            for (int64_t i = 0; i < n; i++) ref[i] = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+            float *outs[2] = {NULL, NULL};
+            for (int fused = 0; fused < 2; fused++) {
+                loom_ctx *ctx = new_ctx(g_threads);
+                loom_tensor *gt = make_f32(ctx, layout, ne, g), *ut = make_f32(ctx, L_CONT, ne, u);
+                loom_tensor *t = fused ? loom_swiglu(ctx, gt, ut) : loom_mul(ctx, loom_silu(ctx, gt), ut);
+                if (fused) {
+                    const bool one = layout == L_CONT || ne[0] == 1 || (ne[1] == 1 && ne[2] == 1);
+                    CHECK_MSG(one ? loom_tensor_op(t) == LOOM_OP_SILU && loom_tensor_src(t, 1) == ut
+                                  : loom_tensor_op(t) == LOOM_OP_MUL,
+                              "swiglu shape %d layout %d: node form", si, layout);
+                }
+                char what[64];
+                snprintf(what, sizeof what, "swiglu %d shape %d layout %d", fused, si, layout);
+                if (run_check(ctx, t, ref, n, 1e-10, what)) {
+                    outs[fused] = malloc((size_t)n * sizeof(float));
+                    CHECK_EQ_INT(loom_tensor_read_f32(t, outs[fused], (size_t)n), LOOM_OK);
+                }
+                loom_ctx_free(ctx);
+            }
+            if (outs[0] && outs[1])
+                CHECK_MSG(memcmp(outs[0], outs[1], (size_t)n * sizeof(float)) == 0,
+                          "swiglu shape %d layout %d: not bit-identical to silu then mul", si, layout);
+            free(outs[0]);
+            free(outs[1]);
+            free(g);
+            free(u);
+            free(ref);
+        }
+}
+
 int main(void) {
     for (g_threads = 1; g_threads <= 3; g_threads += 2) {
+        test_swiglu();
         test_binary();
         test_unary();
         test_reductions();

@@ -5,6 +5,7 @@
  *   CLAMP      f32[0] = lo, f32[1] = hi
  *   SOFT_MAX   f32[0] = scale                         (src[1] = optional mask)
  *   NORM, RMS_NORM f32[0] = eps                  (RMS_NORM: src[1] = optional F32 weight row)
+ *   SILU       src[1] = optional F32 multiplier of the same shape (loom_swiglu)
  *   ARANGE     f32[0] = start, f32[1] = step
  *   SET        i32[0..1] = offset (lo, hi 32 bits), i32[2..3] = nb1, i32[4..5] = nb2, i32[6..7] = nb3
  *   CONCAT     i32[0] = dim
@@ -65,6 +66,17 @@ loom_tensor *loom_cos(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP
 loom_tensor *loom_tanh(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_TANH, a); }
 loom_tensor *loom_sigmoid(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_SIGMOID, a); }
 loom_tensor *loom_silu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_SILU, a); }
+
+loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u) {
+    bool same = g && u && !(g->flags & LOOM_TF_POISON) && !(u->flags & LOOM_TF_POISON) &&
+                g->type == LOOM_TYPE_F32 && u->type == LOOM_TYPE_F32 && loom_tensor_is_contiguous(g) &&
+                loom_tensor_is_contiguous(u) && !(u->flags & LOOM_TF_REPACKED);
+    for (int i = 0; same && i < 4; i++) same = g->ne[i] == u->ne[i];
+    if (!same) return loom_mul(ctx, loom_silu(ctx, g), u);
+    loom_tensor *t = unary(ctx, LOOM_OP_SILU, g);
+    if (!(t->flags & LOOM_TF_POISON)) t->src[1] = u; /* the kernel multiplies by u */
+    return t;
+}
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_RELU, a); }
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_GELU, a); }
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_QUICK_GELU, a); }

@@ -96,6 +96,7 @@ static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : 
     void loom_cpu_op_##name(const loom_compute_params *p, loom_tensor *dst) {                        \
         const loom_tensor *a = dst->src[0];                                                         \
         void (*rowfn)(int64_t, const float *, float *) = ROWFN;                                     \
+        const loom_tensor *gm = dst->src[1]; /* only loom_swiglu's SILU has one */                  \
         float p0 = loom_get_op_param_f32(dst, 0), p1 = loom_get_op_param_f32(dst, 1);               \
         int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];                               \
         int64_t r0, r1;                                                                             \
@@ -111,6 +112,10 @@ static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : 
                 if (rowfn) rowfn(ne0, x, d);                                                        \
                 else                                                                                \
                     for (int64_t i = 0; i < ne0; i++) d[i] = fn(x[i], p0, p1);                      \
+                if (gm) { /* fused multiplier (loom_swiglu): contiguous F32, same shape */           \
+                    const float *m = (const float *)loom_row_ptr(gm, i1, i2, i3);                   \
+                    for (int64_t i = 0; i < ne0; i++) d[i] = d[i] * m[i];                           \
+                }                                                                                   \
             } else {                                                                                \
                 for (int64_t i = 0; i < ne0; i++)                                                   \
                     loom_st_f(rd + i * dst->nb[0], dst->type,                                       \

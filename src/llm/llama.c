@@ -105,9 +105,9 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         }
         h = named(loom_add(ctx, x, r), "ffn_inp", il);
         x = named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
-        loom_tensor *g = loom_silu(ctx, loom_mul_mat(ctx, ly->ffn_gate, x));
+        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
         loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_mul(ctx, g, u)), "ffn_out", il);
+        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
         h = named(loom_add(ctx, x, h), "l_out", il);
     }
     (void)E;
