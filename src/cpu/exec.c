@@ -264,7 +264,7 @@ static void run_fn(void *arg, int ith, int nth) {
             /* the other threads wait here while thread 0 runs small nodes: they prefetch
              * the start of their first tile of a matrix x vector product meanwhile */
             prefetch_state pf;
-            if (ith != 0 && t->op == LOOM_OP_MUL_MAT && loom_cpu_mul_mat_first_span(t, ith, &pf.p, &pf.left)) {
+            if (ith != 0 && t->op == LOOM_OP_MUL_MAT && loom_cpu_mul_mat_first_span(t, ith, nth, &pf.p, &pf.left)) {
                 if (pf.left > PREFETCH_BUDGET) pf.left = PREFETCH_BUDGET;
                 loom_pool_barrier_idle(j->pool, prefetch_step, &pf);
             } else {

@@ -71,19 +71,20 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
 #define MM_PANEL_COLS 64
 #define MM_MIN_TILE_MACS 65536
 
-/* Row chunk of a per tile: only a function of the shape (thread-count independent);
- * a multiple of 4 (the gemm micro-tile height), of 16 for repacked weights (one
- * interleaved row group). */
-static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, bool repacked) {
+/* Row chunk of a per tile: a multiple of 4 (the gemm micro-tile height), of 16 for
+ * repacked weights (one interleaved row group). A row's result never depends on the
+ * chunking (tiles split rows, not dot products), so results do not depend on nth. */
+static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, bool repacked, int nth) {
     const int64_t ns = n_slices > 0 ? n_slices : 1;
     if (N <= 4) {
         /* matrix x vector (decode): few large contiguous row ranges, so each thread
          * streams long runs of weight rows (hardware prefetch) and claims tiles
          * rarely; a multiple of 16 rows so tiles never share an output cache line.
-         * Repacked weights: 8 ranges per matrix, uncapped (one stream and one
-         * activation preparation per tile; Q4_0 1.1B tg128, 2 threads: 60-61 tok/s
-         * with 32 tiles, 62-70 with 8, 64 with 16, on the noisy VM). */
-        int64_t tw = (repacked ? 8 : 32) / ns;
+         * Repacked weights: one range per thread (each thread's first tile is its own,
+         * so this is a static split into nth long streams). Q4_0 1.1B tg64, 2 threads,
+         * repacked tiles per matrix 2 / 4 / 8 / 16, three interleaved rounds on the
+         * noisy VM: 74-77 / 74-77 / 72 / 68 tok/s. */
+        int64_t tw = (repacked ? (nth > 0 ? nth : 1) : 32) / ns;
         if (tw < 1) tw = 1;
         int64_t rcd = (M + tw - 1) / tw;
         rcd = (rcd + 15) & ~(int64_t)15;
@@ -192,7 +193,7 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     pl->in_place = in_place;
     pl->repacked = repacked;
     const int64_t n_slices = B2 * B3;
-    pl->rc = mm_row_chunk(M, n_slices, N, K, repacked);
+    pl->rc = mm_row_chunk(M, n_slices, N, K, repacked, p->nth);
     pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;
@@ -200,12 +201,12 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     return true;
 }
 
-bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, const void **ptr, size_t *len) {
+bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, int nth, const void **ptr, size_t *len) {
     const loom_tensor *a = dst->src[0], *b = dst->src[1];
     if (dst->op != LOOM_OP_MUL_MAT || !a || !b || !a->data || ith < 0) return false;
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
     if (K <= 0 || N > 4 || a->ne[2] != 1 || a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1) return false;
-    const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0);
+    const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0, nth);
     const int64_t i0 = (int64_t)ith * rc;
     if (i0 >= M) return false;
     const int64_t i1 = i0 + rc < M ? i0 + rc : M;
