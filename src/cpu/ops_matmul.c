@@ -201,15 +201,87 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     return true;
 }
 
+/* What the tiles of one job share: kernels, the activation (converted or in place). */
+typedef struct mm_ctx {
+    const loom_kernels *kt;
+    const loom_tensor *b;
+    const char *act;
+    int64_t K;
+    size_t rb;
+    bool in_place;
+} mm_ctx;
+
+/* Rows [i0, i1) x columns [pj0, pj1) of slice `slice` of one member. The whole panel
+ * goes to the tile function (it tiles columns itself and amortises per-call work such
+ * as weight transposes over all of them); without one (or when it declines), vec_dot
+ * over column blocks of MM_COL_BLOCK. */
+static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t i0, int64_t i1, int64_t pj0,
+                    int64_t pj1) {
+    const loom_kernels *kt = mc->kt;
+    const loom_tensor *a = pl->a, *b = mc->b;
+    const int64_t K = mc->K, N = pl->N, B2 = pl->B2;
+    const int64_t i2 = slice % B2, i3 = slice / B2;
+    const char *w = (const char *)a->data + (size_t)(i2 / pl->r2) * a->nb[2] + (size_t)(i3 / pl->r3) * a->nb[3];
+    const size_t w_stride = a->nb[1];
+    const char *ab;
+    size_t a_stride;
+    if (mc->in_place) {
+        ab = (const char *)b->data + (size_t)i2 * b->nb[2] + (size_t)i3 * b->nb[3];
+        a_stride = b->nb[1];
+    } else {
+        ab = mc->act + (size_t)(i2 + B2 * i3) * (size_t)N * mc->rb;
+        a_stride = mc->rb;
+    }
+    const size_t ldc = (size_t)pl->M;
+    float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
+    if (pl->repacked) {
+        /* a level without this type's layout declines: the reference has every one */
+        if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1))
+            (void)loom_kernels_scalar()->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0,
+                                                       pj1);
+        return;
+    }
+    if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1)) return;
+    for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
+        int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
+        for (int64_t i = i0; i < i1; i++) {
+            const void *wr = w + (size_t)i * w_stride;
+            for (int64_t j = j0; j < j1; j++)
+                pl->e->vec_dot(K, &c[(size_t)j * ldc + (size_t)i], wr, ab + (size_t)j * a_stride);
+        }
+    }
+}
+
+/* Matrix x vector on repacked weights (M a multiple of 16): thread k's range of rows
+ * is [*r0, *re), 16-row groups split evenly; it streams [*r0, *r1) itself and leaves
+ * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. */
+#define MM_POOL_SHARE 3 /* sixteenths */
+#define MM_POOL_UNITS 4 /* 16-row groups per pool chunk */
+static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int64_t *re) {
+    const int64_t units = M / LOOM_REPACK_ROWS;
+    const int64_t u0 = units * k / nth, u1 = units * (k + 1) / nth;
+    const int64_t tail = ((u1 - u0) * MM_POOL_SHARE + 15) / 16;
+    *r0 = u0 * LOOM_REPACK_ROWS;
+    *r1 = (u1 - tail) * LOOM_REPACK_ROWS;
+    *re = u1 * LOOM_REPACK_ROWS;
+}
+
 bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, int nth, const void **ptr, size_t *len) {
     const loom_tensor *a = dst->src[0], *b = dst->src[1];
     if (dst->op != LOOM_OP_MUL_MAT || !a || !b || !a->data || ith < 0) return false;
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
     if (K <= 0 || N > 4 || a->ne[2] != 1 || a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1) return false;
-    const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0, nth);
-    const int64_t i0 = (int64_t)ith * rc;
-    if (i0 >= M) return false;
-    const int64_t i1 = i0 + rc < M ? i0 + rc : M;
+    int64_t i0, i1;
+    if ((a->flags & LOOM_TF_REPACKED) && nth > 1) { /* the own rows of the split above */
+        int64_t re;
+        mm_own_rows(M, ith, nth, &i0, &i1, &re);
+        if (i1 <= i0) return false;
+    } else {
+        const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0, nth);
+        i0 = (int64_t)ith * rc;
+        if (i0 >= M) return false;
+        i1 = i0 + rc < M ? i0 + rc : M;
+    }
     *ptr = (const char *)a->data + (size_t)i0 * a->nb[1];
     *len = (size_t)(i1 - i0) * a->nb[1];
     return true;
@@ -274,67 +346,66 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
         }
     }
 
-    /* ---- phase 2: tiles of (member, slice, row chunk, column panel), the members'
-     * grids one after the other, claimed dynamically through p->counter when there is
-     * one (a preempted thread does not hold the others back), else round-robin. A tile
-     * goes whole to the gemm tile function; without one (or when it declines), vec_dot
-     * over column blocks of MM_COL_BLOCK. A member's grid is the one it has alone, so
-     * grouping does not change any result. */
-    /* Each thread's first tile is tile ith (so a thread knows it in advance: the
-     * executor prefetches its start while waiting, see loom_cpu_mul_mat_first_span);
-     * the rest are claimed from nth on. */
+    /* ---- phase 2 */
+    const mm_ctx mc = {kt, b, act, K, rb, in_place};
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
+    bool split = ctr != NULL;
+    for (int m = 0; m < n && split; m++)
+        split = plans[m].n_tiles == 0 || (plans[m].repacked && plans[m].N <= 4 && plans[m].B2 * plans[m].B3 == 1);
+    if (split) {
+        /* matrix x vector on repacked weights: thread ith streams its own contiguous
+         * rows of every member (mm_own_rows), then everyone shares the rest (the ends of
+         * all ranges) in chunks of MM_POOL_UNITS groups through p->counter, so a slower
+         * thread (a noisy neighbour, a preempted vCPU) is helped without cutting the
+         * long streams into short tiles. */
+        for (int m = 0; m < n; m++) {
+            if (!plans[m].n_tiles) continue;
+            int64_t r0, r1, re;
+            mm_own_rows(plans[m].M, p->ith, p->nth, &r0, &r1, &re);
+            if (r1 > r0) mm_tile(&mc, &plans[m], 0, r0, r1, 0, plans[m].N);
+        }
+        for (int64_t c = atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed);;
+             c = atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed)) {
+            int m = 0;
+            int64_t r0 = 0, r1 = 0;
+            for (; m < n; m++) {
+                if (!plans[m].n_tiles) continue;
+                for (int k = 0; k < p->nth && r1 == 0; k++) {
+                    int64_t o0, o1, oe;
+                    mm_own_rows(plans[m].M, k, p->nth, &o0, &o1, &oe);
+                    const int64_t chunk = MM_POOL_UNITS * LOOM_REPACK_ROWS, nck = (oe - o1 + chunk - 1) / chunk;
+                    if (c < nck) {
+                        r0 = o1 + c * chunk;
+                        r1 = r0 + chunk < oe ? r0 + chunk : oe;
+                    } else {
+                        c -= nck;
+                    }
+                }
+                if (r1) break;
+            }
+            if (m == n) break;
+            mm_tile(&mc, &plans[m], 0, r0, r1, 0, plans[m].N);
+        }
+        return -1;
+    }
+    /* Tiles of (member, slice, row chunk, column panel), the members' grids one after
+     * the other, claimed dynamically through p->counter when there is one (a preempted
+     * thread does not hold the others back), else round-robin; each thread's first
+     * tile is tile ith. A member's grid is the one it has alone, so grouping does not
+     * change any result. */
     int64_t tile = p->ith;
     int m = 0;
     for (; tile < n_tiles;
          tile = ctr ? p->nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
         while (tile >= first_tile[m + 1]) m++; /* tiles are claimed in increasing order */
         const mm_plan *pl = &plans[m];
-        const loom_tensor *a = pl->a;
-        const loom_kernel_entry *e = pl->e;
-        const int64_t M = pl->M, N = pl->N, B2 = pl->B2;
-        const int64_t rc = pl->rc, n_rchunks = pl->n_rchunks, pc = pl->pc, n_panels = pl->n_panels;
-        const bool repacked = pl->repacked;
         const int64_t lt = tile - first_tile[m];
-        int64_t panel = lt % n_panels;
-        int64_t rchunk = (lt / n_panels) % n_rchunks;
-        int64_t slice = lt / (n_panels * n_rchunks);
-        int64_t i2 = slice % B2, i3 = slice / B2;
-        int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
-        int64_t pj0 = panel * pc, pj1 = pj0 + pc < N ? pj0 + pc : N;
-
-        const char *w = (const char *)a->data + (size_t)(i2 / pl->r2) * a->nb[2] + (size_t)(i3 / pl->r3) * a->nb[3];
-        const size_t w_stride = a->nb[1];
-        const char *ab;
-        size_t a_stride;
-        if (in_place) {
-            ab = (const char *)b->data + (size_t)i2 * b->nb[2] + (size_t)i3 * b->nb[3];
-            a_stride = b->nb[1];
-        } else {
-            ab = act + (size_t)(i2 + B2 * i3) * (size_t)N * rb;
-            a_stride = rb;
-        }
-        const size_t ldc = (size_t)M;
-        float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
-
-        if (repacked) {
-            /* a level without this type's layout declines: the reference has every one */
-            if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1))
-                (void)loom_kernels_scalar()->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1,
-                                                           pj0, pj1);
-            continue;
-        }
-        /* the whole panel to the tile function (it tiles columns itself and amortises
-         * per-call work such as weight transposes over all of them) */
-        if (kt->gemm && kt->gemm(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1)) continue;
-        for (int64_t j0 = pj0; j0 < pj1; j0 += MM_COL_BLOCK) {
-            int64_t j1 = j0 + MM_COL_BLOCK < pj1 ? j0 + MM_COL_BLOCK : pj1;
-            for (int64_t i = i0; i < i1; i++) {
-                const void *wr = w + (size_t)i * w_stride;
-                for (int64_t j = j0; j < j1; j++)
-                    e->vec_dot(K, &c[(size_t)j * ldc + (size_t)i], wr, ab + (size_t)j * a_stride);
-            }
-        }
+        const int64_t panel = lt % pl->n_panels;
+        const int64_t rchunk = (lt / pl->n_panels) % pl->n_rchunks;
+        const int64_t slice = lt / (pl->n_panels * pl->n_rchunks);
+        const int64_t i0 = rchunk * pl->rc, i1 = i0 + pl->rc < pl->M ? i0 + pl->rc : pl->M;
+        const int64_t pj0 = panel * pl->pc, pj1 = pj0 + pl->pc < pl->N ? pj0 + pl->pc : pl->N;
+        mm_tile(&mc, pl, slice, i0, i1, pj0, pj1);
     }
     return -1;
 }
