@@ -284,79 +284,72 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
  * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; Q8_0: (u ^ 0x80) as
  * int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
  * SIMD versions perform per vector lane, so they match this bit for bit. */
-/* Q4_K in the interleaved layout (quant/repack.h) times Q8_K rows. Per row and
- * super-block: exact integer sums isum = sum_s sc[s] * dot_s and msum = sum_s m[s] *
- * (sum of the sub-block's activations), then acc = fma(dy*d, isum, acc) and
- * acc = fma(-(dy*dmin), msum, acc) in super-block order: the SIMD kernels do the
- * same per lane and match bit for bit. */
-static void gemm_repacked_q4k_ref(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
-                                  size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nb = k / 256;
-    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = sizeof(block_q4_K) * LOOM_REPACK_ROWS;
-    for (int64_t j = j0; j < j1; j++) {
-        const block_q8_K *y = (const block_q8_K *)((const char *)a + (size_t)j * as);
-        for (int64_t i = i0; i < i1; i++) {
-            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
-            float acc = 0.f;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *p = (const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bstep;
-                uint16_t hd, hm;
-                memcpy(&hd, p + 2 * r, 2);
-                memcpy(&hm, p + 32 + 2 * r, 2);
-                int32_t isum = 0, msum = 0;
-                for (int s = 0; s < 8; s++) {
-                    const uint8_t lo = p[64 + 16 * s + r], hi = p[192 + 16 * (s % 4) + r];
-                    const int sh = s < 4 ? 0 : 2;
-                    const int sc = (lo & 15) | ((hi >> sh) & 3) << 4, m = (lo >> 4) | ((hi >> (4 + sh)) & 3) << 4;
-                    int32_t dot = 0;
-                    for (int e = 0; e < 32; e++) {
-                        const int u = 8 * (s / 2) + e / 4;
-                        const uint8_t byte = p[256 + 64 * u + 4 * r + e % 4];
-                        dot += (s % 2 ? byte >> 4 : byte & 15) * y[b].qs[32 * s + e];
-                    }
-                    isum += sc * dot;
-                    msum += m * (y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]);
-                }
-                acc = fmaf(y[b].d * H2F(hd), (float)isum, acc);
-                acc = fmaf(-(y[b].d * H2F(hm)), (float)msum, acc);
-            }
-            c[(size_t)j * ldc + (size_t)i] = acc;
+/* K-quant super-blocks in the interleaved layout (quant/repack.h) times Q8_K rows:
+ * one function per type folds super-block p (row r of its 16-row group) into acc. */
+typedef float (*kq_block_fn)(const uint8_t *p, int r, const block_q8_K *y, float acc);
+
+/* Q4_K: exact integer sums isum = sum_s sc[s] * dot_s and msum = sum_s m[s] * (sum of
+ * the sub-block's activations), then acc = fma(dy*d, isum, acc) and
+ * acc = fma(-(dy*dmin), msum, acc): the SIMD kernels do the same per lane and match
+ * bit for bit. */
+static float q4k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    uint16_t hd, hm;
+    memcpy(&hd, p + 2 * r, 2);
+    memcpy(&hm, p + 32 + 2 * r, 2);
+    int32_t isum = 0, msum = 0;
+    for (int s = 0; s < 8; s++) {
+        const uint8_t lo = p[64 + 16 * s + r], hi = p[192 + 16 * (s % 4) + r];
+        const int sh = s < 4 ? 0 : 2;
+        const int sc = (lo & 15) | ((hi >> sh) & 3) << 4, m = (lo >> 4) | ((hi >> (4 + sh)) & 3) << 4;
+        int32_t dot = 0;
+        for (int e = 0; e < 32; e++) {
+            const int u = 8 * (s / 2) + e / 4;
+            const uint8_t byte = p[256 + 64 * u + 4 * r + e % 4];
+            dot += (s % 2 ? byte >> 4 : byte & 15) * y->qs[32 * s + e];
         }
+        isum += sc * dot;
+        msum += m * (y->bsums[2 * s] + y->bsums[2 * s + 1]);
     }
+    acc = fmaf(y->d * H2F(hd), (float)isum, acc);
+    return fmaf(-(y->d * H2F(hm)), (float)msum, acc);
 }
 
-/* Q6_K in the interleaved layout times Q8_K rows. Per row and super-block the exact
- * integer isum = sum_g scale_g * (sum_{e in g} u_e * y_e - 32 * bsum_g) over the 16
- * groups (u = the unsigned 6-bit code, q + 32), then acc = fma(dy*d, isum, acc) in
- * super-block order (the SIMD kernels match it bit for bit). */
-static void gemm_repacked_q6k_ref(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
-                                  size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+/* Q6_K: the exact integer isum = sum_g scale_g * (sum_{e in g} u_e * y_e - 32 * bsum_g)
+ * over the 16 groups (u = the unsigned 6-bit code, q + 32), then acc = fma(dy*d, isum,
+ * acc) (the SIMD kernels match it bit for bit). */
+static float q6k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    uint16_t hd;
+    memcpy(&hd, p + 2 * r, 2);
+    int32_t isum = 0;
+    for (int gi = 0; gi < 16; gi++) {
+        int32_t dot = 0;
+        for (int e = 16 * gi; e < 16 * gi + 16; e++) {
+            const int h = e / 128, kq = (e % 128) / 32, l = e % 32;
+            const int qi = 64 * h + l + 32 * (kq & 1), hi = 32 * h + l;
+            const uint8_t qlb = p[288 + 64 * (qi / 4) + 4 * r + qi % 4];
+            const uint8_t qhb = p[2336 + 64 * (hi / 4) + 4 * r + hi % 4];
+            const int u = (kq >= 2 ? qlb >> 4 : qlb & 15) | ((qhb >> (2 * kq)) & 3) << 4;
+            dot += u * y->qs[e];
+        }
+        isum += (int8_t)p[32 + 16 * gi + r] * (dot - 32 * y->bsums[gi]);
+    }
+    return fmaf(y->d * H2F(hd), (float)isum, acc);
+}
+
+/* Rows [i0, i1) x columns [j0, j1) of a K-quant matrix in the interleaved layout: per
+ * (row, column) the super-blocks folded in order. blk: GGUF bytes per super-block. */
+static void gemm_repacked_kq_ref(kq_block_fn fold, size_t blk, int64_t k, const void *w, size_t ws, const void *a,
+                                 size_t as, float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
-    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
+    const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = blk * LOOM_REPACK_ROWS;
     for (int64_t j = j0; j < j1; j++) {
         const block_q8_K *y = (const block_q8_K *)((const char *)a + (size_t)j * as);
         for (int64_t i = i0; i < i1; i++) {
-            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
+            const int64_t g = i / LOOM_REPACK_ROWS;
+            const int r = (int)(i % LOOM_REPACK_ROWS);
             float acc = 0.f;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *p = (const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bstep;
-                uint16_t hd;
-                memcpy(&hd, p + 2 * r, 2);
-                int32_t isum = 0;
-                for (int gi = 0; gi < 16; gi++) {
-                    int32_t dot = 0;
-                    for (int e = 16 * gi; e < 16 * gi + 16; e++) {
-                        const int h = e / 128, kq = (e % 128) / 32, l = e % 32;
-                        const int qi = 64 * h + l + 32 * (kq & 1), hi = 32 * h + l;
-                        const uint8_t qlb = p[288 + 64 * (qi / 4) + 4 * r + qi % 4];
-                        const uint8_t qhb = p[2336 + 64 * (hi / 4) + 4 * r + hi % 4];
-                        const int u = (kq >= 2 ? qlb >> 4 : qlb & 15) | ((qhb >> (2 * kq)) & 3) << 4;
-                        dot += u * y[b].qs[e];
-                    }
-                    isum += (int8_t)p[32 + 16 * gi + r] * (dot - 32 * y[b].bsums[gi]);
-                }
-                acc = fmaf(y[b].d * H2F(hd), (float)isum, acc);
-            }
+            for (int64_t b = 0; b < nb; b++)
+                acc = fold((const uint8_t *)w + (size_t)g * gbytes + (size_t)b * bstep, r, &y[b], acc);
             c[(size_t)j * ldc + (size_t)i] = acc;
         }
     }
@@ -365,12 +358,10 @@ static void gemm_repacked_q6k_ref(int64_t k, const void *w, size_t ws, const voi
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
-    if (wt == LOOM_TYPE_Q4_K) {
-        gemm_repacked_q4k_ref(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-        return true;
-    }
-    if (wt == LOOM_TYPE_Q6_K) {
-        gemm_repacked_q6k_ref(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+    if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q6_K) {
+        const bool k4 = wt == LOOM_TYPE_Q4_K;
+        gemm_repacked_kq_ref(k4 ? q4k_block_ref : q6k_block_ref, k4 ? sizeof(block_q4_K) : sizeof(block_q6_K), k, w,
+                             ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     const bool q4 = wt == LOOM_TYPE_Q4_0;
