@@ -254,8 +254,10 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
 
 /* Matrix x vector on repacked weights (M a multiple of 16): thread k's range of rows
  * is [*r0, *re), 16-row groups split evenly; it streams [*r0, *r1) itself and leaves
- * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. */
-#define MM_POOL_SHARE 3 /* sixteenths */
+ * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. Measured: */
+/* sixteenths; 1 / 2 / 3 / 5 and no pool (0), 2 threads, 4 interleaved rounds of Q4_0
+ * tg64: 74-78 / 69-77 / 67-75 / 66-68 / 74-78 tok/s; Q4_K_M: 1 = 78-81, 3 = 76-77 */
+#define MM_POOL_SHARE 1
 #define MM_POOL_UNITS 4 /* 16-row groups per pool chunk */
 static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int64_t *re) {
     const int64_t units = M / LOOM_REPACK_ROWS;
