@@ -139,33 +139,12 @@ static int mm_group_len(loom_tensor *const *nodes, int64_t i, int64_t n, int nth
     return g;
 }
 
-/* Bytes a waiting thread prefetches (into L2) of its next tile: well inside the
- * smallest common L2 (512 KiB); a chunk of PREFETCH_CHUNK per step so the release is
- * noticed quickly. */
-#define PREFETCH_BUDGET ((size_t)256 * 1024)
-#define PREFETCH_CHUNK ((size_t)1024)
-typedef struct prefetch_state {
-    const void *p;
-    size_t left;
-} prefetch_state;
-
-static bool prefetch_step(void *ctx) {
-    prefetch_state *s = ctx;
-    const char *c = s->p;
-    const size_t n = s->left < PREFETCH_CHUNK ? s->left : PREFETCH_CHUNK;
-    for (size_t o = 0; o < n; o += 64) __builtin_prefetch(c + o, 0, 2);
-    s->p = c + n;
-    s->left -= n;
-    return s->left > 0;
-}
-
 /* Small inputs not computed in the graph (norm weights, biases: cold after a pass over
  * the big matrices) of the single-threaded nodes from i up to the next multi-threaded
  * node, at most PREFETCH_LEAF_MAX bytes in all: prefetched by thread 0 at the end of a
  * multi-threaded node (while it waits for the others), instead of fetched line by line
  * when the nodes need them. */
 #define PREFETCH_LEAF_MAX ((size_t)64 * 1024)
-static int node_tasks(const loom_tensor *t, int nth);
 static void prefetch_small_leaves(loom_tensor *const *nodes, int64_t i, int64_t n, int nth) {
     size_t budget = PREFETCH_LEAF_MAX;
     for (; i < n; i++) {
@@ -261,15 +240,7 @@ static void run_fn(void *arg, int ith, int nth) {
         if (dirty) {
             if (ith == 0 && j->stopped) atomic_store_explicit(&j->stop_at, nbar + 1, memory_order_relaxed);
             if (ith == 0) atomic_store_explicit(&j->ctr[(nbar + 1) & 1], 0, memory_order_relaxed);
-            /* the other threads wait here while thread 0 runs small nodes: they prefetch
-             * the start of their first tile of a matrix x vector product meanwhile */
-            prefetch_state pf;
-            if (ith != 0 && t->op == LOOM_OP_MUL_MAT && loom_cpu_mul_mat_first_span(t, ith, nth, &pf.p, &pf.left)) {
-                if (pf.left > PREFETCH_BUDGET) pf.left = PREFETCH_BUDGET;
-                loom_pool_barrier_idle(j->pool, prefetch_step, &pf);
-            } else {
-                loom_pool_barrier(j->pool);
-            }
+            loom_pool_barrier(j->pool);
             nbar++;
             dirty = false;
             int64_t sa = atomic_load_explicit(&j->stop_at, memory_order_relaxed);

@@ -124,10 +124,6 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
 /* True when MUL_MAT node t may join a group led by MUL_MAT node head: same src[1]
  * pointer, same K (ne[0] of the weights), same activation type (vec_dot_type). */
 bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t);
-/* Matrix x vector shapes (N <= 4, one slice): the weight bytes of the first tile
- * thread ith of nth computes in MUL_MAT (or group led by) dst, for prefetching; false for
- * other shapes or when thread ith has no first tile there. Reads shapes only. */
-bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, int nth, const void **ptr, size_t *len);
 void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_rope(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst);

@@ -80,10 +80,10 @@ static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, b
         /* matrix x vector (decode): few large contiguous row ranges, so each thread
          * streams long runs of weight rows (hardware prefetch) and claims tiles
          * rarely; a multiple of 16 rows so tiles never share an output cache line.
-         * Repacked weights: one range per thread (each thread's first tile is its own,
-         * so this is a static split into nth long streams). Q4_0 1.1B tg64, 2 threads,
-         * repacked tiles per matrix 2 / 4 / 8 / 16, three interleaved rounds on the
-         * noisy VM: 74-77 / 74-77 / 72 / 68 tok/s. */
+         * Repacked weights: one range per thread (Q4_0 1.1B tg64, 2 threads, tiles per
+         * matrix 2 / 4 / 8 / 16, three interleaved rounds on the noisy VM: 74-77 /
+         * 74-77 / 72 / 68 tok/s); with a counter and several threads the group function
+         * refines this into own rows plus a shared pool (mm_own_rows). */
         int64_t tw = (repacked ? (nth > 0 ? nth : 1) : 32) / ns;
         if (tw < 1) tw = 1;
         int64_t rcd = (M + tw - 1) / tw;
@@ -254,9 +254,9 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
 
 /* Matrix x vector on repacked weights (M a multiple of 16): thread k's range of rows
  * is [*r0, *re), 16-row groups split evenly; it streams [*r0, *r1) itself and leaves
- * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. Measured: */
-/* sixteenths; 1 / 2 / 3 / 5 and no pool (0), 2 threads, 4 interleaved rounds of Q4_0
- * tg64: 74-78 / 69-77 / 67-75 / 66-68 / 74-78 tok/s; Q4_K_M: 1 = 78-81, 3 = 76-77 */
+ * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. Pool of
+ * 1 / 2 / 3 / 5 sixteenths and none, 2 threads, 4 interleaved rounds of Q4_0 tg64:
+ * 74-78 / 69-77 / 67-75 / 66-68 / 74-78 tok/s; Q4_K_M: 1 = 78-81, 3 = 76-77. */
 #define MM_POOL_SHARE 1
 #define MM_POOL_UNITS 4 /* 16-row groups per pool chunk */
 static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int64_t *re) {
@@ -266,27 +266,6 @@ static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int
     *r0 = u0 * LOOM_REPACK_ROWS;
     *r1 = (u1 - tail) * LOOM_REPACK_ROWS;
     *re = u1 * LOOM_REPACK_ROWS;
-}
-
-bool loom_cpu_mul_mat_first_span(const loom_tensor *dst, int ith, int nth, const void **ptr, size_t *len) {
-    const loom_tensor *a = dst->src[0], *b = dst->src[1];
-    if (dst->op != LOOM_OP_MUL_MAT || !a || !b || !a->data || ith < 0) return false;
-    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
-    if (K <= 0 || N > 4 || a->ne[2] != 1 || a->ne[3] != 1 || b->ne[2] != 1 || b->ne[3] != 1) return false;
-    int64_t i0, i1;
-    if ((a->flags & LOOM_TF_REPACKED) && nth > 1) { /* the own rows of the split above */
-        int64_t re;
-        mm_own_rows(M, ith, nth, &i0, &i1, &re);
-        if (i1 <= i0) return false;
-    } else {
-        const int64_t rc = mm_row_chunk(M, 1, N, K, (a->flags & LOOM_TF_REPACKED) != 0, nth);
-        i0 = (int64_t)ith * rc;
-        if (i0 >= M) return false;
-        i1 = i0 + rc < M ? i0 + rc : M;
-    }
-    *ptr = (const char *)a->data + (size_t)i0 * a->nb[1];
-    *len = (size_t)(i1 - i0) * a->nb[1];
-    return true;
 }
 
 bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t) {
@@ -392,13 +371,11 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
     }
     /* Tiles of (member, slice, row chunk, column panel), the members' grids one after
      * the other, claimed dynamically through p->counter when there is one (a preempted
-     * thread does not hold the others back), else round-robin; each thread's first
-     * tile is tile ith. A member's grid is the one it has alone, so grouping does not
-     * change any result. */
-    int64_t tile = p->ith;
+     * thread does not hold the others back), else round-robin. A member's grid is the
+     * one it has alone, so grouping does not change any result. */
+    int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith;
     int m = 0;
-    for (; tile < n_tiles;
-         tile = ctr ? p->nth + atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
+    for (; tile < n_tiles; tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : tile + p->nth) {
         while (tile >= first_tile[m + 1]) m++; /* tiles are claimed in increasing order */
         const mm_plan *pl = &plans[m];
         const int64_t lt = tile - first_tile[m];

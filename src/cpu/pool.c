@@ -107,7 +107,7 @@ struct loom_pool {
     _Atomic int bar_sleepers;
 };
 
-void loom_pool_barrier_idle(loom_pool *pool, bool (*idle)(void *ctx), void *ctx) {
+void loom_pool_barrier(loom_pool *pool) {
     int nth = pool->nth; /* stable during a run (written before it is published) */
     if (nth <= 1) return;
     uint32_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
@@ -116,13 +116,9 @@ void loom_pool_barrier_idle(loom_pool *pool, bool (*idle)(void *ctx), void *ctx)
         bump_and_wake(&pool->bar_gen, &pool->bar_sleepers);
         return;
     }
-    if (idle)
-        while (atomic_load_explicit(&pool->bar_gen, memory_order_acquire) == gen && idle(ctx)) {
-        }
     wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
 }
 
-void loom_pool_barrier(loom_pool *pool) { loom_pool_barrier_idle(pool, NULL, NULL); }
 
 static void *worker_main(void *p) {
     worker *w = p;

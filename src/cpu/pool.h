@@ -30,10 +30,5 @@ int loom_pool_size(const loom_pool *pool);
 void loom_pool_run(loom_pool *pool, loom_pool_fn fn, void *arg, int nth);
 /* Barrier among the current run's participants. Call only inside fn. */
 void loom_pool_barrier(loom_pool *pool);
-/* The same barrier; a thread that has to wait calls idle(ctx) repeatedly (while the
- * others have not all arrived) until it returns false, then waits as usual. idle must
- * be short (it delays noticing the release by one call): used to prefetch the next
- * node's data while another thread finishes single-threaded work. */
-void loom_pool_barrier_idle(loom_pool *pool, bool (*idle)(void *ctx), void *ctx);
 
 #endif
