@@ -7,6 +7,7 @@
 #include "test_util.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 typedef struct job {
     loom_pool *pool;
@@ -52,6 +53,40 @@ static void test_pool(void) {
         loom_pool_free(p);
     }
     loom_pool_free(NULL);
+}
+
+/* loom_pool_warm between runs: with workers spinning, asleep (after a pause longer
+ * than any spin) or woken twice, the next runs are complete and correct, and a pool
+ * freed right after a warm-up joins its workers. */
+static void run_check(loom_pool *p, int nth) {
+    int64_t slots[8] = {0};
+    job j = {p, 10, slots, 0, 0};
+    loom_pool_run(p, fn, &j, nth);
+    int64_t want = 0;
+    for (int r = 0; r < 10; r++)
+        for (int k = 0; k < nth; k++) want += (int64_t)nth * ((int64_t)r * 100 + k);
+    CHECK_EQ_INT(atomic_load(&j.bad), 0);
+    CHECK_EQ_INT(atomic_load(&j.total), want);
+}
+
+static void test_pool_warm(void) {
+    for (int n = 1; n <= 3; n++) {
+        loom_pool *p = NULL;
+        CHECK(loom_pool_new(n, &p) == LOOM_OK);
+        loom_pool_warm(p); /* before any run */
+        run_check(p, n);
+        for (int rep = 0; rep < 3; rep++) {
+            struct timespec nap = {0, 30 * 1000 * 1000}; /* workers fall asleep */
+            nanosleep(&nap, NULL);
+            loom_pool_warm(p);
+            if (rep == 1) loom_pool_warm(p); /* twice before a run */
+            run_check(p, n);
+            run_check(p, n > 1 ? n - 1 : 1);
+        }
+        loom_pool_warm(p);
+        loom_pool_free(p); /* stop word after a warm-up: workers still exit */
+    }
+    loom_pool_warm(NULL);
 }
 
 static int g_evals;
@@ -137,6 +172,7 @@ static void test_engine(void) {
 
 int main(void) {
     test_pool();
+    test_pool_warm();
     test_engine();
     return test_finish("test_cpu_pool");
 }

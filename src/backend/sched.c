@@ -513,6 +513,8 @@ loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx *
                               (long long)max_nodes, (long long)be->max_nodes);
     if (max_nodes == 0) max_nodes = be->max_nodes;
     be_sched *bs = be->sched;
+    /* a compute follows every context: let sleeping workers wake while it is built */
+    if (bs) loom_pool_warm(bs->pool);
     if (bs && bs->spare) {
         loom_ctx *sp = bs->spare;
         if (sp->params.max_nodes == max_nodes && sp->params.flash_attn == be->params.flash_attn) {

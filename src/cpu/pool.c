@@ -50,10 +50,11 @@ static void word_wake_all(_Atomic uint32_t *word) {
 #endif
 }
 
-/* Block until *word != val: spin, then sleep (sleepers counted so wakers can skip the syscall). */
-static uint32_t wait_change(_Atomic uint32_t *word, uint32_t val, _Atomic int *sleepers) {
+/* Block until *word != val: spin `spins` pauses, then sleep (sleepers counted so wakers
+ * can skip the syscall). */
+static uint32_t wait_change(_Atomic uint32_t *word, uint32_t val, _Atomic int *sleepers, int spins) {
     uint32_t cur;
-    for (int i = 0; i < SPIN_ITERS; i++) {
+    for (int i = 0; i < spins; i++) {
         cur = atomic_load_explicit(word, memory_order_acquire);
         if (cur != val) return cur;
         LOOM_PAUSE();
@@ -70,6 +71,11 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t val, _Atomic int *s
 }
 
 #define RUN_NTH_MASK 1023u
+/* A run word whose nth field is RUN_WARM starts no run: sleeping workers wake up and
+ * spin for WARM_SPINS pauses, expecting a run soon (loom_pool_warm). Pools have at
+ * most 1000 threads, so it is never a real nth. */
+#define RUN_WARM RUN_NTH_MASK
+#define WARM_SPINS (SPIN_ITERS * 16)
 
 static void bump_and_wake(_Atomic uint32_t *word, _Atomic int *sleepers) {
     atomic_fetch_add_explicit(word, 1, memory_order_seq_cst);
@@ -116,7 +122,7 @@ void loom_pool_barrier(loom_pool *pool) {
         bump_and_wake(&pool->bar_gen, &pool->bar_sleepers);
         return;
     }
-    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
+    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers, SPIN_ITERS);
 }
 
 
@@ -124,10 +130,13 @@ static void *worker_main(void *p) {
     worker *w = p;
     loom_pool *pool = w->pool;
     uint32_t seen = 0;
+    int spins = SPIN_ITERS;
     for (;;) {
-        seen = wait_change(&pool->run_gen, seen, &pool->run_sleepers);
+        seen = wait_change(&pool->run_gen, seen, &pool->run_sleepers, spins);
         int nth = (int)(seen & RUN_NTH_MASK);
         if (nth == 0) break;
+        spins = nth == (int)RUN_WARM ? WARM_SPINS : SPIN_ITERS;
+        if (nth == (int)RUN_WARM) continue;
         if (w->ith < nth) {
             pool->fn(pool->arg, w->ith, nth);
             loom_pool_barrier(pool); /* end of run */
@@ -250,6 +259,13 @@ void loom_pool_free(loom_pool *pool) {
 }
 
 int loom_pool_size(const loom_pool *pool) { return pool ? pool->n : 1; }
+
+void loom_pool_warm(loom_pool *pool) {
+    if (!pool || pool->n <= 1) return;
+    /* spinning workers see the new word too and restart their spin with WARM_SPINS,
+     * so they do not fall asleep just before the run */
+    publish_run(&pool->run_gen, RUN_WARM, &pool->run_sleepers);
+}
 
 void loom_pool_run(loom_pool *pool, loom_pool_fn fn, void *arg, int nth) {
     if (nth < 1) nth = 1;

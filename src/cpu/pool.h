@@ -26,6 +26,12 @@ int loom_cpu_default_threads(void);
 loom_status loom_pool_new(int n_threads, loom_pool **out);
 void loom_pool_free(loom_pool *pool); /* joins workers; NULL is a no-op */
 int loom_pool_size(const loom_pool *pool);
+/* A run is coming soon (e.g. the caller starts building the next graph): sleeping
+ * workers are woken now and spin for a few milliseconds, so the run does not pay
+ * their futex wake-up (measured 150-280 us on a 2-vCPU VM). Does not block; a no-op
+ * when every worker is awake already or the pool has one thread. Same thread as
+ * loom_pool_run, never during a run. */
+void loom_pool_warm(loom_pool *pool);
 /* Run fn on nth threads (clamped to 1..size); blocks until all return. */
 void loom_pool_run(loom_pool *pool, loom_pool_fn fn, void *arg, int nth);
 /* Barrier among the current run's participants. Call only inside fn. */
