@@ -273,11 +273,16 @@ loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p)
 
 /* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)
- * or NULL. Returns F32 [Dv,H,T]. Uses the context's flash_attn setting. */
+ * or NULL. Returns F32 [Dv,H,T]. Uses the context's flash_attn setting; with it off,
+ * a single query (T = 1) is still one fused node (loom_flash_attn on the transposed
+ * PermutedV), longer batches are scores, softmax and the V product as three nodes. */
 loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                        loom_tensor *mask, float scale);
-/* The fused primitive: q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv] (views), mask F16 [L,>=T]
- * or NULL -> F32 [Dv,H,T]. */
+/* The fused primitive: q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv] (views), mask F16/F32
+ * [L,>=T] or NULL -> F32 [Dv,H,T]. k and v rows must be contiguous, except that v may
+ * be TRANSPOSED: an F32/F16/BF16 view whose dim-1 (key) neighbours are adjacent, such
+ * as loom_transpose of a PermutedV cache. Errors (sticky, poison result): LOOM_ERR_TYPE,
+ * LOOM_ERR_SHAPE. */
 loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                              loom_tensor *mask, float scale);
 /* Whether this context's sdpa uses flash attention. */

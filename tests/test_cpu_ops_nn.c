@@ -386,6 +386,26 @@ static void test_errors(void) {
     EXPECT_ERR(loom_flash_attn(g_ectx, T4(LOOM_TYPE_F32, 16, 2, 4, 1), T4(LOOM_TYPE_F16, 16, 10, 2, 1),
                                T4(LOOM_TYPE_F16, 16, 11, 2, 1), NULL, 1.0f),
                LOOM_ERR_SHAPE); /* v length */
+    {
+        /* v TRANSPOSED ([12, 16, 2] cache, first 10 cells, seen as [16, 10, 2]) is accepted */
+        g_ectx = nn_ctx(1, false);
+        loom_tensor *w = T4(LOOM_TYPE_F16, 12, 16, 2, 1);
+        int64_t wa[5] = {10, (int64_t)loom_tensor_nb(w, 1), 16, (int64_t)loom_tensor_nb(w, 2), 2};
+        loom_tensor *ok = loom_flash_attn(g_ectx, T4(LOOM_TYPE_F32, 16, 2, 4, 1), T4(LOOM_TYPE_F16, 16, 10, 2, 1),
+                                          loom_transpose(g_ectx, loom_view(g_ectx, w, 0, 5, wa)), NULL, 1.0f);
+        CHECK(ok != NULL && !loom_tensor_is_poison(ok) && loom_tensor_ne(ok, 0) == 16 && loom_tensor_ne(ok, 1) == 4);
+        /* strided elements that are not a transpose: every other F16 of [2, 16, 10, 2]
+         * as [16, 10, 2] (nb0 = 4 bytes, nb1 = 64) is rejected */
+        loom_tensor *x = T4(LOOM_TYPE_F16, 2, 16, 10, 2);
+        int64_t xa[7] = {1,  (int64_t)loom_tensor_nb(x, 1), 16, (int64_t)loom_tensor_nb(x, 2), 10,
+                         (int64_t)loom_tensor_nb(x, 3), 2};
+        loom_tensor *vs = loom_permute(g_ectx, loom_view(g_ectx, x, 0, 7, xa), 3, 0, 1, 2);
+        CHECK(vs && loom_tensor_ne(vs, 0) == 16 && loom_tensor_nb(vs, 0) == 4);
+        loom_tensor *bad = loom_flash_attn(g_ectx, T4(LOOM_TYPE_F32, 16, 2, 4, 1), T4(LOOM_TYPE_F16, 16, 10, 2, 1), vs,
+                                           NULL, 1.0f);
+        CHECK(bad && loom_tensor_is_poison(bad) && loom_ctx_status(g_ectx) == LOOM_ERR_SHAPE);
+        loom_ctx_free(g_ectx);
+    }
     EXPECT_ERR(loom_sdpa(g_ectx, T4(LOOM_TYPE_F32, 16, 4, 2, 1), T4(LOOM_TYPE_F16, 16, 2, 10, 1),
                          T4(LOOM_TYPE_F16, 16, 2, 10, 1), NULL, 1.0f),
                LOOM_ERR_SHAPE); /* non-flash needs PermutedV [L, Dv, Hkv] */

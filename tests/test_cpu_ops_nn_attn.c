@@ -213,6 +213,43 @@ static float *run_sdpa(const attn_case *c, bool flash, int nth, const float *q, 
     return out;
 }
 
+/* loom_flash_attn called directly with v TRANSPOSED: the PermutedV layout [L, Dv, Hkv]
+ * seen as [Dv, L, Hkv] (what loom_sdpa does for one query without flash attention);
+ * any T. Returns the output or NULL. */
+static float *run_fa_transposed(const attn_case *c, int nth, const float *q, float *k, float *v, const float *maskf,
+                                float scale) {
+    loom_ctx *ctx = nn_ctx(nth, false);
+    size_t no = (size_t)c->Dv * c->H * c->T;
+    float *out = fmalloc(no);
+    loom_tensor *qt = nn_f32(ctx, q, c->Dk, c->H, c->T, 1);
+    loom_tensor *kt = kv_tensor(ctx, c->kv, k, c->Dk, c->Hkv, c->L);
+    float *vp = fmalloc((size_t)c->L * c->Dv * c->Hkv);
+    for (int j = 0; j < c->L; j++)
+        for (int g = 0; g < c->Hkv; g++)
+            for (int d = 0; d < c->Dv; d++)
+                vp[((size_t)g * c->Dv + d) * c->L + j] = v[((size_t)j * c->Hkv + g) * c->Dv + d];
+    loom_tensor *vt = kv_tensor(ctx, c->kv, vp, c->L, c->Dv, c->Hkv);
+    /* the rounded values back into v's order for the reference */
+    for (int j = 0; j < c->L; j++)
+        for (int g = 0; g < c->Hkv; g++)
+            for (int d = 0; d < c->Dv; d++)
+                v[((size_t)j * c->Hkv + g) * c->Dv + d] = vp[((size_t)g * c->Dv + d) * c->L + j];
+    free(vp);
+    const int64_t tpad = ((c->T + 63) / 64) * 64;
+    loom_tensor *mt = maskf ? nn_f32(ctx, maskf, c->L, tpad, 1, 1) : NULL;
+    loom_tensor *y = loom_flash_attn(ctx, loom_permute(ctx, qt, 0, 2, 1, 3), loom_permute(ctx, kt, 0, 2, 1, 3),
+                                     loom_transpose(ctx, vt), mt, scale);
+    loom_status s = nn_run(ctx, y, out, no);
+    CHECK_MSG(s == LOOM_OK, "flash (transposed v) %s T=%d L=%d: %s", loom_type_name(c->kv), c->T, c->L,
+              loom_ctx_error(ctx));
+    loom_ctx_free(ctx);
+    if (s) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void test_attn_case(const attn_case *c) {
     size_t nq = (size_t)c->Dk * c->H * c->T, nk = (size_t)c->Dk * c->Hkv * c->L,
            nv = (size_t)c->Dv * c->Hkv * c->L, no = (size_t)c->Dv * c->H * c->T;
@@ -247,8 +284,27 @@ static void test_attn_case(const attn_case *c) {
     memcpy(kk, k, nk * 4);
     memcpy(vv, v, nv * 4);
     float *on = c->kv == LOOM_TYPE_Q8_0 ? NULL : run_sdpa(c, false, 3, q, kk, vv, mask, mrow, scale);
+    /* transposed v (F32 / F16 only: a block type cannot be transposed) */
+    float *ot = NULL, *ot3 = NULL;
+    if (c->kv != LOOM_TYPE_Q8_0) {
+        memcpy(kk, k, nk * 4);
+        memcpy(vv, v, nv * 4);
+        ot3 = run_fa_transposed(c, 3, q, kk, vv, mask, scale);
+        memcpy(kk, k, nk * 4);
+        memcpy(vv, v, nv * 4);
+        ot = run_fa_transposed(c, 2, q, kk, vv, mask, scale);
+    }
     double *ref = dmalloc(no);
     ref_attn(c, q, kk, vv, mask, mrow, scale, ref); /* kk/vv hold the stored (rounded) values */
+    const double tol_t = c->kv == LOOM_TYPE_F32 ? 1e-11 : 2e-6;
+    if (ot) {
+        double e = nmse(ot, ref, no);
+        CHECK_MSG(e <= tol_t, "flash (transposed v) %s T=%d L=%d H=%d/%d: nmse %g > %g", loom_type_name(c->kv), c->T,
+                  c->L, c->H, c->Hkv, e, tol_t);
+    }
+    if (ot && ot3) CHECK_MSG(memcmp(ot, ot3, no * 4) == 0, "flash (transposed v): 2 vs 3 threads differ");
+    free(ot);
+    free(ot3);
     double tol = c->kv == LOOM_TYPE_F32 ? 1e-11 : c->kv == LOOM_TYPE_F16 ? 2e-6 : 1e-4;
     if (of) {
         double e = nmse(of, ref, no);

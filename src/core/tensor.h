@@ -97,6 +97,13 @@ static inline size_t loom_row_size(const loom_tensor *t) {
 static inline bool loom_tensor_is_contiguous_rows(const loom_tensor *t) {
     return t->nb[0] == loom_type_size(t->type);
 }
+/* The transpose of a tensor with contiguous rows: a plain (block size 1) type whose
+ * dim-1 neighbours are adjacent (nb1 == element size) while dim-0 ones are not; its
+ * "columns" (fixed i0, all i1) are contiguous runs of ne1 elements. */
+static inline bool loom_tensor_is_transposed(const loom_tensor *t) {
+    const size_t es = loom_type_size(t->type);
+    return loom_blck_size(t->type) == 1 && t->nb[1] == es && t->nb[0] != es && t->ne[1] > 1;
+}
 /* Rows contiguous and dims 1..3 strided only as a block (ggml's is_contiguous_1). */
 bool loom_tensor_is_contiguous_1(const loom_tensor *t);
 /* Byte offset of element (i0,i1,i2,i3) (i0 must be a multiple of the block size). */

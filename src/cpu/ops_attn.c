@@ -14,11 +14,18 @@
  * The decomposition depends only on the shapes and every item runs on one thread
  * in a fixed order, so results do not depend on the thread count.
  * A row whose keys are all masked gives NaN (0/0), like softmax.
+ * A tile's scores are one gemm tile (key rows x the group's query heads) when the
+ * level has a gemm for k's type, else vec_dots. v may also be TRANSPOSED (F32 / F16
+ * / BF16 with nb[1] = element size: the non-flash cache's [L, Dv, Hkv] seen as
+ * [Dv, L, Hkv], used by loom_sdpa for single-token decode): then the tile's
+ * probabilities are converted to v's vec_dot_type and p.V is a gemm tile too (Dv
+ * rows of the tile's keys x the G heads), as the non-flash V product does.
  */
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 #define FA_TILE 64
 #define FA_ALIGN 64
@@ -31,6 +38,8 @@ static size_t fa_align(size_t x) { return (x + FA_ALIGN - 1) & ~(size_t)(FA_ALIG
  * are bit-identical for any thread count. */
 typedef struct fa_layout {
     int64_t G;            /* query heads per kv head */
+    bool v_trans;         /* v is transposed (see the file comment) */
+    size_t p_bytes;       /* transposed v: one probability row (FA_TILE values) in v's vec_dot_type */
     int64_t n_chunks;     /* L is cut into this many chunks (partials combined after a barrier) */
     int64_t chunk_len;
     size_t q_bytes;       /* one converted q row */
@@ -52,6 +61,14 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     if (Hkv <= 0 || H % Hkv != 0 || Dv > (int64_t)(SIZE_MAX / 64) || H > 65536 || qb > SIZE_MAX / 65536)
         return false;
     out->G = H / Hkv;
+    out->v_trans = loom_tensor_is_transposed(v);
+    out->p_bytes = 0;
+    if (out->v_trans) {
+        const loom_kernel_entry *ev = &kt->dot[v->type];
+        size_t pb;
+        if (!ev->vec_dot || loom_type_row_bytes(ev->vec_dot_type, FA_TILE, &pb) != LOOM_OK) return false;
+        out->p_bytes = fa_align(pb);
+    }
     const int64_t base_items = T * Hkv;
     int64_t want = base_items >= FA_WANT_ITEMS ? 1 : (FA_WANT_ITEMS + base_items - 1) / base_items;
     int64_t maxc = (L + FA_MIN_CHUNK - 1) / FA_MIN_CHUNK;
@@ -66,6 +83,9 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     out->part_stride = G * ((size_t)Dv + 2);
     out->per_thread = G * out->q_bytes + fa_align(G * FA_TILE * sizeof(float)) + fa_align((size_t)Dv * sizeof(float)) +
                       fa_align(out->part_stride * sizeof(float));
+    if (out->v_trans && (size_t)Dv > SIZE_MAX / sizeof(float) / 65536 / 4) return false;
+    if (out->v_trans) /* probabilities in v's vec_dot_type + the tile's p.V [G x Dv] */
+        out->per_thread += G * out->p_bytes + fa_align(G * (size_t)Dv * sizeof(float));
     out->part_bytes = 0;
     if (out->n_chunks > 1) {
         size_t blocks = (size_t)base_items * (size_t)out->n_chunks;
@@ -149,9 +169,18 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
     float *sc = (float *)(ws + (size_t)G * lay.q_bytes);
     float *vt = (float *)((char *)sc + fa_align((size_t)G * FA_TILE * sizeof(float)));
     float *st = (float *)((char *)vt + fa_align((size_t)Dv * sizeof(float))); /* G x (M, S, acc[Dv]) */
+    char *pc = (char *)st + fa_align(lay.part_stride * sizeof(float));      /* transposed v only */
+    float *pv = (float *)(pc + (size_t)G * lay.p_bytes);                      /* transposed v only */
     float *parts = (float *)p->wdata;
     const bool v_f32 = v->type == LOOM_TYPE_F32;
     const size_t sstride = (size_t)Dv + 2;
+    const loom_kernel_entry *ev = &kt->dot[v->type];
+    const loom_type pvdt = ev->vec_dot_type;
+    const bool p_in_place = pvdt == LOOM_TYPE_F32; /* f32 v: the scores are the activation */
+    if (lay.v_trans && (!ev->vec_dot || (!p_in_place && !kt->from_float[pvdt]))) {
+        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
+        return;
+    }
 
     /* phase 1: items (t, kv head g, chunk c) */
     const int64_t n_items = T * Hkv * NC;
@@ -165,26 +194,28 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             float *s = st + (size_t)hi * sstride;
             s[0] = -INFINITY;
             s[1] = 0.0f;
-            for (int64_t d = 0; d < Dv; d++) s[2 + d] = 0.0f;
+            memset(s + 2, 0, (size_t)Dv * sizeof(float));
         }
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
-            /* scores for every head of the group (the key row stays in cache) */
+            /* scores of the tile's keys x the group's heads: sc[hi * FA_TILE + j - j0] */
+            if (!kt->gemm || !kt->gemm(k->type, Dk, kbase + (size_t)j0 * k->nb[1], k->nb[1], qc, lay.q_bytes, sc,
+                                       FA_TILE, 0, nj, 0, G)) {
+                for (int64_t j = j0; j < j1; j++)
+                    for (int64_t hi = 0; hi < G; hi++)
+                        e->vec_dot(Dk, &sc[hi * FA_TILE + (j - j0)], kbase + (size_t)j * k->nb[1],
+                                   qc + (size_t)hi * lay.q_bytes);
+            }
             bool any = false;
             for (int64_t j = j0; j < j1; j++) {
                 const float mv = mask ? mask_at(mask, j, t) : 0.0f;
-                const char *krow = kbase + (size_t)j * k->nb[1];
+                any |= mv != -INFINITY;
                 for (int64_t hi = 0; hi < G; hi++) {
-                    float sv = -INFINITY;
-                    if (mv != -INFINITY) {
-                        e->vec_dot(Dk, &sv, krow, qc + (size_t)hi * lay.q_bytes);
-                        sv = sv * scale + mv;
-                        any = true;
-                    }
-                    sc[hi * FA_TILE + (j - j0)] = sv;
+                    float *sv = &sc[hi * FA_TILE + (j - j0)];
+                    *sv = mv == -INFINITY ? -INFINITY : *sv * scale + mv;
                 }
             }
             if (!any) continue;
@@ -195,12 +226,36 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                 for (int64_t j = 0; j < nj; j++)
                     if (sc[hi * FA_TILE + j] > mt) mt = sc[hi * FA_TILE + j];
                 if (mt > s[0]) {
-                    const float f = s[0] == -INFINITY ? 0.0f : expf(s[0] - mt);
-                    s[1] *= f;
-                    for (int64_t d = 0; d < Dv; d++) s[2 + d] *= f;
+                    if (s[0] != -INFINITY) { /* else the state is still all zeros */
+                        const float f = expf(s[0] - mt);
+                        s[1] *= f;
+                        for (int64_t d = 0; d < Dv; d++) s[2 + d] *= f;
+                    }
                     s[0] = mt;
                 }
-                (void)kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
+                const float sum = kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
+                if (lay.v_trans) s[1] += sum; /* else summed below, key by key */
+            }
+            if (lay.v_trans) {
+                /* p.V for the tile: rows d of the transposed v (the tile's keys are
+                 * contiguous in each) x the G probability rows */
+                const char *act = (const char *)sc;
+                size_t as = FA_TILE * sizeof(float);
+                if (!p_in_place) {
+                    for (int64_t hi = 0; hi < G; hi++)
+                        kt->from_float[pvdt](sc + hi * FA_TILE, pc + (size_t)hi * lay.p_bytes, nj);
+                    act = pc;
+                    as = lay.p_bytes;
+                }
+                const char *vt0 = vbase + (size_t)j0 * v->nb[1];
+                if (!kt->gemm || !kt->gemm(v->type, nj, vt0, v->nb[0], act, as, pv, (size_t)Dv, 0, Dv, 0, G)) {
+                    for (int64_t d = 0; d < Dv; d++)
+                        for (int64_t hi = 0; hi < G; hi++)
+                            ev->vec_dot(nj, &pv[hi * Dv + d], vt0 + (size_t)d * v->nb[0], act + (size_t)hi * as);
+                }
+                for (int64_t hi = 0; hi < G; hi++) /* acc += p.V (a * 1 is exact: a plain add) */
+                    kt->axpy_f32(Dv, 1.0f, pv + hi * Dv, st + (size_t)hi * sstride + 2);
+                continue;
             }
             /* accumulate V (each row converted once for the whole group) */
             for (int64_t j = j0; j < j1; j++) {
@@ -225,8 +280,12 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             for (int64_t hi = 0; hi < G; hi++) {
                 const float *s = st + (size_t)hi * sstride;
                 float *out = (float *)dst->data + ((size_t)t * (size_t)H + (size_t)(g * G + hi)) * (size_t)Dv;
-                const float inv = s[1] > 0.0f ? 1.0f / s[1] : NAN; /* all keys masked -> NaN, like softmax */
-                for (int64_t d = 0; d < Dv; d++) out[d] = s[1] > 0.0f ? s[2 + d] * inv : NAN;
+                if (s[1] > 0.0f) { /* out = acc / sum as 0 + (1/sum) * acc: exactly the product */
+                    memset(out, 0, (size_t)Dv * sizeof(float));
+                    kt->axpy_f32(Dv, 1.0f / s[1], s + 2, out);
+                } else { /* all keys masked -> NaN, like softmax */
+                    for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
+                }
             }
         } else {
             memcpy(parts + (size_t)item * lay.part_stride, st, lay.part_stride * sizeof(float));
