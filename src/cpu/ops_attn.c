@@ -151,6 +151,37 @@ static inline float mask_at(const loom_tensor *m, int64_t j, int64_t t) {
     return f;
 }
 
+/* Decode reads each layer's K/V once, cold (the weights streamed since evicted them),
+ * in short strided runs the hardware prefetcher does not follow (a key row every
+ * Hkv rows; a transposed v is Dv runs of L elements a cache row apart). Asking for all
+ * of an item's lines up front (into L2) overlaps those misses. Bounded so a long chunk
+ * does not flush L2. */
+#define FA_PREFETCH_MAX (256 * 1024)
+static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const char *kbase, const char *vbase,
+                             int64_t jb, int64_t je, bool v_trans) {
+    const size_t krow = loom_row_size(k), n = (size_t)(je - jb);
+    size_t vbytes = v_trans ? n * loom_type_size(v->type) * (size_t)v->ne[0] : n * loom_row_size(v);
+    if (n * krow + vbytes > FA_PREFETCH_MAX) return;
+    for (int64_t j = jb; j < je; j++) {
+        const char *r = kbase + (size_t)j * k->nb[1];
+        for (size_t o = 0; o < krow; o += 64) __builtin_prefetch(r + o, 0, 2);
+    }
+    if (v_trans) {
+        const size_t run = n * loom_type_size(v->type);
+        for (int64_t d = 0; d < v->ne[0]; d++) {
+            const char *r = vbase + (size_t)d * v->nb[0] + (size_t)jb * v->nb[1];
+            for (size_t o = 0; o < run; o += 64) __builtin_prefetch(r + o, 0, 2);
+            __builtin_prefetch(r + run - 1, 0, 2);
+        }
+    } else {
+        const size_t vrow = loom_row_size(v);
+        for (int64_t j = jb; j < je; j++) {
+            const char *r = vbase + (size_t)j * v->nb[1];
+            for (size_t o = 0; o < vrow; o += 64) __builtin_prefetch(r + o, 0, 2);
+        }
+    }
+}
+
 void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
     const float scale = loom_get_op_param_f32(dst, 0);
@@ -198,6 +229,7 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
         }
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
+        fa_prefetch_item(k, v, kbase, vbase, jb, je, lay.v_trans);
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
