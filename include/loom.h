@@ -167,6 +167,13 @@ loom_status loom_tensor_read(const loom_tensor *t, void *dst, size_t nbytes);
 loom_status loom_tensor_read_f32(const loom_tensor *t, float *dst, size_t n);
 /* Overwrite the data of an allocated (non-op) tensor. */
 loom_status loom_tensor_write(loom_tensor *t, const void *src, size_t nbytes);
+/* Move a view (loom_view, or an op writing into one such as loom_cpy's result) to byte
+ * offset `offset` of its base tensor, keeping shape and strides, so a graph can be
+ * computed again with e.g. its KV-cache copies aimed at another cell (with
+ * loom_tensor_write for new inputs: no rebuild, and the engine keeps its plan). Moves
+ * that would leave the base are refused. LOOM_ERR_INVALID_ARG: NULL or not a view;
+ * LOOM_ERR_SHAPE: out of bounds (t unchanged). Not during a compute of its graph. */
+loom_status loom_view_set_offset(loom_tensor *t, size_t offset);
 
 /* ------------------------------------------------------------------ ops */
 /* All ops return a new node (or a view) in ctx's arena; a poison tensor on error. */

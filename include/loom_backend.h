@@ -181,6 +181,12 @@ int64_t loom_backend_max_nodes(const loom_backend *be);
  * only grow, so graph is the max over calls; NOMEM leaves Failed + attempted size).
  * Refused (LOOM_ERR_INVALID_ARG) on dry-run and failed backends. */
 loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err);
+/* A compute follows soon (e.g. on a context kept from an earlier step, which
+ * loom_backend_ctx_new did not just create): wakes the CPU worker threads now so the
+ * compute does not wait for them. Optional and cheap; contexts from
+ * loom_backend_ctx_new do it themselves. NULL, dry-run and not-yet-computing backends:
+ * a no-op. Call from the thread that computes. */
+void loom_backend_warm(loom_backend *be);
 
 /* ---- planning hooks (model code, dry runs: `loom plan`)
  * Add bytes to the cache of layer (0..block_count) on that layer's device, as a

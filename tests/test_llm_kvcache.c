@@ -55,7 +55,9 @@ static void run(bool fa) {
         int64_t kne[3] = {4, 2, T}, vne[3] = {3, 2, T};
         loom_tensor *k = loom_from_f32(loom_ctx_input(ctx), kd, 4 * 2 * T, 3, kne);
         loom_tensor *v = loom_from_f32(loom_ctx_input(ctx), vd, 3 * 2 * T, 3, vne);
-        llm_kv_put(ctx, &kv, 1, k, v, LOC);
+        loom_tensor *store[4] = {0};
+        llm_kv_put(ctx, &kv, 1, k, v, LOC, store);
+        CHECK(store[0] && store[1] && store[2] && store[3]);
         loom_tensor *kc, *vc;
         llm_kv_get(ctx, &kv, 1, pad, &kc, &vc);
         CHECK_EQ_INT(loom_tensor_ne(kc, 0), 4);
@@ -96,6 +98,46 @@ static void run(bool fa) {
                 }
             CHECK_EQ_INT(bad, 0);
         }
+        /* The same graph computed again, its copies retargeted to cells [LOC2, LOC2+T)
+         * (loom_view_set_offset on the four store handles) with new values: the new
+         * cells get them, the old ones keep theirs, no rebuild. */
+        enum { LOC2 = 9 };
+        size_t k_off, v_off;
+        llm_kv_store_offsets(&kv, 1, LOC2, &k_off, &v_off);
+        CHECK(loom_view_set_offset(store[0], k_off) == LOOM_OK);
+        CHECK(loom_view_set_offset(store[1], k_off) == LOOM_OK);
+        CHECK(loom_view_set_offset(store[2], v_off) == LOOM_OK);
+        CHECK(loom_view_set_offset(store[3], v_off) == LOOM_OK);
+        /* a move that would leave the cache is refused and changes nothing */
+        CHECK(loom_view_set_offset(store[0], (size_t)1 << 40) == LOOM_ERR_SHAPE);
+        float kd2[4 * 2 * T], vd2[3 * 2 * T];
+        for (int i = 0; i < 4 * 2 * T; i++) kd2[i] = 1000.0f + (float)i;
+        for (int i = 0; i < 3 * 2 * T; i++) vd2[i] = -1000.0f - (float)i;
+        CHECK(loom_tensor_write(k, kd2, sizeof kd2) == LOOM_OK);
+        CHECK(loom_tensor_write(v, vd2, sizeof vd2) == LOOM_OK);
+        s = loom_ctx_compute(ctx, 2, outs);
+        CHECK_MSG(s == LOOM_OK, "compute again: %s", loom_ctx_error(ctx));
+        if (!s && pad >= LOC2 + T) {
+            CHECK(loom_tensor_read_f32(kcopy, K, (size_t)4 * 2 * pad) == LOOM_OK);
+            CHECK(loom_tensor_read_f32(vcopy, V, (size_t)3 * 2 * pad) == LOOM_OK);
+            int bad = 0;
+            for (int c = 0; c < pad; c++)
+                for (int h = 0; h < 2; h++) {
+                    int t = c - LOC, t2 = c - LOC2;
+                    bool in = t >= 0 && t < T, in2 = t2 >= 0 && t2 < T;
+                    for (int d = 0; d < 4; d++) {
+                        float want = in2 ? kd2[(t2 * 2 + h) * 4 + d] : in ? (float)(100 * t + 10 * h + d + 1) : 0.0f;
+                        bad += K[(c * 2 + h) * 4 + d] != want;
+                    }
+                    for (int d = 0; d < 3; d++) {
+                        float want = in2 ? vd2[(t2 * 2 + h) * 3 + d] : in ? -(float)(100 * t + 10 * h + d + 1) : 0.0f;
+                        float got = fa ? V[(c * 2 + h) * 3 + d] : V[(h * 3 + d) * pad + c];
+                        bad += got != want;
+                    }
+                }
+            CHECK_EQ_INT(bad, 0);
+        }
+        CHECK(pad >= LOC2 + T);
         free(K);
         free(V);
         loom_ctx_free(ctx);
@@ -109,7 +151,7 @@ static void run(bool fa) {
         size_t nf = llm_kv_mask_floats(&kv, L, 2);
         CHECK_EQ_INT(nf, (size_t)L * (fa ? 64 : 2));
         float *host = malloc(nf * sizeof *host);
-        loom_tensor *mt = llm_kv_mask(ctx, &kv, L, 3, 2, false, host);
+        loom_tensor *mt = llm_kv_mask(ctx, &kv, L, 3, 2, false, host, NULL);
         CHECK_EQ_INT(loom_tensor_type(mt), fa ? LOOM_TYPE_F16 : LOOM_TYPE_F32);
         CHECK_EQ_INT(loom_tensor_ne(mt, 0), L);
         CHECK_EQ_INT(loom_tensor_ne(mt, 1), fa ? 64 : 2);

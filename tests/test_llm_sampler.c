@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "llm/model_internal.h"
 #include "loom_sampler.h"
 #include "test_util.h"
 
@@ -252,7 +253,31 @@ static void check_args(void) {
     loom_sampler_free(NULL);
 }
 
+/* llm_argmax_f32 (loom_model_argmax) against the one-lane definition "first i with
+ * x[i] > x[best]": random lengths 1..100 (lanes and tail), ties, NaN, -inf. */
+static void check_argmax(void) {
+    uint64_t x = 99;
+    float v[100];
+    int bad = 0;
+    for (int it = 0; it < 5000; it++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int n = 1 + (int)((x >> 33) % 100);
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            int r = (int)((x >> 33) % 12);
+            v[i] = r == 0 ? NAN : r == 1 ? -INFINITY : (float)(r % 5) - 2.0f;
+        }
+        int32_t want = 0;
+        for (int i = 1; i < n; i++)
+            if (v[i] > v[want]) want = i;
+        bad += llm_argmax_f32(v, n) != want;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(llm_argmax_f32(v, 0), -1);
+}
+
 int main(void) {
+    check_argmax();
     check_greedy();
     check_filters();
     check_penalties();

@@ -66,6 +66,10 @@ typedef struct be_sched {
     sched_run *runs;
     int64_t n_runs, cap_runs;
     loom_plan_scratch plan_scratch; /* liveness planner scratch (grow-only) */
+    /* The graph the current plan (runs, copies, offsets, buffer sizes) is for: its
+     * graph_gen and a hash of the outputs (which the planner keeps alive); 0 = none.
+     * A graph computed again unchanged (a reused decode graph) skips planning. */
+    uint64_t plan_gen, plan_outs;
     loom_ctx *spare;                /* a freed input-only context kept for reuse */
 } be_sched;
 
@@ -358,6 +362,7 @@ oom:
 
 static loom_status bc_reserve(void *impl, loom_ctx *r) {
     be_ctx *c = impl;
+    ((be_sched *)c->be->sched)->plan_gen = 0; /* a reserve plan has no outputs: never reused */
     return sched_plan(c->be, r);
 }
 
@@ -410,14 +415,20 @@ static void restore(be_sched *s) {
 }
 
 static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *const *outs) {
-    (void)n_out;
-    (void)outs;
     be_ctx *c = impl;
     loom_backend *be = c->be;
     be_sched *s = be->sched;
     atomic_store(&be->cancel, 0); /* a cancel applies to the compute in progress */
-    loom_status st = sched_plan(be, r);
-    if (st) return st;
+    uint64_t oh = 0x9E3779B97F4A7C15ull ^ (uint64_t)n_out;
+    for (int i = 0; i < n_out; i++) oh = (oh ^ (uint64_t)(uintptr_t)outs[i]) * 0x100000001B3ull;
+    loom_status st = LOOM_OK;
+    if (s->plan_gen != r->graph_gen || s->plan_outs != oh || !r->graph_gen) {
+        s->plan_gen = 0;
+        st = sched_plan(be, r);
+        if (st) return st;
+        s->plan_gen = r->graph_gen;
+        s->plan_outs = oh;
+    }
     loom_graph *g = loom_ctx_graph(r);
     for (int64_t i = 0; i < g->n_nodes; i++) {
         loom_tensor *t = g->nodes[i];
@@ -498,6 +509,10 @@ static const loom_exec_iface g_be_iface = {
     .ctx_free = bc_free,
     .recycle = bc_recycle,
 };
+
+void loom_backend_warm(loom_backend *be) {
+    if (be && be->sched) loom_pool_warm(((be_sched *)be->sched)->pool);
+}
 
 loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err) {
     if (out) *out = NULL;

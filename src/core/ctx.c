@@ -1,8 +1,11 @@
 /* Context family, arena, sticky errors, graph building, tensor creation and accessors. */
 #include "core/ctx.h"
+
+#include <stdatomic.h>
 #include "quant/alloc.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +477,7 @@ void loom_ctx_reset(loom_ctx *ctx) {
     }
     g->n_nodes = 0;
     g->n_leafs = 0;
+    loom_graph_touch(r);
     r->n_tensors = 0;
     memset(&r->err, 0, sizeof r->err);
     r->eval_cb = NULL;
@@ -482,12 +486,26 @@ void loom_ctx_reset(loom_ctx *ctx) {
     r->abort_user = NULL;
 }
 
+static _Atomic uint64_t g_graph_gen;
+
+void loom_graph_touch(loom_ctx *r) { r->graph_gen = atomic_fetch_add_explicit(&g_graph_gen, 1, memory_order_relaxed) + 1; }
+
+loom_status loom_view_set_offset(loom_tensor *t, size_t view_offs) {
+    if (!t || !t->view_src) return LOOM_ERR_INVALID_ARG;
+    const size_t span = loom_tensor_span(t), base = loom_tensor_span(t->view_src);
+    if (view_offs > base || span > base - view_offs) return LOOM_ERR_SHAPE;
+    t->view_offs = view_offs;
+    if (t->view_src->data) t->data = (char *)t->view_src->data + view_offs;
+    return LOOM_OK;
+}
+
 loom_status loom_graph_expand(loom_ctx *r, loom_tensor *t) {
     dfs_frame *st = r->dfs;
     int64_t sp = 0;
     loom_graph *g = &r->graph;
     /* set holds at most nodes+leafs <= 2*max_nodes entries; capacity >= 4*max_nodes */
     if (gset_has(r, t)) return LOOM_OK;
+    loom_graph_touch(r);
     gset_insert(r, t);
     st[sp].t = t;
     st[sp].next = 0;
@@ -580,6 +598,14 @@ static bool mm_leaf_weight(const loom_tensor *t) {
            t->src[0]->op == LOOM_OP_NONE && t->src[1];
 }
 
+/* Group once per graph version (the pass is idempotent but not free). */
+static void group_siblings_once(loom_ctx *r) {
+    if (r->grouped_gen == r->graph_gen) return;
+    loom_graph_group_siblings(&r->graph);
+    loom_graph_touch(r); /* the order may have changed */
+    r->grouped_gen = r->graph_gen;
+}
+
 void loom_graph_group_siblings(loom_graph *g) {
     loom_tensor **nd = g->nodes;
     const int64_t n = g->n_nodes;
@@ -630,7 +656,7 @@ loom_status loom_ctx_compute(loom_ctx *ctx, int n_outputs, loom_tensor *const *o
     loom_status s = check_outputs(r, n_outputs, outputs);
     if (s) return s;
     for (int i = 0; i < n_outputs; i++) outputs[i]->flags |= LOOM_TF_OUTPUT;
-    loom_graph_group_siblings(&r->graph);
+    group_siblings_once(r);
     s = r->iface->compute(r->impl, r, n_outputs, outputs);
     for (int i = 0; i < n_outputs; i++) outputs[i]->flags &= ~(uint32_t)LOOM_TF_OUTPUT;
     return finish_status(r, s);
@@ -640,7 +666,7 @@ loom_status loom_ctx_reserve(loom_ctx *ctx) {
     if (!ctx) return LOOM_ERR_INVALID_ARG;
     loom_ctx *r = ctx->root;
     if (r->err.status) return r->err.status;
-    loom_graph_group_siblings(&r->graph);
+    group_siblings_once(r);
     return finish_status(r, r->iface->reserve(r->impl, r));
 }
 

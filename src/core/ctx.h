@@ -88,7 +88,17 @@ struct loom_ctx {
     void *eval_user;
     loom_abort_cb abort_cb;
     void *abort_user;
+    /* Identity of the graph as it stands: a process-wide unique value, renewed whenever
+     * nodes or leafs are added, reordered or dropped (loom_graph_touch), so an engine
+     * can keep a plan for a graph computed again unchanged (even across contexts: no
+     * two graphs ever share a value). grouped_gen: graph_gen when siblings were last
+     * grouped. */
+    uint64_t graph_gen;
+    uint64_t grouped_gen;
 };
+
+/* Renew r->graph_gen (root ctx). */
+void loom_graph_touch(loom_ctx *r);
 
 /* Create a root context driven by iface/impl. params may be NULL (defaults).
  * On failure *out is NULL, err filled, and iface->ctx_free is NOT called (the

@@ -98,6 +98,38 @@ loom_status llm_reserve(loom_model *m, loom_error *err) {
     return s;
 }
 
+void llm_decode_drop(loom_model *m) {
+    if (m->dec.ctx) loom_ctx_free(m->dec.ctx);
+    m->dec.ctx = NULL;
+    m->dec.logits = NULL;
+    m->dec.L = 0;
+}
+
+/* Point the kept decode graph at a new step: token, position, mask and the cache cell
+ * its K/V copies write (n_past). Same L, T = 1, one output, so nothing else differs
+ * from a graph built for this step. */
+static loom_status dec_retarget(loom_model *m, const int32_t *tokens, loom_error *err) {
+    const llm_graph_io *io = &m->dec.io;
+    const int32_t pos = m->n_past, out = 0;
+    const int64_t L = m->dec.L;
+    llm_kv_mask_fill(&m->kv, L, m->n_past, 1, m->mask);
+    loom_status s = loom_tensor_write(io->tok, tokens, sizeof *tokens);
+    if (!s) s = loom_tensor_write(io->pos, &pos, sizeof pos);
+    if (!s) s = loom_tensor_write(io->outs, &out, sizeof out);
+    if (!s) s = loom_tensor_write(io->mask, m->mask, llm_kv_mask_floats(&m->kv, L, 1) * sizeof(float));
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        size_t k_off, v_off;
+        llm_kv_store_offsets(&m->kv, il, m->n_past, &k_off, &v_off);
+        loom_tensor *const *st = io->store + 4 * il;
+        s = loom_view_set_offset(st[0], k_off);
+        if (!s) s = loom_view_set_offset(st[1], k_off);
+        if (!s) s = loom_view_set_offset(st[2], v_off);
+        if (!s) s = loom_view_set_offset(st[3], v_off);
+    }
+    if (s) loom_error_set(err, s, "eval: updating the kept decode graph failed (%s)", loom_status_name(s));
+    return s;
+}
+
 loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool all_logits,
                              int logit_row, loom_error *err) {
     llm_batch b = {0};
@@ -108,7 +140,8 @@ loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool a
     for (int i = 0; i < b.n_outputs; i++) m->out_ids[i] = all_logits ? i : T - 1;
     b.out_ids = m->out_ids;
 
-    size_t need = llm_kv_mask_floats(&m->kv, llm_kv_n_visible(&m->kv, (int64_t)m->n_past + T), T);
+    const int64_t L = llm_kv_n_visible(&m->kv, (int64_t)m->n_past + T);
+    size_t need = llm_kv_mask_floats(&m->kv, L, T);
     if (need > m->mask_cap) {
         float *nm = loom_realloc(m->mask, need * sizeof *nm);
         if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
@@ -116,10 +149,27 @@ loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool a
         m->mask_cap = need;
     }
 
+    /* Single-token steps keep their graph (and the backend its plan) while L stays the
+     * same: the next step only rewrites the inputs and retargets the K/V copies. */
+    const bool keep = T == 1 && b.n_outputs == 1 && !m->eval_cb && m->dec.io.store;
     loom_ctx *ctx;
     loom_tensor *logits;
-    loom_status s = build(m, &b, &ctx, &logits, err);
-    if (s) return s;
+    loom_status s;
+    if (keep && m->dec.ctx && m->dec.L == L) {
+        loom_backend_warm(m->be); /* the context is not new: wake the workers here */
+        ctx = m->dec.ctx;
+        logits = m->dec.logits;
+        s = dec_retarget(m, tokens, err);
+        if (s) {
+            llm_decode_drop(m);
+            return s;
+        }
+    } else {
+        llm_decode_drop(m);
+        if (keep) b.io = &m->dec.io;
+        s = build(m, &b, &ctx, &logits, err);
+        if (s) return s;
+    }
     if (m->eval_cb) loom_ctx_set_eval_callback(ctx, m->eval_cb, m->eval_user);
     loom_ctx_set_abort_callback(ctx, abort_cb, m);
     s = loom_ctx_compute(ctx, 1, &logits);
@@ -131,7 +181,15 @@ loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool a
         s = loom_tensor_read_f32(logits, m->logits + (size_t)logit_row * (size_t)m->hp.n_vocab, n);
         if (s) loom_error_set(err, s, "eval: reading the logits failed");
     }
-    loom_ctx_free(ctx);
+    if (keep && !s && (b.io || m->dec.ctx == ctx)) {
+        m->dec.ctx = ctx;
+        m->dec.logits = logits;
+        m->dec.L = L;
+    } else if (ctx == m->dec.ctx) {
+        llm_decode_drop(m); /* a failed (or cancelled) step: build afresh next time */
+    } else {
+        loom_ctx_free(ctx);
+    }
     if (!s) m->n_past += T;
     return s;
 }

@@ -111,25 +111,41 @@ int64_t llm_kv_n_visible(const llm_kv_cache *kv, int64_t n_end) {
     return L > kv->cells ? kv->cells : L;
 }
 
+void llm_kv_store_offsets(const llm_kv_cache *kv, int il, int64_t loc, size_t *k_off, size_t *v_off) {
+    const loom_tensor *K = kv->k[il], *V = kv->v[il];
+    *k_off = loom_tensor_nb(K, 2) * (size_t)loc; /* a cell is nb2 bytes */
+    *v_off = (kv->cfg.permuted_v ? loom_tensor_nb(V, 0) : loom_tensor_nb(V, 2)) * (size_t)loc;
+}
+
 void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loom_tensor *v_cur,
-                int64_t loc) {
+                int64_t loc, loom_tensor **store) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
     int64_t T = loom_tensor_ne(k_cur, 2);
-    /* K: 1-D view of T cells starting at cell loc (a cell is nb2 bytes). */
+    size_t k_off, v_off;
+    llm_kv_store_offsets(kv, il, loc, &k_off, &v_off);
+    /* K: 1-D view of T cells starting at cell loc. */
     int64_t kn = kv->dk * kv->hkv * T;
-    loom_tensor *kview = loom_view(ctx, K, loom_tensor_nb(K, 2) * (size_t)loc, 1, &kn);
-    loom_ctx_forward(ctx, loom_cpy(ctx, k_cur, kview));
+    loom_tensor *kview = loom_view(ctx, K, k_off, 1, &kn);
+    loom_tensor *kcpy = loom_cpy(ctx, k_cur, kview);
+    loom_ctx_forward(ctx, kcpy);
+    loom_tensor *vview, *vcpy;
     if (kv->cfg.permuted_v) {
         /* value [dv,hkv,T] -> [T,dv,hkv]; target 2-D view [T, dv*hkv] with row stride cells. */
-        size_t esz = loom_tensor_nb(V, 0);
         int64_t args[3] = {T, (int64_t)loom_tensor_nb(V, 1), kv->dv * kv->hkv};
-        loom_tensor *vview = loom_view(ctx, V, esz * (size_t)loc, 3, args);
+        vview = loom_view(ctx, V, v_off, 3, args);
         loom_tensor *vp = loom_permute(ctx, v_cur, 1, 2, 0, 3);
-        loom_ctx_forward(ctx, loom_cpy(ctx, vp, vview));
+        vcpy = loom_cpy(ctx, vp, vview);
     } else {
         int64_t vn = kv->dv * kv->hkv * T;
-        loom_tensor *vview = loom_view(ctx, V, loom_tensor_nb(V, 2) * (size_t)loc, 1, &vn);
-        loom_ctx_forward(ctx, loom_cpy(ctx, v_cur, vview));
+        vview = loom_view(ctx, V, v_off, 1, &vn);
+        vcpy = loom_cpy(ctx, v_cur, vview);
+    }
+    loom_ctx_forward(ctx, vcpy);
+    if (store) {
+        store[0] = kview;
+        store[1] = kcpy;
+        store[2] = vview;
+        store[3] = vcpy;
     }
 }
 
@@ -154,12 +170,8 @@ size_t llm_kv_mask_floats(const llm_kv_cache *kv, int64_t L, int T) {
     return (size_t)L * (size_t)round_up64(T, kv->cfg.mask_batch_padding);
 }
 
-loom_tensor *llm_kv_mask(loom_ctx *ctx, const llm_kv_cache *kv, int64_t L, int n_past, int T,
-                         bool reserve, float *host) {
+void llm_kv_mask_fill(const llm_kv_cache *kv, int64_t L, int n_past, int T, float *host) {
     int64_t tpad = round_up64(T, kv->cfg.mask_batch_padding);
-    int64_t ne[2] = {L, tpad};
-    loom_ctx *in = loom_ctx_input(ctx);
-    if (reserve) return loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask");
     for (int64_t i = 0; i < tpad; i++) {
         float *row = host + i * L;
         /* token i sits at position n_past + i and sees cells 0..n_past+i */
@@ -168,7 +180,17 @@ loom_tensor *llm_kv_mask(loom_ctx *ctx, const llm_kv_cache *kv, int64_t L, int n
         for (int64_t j = 0; j < vis; j++) row[j] = 0.0f;
         for (int64_t j = vis; j < L; j++) row[j] = -INFINITY;
     }
+}
+
+loom_tensor *llm_kv_mask(loom_ctx *ctx, const llm_kv_cache *kv, int64_t L, int n_past, int T,
+                         bool reserve, float *host, loom_tensor **leaf) {
+    int64_t tpad = round_up64(T, kv->cfg.mask_batch_padding);
+    int64_t ne[2] = {L, tpad};
+    loom_ctx *in = loom_ctx_input(ctx);
+    if (reserve) return loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask");
+    llm_kv_mask_fill(kv, L, n_past, T, host);
     loom_tensor *m = loom_from_f32(in, host, (size_t)(L * tpad), 2, ne);
+    if (leaf) *leaf = m;
     if (kv->cfg.mask_type != LOOM_TYPE_F32) {
         loom_tensor *m16 = loom_empty(in, kv->cfg.mask_type, 2, ne);
         m = loom_cpy(ctx, m, m16);

@@ -63,11 +63,17 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         pos = loom_from_i32(in, m->pos, (size_t)T, 1, ne_t);
         outs = loom_from_i32(in, b->out_ids, (size_t)b->n_outputs, 1, ne_o);
     }
+    if (b->io) {
+        b->io->tok = tok;
+        b->io->pos = pos;
+        b->io->outs = outs;
+        b->io->mask = NULL;
+    }
     loom_tensor_set_name(tok, "inp_tokens");
     loom_tensor_set_name(pos, "inp_pos");
     loom_tensor_set_name(outs, "inp_out_ids");
     const int64_t L = b->reserve ? kv->cells : llm_kv_n_visible(kv, (int64_t)b->n_past + T);
-    loom_tensor *mask = llm_kv_mask(ctx, kv, L, b->n_past, (int)T, b->reserve, m->mask);
+    loom_tensor *mask = llm_kv_mask(ctx, kv, L, b->n_past, (int)T, b->reserve, m->mask, b->io ? &b->io->mask : NULL);
 
     const float kq_scale = 1.0f / sqrtf((float)DK);
     loom_rope_opts ro = loom_rope_default_opts();
@@ -90,7 +96,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         k = named(loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "k", il);
         named(v, "v", il);
 
-        llm_kv_put(ctx, kv, il, k, v, b->n_past);
+        llm_kv_put(ctx, kv, il, k, v, b->n_past, b->io ? b->io->store + 4 * il : NULL);
         loom_tensor *kc, *vc;
         llm_kv_get(ctx, kv, il, L, &kc, &vc);
         loom_tensor *a = named(loom_sdpa(ctx, q, kc, vc, mask, kq_scale), "kqv", il);

