@@ -94,6 +94,7 @@ void loom_cpu_resolve_views(loom_tensor *const *nodes, int64_t n) {
  * attention, elements for everything else. */
 #define EXEC_MIN_MT_MACS 131072.0
 #define EXEC_MIN_MT_ELEMS 32768.0
+#define EXEC_MIN_MT_SWIGLU 4096
 
 /* Threads for node t: 1 or nth. Depends only on shapes, so every thread agrees. */
 static int node_tasks(const loom_tensor *t, int nth) {
@@ -108,6 +109,12 @@ static int node_tasks(const loom_tensor *t, int nth) {
     case LOOM_OP_FLASH_ATTN:
         work = (double)loom_nelements(a) * (double)(b ? b->ne[1] : 1);
         return work < EXEC_MIN_MT_MACS ? 1 : nth;
+    case LOOM_OP_SILU:
+        /* loom_swiglu (a multiplier in src[1]) sits between two matmuls (gate/up and
+         * down): as a multi-threaded node its end barrier replaces the one down would
+         * wait at anyway, and each thread reads mostly the rows it computed */
+        if (b) return loom_nelements(t) < EXEC_MIN_MT_SWIGLU ? 1 : nth;
+        return loom_nelements(t) < EXEC_MIN_MT_ELEMS ? 1 : nth;
     case LOOM_OP_SUM_ROWS:
     case LOOM_OP_MEAN: /* reductions: the input is the work */
         work = (double)loom_nelements(a);

@@ -99,22 +99,35 @@ static inline float u_clamp(float x, float lo, float hi) { return x < lo ? lo : 
         const loom_tensor *gm = dst->src[1]; /* only loom_swiglu's SILU has one */                  \
         float p0 = loom_get_op_param_f32(dst, 0), p1 = loom_get_op_param_f32(dst, 1);               \
         int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];                               \
-        int64_t r0, r1;                                                                             \
-        loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);                                  \
+        const bool f32 = a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32 &&  \
+                         dst->nb[0] == 4;                                                           \
+        int64_t r0, r1, e0 = 0, e1 = ne0;                                                           \
+        if (f32 && loom_nrows(dst) < p->nth) {                                                      \
+            /* fewer rows than threads (decode): every thread takes a part of each row, \
+             * in whole cache lines */                                                             \
+            int64_t l0, l1;                                                                         \
+            loom_cpu_split((ne0 + 15) / 16, p->ith, p->nth, &l0, &l1);                              \
+            e0 = l0 * 16 < ne0 ? l0 * 16 : ne0;                                                     \
+            e1 = l1 * 16 < ne0 ? l1 * 16 : ne0;                                                     \
+            r0 = 0;                                                                                 \
+            r1 = loom_nrows(dst);                                                                   \
+        } else {                                                                                    \
+            loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);                              \
+        }                                                                                           \
         for (int64_t r = r0; r < r1; r++) {                                                         \
             int64_t i3 = r / (ne1 * ne2), i2 = (r / ne1) % ne2, i1 = r % ne1;                       \
             const char *ra = loom_row_ptr(a, i1, i2, i3);                                           \
             char *rd = loom_row_ptr(dst, i1, i2, i3);                                               \
-            if (a->type == LOOM_TYPE_F32 && a->nb[0] == 4 && dst->type == LOOM_TYPE_F32 &&         \
-                dst->nb[0] == 4) {                                                                  \
-                const float *x = (const float *)ra;                                                 \
-                float *d = (float *)rd;                                                             \
-                if (rowfn) rowfn(ne0, x, d);                                                        \
+            if (f32) {                                                                              \
+                const float *x = (const float *)ra + e0;                                            \
+                float *d = (float *)rd + e0;                                                        \
+                const int64_t ne = e1 - e0;                                                         \
+                if (rowfn) rowfn(ne, x, d);                                                         \
                 else                                                                                \
-                    for (int64_t i = 0; i < ne0; i++) d[i] = fn(x[i], p0, p1);                      \
+                    for (int64_t i = 0; i < ne; i++) d[i] = fn(x[i], p0, p1);                       \
                 if (gm) { /* fused multiplier (loom_swiglu): contiguous F32, same shape */           \
-                    const float *m = (const float *)loom_row_ptr(gm, i1, i2, i3);                   \
-                    for (int64_t i = 0; i < ne0; i++) d[i] = d[i] * m[i];                           \
+                    const float *m = (const float *)loom_row_ptr(gm, i1, i2, i3) + e0;              \
+                    for (int64_t i = 0; i < ne; i++) d[i] = d[i] * m[i];                            \
                 }                                                                                   \
             } else {                                                                                \
                 for (int64_t i = 0; i < ne0; i++)                                                   \
