@@ -157,6 +157,7 @@ static inline float mask_at(const loom_tensor *m, int64_t j, int64_t t) {
  * of an item's lines up front (into L2) overlaps those misses. Bounded so a long chunk
  * does not flush L2. */
 #define FA_PREFETCH_MAX (256 * 1024)
+#define FA_PREFETCH_TOKENS 4 /* longer batches read the same K/V for every token: cached */
 static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const char *kbase, const char *vbase,
                              int64_t jb, int64_t je, bool v_trans) {
     const size_t krow = loom_row_size(k), n = (size_t)(je - jb);
@@ -229,10 +230,15 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
         }
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
-        fa_prefetch_item(k, v, kbase, vbase, jb, je, lay.v_trans);
+        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, lay.v_trans);
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
+            /* a tile no key of which is visible to token t is skipped whole (causal
+             * prompts: about half of them) */
+            bool any = !mask;
+            for (int64_t j = j0; j < j1 && !any; j++) any = mask_at(mask, j, t) != -INFINITY;
+            if (!any) continue;
             /* scores of the tile's keys x the group's heads: sc[hi * FA_TILE + j - j0] */
             if (!kt->gemm || !kt->gemm(k->type, Dk, kbase + (size_t)j0 * k->nb[1], k->nb[1], qc, lay.q_bytes, sc,
                                        FA_TILE, 0, nj, 0, G)) {
@@ -241,16 +247,13 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                         e->vec_dot(Dk, &sc[hi * FA_TILE + (j - j0)], kbase + (size_t)j * k->nb[1],
                                    qc + (size_t)hi * lay.q_bytes);
             }
-            bool any = false;
             for (int64_t j = j0; j < j1; j++) {
                 const float mv = mask ? mask_at(mask, j, t) : 0.0f;
-                any |= mv != -INFINITY;
                 for (int64_t hi = 0; hi < G; hi++) {
                     float *sv = &sc[hi * FA_TILE + (j - j0)];
                     *sv = mv == -INFINITY ? -INFINITY : *sv * scale + mv;
                 }
             }
-            if (!any) continue;
             /* online softmax: rescale each head's state to the tile's max */
             for (int64_t hi = 0; hi < G; hi++) {
                 float *s = st + (size_t)hi * sstride;
