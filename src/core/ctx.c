@@ -1,7 +1,5 @@
 /* Context family, arena, sticky errors, graph building, tensor creation and accessors. */
 #include "core/ctx.h"
-
-#include <stdatomic.h>
 #include "quant/alloc.h"
 
 #include <stdarg.h>
@@ -488,7 +486,9 @@ void loom_ctx_reset(loom_ctx *ctx) {
 
 static _Atomic uint64_t g_graph_gen;
 
-void loom_graph_touch(loom_ctx *r) { r->graph_gen = atomic_fetch_add_explicit(&g_graph_gen, 1, memory_order_relaxed) + 1; }
+void loom_graph_touch(loom_ctx *r) {
+    r->graph_gen = atomic_fetch_add_explicit(&g_graph_gen, 1, memory_order_relaxed) + 1;
+}
 
 loom_status loom_view_set_offset(loom_tensor *t, size_t view_offs) {
     if (!t || !t->view_src) return LOOM_ERR_INVALID_ARG;
