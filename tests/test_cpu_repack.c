@@ -207,6 +207,7 @@ static void test_gemm(void) {
             check_gemm(t, 4192, ns[ni]); /* 131 blocks: three activation slabs, the last partial */
         }
         check_gemm(t, 2080, 300);
+        check_gemm(t, 16640, 1); /* 520 blocks: a decode row over two activation slabs */
     }
     for (int ni = 0; ni < 5; ni++) {
         check_gemm(LOOM_TYPE_Q4_K, 256, ns[ni]);
