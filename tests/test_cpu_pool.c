@@ -33,6 +33,18 @@ static void fn(void *arg, int ith, int nth) {
     }
 }
 
+/* One run of fn on nth threads; checks what every thread saw. */
+static void run_check(loom_pool *p, int nth, int rounds) {
+    int64_t slots[8] = {0};
+    job j = {p, rounds, slots, 0, 0};
+    loom_pool_run(p, fn, &j, nth);
+    int64_t want = 0;
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < nth; k++) want += (int64_t)nth * ((int64_t)r * 100 + k);
+    CHECK_EQ_INT(atomic_load(&j.bad), 0);
+    CHECK_EQ_INT(atomic_load(&j.total), want);
+}
+
 static void test_pool(void) {
     CHECK(loom_cpu_default_threads() >= 1);
     for (int n = 1; n <= 4; n++) {
@@ -40,16 +52,7 @@ static void test_pool(void) {
         CHECK(loom_pool_new(n, &p) == LOOM_OK);
         CHECK_EQ_INT(loom_pool_size(p), n);
         for (int nth = 1; nth <= n; nth++)
-            for (int rep = 0; rep < 20; rep++) {
-                int64_t slots[8] = {0};
-                job j = {p, 50, slots, 0, 0};
-                loom_pool_run(p, fn, &j, nth);
-                int64_t want = 0;
-                for (int r = 0; r < 50; r++)
-                    for (int k = 0; k < nth; k++) want += (int64_t)nth * ((int64_t)r * 100 + k);
-                CHECK_EQ_INT(atomic_load(&j.bad), 0);
-                CHECK_EQ_INT(atomic_load(&j.total), want);
-            }
+            for (int rep = 0; rep < 20; rep++) run_check(p, nth, 50);
         loom_pool_free(p);
     }
     loom_pool_free(NULL);
@@ -58,30 +61,19 @@ static void test_pool(void) {
 /* loom_pool_warm between runs: with workers spinning, asleep (after a pause longer
  * than any spin) or woken twice, the next runs are complete and correct, and a pool
  * freed right after a warm-up joins its workers. */
-static void run_check(loom_pool *p, int nth) {
-    int64_t slots[8] = {0};
-    job j = {p, 10, slots, 0, 0};
-    loom_pool_run(p, fn, &j, nth);
-    int64_t want = 0;
-    for (int r = 0; r < 10; r++)
-        for (int k = 0; k < nth; k++) want += (int64_t)nth * ((int64_t)r * 100 + k);
-    CHECK_EQ_INT(atomic_load(&j.bad), 0);
-    CHECK_EQ_INT(atomic_load(&j.total), want);
-}
-
 static void test_pool_warm(void) {
     for (int n = 1; n <= 3; n++) {
         loom_pool *p = NULL;
         CHECK(loom_pool_new(n, &p) == LOOM_OK);
         loom_pool_warm(p); /* before any run */
-        run_check(p, n);
+        run_check(p, n, 10);
         for (int rep = 0; rep < 3; rep++) {
             struct timespec nap = {0, 30 * 1000 * 1000}; /* workers fall asleep */
             nanosleep(&nap, NULL);
             loom_pool_warm(p);
             if (rep == 1) loom_pool_warm(p); /* twice before a run */
-            run_check(p, n);
-            run_check(p, n > 1 ? n - 1 : 1);
+            run_check(p, n, 10);
+            run_check(p, n > 1 ? n - 1 : 1, 10);
         }
         loom_pool_warm(p);
         loom_pool_free(p); /* stop word after a warm-up: workers still exit */
