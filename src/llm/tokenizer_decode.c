@@ -1,5 +1,6 @@
-/* Detokenization: token -> bytes, whole sequences, and the streaming decoder
- * that holds back incomplete UTF-8 sequences. */
+/* Detokenization: token -> bytes (llama.cpp's token_to_piece rules per
+ * vocabulary type), whole sequences, and the streaming decoder that holds
+ * back incomplete UTF-8 sequences. */
 #include <string.h>
 
 #include "llm/tokenizer_internal.h"
@@ -18,58 +19,89 @@ static int byte_of(const char *s, size_t n) {
     return (a < 0 || b < 0) ? -1 : a * 16 + b;
 }
 
-/* Writes the piece (when it fits in cap) and returns its length. *text says
- * whether it is an ordinary text piece (subject to leading-space stripping). */
+static size_t put(char *buf, size_t cap, size_t w, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++, w++)
+        if (w < cap) buf[w] = s[i];
+    return w;
+}
+
+/* Writes the piece (as much as fits in cap) and returns its full length.
+ * *text says whether it is an ordinary text piece (subject to the leading-space
+ * strip). */
+/* HybriDNA k-mer tokens (after <oov>) carry a U+E000 suffix that is not text. */
+static size_t text_len(const loom_tokenizer *t, int32_t id) {
+    size_t n = t->len[id];
+    if (t->dna && t->dna_oov >= 0 && id > t->dna_oov && n > 3 &&
+        memcmp(t->arena + t->off[id] + n - 3, "\xEE\x80\x80", 3) == 0)
+        n -= 3;
+    return n;
+}
+
 static size_t piece(const loom_tokenizer *t, int32_t id, unsigned flags, char *buf, size_t cap, bool *text) {
     const char *s = t->arena + t->off[id];
-    size_t n = t->len[id];
-    uint8_t ty = t->types[id];
-    size_t w = 0;
+    size_t n = text_len(t, id);
+    uint16_t a = t->attr[id];
     *text = false;
-    switch (ty) {
-    case LOOM_TOKEN_CONTROL:
-    case LOOM_TOKEN_UNKNOWN:
-    case LOOM_TOKEN_UNUSED:
-        if (!(flags & LOOM_DETOK_SPECIAL)) return 0;
-        /* fall through */
-    case LOOM_TOKEN_USER_DEFINED:
-        if (n <= cap) memcpy(buf, s, n);
-        return n;
-    case LOOM_TOKEN_BYTE: {
+    if (!(flags & LOOM_DETOK_SPECIAL) && (a & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN))) return 0;
+    if (t->type == LOOM_VOCAB_RWKV) { /* the unescaped bytes, whatever the type */
+        *text = true;
+        return put(buf, cap, 0, t->rwkv_arena + t->rwkv_off[id], t->rwkv_len[id]);
+    }
+    if (t->type == LOOM_VOCAB_PLAMO2) {
+        int b = (a & TOK_ATTR_BYTE) ? byte_of(s, n) : -1;
+        if (b >= 0) {
+            if (cap >= 1) buf[0] = (char)b;
+            return 1;
+        }
+        *text = true;
+        return put(buf, cap, 0, s, n);
+    }
+    if (a & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN | TOK_ATTR_USER_DEFINED)) return put(buf, cap, 0, s, n);
+    if (a & TOK_ATTR_NORMAL) {
+        *text = true;
+        size_t w = 0;
+        bool gpt2 = t->type == LOOM_VOCAB_BPE && !t->escape_ws;
+        for (size_t i = 0; i < n;) {
+            if (!gpt2) {
+                if (i + 3 <= n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
+                    w = put(buf, cap, w, " ", 1);
+                    i += 3;
+                } else {
+                    w = put(buf, cap, w, s + i, 1);
+                    i++;
+                }
+                continue;
+            }
+            uint32_t cp;
+            size_t cl = tok_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+            if (cp < 324 && t->bpe_dec[cp] >= 0) {
+                char ch = (char)t->bpe_dec[cp];
+                w = put(buf, cap, w, &ch, 1);
+            } else {
+                w = put(buf, cap, w, s + i, cl); /* not in the byte alphabet: kept as is */
+            }
+            i += cl;
+        }
+        return w;
+    }
+    if (a & TOK_ATTR_BYTE) {
         int b = byte_of(s, n);
         if (b >= 0) {
             if (cap >= 1) buf[0] = (char)b;
             return 1;
         }
-        break; /* malformed byte token: treat as text */
-    }
-    default:
-        break;
-    }
-    *text = true;
-    if (t->type == LOOM_VOCAB_SPM) {
-        for (size_t i = 0; i < n;) {
-            char ch;
-            if (i + 3 <= n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) { ch = ' '; i += 3; }
-            else ch = s[i++];
-            if (w < cap) buf[w] = ch;
-            w++;
+        if (t->type == LOOM_VOCAB_BPE && t->byte_encode) {
+            /* a byte-level vocabulary typing its 256 byte symbols BYTE */
+            uint32_t cp;
+            size_t cl = tok_utf8_decode((const unsigned char *)s, n, &cp);
+            if (cl == n && cp < 324 && t->bpe_dec[cp] >= 0) {
+                if (cap >= 1) buf[0] = (char)t->bpe_dec[cp];
+                return 1;
+            }
         }
-        return w;
+        return put(buf, cap, 0, s, n);
     }
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        size_t cl = tok_utf8_decode((const unsigned char *)s + i, n - i, &cp);
-        if (cp < 324 && t->bpe_dec[cp] >= 0) {
-            if (w < cap) buf[w] = (char)t->bpe_dec[cp];
-            w++;
-        } else {
-            for (size_t k = 0; k < cl; k++, w++)
-                if (w < cap) buf[w] = s[i + k];
-        }
-        i += cl;
-    }
-    return w;
+    return 0; /* UNUSED / UNDEFINED */
 }
 
 loom_status loom_token_to_piece(const loom_tokenizer *t, int32_t id, char *buf, size_t size, size_t *len) {
@@ -82,26 +114,63 @@ loom_status loom_token_to_piece(const loom_tokenizer *t, int32_t id, char *buf, 
     return n > size ? LOOM_ERR_RANGE : LOOM_OK;
 }
 
-loom_status loom_detokenize(const loom_tokenizer *t, const int32_t *ids, int64_t n, unsigned flags, char *buf,
+/* The leading space of the first text piece is removed for vocabularies that
+ * add one when tokenizing (SentencePiece's add_space_prefix; WordPiece's
+ * word-initial U+2581). */
+static bool strips(const loom_tokenizer *t, unsigned flags) {
+    return !(flags & LOOM_DETOK_NO_STRIP) && (t->add_space_prefix || t->type == LOOM_VOCAB_WPM);
+}
+
+/* llama.cpp's clean_up_tokenization_spaces, in place; returns the new length. */
+static size_t clean_spaces(char *s, size_t n) {
+    size_t w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) { /* " ?", " !", " .", " ," */
+        char x = s[i];
+        if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) w--;
+        s[w++] = x;
+    }
+    n = w;
+    w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) { /* " ' " -> "'" */
+        char x = s[i];
+        if (x == '\'' && i + 1 < n && s[i - 1] == ' ' && s[i + 1] == ' ') {
+            w--;
+            s[++i] = 0;
+        }
+        s[w++] = x;
+    }
+    n = w;
+    w = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) { /* " 's", " 'm", " 're", " 've" */
+        char x = s[i];
+        if (s[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+            char x1 = s[i + 1];
+            if (x1 == 's' || x1 == 'm') w--;
+            else if (i + 2 < n && ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e'))) w--;
+        }
+        s[w++] = x;
+    }
+    return w;
+}
+
+loom_status loom_detokenize(const loom_tokenizer *t, const int32_t *ids, int32_t n, unsigned flags, char *buf,
                             size_t size, size_t *len) {
     if (len) *len = 0;
     if (!t || !len || (!ids && n > 0) || n < 0 || (!buf && size)) return LOOM_ERR_INVALID_ARG;
     size_t w = 0;
-    bool started = false, strip = t->add_space_prefix && !(flags & LOOM_DETOK_NO_STRIP);
-    char tmp[64];
-    for (int64_t i = 0; i < n; i++) {
+    bool started = false, strip = strips(t, flags);
+    for (int32_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_vocab) return LOOM_ERR_RANGE;
         bool text;
         size_t room = w < size ? size - w : 0;
-        size_t pn = piece(t, id, flags, w < size ? buf + w : tmp, w < size ? room : 0, &text);
+        size_t pn = piece(t, id, flags, w < size ? buf + w : NULL, room, &text);
         if (pn == 0) continue;
         size_t skip = 0;
         if (!started && strip && text) {
-            /* the first byte of the piece is a space exactly when its text starts with one */
             char first = 0;
             if (pn <= room) first = buf[w];
-            else piece(t, id, flags, &first, 1, &text); /* text pieces are written byte by byte */
+            else piece(t, id, flags, &first, 1, &text);
             if (first == ' ') {
                 skip = 1;
                 if (pn <= room) memmove(buf + w, buf + w + 1, pn - 1);
@@ -111,6 +180,7 @@ loom_status loom_detokenize(const loom_tokenizer *t, const int32_t *ids, int64_t
         if (w > SIZE_MAX - pn) return LOOM_ERR_RANGE;
         w += pn - skip;
     }
+    if (w <= size && (flags & LOOM_DETOK_CLEAN_SPACES) && t->clean_spaces) w = clean_spaces(buf, w);
     *len = w;
     if (w < size) buf[w] = 0;
     return w > size ? LOOM_ERR_RANGE : LOOM_OK;
@@ -122,7 +192,7 @@ void loom_detok_stream_init(loom_detok_stream *s, const loom_tokenizer *tok, uns
     if (!s) return;
     memset(s, 0, sizeof *s);
     s->tok = tok;
-    s->flags = flags;
+    s->flags = flags & ~LOOM_DETOK_CLEAN_SPACES;
 }
 
 /* Bytes at the end of b[0..n) forming an incomplete (but so far well-formed)
@@ -156,8 +226,7 @@ loom_status loom_detok_stream_push(loom_detok_stream *s, int32_t id, char *out, 
     memcpy(out, s->pending, np);
     piece(t, id, s->flags, out + np, pn, &text);
     bool nonempty = pn > 0;
-    if (pn > 0 && !s->started && text && t->add_space_prefix && !(s->flags & LOOM_DETOK_NO_STRIP) &&
-        out[np] == ' ') {
+    if (pn > 0 && !s->started && text && strips(t, s->flags) && out[np] == ' ') {
         memmove(out + np, out + np + 1, pn - 1);
         pn--;
     }
