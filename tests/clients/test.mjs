@@ -1,0 +1,280 @@
+// End-to-end tests of `loom serve` with the real npm clients (ollama 0.6.x, openai 7.x).
+// Run by tests/test_server_clients.c, which makes the test models, starts the server
+// and writes the expected texts (from `loom run --temp 0`) into LOOM_TEST_EXPECT:
+//   { "prompt": "...", "n": N, "greedy": "...", "stop": "...", "greedy_stop": "..." }
+// Models: "stories" (stories260K, no chat template) and "tiny" (stories260K + a ChatML
+// chat template). Prints one line per test; exits 1 if any failed.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Ollama } from 'ollama';
+import OpenAI from 'openai';
+
+const url = process.env.LOOM_URL;
+const expect = JSON.parse(readFileSync(process.env.LOOM_TEST_EXPECT, 'utf8'));
+const ollama = new Ollama({ host: url });
+const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'ignored', maxRetries: 0 });
+const greedy = { temperature: 0, num_predict: expect.n, seed: 42 };
+
+let failed = 0, passed = 0;
+async function test(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+  }
+}
+
+async function metric(name) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith(name + '{') || line.startsWith(name + ' ')) sum += Number(line.split(' ').pop());
+  return sum;
+}
+
+async function waitIdle() {
+  for (let i = 0; i < 200; i++) {
+    if ((await metric('loom_slots_active')) === 0 && (await metric('loom_queue_depth')) === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('slots still busy after 5 s');
+}
+
+const RFC3339NANO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/;
+
+await test('ollama list', async () => {
+  const r = await ollama.list();
+  const names = r.models.map((m) => m.name);
+  assert.ok(names.includes('tiny:latest') && names.includes('stories:latest'), names.join(','));
+  const m = r.models.find((x) => x.name === 'stories:latest');
+  assert.equal(m.details.family, 'llama');
+  assert.equal(m.details.format, 'gguf');
+  assert.equal(m.details.quantization_level, 'F32');
+  assert.match(m.digest, /^[0-9a-f]{64}$/);
+  assert.equal(m.digest, expect.stories_sha256);
+  assert.ok(m.size > 1000000);
+});
+
+await test('ollama show', async () => {
+  const r = await ollama.show({ model: 'tiny' });
+  assert.ok(r.template.includes('<|im_start|>'));
+  assert.ok(r.capabilities.includes('completion'));
+  assert.equal(r.model_info['general.architecture'], 'llama');
+  assert.equal(r.details.family, 'llama');
+  assert.ok(r.modelfile.includes('FROM '));
+});
+
+await test('ollama generate (not streaming) = loom run --temp 0', async () => {
+  const r = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: greedy });
+  assert.equal(r.response, expect.greedy);
+  assert.equal(r.done, true);
+  assert.equal(r.done_reason, 'length');
+  assert.equal(r.eval_count, expect.n);
+  assert.ok(r.prompt_eval_count > 0 && r.total_duration > 0 && r.eval_duration > 0);
+  assert.ok(Array.isArray(r.context) && r.context.length === r.prompt_eval_count + expect.n);
+  assert.match(String(r.created_at instanceof Date ? r.created_at.toISOString() : r.created_at), /^\d{4}-/);
+});
+
+await test('ollama generate (streaming) = loom run --temp 0', async () => {
+  const parts = [];
+  for await (const p of await ollama.generate({ model: 'stories', prompt: expect.prompt, options: greedy, stream: true })) parts.push(p);
+  const last = parts.at(-1);
+  assert.equal(last.done, true);
+  assert.equal(last.done_reason, 'length');
+  assert.equal(parts.filter((p) => p.done).length, 1);
+  assert.equal(parts.map((p) => p.response).join(''), expect.greedy);
+  assert.ok(parts.length >= 3);
+  for (const p of parts) assert.match(typeof p.created_at === 'string' ? p.created_at : p.created_at.toISOString(), /Z$/);
+});
+
+await test('ollama generate: context continues the conversation', async () => {
+  const a = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: { ...greedy, num_predict: 4 } });
+  const b = await ollama.generate({ model: 'stories', prompt: ' and', context: a.context, options: { ...greedy, num_predict: 4 } });
+  assert.deepEqual(b.context.slice(0, a.context.length), a.context);
+  assert.ok(b.prompt_eval_count > a.context.length);
+  // an empty prompt only loads the model (done_reason "load"), as Ollama does
+  const c = await ollama.generate({ model: 'stories', prompt: '' });
+  assert.equal(c.done_reason, 'load');
+});
+
+await test('ollama chat: streaming equals not streaming; role assistant', async () => {
+  const msgs = [{ role: 'user', content: expect.prompt }];
+  const whole = await ollama.chat({ model: 'tiny', messages: msgs, options: greedy });
+  assert.equal(whole.message.role, 'assistant');
+  assert.ok(whole.message.content.length > 0);
+  const parts = [];
+  for await (const p of await ollama.chat({ model: 'tiny', messages: msgs, options: greedy, stream: true })) parts.push(p);
+  assert.equal(parts.map((p) => p.message.content).join(''), whole.message.content);
+  assert.equal(parts.at(-1).done_reason, whole.done_reason);
+  assert.equal(whole.eval_count, expect.n);
+});
+
+await test('seeded sampling is repeatable', async () => {
+  const opt = { temperature: 1.0, top_k: 0, top_p: 1, seed: 1234, num_predict: expect.n };
+  const a = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: opt });
+  const b = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: opt });
+  assert.equal(a.response, b.response);
+});
+
+await test('stop strings are cut and end with done_reason stop', async () => {
+  const r = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: { ...greedy, stop: [expect.stop] } });
+  assert.equal(r.response, expect.greedy_stop);
+  assert.equal(r.done_reason, 'stop');
+  const parts = [];
+  const it = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: { ...greedy, stop: [expect.stop] }, stream: true });
+  for await (const p of it) parts.push(p);
+  assert.equal(parts.map((p) => p.response).join(''), expect.greedy_stop);
+});
+
+await test('abort mid-stream frees the slot; the next request works', async () => {
+  const it = await ollama.generate({ model: 'stories', prompt: expect.prompt, stream: true,
+                                     options: { temperature: 0, num_predict: 100000, num_ctx: 2048 } });
+  let n = 0;
+  try {
+    for await (const p of it) { if (++n === 3) it.abort(); }
+  } catch (e) {
+    assert.equal(e.name, 'AbortError');
+  }
+  await waitIdle();
+  const r = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: greedy });
+  assert.equal(r.response, expect.greedy);
+});
+
+await test('unknown model: 404 "not found"', async () => {
+  await assert.rejects(ollama.generate({ model: 'no-such-model', prompt: 'hi' }), (e) => {
+    assert.equal(e.status_code, 404);
+    assert.match(e.error, /model 'no-such-model' not found/);
+    return true;
+  });
+  await assert.rejects(ollama.show({ model: 'no-such-model' }), (e) => e.status_code === 404);
+});
+
+await test('bad JSON and bad fields: 400 with a message', async () => {
+  let r = await fetch(`${url}/api/generate`, { method: 'POST', body: '{"model": ' });
+  assert.equal(r.status, 400);
+  assert.match((await r.json()).error, /invalid JSON/);
+  r = await fetch(`${url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'tiny', messages: 'x' }) });
+  assert.equal(r.status, 400);
+  assert.match((await r.json()).error, /messages/);
+  r = await fetch(`${url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'x', options: { num_predict: 'many' } }) });
+  assert.equal(r.status, 400);
+  assert.match((await r.json()).error, /num_predict/);
+  await assert.rejects(ollama.generate({ model: '../../etc/passwd', prompt: 'x' }), (e) => e.status_code === 400);
+});
+
+await test('ollama ps and version', async () => {
+  const ps = await ollama.ps();
+  assert.ok(ps.models.some((m) => m.name === 'stories:latest'));
+  const m = ps.models.find((x) => x.name === 'stories:latest');
+  assert.ok(m.size > 0 && m.context_length > 0);
+  const v = await (await fetch(`${url}/api/version`)).json();
+  assert.match(v.version, /^\d+\.\d+\.\d+/);
+});
+
+await test('structured output: ollama format (schema) and openai response_format', async () => {
+  const schema = { type: 'object', properties: { color: { enum: ['red', 'green', 'blue'] }, n: { type: 'integer', minimum: 1, maximum: 9 } },
+                   required: ['color', 'n'] };
+  const o = await ollama.chat({ model: 'tiny', messages: [{ role: 'user', content: 'pick' }], format: schema, options: { seed: 5 } });
+  const v = JSON.parse(o.message.content);
+  assert.ok(['red', 'green', 'blue'].includes(v.color) && Number.isInteger(v.n) && v.n >= 1 && v.n <= 9, o.message.content);
+  assert.equal(o.done_reason, 'stop');
+  const c = await openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'pick' }], seed: 5,
+    response_format: { type: 'json_schema', json_schema: { name: 'pick', schema } } });
+  const w = JSON.parse(c.choices[0].message.content);
+  assert.ok(['red', 'green', 'blue'].includes(w.color) && Number.isInteger(w.n), c.choices[0].message.content);
+  await assert.rejects(ollama.generate({ model: 'tiny', prompt: 'x', format: { type: 'array', uniqueItems: true } }),
+                       (e) => e.status_code === 400 && /uniqueItems/.test(e.error));
+});
+
+await test('openai models.list', async () => {
+  const ids = [];
+  for await (const m of openai.models.list()) ids.push(m.id);
+  assert.ok(ids.includes('tiny:latest') && ids.includes('stories:latest'), ids.join(','));
+});
+
+await test('openai chat.completions (not streaming) = ollama chat', async () => {
+  const msgs = [{ role: 'user', content: expect.prompt }];
+  const c = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: expect.n, seed: 42 });
+  assert.equal(c.object, 'chat.completion');
+  assert.equal(c.choices[0].message.role, 'assistant');
+  assert.equal(c.choices[0].finish_reason, 'length');
+  assert.equal(c.usage.completion_tokens, expect.n);
+  assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + c.usage.completion_tokens);
+  const o = await ollama.chat({ model: 'tiny', messages: msgs, options: greedy });
+  assert.equal(c.choices[0].message.content, o.message.content);
+});
+
+await test('openai chat.completions (streaming, include_usage)', async () => {
+  const msgs = [{ role: 'user', content: expect.prompt }];
+  const whole = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: expect.n });
+  const stream = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: expect.n,
+                                                         stream: true, stream_options: { include_usage: true } });
+  let text = '', usage = null, finish = null, chunks = 0, roles = 0;
+  for await (const ch of stream) {
+    chunks++;
+    assert.equal(ch.object, 'chat.completion.chunk');
+    if (ch.usage) { usage = ch.usage; assert.equal(ch.choices.length, 0); continue; }
+    const d = ch.choices[0].delta;
+    if (d.role) roles++;
+    if (d.content) text += d.content;
+    if (ch.choices[0].finish_reason) finish = ch.choices[0].finish_reason;
+  }
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(finish, 'length');
+  assert.equal(roles, 1);
+  assert.ok(usage && usage.completion_tokens === expect.n && usage.prompt_tokens > 0);
+  assert.ok(chunks >= 3);
+});
+
+await test('openai completions = loom run --temp 0', async () => {
+  const c = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: expect.n });
+  assert.equal(c.choices[0].text, expect.greedy);
+  assert.equal(c.object, 'text_completion');
+  const s = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: expect.n, stream: true });
+  let text = '';
+  for await (const ch of s) text += ch.choices[0]?.text ?? '';
+  assert.equal(text, expect.greedy);
+  const st = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: expect.n, stop: expect.stop });
+  assert.equal(st.choices[0].text, expect.greedy_stop);
+  assert.equal(st.choices[0].finish_reason, 'stop');
+});
+
+await test('openai errors: unknown model is NotFoundError, bad request is BadRequestError', async () => {
+  await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
+                       (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /not found/.test(e.message));
+  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [] }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+});
+
+await test('openai stream abort frees the slot', async () => {
+  const ac = new AbortController();
+  const stream = await openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: expect.prompt }],
+                                                         temperature: 0, max_tokens: 100000, stream: true }, { signal: ac.signal });
+  let n = 0;
+  try {
+    for await (const ch of stream) { if (++n === 3) ac.abort(); }
+  } catch (e) {
+    assert.ok(e.name === 'AbortError' || e instanceof OpenAI.APIUserAbortError, String(e));
+  }
+  await waitIdle();
+});
+
+await test('concurrent streams give their solo greedy answers', async () => {
+  const prompts = expect.concurrent_prompts;
+  const solo = [];
+  for (const p of prompts) solo.push((await ollama.generate({ model: 'stories', prompt: p, options: greedy })).response);
+  const together = await Promise.all(prompts.map(async (p) => {
+    let t = '';
+    for await (const part of await ollama.generate({ model: 'stories', prompt: p, options: greedy, stream: true })) t += part.response;
+    return t;
+  }));
+  assert.deepEqual(together, solo);
+  await waitIdle();
+});
+
+console.log(`clients: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
