@@ -3,11 +3,19 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test asan tsan fuzz clean
+.PHONY: all build run test asan tsan fuzz clean deps deps-test
 
 all: build
 
-build:
+# Debian packages (installed when missing, as root or through sudo; else the exact
+# command to run is printed). LOOM_NO_DEPS=1 skips the check.
+deps:
+	@sh tools/deps.sh build
+
+deps-test:
+	@sh tools/deps.sh test
+
+build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -16,7 +24,7 @@ run: build
 	./$(BUILD)/bin/loom run -p "Once upon a time" -n 128
 
 # Full test suite.
-test: build
+test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan:

@@ -54,11 +54,16 @@ done
 run "test_cpu_kernels[-cpu cortex-a53]" "LOOM_TEST_EXEC_WRAPPER=$QEMU -cpu cortex-a53" -- -cpu cortex-a53 \
   "$BUILD/bin/test_cpu_kernels"
 
-echo "== qemu: quant, op and model tests"
+echo "== qemu: quant, op, model, llama.cpp-file (every NEON level) and corpus-replay tests"
 for t in test_quant_formats test_core_graph test_cpu_block test_cpu_pool test_cpu_ops_basic test_cpu_ops_nn \
          test_cpu_ops_nn_attn test_cpu_ops_nn_conv test_gguf_read test_backend_sched test_llm_kvcache \
-         test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant; do
+         test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant \
+         test_gguf_llamacpp test_llm_llamacpp; do
   if [ -x "$BUILD/bin/$t" ]; then run "$t" -- "$BUILD/bin/$t"; else echo "  $t: not built (skipped)"; fi
+done
+for f in "$BUILD"/bin/corpus_*; do # every fuzz corpus and crash reproducer, replayed
+  name=$(basename "$f"); name=${name#corpus_}
+  run "corpus_$name" -- "$f" "fuzz/corpus/$name" --optional "tests/data/regress/$name"
 done
 run "test_llm_model[LOOM_CPU_ISA=scalar]" LOOM_CPU_ISA=scalar -- "$BUILD/bin/test_llm_model"
 run "test_llm_model[-cpu cortex-a53]" -- -cpu cortex-a53 "$BUILD/bin/test_llm_model"

@@ -5,6 +5,11 @@
 
 int loom_bench_kernels(int argc, char **argv); /* bench/bench_kernels.c */
 int loom_bench_model(int argc, char **argv);   /* bench/bench_model.c */
+int loom_bench_serve(int argc, char **argv);   /* bench/bench_serve.c: a load generator for HTTP servers */
+int loom_bench_grammar(int argc, char **argv); /* bench/bench_grammar.c */
+int loom_bench_template(int argc, char **argv); /* bench/bench_template.c */
+int loom_bench_vk(int argc, char **argv);      /* bench/bench_vk.c */
+int loom_bench_tokenizer(int argc, char **argv); /* bench/bench_tokenizer.c */
 
 #include <stdbool.h>
 #include <stddef.h>

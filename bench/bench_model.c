@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "model_opts.h"
 
 #include "cli_util.h"
 #include "bench.h"
@@ -36,6 +37,10 @@ static void bm_usage(FILE *f) {
             "  -t N            threads (default: the model's default, physical cores)\n"
             "  -r N            repetitions (default 3)\n"
             "  -fa, --flash-attn   flash attention\n"
+            "  -ngl, --gpu-layers N  trailing layers on accelerators (Vulkan: LOOM_VK_DEVICES / --vk-devices)\n"
+            "  --vk-devices LIST   Vulkan devices: all, none or indices (default: the GPUs)\n"
+            "  --gpu-bw GBPS    device memory bandwidth for the tg bound when layers are offloaded\n"
+            "                  (default: the CPU bandwidth measured here)\n"
             "  --bw-mib N      bandwidth buffer in MiB (default 1024; 0 skips the bandwidth test)\n"
             "  --json          one JSON object instead of the table\n");
 }
@@ -134,8 +139,11 @@ static uint64_t bm_rng(uint64_t *s) {
 
 int loom_bench_model(int argc, char **argv) {
     const char *path = NULL;
-    int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024;
+    int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024, ngl = 0, gpu_bw = 0;
     bool json = false, fa = false;
+    const char *vk_devices = NULL;
+    unsigned vk_flags = 0;
+    cli_vk_env(&vk_devices, &vk_flags);
     /* argv[0] is the model path or the first option (see bench.h) */
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -159,6 +167,13 @@ int loom_bench_model(int argc, char **argv) {
             rc = bm_int(a, v, 1, BM_MAX_REPS, &reps), i++;
         } else if (!strcmp(a, "--bw-mib")) {
             rc = bm_int(a, v, 0, 1 << 20, &bw_mib), i++;
+        } else if (!strcmp(a, "-ngl") || !strcmp(a, "--gpu-layers")) {
+            rc = bm_int(a, v, 0, 1 << 20, &ngl), i++;
+        } else if (!strcmp(a, "--gpu-bw")) {
+            rc = bm_int(a, v, 1, 1 << 24, &gpu_bw), i++;
+        } else if (!strcmp(a, "--vk-devices")) {
+            if (!v) rc = 1;
+            vk_devices = v, i++;
         } else if (a[0] == '-' || path) {
             fprintf(stderr, "loom bench: unexpected argument '%s'\n", a);
             bm_usage(stderr);
@@ -177,6 +192,17 @@ int loom_bench_model(int argc, char **argv) {
     mp.n_batch = n_batch;
     mp.n_threads = n_threads;
     mp.flash_attn = fa;
+    mp.n_gpu_layers = ngl;
+    mp.vk_devices = vk_devices;
+    mp.vk_flags = vk_flags;
+    mp.vk_loader = cli_vk_loader();
+    /* the environment the CLI honours (the library reads none) */
+    static loom_sim_device sims[MODEL_OPTS_MAX_SIM];
+    int n_sims = 0;
+    if (cli_env_sim_devices(sims, MODEL_OPTS_MAX_SIM, &n_sims, "loom bench")) return 2;
+    mp.sim_devices = n_sims ? sims : NULL;
+    mp.n_sim_devices = n_sims;
+    mp.no_repack = cli_env_no_repack();
     loom_error err = {0};
     loom_model *m = NULL;
 
@@ -280,6 +306,8 @@ int loom_bench_model(int argc, char **argv) {
     double pp_m, pp_sd, tg_m, tg_sd;
     bm_stats(pp, n_prompt > 0 ? reps : 0, &pp_m, &pp_sd);
     bm_stats(tg, n_gen > 0 ? reps : 0, &tg_m, &tg_sd);
+    /* offloaded layers: the bound is the device's bandwidth when given (--gpu-bw) */
+    if (ngl > 0 && gpu_bw > 0) bw = (double)gpu_bw * 1e9;
     double bound = bw > 0 && bytes_tok > 0 ? bw / bytes_tok : 0;
     int64_t ft64 = 1024;
     (void)loom_gguf_get_int(g, "general.file_type", &ft64);
@@ -306,10 +334,10 @@ int loom_bench_model(int argc, char **argv) {
         }
         printf("\", \"arch\": \"%s\", \"file_type\": \"%s\", \"n_params\": %llu, "
                "\"model_bytes\": %llu, \"n_threads\": %d, \"flash_attn\": %s, \"n_prompt\": %d, "
-               "\"n_gen\": %d, \"n_batch\": %d, \"reps\": %d, ",
+               "\"n_gen\": %d, \"n_batch\": %d, \"reps\": %d, \"gpu_layers\": %d, ",
                hp->arch, ftname, (unsigned long long)n_params,
                (unsigned long long)model_bytes, n_threads, fa ? "true" : "false", n_prompt, n_gen,
-               loom_model_n_batch(m), reps);
+               loom_model_n_batch(m), reps, ngl);
         printf("\"pp_tps\": %.4f, \"pp_tps_stddev\": %.4f, \"tg_tps\": %.4f, \"tg_tps_stddev\": %.4f, "
                "\"load_s\": %.4f, \"peak_rss_bytes\": %llu, \"bandwidth_gbs\": %.3f, "
                "\"bytes_per_token\": %.0f, \"tg_bound_tps\": %.4f, \"tg_fraction_of_bound\": %.4f, ",
@@ -338,12 +366,23 @@ int loom_bench_model(int argc, char **argv) {
                    fa ? 1 : 0, n_gen, tg_m, tg_sd);
         printf("\nload %.3f s, peak RSS %.1f MiB, %d repetition%s\n", load_s,
                (double)peak_rss / 1048576.0, reps, reps == 1 ? "" : "s");
+        if (ngl > 0) {
+            loom_backend *be = loom_model_backend(m);
+            int on = 0, dev = 0;
+            for (int l = 0; l <= loom_backend_block_count(be); l++)
+                if (loom_backend_layer_device(be, l) > 0) on++, dev = loom_backend_layer_device(be, l);
+            printf("gpu layers %d of %d on %s%s\n", on, loom_backend_block_count(be) + 1,
+                   on ? loom_backend_device_name(be, dev) : "no accelerator",
+                   gpu_bw > 0 ? "" : " (tg bound below: the CPU bandwidth; --gpu-bw sets the device's)");
+        }
         if (rss_growth)
             printf("memory plan %.1f MiB vs peak RSS growth %.1f MiB (%+.1f%%)\n",
                    (double)plan_bytes / 1048576.0, (double)rss_growth / 1048576.0, 100.0 * plan_err);
         if (bw > 0) {
-            printf("read bandwidth %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", bw / 1e9,
-                   bw_threads, bw_mib);
+            if (ngl > 0 && gpu_bw > 0) printf("device bandwidth %.2f GB/s (--gpu-bw)\n", bw / 1e9);
+            else
+                printf("read bandwidth %.2f GB/s (%d threads, %d MiB buffer, best of 5)\n", bw / 1e9,
+                       bw_threads, bw_mib);
             printf("bytes per token %.2f MiB -> tg bound %.2f t/s", bytes_tok / 1048576.0, bound);
             if (n_gen > 0) printf(", tg = %.1f%% of bound", 100.0 * tg_m / bound);
             printf("\n");

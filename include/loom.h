@@ -101,7 +101,11 @@ void loom_ctx_free(loom_ctx *ctx);
 /* Derived contexts share the root's arena and graph but place new tensors:
  * input() on the CPU (input device); layer(i) on layer i's device, with the bytes
  * counted as cache of layer i. Owned by the root (do not free). For a standalone
- * context both allocate host memory. layer(i) with an unknown i returns ctx itself. */
+ * context both allocate host memory (every i >= 0 is a layer there). layer(i) with
+ * an unknown i (negative, or >= block_count + 1 on a backend context) returns ctx
+ * itself, as the backend contract does, and sets the family's sticky error
+ * (LOOM_ERR_RANGE naming i), so the mistake is visible at loom_ctx_status and
+ * makes the next forward/compute fail. */
 loom_ctx *loom_ctx_input(loom_ctx *ctx);
 loom_ctx *loom_ctx_layer(loom_ctx *ctx, int layer);
 

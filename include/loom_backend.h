@@ -12,10 +12,11 @@
  * Example:
  *     loom_backend_params p = loom_backend_default_params();
  *     p.n_gpu_layers = 6;
+ *     loom_backend_memory rep;
+ *     p.nomem_report = &rep;
  *     loom_backend *be; loom_error err = {0};
  *     loom_status s = loom_backend_open("m.gguf", &p, &be, &err);
- *     if (s == LOOM_ERR_NOMEM) { loom_backend_memory m; loom_backend_memory_get(be, &m);
- *                                ... re-plan ...; loom_backend_memory_free(&m); loom_backend_close(be); }
+ *     if (s == LOOM_ERR_NOMEM) { ... re-plan with rep ...; loom_backend_memory_free(&rep); }
  *     else if (s) { fprintf(stderr, "%s\n", err.msg); }
  *     s = loom_backend_load(be, progress_cb, user, &err);
  *
@@ -57,10 +58,24 @@ typedef struct loom_sim_device {
 loom_status loom_sim_devices_parse(const char *spec, loom_sim_device *out, int max, int *n_out,
                                    loom_error *err);
 
+/* Tensor split (per-accelerator proportions of the offloaded layers, contract §3.2).
+ * At most LOOM_TENSOR_SPLIT_MAX entries. */
+#define LOOM_TENSOR_SPLIT_MAX 64
+/* Parse "3,1" (or "3/1") into at most max proportions and check them as
+ * loom_tensor_split_check does. LOOM_ERR_INVALID_ARG with a message naming the
+ * element on a malformed list or a refused value; *n_out is 0 then. */
+loom_status loom_tensor_split_parse(const char *spec, float *out, int max, int *n_out, loom_error *err);
+/* The values loom_backend_open accepts: 1..LOOM_TENSOR_SPLIT_MAX proportions, each
+ * finite and >= 0, not all zero, whose float32 sum is finite. (The contract takes an
+ * all-zero list to mean "by free memory"; Loom refuses it as a likely mistake: give
+ * no split for that.) LOOM_ERR_INVALID_ARG with a message otherwise. */
+loom_status loom_tensor_split_check(const float *split, int n, loom_error *err);
+
 typedef struct loom_backend_params {
     int n_threads;            /* CPU threads; 0 = physical cores available */
     int n_gpu_layers;         /* trailing layers (incl. output pseudo-layer) on accelerators */
-    const float *tensor_split;/* per-accelerator proportions; NULL/all zero = by free memory */
+    const float *tensor_split;/* per-accelerator proportions (see loom_tensor_split_check);
+                                 NULL / n_tensor_split 0 = by free memory */
     int n_tensor_split;
     bool flash_attn;          /* contexts use flash attention; selects the cache config */
     bool dry_run;             /* plan and account only: no buffers, load/compute refused */
@@ -74,21 +89,59 @@ typedef struct loom_backend_params {
                                  accounted as weights. Truncating the file while it is
                                  mapped raises SIGBUS: use no_mmap if that can happen. */
     const loom_sim_device *sim_devices; /* simulated accelerators, or NULL */
-    int n_sim_devices;        /* 0 = take them from env LOOM_SIM_DEVICES if set */
+    int n_sim_devices;        /* 0 = none (the library reads no environment; the CLI
+                                 maps LOOM_SIM_DEVICES onto these) */
     int64_t max_nodes;        /* graph node limit; 0 = max(8192, 5 * tensors) */
     /* Opt-in CPU weight repacking (an extension of contract §4, which copies raw
      * bytes). A CPU weight for which repack_filter(name, repack_user) returns true
      * and whose type and shape the process's kernel level has a faster interleaved
-     * layout for (today: Q4_0 and Q8_0, 2-D, rows a multiple of 16, on AVX-512 VNNI)
+     * layout for (today, 2-D with rows a multiple of 16: Q4_0 and Q8_0 at the AVX2,
+     * AVX-512 and AVX-512 VNNI levels, Q4_K and Q6_K at AVX-512 VNNI; none at scalar
+     * or NEON)
      * is read into the CPU weight buffer (not mapped) and rearranged after its last
      * byte is read. Same size, same accounting. Such a tensor may only be the weight
      * operand (a) of loom_mul_mat: any other use fails when the graph is built
-     * (LOOM_ERR_UNSUPPORTED). NULL (default): every weight keeps the GGUF layout.
-     * LOOM_REPACK=0 in the environment turns it off. The filter is called during
+     * (LOOM_ERR_UNSUPPORTED). NULL (default): every weight keeps the GGUF layout
+     * (the CLI maps LOOM_REPACK=0 and --no-repack onto that). The filter is called during
      * open, on the opening thread, and not kept. */
     bool (*repack_filter)(const char *name, void *user);
     void *repack_user;
+    /* Optional (NULL = none): when loom_backend_open fails with LOOM_ERR_NOMEM, a deep
+     * copy of the memory report (every entry's size, the failed allocations with their
+     * attempted size and status Failed), for the caller to re-plan with (contract
+     * §1.3's ErrNoMem). Zeroed on entry to every open, so loom_backend_memory_free on
+     * it is always safe; filled only on NOMEM. Free it with loom_backend_memory_free. */
+    struct loom_backend_memory *nomem_report;
+    /* ---- Vulkan devices (builds with the Vulkan backend; see docs/vulkan.md). The
+     * library reads no environment variable for these: the CLI fills them from
+     * LOOM_VK_DEVICES. Admitted Vulkan devices come after the simulated ones in the
+     * device list (index 1 + n_sim_devices + j). Vulkan is opened only when
+     * n_gpu_layers > 0 (loom_devices_list shows the devices either way). */
+    const char *vk_devices;   /* which physical devices to use: NULL or "" = the real GPUs
+                                 (discrete, integrated; not CPU/software devices such as
+                                 Mesa's lavapipe); "all" = every device; "none" = no Vulkan;
+                                 "0,2" = these physical-device indices (any type). A
+                                 malformed list is LOOM_ERR_INVALID_ARG. */
+    unsigned vk_flags;        /* LOOM_VK_* below */
+    const char *vk_loader;    /* loader library to dlopen; NULL = "libvulkan.so.1". A loader
+                                 that cannot be opened means no Vulkan devices (not an error) */
+    uint64_t vk_max_binding;  /* 0 = the device's maxStorageBufferRange; smaller values cap
+                                 the bytes one shader binding may span (tests of big-tensor
+                                 splitting on small tensors) */
+    uint64_t vk_max_alloc;    /* 0 = the device's maxMemoryAllocationSize; smaller values cap
+                                 one device memory allocation (tests) */
 } loom_backend_params;
+
+/* loom_backend_params.vk_flags */
+#define LOOM_VK_VALIDATE (1u << 0)      /* enable VK_LAYER_KHRONOS_validation when installed and
+                                           count its warnings/errors (loom_backend_vk_reports) */
+#define LOOM_VK_FORCE_INT8 (1u << 1)    /* quantized matmuls always take the int8-dot path
+                                           (activations quantized to 8 bits; tests) */
+#define LOOM_VK_NO_INT8 (1u << 2)       /* never take the int8-dot path */
+#define LOOM_VK_FORCE_STAGING (1u << 3) /* never write/read device memory through a host
+                                           mapping, even on unified-memory devices (tests) */
+#define LOOM_VK_NO_DOT (1u << 4)        /* int8-dot path without the device's packed integer
+                                           dot product (OpSDot), even where it has one (tests) */
 
 loom_backend_params loom_backend_default_params(void);
 
@@ -139,9 +192,9 @@ typedef struct loom_cache_config {
 /* ---- lifecycle */
 
 /* Open path, place and account every tensor, allocate weight buffers (unless
- * dry_run). No weight bytes are read. On LOOM_ERR_NOMEM *out is still set to a
- * backend whose memory report can be read (then close it); on other errors *out
- * is NULL. A tensor whose layer index >= block_count is LOOM_ERR_FORMAT. */
+ * dry_run). No weight bytes are read. On every failure *out is NULL (the rule of
+ * loom_base.h); on LOOM_ERR_NOMEM the memory report is in params->nomem_report when
+ * the caller gave one. A tensor whose layer index >= block_count is LOOM_ERR_FORMAT. */
 loom_status loom_backend_open(const char *path, const loom_backend_params *params,
                               loom_backend **out, loom_error *err);
 
@@ -156,7 +209,7 @@ typedef bool (*loom_progress_cb)(uint64_t done, uint64_t total, void *user);
  * stop all workers at their next chunk boundary and return LOOM_ERR_CANCELLED /
  * LOOM_ERR_IO (message names the tensor and file offset). Worker resources are
  * freed; weight buffers stay until close, so the backend stays closable and a
- * later load may retry. LOOM_ERR_INVALID_ARG on a dry-run or failed backend. */
+ * later load may retry. LOOM_ERR_INVALID_ARG on a dry-run backend. */
 loom_status loom_backend_load(loom_backend *be, loom_progress_cb cb, void *user, loom_error *err);
 /* Ask a running load or compute to stop. Thread-safe, async-signal-unsafe. */
 void loom_backend_cancel(loom_backend *be);
@@ -179,7 +232,7 @@ int64_t loom_backend_max_nodes(const loom_backend *be);
  * the device is full); reserve/compute record per-device compute memory as graph
  * (planned nodes + staging for cross-device copies + executor work area; buffers
  * only grow, so graph is the max over calls; NOMEM leaves Failed + attempted size).
- * Refused (LOOM_ERR_INVALID_ARG) on dry-run and failed backends. */
+ * Refused (LOOM_ERR_INVALID_ARG) on dry-run backends. */
 loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx **out, loom_error *err);
 /* A compute follows soon (e.g. on a context kept from an earlier step, which
  * loom_backend_ctx_new did not just create): wakes the CPU worker threads now so the
@@ -198,6 +251,32 @@ loom_status loom_backend_account_cache(loom_backend *be, int layer, uint64_t byt
 loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes);
 /* True when opened with params.dry_run (no buffers; load/compute refused). */
 bool loom_backend_is_dry_run(const loom_backend *be);
+
+/* ---- devices */
+typedef struct loom_device_info {
+    char name[128];           /* "CPU", a simulated device's name, a Vulkan device's name */
+    char id[64];              /* UUID string for Vulkan devices ("" for the CPU) */
+    char type[16];            /* "cpu", "simulated", "discrete", "integrated", "virtual",
+                                 "cpu-vulkan" (a software Vulkan device), "other" */
+    char driver[64];          /* Vulkan driver name + info, else "" */
+    loom_device_kind kind;
+    int vk_index;             /* Vulkan physical-device index, -1 otherwise */
+    bool used;                /* would be used by loom_backend_open with these params */
+    uint64_t total_bytes;     /* device-local memory (host RAM for the CPU) */
+    uint64_t free_bytes;      /* free now (VK_EXT_memory_budget where present) */
+    char note[160];           /* why a device is not used, or facts (subgroup, fp16, int8 dot) */
+} loom_device_info;
+
+/* List the devices loom_backend_open would see with params p (NULL = defaults): the
+ * CPU, the simulated devices, then every Vulkan physical device (used or not, with
+ * the reason in note). Up to max entries into out; *n_out = the number written.
+ * No model is needed. A missing Vulkan loader or driver lists only CPU/simulated
+ * devices (note on the CPU entry says why). */
+loom_status loom_devices_list(const loom_backend_params *p, loom_device_info *out, int max, int *n_out,
+                              loom_error *err);
+/* Validation-layer messages (warnings and errors) reported since open on a backend
+ * opened with LOOM_VK_VALIDATE (0 otherwise). */
+int64_t loom_backend_vk_reports(const loom_backend *be);
 
 /* ---- placement queries */
 int loom_backend_device_count(const loom_backend *be);        /* CPU + accelerators */

@@ -7,6 +7,18 @@
  * offset, device). Nothing reachable from a file, an argument or an allocation
  * aborts or exits.
  *
+ * API rules that hold for every public header:
+ *   - Constructors (functions with a `T **out` parameter: loom_ctx_new,
+ *     loom_backend_open, loom_backend_ctx_new, loom_gguf_open*, loom_gguf_writer_new,
+ *     loom_model_open, loom_model_tokenizer, loom_tokenizer_new_from_gguf,
+ *     loom_sampler_new) set *out to NULL on entry (when out is non-NULL) and store the
+ *     new object only on success: on every failure *out is NULL and nothing needs
+ *     freeing. (A backend's memory report after LOOM_ERR_NOMEM comes through
+ *     loom_backend_params.nomem_report instead.)
+ *   - Token ids, token counts, positions, vocabulary sizes and context/batch lengths
+ *     are int32_t everywhere (as in llama.cpp); counts that could exceed INT32_MAX
+ *     are refused with LOOM_ERR_RANGE.
+ *
  * Thread safety: everything in this header is pure or reads constant tables and
  * may be called from any thread.
  */
@@ -34,7 +46,10 @@ typedef enum loom_status {
     LOOM_ERR_RANGE = 9,       /* index out of range (token id, layer, key) */
     LOOM_ERR_CONTEXT_FULL = 10, /* KV cache / context length exhausted */
     LOOM_ERR_NOT_FOUND = 11,  /* a named key or tensor does not exist */
-    LOOM_ERR_INTERNAL = 12    /* a bug in Loom; please report */
+    LOOM_ERR_INTERNAL = 12,   /* a bug in Loom; please report */
+    LOOM_ERR_RESOURCE = 13    /* a system resource other than memory ran out (threads:
+                                 the process/user thread limit or stack memory); the
+                                 message names it and what to reduce */
 } loom_status;
 
 /* Static, never NULL ("LOOM_OK", "LOOM_ERR_NOMEM", ...). */

@@ -204,6 +204,11 @@ loom_status loom_gguf_writer_copy_kv(loom_gguf_writer *w, const loom_gguf *src, 
  * (loom_type_row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3]). */
 loom_status loom_gguf_writer_add_tensor(loom_gguf_writer *w, const char *name, loom_type type,
                                         uint32_t n_dims, const int64_t *ne, const void *data);
+/* Write the file atomically: into a temporary file next to path, renamed over path
+ * only when every byte was written and closed without error. On failure path is left
+ * as it was (an existing file survives) and the temporary file is removed. A path that
+ * exists and is not a regular file (device, FIFO, directory, symbolic link) is refused
+ * with LOOM_ERR_INVALID_ARG before anything is written; write errors are LOOM_ERR_IO. */
 loom_status loom_gguf_writer_write_file(loom_gguf_writer *w, const char *path, loom_error *err);
 /* Serialise into a malloc'ed buffer (*out_data, caller frees with free()). */
 loom_status loom_gguf_writer_write_memory(loom_gguf_writer *w, void **out_data, size_t *out_size,

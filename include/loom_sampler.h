@@ -6,7 +6,8 @@
  *      seen c > 0 times in the window:
  *        repetition:  l = l > 0 ? l / repeat_penalty : l * repeat_penalty
  *        frequency/presence:  l -= c * freq_penalty + presence_penalty
- *      (NaN logits are treated as -inf);
+ *      NaN logits are no candidates at all: NaN never wins (the rule of
+ *      loom_model_argmax too); when every logit is NaN, sample fails;
  *   2. temperature <= 0 (or top_k == 1): greedy, the arg-max (ties: lowest id);
  *   3. top-k: keep the k largest logits (ties: lower id first); k <= 0 = off;
  *   4. top-p: p_i = softmax(l) over the survivors; keep the smallest prefix of
@@ -54,29 +55,64 @@ loom_sampler_params loom_sampler_default_params(void);
 
 /* Create a sampler for a vocabulary of n_vocab tokens (params NULL = defaults).
  * LOOM_ERR_INVALID_ARG for n_vocab <= 0, out NULL or a parameter out of its
- * documented range (NaN included); LOOM_ERR_NOMEM. *out is NULL on failure. */
-loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out);
+ * documented range (NaN included; the message names the parameter, its value and
+ * the accepted range); LOOM_ERR_NOMEM. *out is NULL on failure. err may be NULL. */
+loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out,
+                             loom_error *err);
 void loom_sampler_free(loom_sampler *s); /* NULL is a no-op */
 
 /* Pick a token from logits[0..n_vocab). Does not record it: call
  * loom_sampler_accept with the token actually used. LOOM_ERR_INVALID_ARG for
- * NULL arguments. */
+ * NULL arguments and when every logit is NaN (*out untouched then). */
 loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *out);
 
-/* Append a token to the penalty window (prompt tokens may be accepted too).
- * LOOM_ERR_RANGE if token is outside [0, n_vocab). */
+/* Append a token to the penalty window (prompt tokens may be accepted too, but
+ * with a constraint attached use loom_sampler_accept_prompt for them).
+ * LOOM_ERR_RANGE if token is outside [0, n_vocab); with a constraint, its
+ * accept's error (the token is then not recorded). */
 loom_status loom_sampler_accept(loom_sampler *s, int32_t token);
 
-/* Clear the penalty window and re-seed the RNG with params.seed. */
+/* Clear the penalty window, re-seed the RNG with params.seed and reset an
+ * attached constraint. */
 void loom_sampler_reset(loom_sampler *s);
 /* Re-seed only the RNG. */
 void loom_sampler_set_seed(loom_sampler *s, uint64_t seed);
+
+/* ---- constraints (e.g. a grammar; see loom_grammar.h for loom_sampler_set_grammar)
+ *
+ * A constraint decides which tokens may be sampled. With one attached,
+ * loom_sampler_sample behaves exactly as if every token it rejects had been
+ * removed from the vocabulary before step 1 (penalties, greedy, top-k, top-p,
+ * min-p and temperature then see only the allowed tokens; the RNG is used as
+ * without a constraint). It asks `allowed` about the best candidates first and
+ * calls `fill_mask` only when too few of them are allowed for top-k (or top-k is
+ * off). Returns LOOM_ERR_NOT_FOUND when no token is allowed.
+ * loom_sampler_accept calls `accept` first (its error is returned and the token
+ * is not recorded); loom_sampler_reset calls `reset`. */
+typedef struct loom_sampler_constraint {
+    void *user;
+    /* 1 when token may be sampled, 0 when not, or -(loom_status) on failure. */
+    int (*allowed)(void *user, int32_t token);
+    /* The allowed set as a bitmap of n_bits bits (bit t & 63 of mask[t >> 6]). */
+    loom_status (*fill_mask)(void *user, uint64_t *mask, int32_t n_bits);
+    loom_status (*accept)(void *user, int32_t token);
+    void (*reset)(void *user);
+} loom_sampler_constraint;
+
+/* Attach a constraint (copied; c->user is borrowed) or detach it (c NULL).
+ * LOOM_ERR_INVALID_ARG (s NULL, a NULL callback), LOOM_ERR_NOMEM. Allocates the
+ * mask scratch here, never in sample. */
+loom_status loom_sampler_set_constraint(loom_sampler *s, const loom_sampler_constraint *c);
+
+/* Record a prompt token for the penalties only (an attached constraint does not
+ * see it). LOOM_ERR_RANGE if token is outside [0, n_vocab). */
+loom_status loom_sampler_accept_prompt(loom_sampler *s, int32_t token);
 
 /* The candidates of the last sample call after all filters, sorted by
  * probability (descending, ties: lower id): *ids and *probs (final
  * probabilities, summing to 1) stay valid until the next sample call. Returns
  * their count (1 for greedy, 0 before the first call). */
-int64_t loom_sampler_last_candidates(const loom_sampler *s, const int32_t **ids, const float **probs);
+int32_t loom_sampler_last_candidates(const loom_sampler *s, const int32_t **ids, const float **probs);
 
 #ifdef __cplusplus
 }

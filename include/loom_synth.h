@@ -77,9 +77,12 @@ typedef struct loom_synth_result {
 loom_status loom_synth_tensor_type(const char *type_name, const char *name, int64_t ne0,
                                    int64_t n_layers, loom_type *out);
 
-/* Write the model to path (created or truncated). result may be NULL. On failure
- * the partial file is removed and err names the culprit (argument, vocab key,
- * tensor, write offset). Errors: LOOM_ERR_INVALID_ARG (shapes), LOOM_ERR_TYPE
+/* Write the model to path atomically: into a temporary file in path's directory,
+ * renamed over path only when complete. result may be NULL. On failure only the
+ * temporary file is removed (an existing file at path is left untouched) and err
+ * names the culprit (argument, vocab key, tensor, write offset). A path that exists
+ * and is not a regular file (device, FIFO, directory, symbolic link) is refused with
+ * LOOM_ERR_INVALID_ARG. Errors: LOOM_ERR_INVALID_ARG (shapes, path), LOOM_ERR_TYPE
  * (type name), LOOM_ERR_NOT_FOUND (vocab without tokenizer.ggml.tokens),
  * LOOM_ERR_IO, LOOM_ERR_NOMEM, and anything loom_gguf_open returns for the vocab. */
 loom_status loom_synth_write(const loom_synth_params *params, const char *path,

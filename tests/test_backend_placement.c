@@ -140,9 +140,57 @@ static void test_sim_parse(void) {
     }
 }
 
+/* One tensor-split parser and check in the library (issue #14 item 6): non-finite,
+ * negative, overflowing (3e38,3e38 summed to inf and silently put every layer on the
+ * CPU with LOOM_OK) and all-zero lists are refused with a message, by the parser and by
+ * loom_backend_open alike. */
+static void test_split_check(void) {
+    float v[LOOM_TENSOR_SPLIT_MAX + 2];
+    int n = -1;
+    loom_error e = {0};
+    CHECK(loom_tensor_split_parse("3,1", v, 8, &n, &e) == LOOM_OK && n == 2 && v[0] == 3 && v[1] == 1);
+    CHECK(loom_tensor_split_parse("1/2/0.5", v, 8, &n, NULL) == LOOM_OK && n == 3 && v[2] == 0.5f);
+    CHECK(loom_tensor_split_parse("0,1", v, 8, &n, NULL) == LOOM_OK && n == 2);
+    struct { const char *spec, *needle; } bad[] = {
+        {"3e38,3e38", "overflow"}, {"1e39,1", "infinite"}, {"nan,1", "NaN"}, {"inf", "infinite"},
+        {"-1,2", "-1"},           {"0,0", "zero"},         {"1,abc", "abc"}, {"1,,2", "empty"},
+        {"", "empty"},            {"1,2,", "empty"},       {"1 ,2", "not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        loom_error e2 = {0};
+        n = -1;
+        CHECK_MSG(loom_tensor_split_parse(bad[i].spec, v, 8, &n, &e2) == LOOM_ERR_INVALID_ARG && n == 0,
+                  "split '%s' accepted", bad[i].spec);
+        CHECK_MSG(strstr(e2.msg, bad[i].needle) != NULL, "split '%s': message '%s'", bad[i].spec, e2.msg);
+    }
+    CHECK(loom_tensor_split_parse("1,1,1", v, 2, &n, NULL) == LOOM_ERR_INVALID_ARG);
+    const float big[2] = {3e38f, 3e38f}, zero[2] = {0, 0}, nan_[2] = {NAN, 1}, neg[2] = {1, -0.5f};
+    const float *lists[] = {big, zero, nan_, neg};
+    for (int i = 0; i < 4; i++) {
+        loom_error e3 = {0};
+        CHECK(loom_tensor_split_check(lists[i], 2, &e3) == LOOM_ERR_INVALID_ARG && e3.msg[0]);
+        /* loom_backend_open refuses them too, before reading anything */
+        loom_backend_params p = loom_backend_default_params();
+        loom_sim_device d[2];
+        int nd = 0;
+        CHECK(loom_sim_devices_parse("gpu0=1GiB,gpu1=1GiB", d, 2, &nd, NULL) == LOOM_OK);
+        p.sim_devices = d;
+        p.n_sim_devices = nd;
+        p.n_gpu_layers = 99;
+        p.dry_run = true;
+        p.tensor_split = lists[i];
+        p.n_tensor_split = 2;
+        loom_backend *be = NULL;
+        loom_error e4 = {0};
+        CHECK_EQ_INT(loom_backend_open(test_path("models/stories260K.gguf"), &p, &be, &e4), LOOM_ERR_INVALID_ARG);
+        CHECK(be == NULL && strstr(e4.msg, "tensor split") != NULL);
+    }
+}
+
 int main(void) {
     test_layer_map();
     test_classify();
     test_sim_parse();
+    test_split_check();
     return test_finish("test_backend_placement");
 }

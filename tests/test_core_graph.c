@@ -35,7 +35,7 @@ static void d_free(void *impl, loom_ctx *c) {
     for (int i = 0; i < d->n; i++) free(d->allocs[i]);
     d->n = 0;
 }
-static const loom_exec_iface g_iface = {d_alloc, d_compute, d_reserve, d_bytes, NULL, NULL, d_free, NULL};
+static const loom_exec_iface g_iface = {d_alloc, d_compute, d_reserve, d_bytes, NULL, NULL, d_free, NULL, NULL};
 
 static dummy g_dummy;
 

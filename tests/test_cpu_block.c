@@ -1,11 +1,12 @@
 /* A small llama-style transformer block built from the public ops (rms_norm,
  * mul_mat q/k/v/o, neox rope, causal GQA attention via sdpa with and without
  * flash attention, swiglu FFN, residuals), compared with a float64 reference of
- * the whole block written here. F32 weights: within 1e-5 relative. */
+ * the whole block written here. F32 weights: within 1.5e-6 relative (~10x measured). */
 #include "nn_test_common.h"
 
 enum { D = 64, HD = 16, NH = 4, NKV = 2, FF = 96, T = 6 };
 static const float EPS = 1e-5f, BASE = 10000.0f;
+#define BLOCK_TOL 1.5e-6 /* measured max relative error 1.14e-7 (avx2, avx512) .. 1.26e-7 (scalar) */
 
 typedef struct weights {
     float an[D], fn[D];
@@ -145,7 +146,8 @@ int main(void) {
         for (int nth = 1; nth <= 3; nth += 2) {
             CHECK_EQ_INT(build_and_run(&w, x, pos, flash, nth, out), LOOM_OK);
             double e = max_rel(out, ref, T * D);
-            CHECK_MSG(e <= 1e-5, "block flash=%d nth=%d: max rel err %g", flash, nth, e);
+            printf("  flash %d, %d threads: max relative error %.3g\n", flash, nth, e);
+            CHECK_MSG(e <= BLOCK_TOL, "block flash=%d nth=%d: max rel err %g", flash, nth, e);
         }
     return test_finish("test_cpu_block");
 }

@@ -326,7 +326,7 @@ static void test_failure_exec(void) {
     float *x = fmalloc((size_t)(K * N));
     fill_rnd(x, (size_t)(K * N), 1.0f);
     loom_pool *pool = NULL;
-    CHECK_EQ_INT(loom_pool_new(nth, &pool), LOOM_OK);
+    CHECK_EQ_INT(loom_pool_new(nth, &pool, NULL), LOOM_OK);
     for (int eval = 0; eval < 2 && pool; eval++) {
         loom_ctx *ctx = nn_ctx(1, false);
         loom_tensor *xt = nn_f32(ctx, x, K, N, 1, 1);

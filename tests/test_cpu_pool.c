@@ -49,7 +49,7 @@ static void test_pool(void) {
     CHECK(loom_cpu_default_threads() >= 1);
     for (int n = 1; n <= 4; n++) {
         loom_pool *p = NULL;
-        CHECK(loom_pool_new(n, &p) == LOOM_OK);
+        CHECK(loom_pool_new(n, &p, NULL) == LOOM_OK);
         CHECK_EQ_INT(loom_pool_size(p), n);
         for (int nth = 1; nth <= n; nth++)
             for (int rep = 0; rep < 20; rep++) run_check(p, nth, 50);
@@ -64,7 +64,7 @@ static void test_pool(void) {
 static void test_pool_warm(void) {
     for (int n = 1; n <= 3; n++) {
         loom_pool *p = NULL;
-        CHECK(loom_pool_new(n, &p) == LOOM_OK);
+        CHECK(loom_pool_new(n, &p, NULL) == LOOM_OK);
         loom_pool_warm(p); /* before any run */
         run_check(p, n, 10);
         for (int rep = 0; rep < 3; rep++) {
@@ -152,10 +152,15 @@ static void test_engine(void) {
     CHECK(loom_ctx_compute(c, 0, NULL) == LOOM_OK);
     CHECK(loom_ctx_layer(c, 3) != c);
     CHECK(loom_ctx_layer(c, 3) == loom_ctx_layer(c, 3));
-    CHECK(loom_ctx_layer(c, -5) == c);
     int64_t one[1] = {4};
     loom_tensor *lt = loom_zeros(loom_ctx_layer(c, 2), LOOM_TYPE_F32, 1, one);
     CHECK(!loom_tensor_is_poison(lt));
+    CHECK_EQ_INT(loom_ctx_status(c), LOOM_OK);
+    /* an unknown layer returns the receiver (contract) and is a sticky error (Loom) */
+    CHECK(loom_ctx_layer(c, -5) == c);
+    CHECK_EQ_INT(loom_ctx_status(c), LOOM_ERR_RANGE);
+    CHECK(strstr(loom_ctx_error(c), "-5") != NULL);
+    CHECK(loom_ctx_compute(c, 0, NULL) == LOOM_ERR_RANGE);
     loom_ctx_free(c);
     loom_ctx_free(NULL);
     p.max_nodes = -1;

@@ -1,6 +1,6 @@
 /* `loom info` end to end: runs the CLI ($LOOM_BIN, set by CTest) on real files and on
  * a broken one. Expected facts come from the model description (5 layers, dim 64,
- * 8 heads, 4 KV heads, FFN 172, 48 tensors). Skipped when LOOM_BIN is not set. */
+ * 8 heads, 4 KV heads, FFN 172, 48 tensors). Exit 77 (skipped) when LOOM_BIN is not set. */
 #include "loom_gguf.h"
 #include "test_util.h"
 
@@ -27,12 +27,8 @@ static int count_lines(const char *s) {
 }
 
 int main(void) {
-    const char *bin = getenv("LOOM_BIN");
-    if (!bin || !*bin) {
-        printf("test_gguf_info: LOOM_BIN not set, skipped\n");
-        return test_finish("test_gguf_info");
-    }
-    CHECK_MSG(access(bin, X_OK) == 0, "%s is not executable (build loom_cli)", bin);
+    const char *bin = test_cli();
+    if (!bin) return test_skip("test_gguf_info", TEST_NO_CLI);
     static char out[1 << 20];
     static char cmd[16384];
 

@@ -5,6 +5,8 @@
 #include "loom_gguf.h"
 #include "test_util.h"
 
+#include <sys/stat.h>
+
 #include <stdint.h>
 #include <unistd.h>
 
@@ -374,7 +376,45 @@ static void test_copy_stories(void) {
     free(orig);
 }
 
+/* write_file is atomic (issue #14 item 1): special files are refused and survive,
+ * an existing file is replaced whole, no temporary is left behind; and reading a
+ * /proc file says it has no size instead of "empty". */
+static void test_file_output(void) {
+    loom_gguf_writer *w = NULL;
+    CHECK(loom_gguf_writer_new(&w) == LOOM_OK);
+    if (!w) return;
+    CHECK(loom_gguf_writer_add_u32(w, "a.b", 7) == LOOM_OK);
+    loom_error e = {0};
+    CHECK_EQ_INT(loom_gguf_writer_write_file(w, "/dev/null", &e), LOOM_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(e.msg, "not a regular file") != NULL, "%s", e.msg);
+    char dir[128], path[192], cmd[256], out[64];
+    snprintf(dir, sizeof dir, "/tmp/loom_test_gguf_write_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    loom_error_clear(&e);
+    CHECK_EQ_INT(loom_gguf_writer_write_file(w, dir, &e), LOOM_ERR_INVALID_ARG);
+    snprintf(path, sizeof path, "%s/x.gguf", dir);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs("old", f);
+        fclose(f);
+    }
+    CHECK(loom_gguf_writer_write_file(w, path, NULL) == LOOM_OK);
+    loom_gguf *g = NULL;
+    CHECK(loom_gguf_open(path, NULL, &g, NULL) == LOOM_OK);
+    loom_gguf_close(g);
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+    test_run(cmd, out, sizeof out);
+    CHECK_EQ_INT(atoi(out), 1);
+    unlink(path);
+    rmdir(dir);
+    loom_gguf_writer_free(w);
+    loom_error_clear(&e);
+    CHECK(loom_gguf_open("/proc/self/status", NULL, &g, &e) != LOOM_OK);
+    CHECK_MSG(strstr(e.msg, "no size") && !strstr(e.msg, "empty"), "%s", e.msg);
+}
+
 int main(void) {
+    test_file_output();
     test_exact_bytes();
     test_round_trip(32);
     test_round_trip(64);

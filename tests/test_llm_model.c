@@ -180,10 +180,13 @@ int main(void) {
     test_kept_decode_graph(&p);
 
     /* 1. greedy from BOS, token for token; logits at position 0. The golden logits were
-     * computed in float32: exact (1e-4) with an F32 cache, within F16 rounding with the
-     * default F16 cache. */
+     * computed in float32 and are given to 5 decimals (+-5e-6). Measured max |d| over
+     * scalar/avx2/avx512: 5.1e-6 with an F32 cache (bound 3e-5), 6.3e-4 with the
+     * default F16 cache (V rounded to F16; bound 2e-3). Logits at many positions are
+     * checked against float64 references in test_llm_model_quant (this model too) and
+     * against llama.cpp's in test_llm_llamacpp. */
     for (int pass = 0; pass < 2; pass++) {
-        double ltol = pass == 0 ? 1e-4 : 2e-3;
+        double ltol = pass == 0 ? 3e-5 : 2e-3;
         p.cache_type = pass == 0 ? LOOM_TYPE_F32 : LOOM_TYPE_F16;
         double want[300], l8[8];
         int nw = json_array("generated_ids", want, 300);
@@ -251,7 +254,7 @@ int main(void) {
                 loom_model_set_eval_callback(m, NULL, NULL);
                 CHECK(seen.n_nodes > 50);
                 CHECK(seen.attn_norm3 && seen.ffn_out3 && seen.kqv0 && seen.result);
-                CHECK_NEAR(seen.first_result, l8[1], 1e-4);
+                CHECK_NEAR(seen.first_result, l8[1], 3e-5);
                 /* continuing after one token, all logits */
                 CHECK(loom_model_eval(m, seq + 1, 16, true, &err) == LOOM_OK);
                 for (int i = 0; i < 16; i++) CHECK_EQ_INT(loom_model_argmax(m, i), gen[i + 1]);
@@ -265,7 +268,7 @@ int main(void) {
                     CHECK_EQ_INT(loom_model_n_logits(mc), 17);
                     for (int i = 0; i < 16; i++) CHECK_EQ_INT(loom_model_argmax(mc, i), gen[i]);
                     const float *lc = loom_model_logits(mc, 0);
-                    for (int j = 0; j < 8 && lc; j++) CHECK_NEAR(lc[j], l8[j], 1e-4);
+                    for (int j = 0; j < 8 && lc; j++) CHECK_NEAR(lc[j], l8[j], 3e-5);
                     CHECK(loom_model_logits(mc, 17) == NULL);
                     loom_model_close(mc);
                 }
@@ -275,8 +278,8 @@ int main(void) {
                 double ids[16];
                 int np = json_array("prompt_ids_with_bos", ids, 16);
                 int32_t got[16];
-                int64_t ng = 0;
-                if (tk) CHECK(loom_tokenize(tk, "Once upon a time", 16, true, false, got, 16, &ng) == LOOM_OK);
+                int32_t ng = 0;
+                if (tk) CHECK(loom_tokenize(tk, "Once upon a time", 16, true, false, got, 16, &ng, NULL) == LOOM_OK);
                 CHECK_EQ_INT(ng, np);
                 for (int i = 0; i < np && i < ng; i++) CHECK_EQ_INT(got[i], (int32_t)ids[i]);
             }
@@ -432,7 +435,7 @@ int main(void) {
         loom_backend *be = NULL;
         CHECK(loom_backend_open(test_path(MODEL), &bp, &be, &err) == LOOM_OK);
         if (be) {
-            CHECK_EQ_INT(loom_model_plan(be, 256, 64, LOOM_TYPE_F16, &err), LOOM_OK);
+            CHECK_EQ_INT(loom_model_plan(be, 256, 64, 1, LOOM_TYPE_F16, &err), LOOM_OK);
             loom_backend_memory mem;
             if (loom_backend_memory_get(be, &mem) == LOOM_OK) {
                 CHECK_EQ_INT(mem.n_devices, 2);
@@ -447,7 +450,7 @@ int main(void) {
                 loom_backend_memory_free(&mem);
             }
             loom_error_clear(&err);
-            CHECK_EQ_INT(loom_model_plan(be, 256, 64, LOOM_TYPE_Q8_0, &err), LOOM_ERR_UNSUPPORTED);
+            CHECK_EQ_INT(loom_model_plan(be, 256, 64, 1, LOOM_TYPE_Q8_0, &err), LOOM_ERR_UNSUPPORTED);
             loom_backend_close(be);
         }
     }

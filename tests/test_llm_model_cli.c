@@ -1,6 +1,6 @@
 /* `loom eval` and `loom run` against the stories260K golden data: the logits file
  * format and values, greedy ids, greedy text, context-full and bad-token errors.
- * Needs LOOM_BIN (set by ctest); skipped without it. */
+ * Needs LOOM_BIN (set by ctest); exit 77 (skipped) without it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +26,8 @@ static uint32_t le32(const unsigned char *p) {
 }
 
 int main(void) {
-    g_bin = getenv("LOOM_BIN");
-    if (!g_bin || access(g_bin, X_OK)) {
-        printf("LOOM_BIN not set or not executable: skipped\n");
-        return test_finish("test_llm_model_cli");
-    }
+    g_bin = test_cli();
+    if (!g_bin) return test_skip("test_llm_model_cli", TEST_NO_CLI);
     const char *model = test_path("models/stories260K.gguf");
     char cmd[16384], out[8192], tmp[256];
     snprintf(tmp, sizeof tmp, "/tmp/loom_test_eval_%d.bin", (int)getpid());
@@ -55,7 +52,7 @@ int main(void) {
             uint32_t u = le32(buf + 4 * j);
             float v;
             memcpy(&v, &u, 4);
-            CHECK_NEAR(v, want[j], 1e-4);
+            CHECK_NEAR(v, want[j], 3e-5); /* golden: 5 decimals; measured max 5.1e-6 */
         }
         /* argmax of the last row = the next golden token (432) */
         int best = 0;

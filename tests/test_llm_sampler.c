@@ -22,7 +22,7 @@ static void check_greedy(void) {
     float l[6] = {0.5f, 3.0f, -1.0f, 3.0f, 2.9f, 3.0f};
     loom_sampler *s;
     loom_sampler_params p = plain(0.0f);
-    CHECK(loom_sampler_new(&p, 6, &s) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 6, &s, NULL) == LOOM_OK);
     int32_t t = -1;
     CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
     CHECK_EQ_INT(t, 1); /* tie between 1, 3, 5 -> lowest id */
@@ -34,7 +34,7 @@ static void check_greedy(void) {
     p = loom_sampler_default_params();
     p.top_k = 1;
     p.temperature = 1.5f;
-    CHECK(loom_sampler_new(&p, 64, &s) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 64, &s, NULL) == LOOM_OK);
     uint64_t x = 12345;
     for (int it = 0; it < 200; it++) {
         float lg[64];
@@ -54,9 +54,9 @@ static void check_greedy(void) {
 static unsigned cand_mask(loom_sampler *s) {
     const int32_t *ids;
     const float *pr;
-    int64_t n = loom_sampler_last_candidates(s, &ids, &pr);
+    int32_t n = loom_sampler_last_candidates(s, &ids, &pr);
     unsigned m = 0;
-    for (int64_t i = 0; i < n; i++) m |= 1u << ids[i];
+    for (int32_t i = 0; i < n; i++) m |= 1u << ids[i];
     return m;
 }
 
@@ -86,7 +86,7 @@ static void check_filters(void) {
         p.min_p = cases[i].min_p;
         p.top_k = cases[i].top_k;
         loom_sampler *s;
-        CHECK(loom_sampler_new(&p, 5, &s) == LOOM_OK);
+        CHECK(loom_sampler_new(&p, 5, &s, NULL) == LOOM_OK);
         for (int rep = 0; rep < 50; rep++) {
             int32_t t;
             CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
@@ -96,12 +96,12 @@ static void check_filters(void) {
         /* renormalised probabilities over the kept set */
         const int32_t *ids;
         const float *q;
-        int64_t n = loom_sampler_last_candidates(s, &ids, &q);
+        int32_t n = loom_sampler_last_candidates(s, &ids, &q);
         double z = 0;
-        for (int64_t j = 0; j < n; j++)
+        for (int32_t j = 0; j < n; j++)
             for (int k = 0; k < 5; k++)
                 if (id_of[k] == ids[j]) z += pr[k];
-        for (int64_t j = 0; j < n; j++)
+        for (int32_t j = 0; j < n; j++)
             for (int k = 0; k < 5; k++)
                 if (id_of[k] == ids[j]) CHECK_NEAR(q[j], pr[k] / z, 1e-6);
         loom_sampler_free(s);
@@ -123,7 +123,7 @@ static void check_penalties(void) {
     p.presence_penalty = 0.5f;
     p.penalty_last_n = 4;
     loom_sampler *s;
-    CHECK(loom_sampler_new(&p, 6, &s) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 6, &s, NULL) == LOOM_OK);
     const int32_t hist[5] = {5, 0, 1, 1, 3}; /* window of 4 drops the first 5 */
     for (int i = 0; i < 5; i++) CHECK(loom_sampler_accept(s, hist[i]) == LOOM_OK);
     double e[6];
@@ -137,13 +137,13 @@ static void check_penalties(void) {
     CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
     const int32_t *ids;
     const float *q;
-    int64_t n = loom_sampler_last_candidates(s, &ids, &q);
+    int32_t n = loom_sampler_last_candidates(s, &ids, &q);
     CHECK_EQ_INT(n, 6);
-    for (int64_t j = 0; j < n; j++) CHECK_NEAR(q[j], want[ids[j]], 1e-6);
+    for (int32_t j = 0; j < n; j++) CHECK_NEAR(q[j], want[ids[j]], 1e-6);
     /* greedy sees the penalised logits too: 3 -> 1.25, 0 -> 0.583, 5 -> 1.0 */
     loom_sampler_free(s);
     p.temperature = 0;
-    CHECK(loom_sampler_new(&p, 6, &s) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 6, &s, NULL) == LOOM_OK);
     for (int i = 0; i < 5; i++) loom_sampler_accept(s, hist[i]);
     CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
     CHECK_EQ_INT(t, 3);
@@ -169,7 +169,7 @@ static void check_distribution(void) {
     loom_sampler_params p = plain((float)T);
     p.seed = 42;
     loom_sampler *s;
-    CHECK(loom_sampler_new(&p, 8, &s) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 8, &s, NULL) == LOOM_OK);
     const int N = 200000;
     long cnt[8] = {0};
     for (int i = 0; i < N; i++) {
@@ -186,9 +186,9 @@ static void check_distribution(void) {
     CHECK_MSG(chi2 < 29.9, "chi2 = %g", chi2);
     const int32_t *ids;
     const float *q;
-    int64_t n = loom_sampler_last_candidates(s, &ids, &q);
+    int32_t n = loom_sampler_last_candidates(s, &ids, &q);
     CHECK_EQ_INT(n, 8);
-    for (int64_t j = 0; j < n; j++) CHECK_NEAR(q[j], want[ids[j]], 1e-6);
+    for (int32_t j = 0; j < n; j++) CHECK_NEAR(q[j], want[ids[j]], 1e-6);
     loom_sampler_free(s);
 }
 
@@ -202,10 +202,10 @@ static void check_determinism(void) {
     p.min_p = 0.01f;
     p.seed = 7;
     loom_sampler *a, *b, *c;
-    CHECK(loom_sampler_new(&p, 100, &a) == LOOM_OK);
-    CHECK(loom_sampler_new(&p, 100, &b) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 100, &a, NULL) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 100, &b, NULL) == LOOM_OK);
     p.seed = 8;
-    CHECK(loom_sampler_new(&p, 100, &c) == LOOM_OK);
+    CHECK(loom_sampler_new(&p, 100, &c, NULL) == LOOM_OK);
     int32_t sa[64], same = 1, diff = 0;
     for (int i = 0; i < 64; i++) {
         int32_t x, y, z;
@@ -233,28 +233,73 @@ static void check_determinism(void) {
 
 static void check_args(void) {
     loom_sampler *s = (loom_sampler *)1;
-    CHECK(loom_sampler_new(NULL, 0, &s) == LOOM_ERR_INVALID_ARG && s == NULL);
+    CHECK(loom_sampler_new(NULL, 0, &s, NULL) == LOOM_ERR_INVALID_ARG && s == NULL);
     loom_sampler_params p = loom_sampler_default_params();
+    /* each refusal names the parameter, its value and the accepted range */
+    loom_error e = {0};
     p.repeat_penalty = 0;
-    CHECK(loom_sampler_new(&p, 10, &s) == LOOM_ERR_INVALID_ARG);
+    s = (loom_sampler *)1;
+    CHECK(loom_sampler_new(&p, 10, &s, &e) == LOOM_ERR_INVALID_ARG && s == NULL);
+    CHECK_MSG(strstr(e.msg, "repeat_penalty = 0") && strstr(e.msg, "> 0"), "%s", e.msg);
     p = loom_sampler_default_params();
     p.top_p = NAN;
-    CHECK(loom_sampler_new(&p, 10, &s) == LOOM_ERR_INVALID_ARG);
+    loom_error_clear(&e);
+    CHECK(loom_sampler_new(&p, 10, &s, &e) == LOOM_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(e.msg, "top_p") && strstr(e.msg, ">= 0"), "%s", e.msg);
+    p = loom_sampler_default_params();
+    p.min_p = 1.5f;
+    loom_error_clear(&e);
+    CHECK(loom_sampler_new(&p, 10, &s, &e) == LOOM_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(e.msg, "min_p = 1.5") && strstr(e.msg, "<= 1"), "%s", e.msg);
     p = loom_sampler_default_params();
     p.penalty_last_n = -1;
-    CHECK(loom_sampler_new(&p, 10, &s) == LOOM_ERR_INVALID_ARG);
-    CHECK(loom_sampler_new(NULL, 10, &s) == LOOM_OK);
+    loom_error_clear(&e);
+    CHECK(loom_sampler_new(&p, 10, &s, &e) == LOOM_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(e.msg, "penalty_last_n = -1"), "%s", e.msg);
+    loom_error_clear(&e);
+    CHECK(loom_sampler_new(NULL, -3, &s, &e) == LOOM_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(e.msg, "n_vocab = -3"), "%s", e.msg);
+    CHECK(loom_sampler_new(NULL, 10, &s, NULL) == LOOM_OK);
     int32_t t;
     CHECK(loom_sampler_sample(s, NULL, &t) == LOOM_ERR_INVALID_ARG);
     float all_inf[10];
     for (int i = 0; i < 10; i++) all_inf[i] = -INFINITY;
     CHECK(loom_sampler_sample(s, all_inf, &t) == LOOM_OK && t >= 0 && t < 10);
+    /* NaN never wins, in the greedy and the sampling paths alike; all NaN fails */
+    for (int greedy = 0; greedy < 2; greedy++) {
+        loom_sampler_params q = loom_sampler_default_params();
+        if (greedy) q.temperature = 0;
+        loom_sampler *g = NULL;
+        CHECK(loom_sampler_new(&q, 10, &g, NULL) == LOOM_OK);
+        float mix[10];
+        for (int i = 0; i < 10; i++) mix[i] = NAN;
+        mix[7] = -INFINITY;
+        for (int rep = 0; rep < 20; rep++) {
+            t = -1;
+            CHECK(loom_sampler_sample(g, mix, &t) == LOOM_OK);
+            CHECK_EQ_INT(t, 7);
+        }
+        mix[0] = NAN;
+        mix[3] = 0.5f;
+        mix[7] = 0.25f;
+        for (int rep = 0; rep < 50; rep++) {
+            CHECK(loom_sampler_sample(g, mix, &t) == LOOM_OK);
+            CHECK_MSG(t == 3 || t == 7, "picked %d (a NaN logit)", (int)t);
+        }
+        float nan_all[10];
+        for (int i = 0; i < 10; i++) nan_all[i] = NAN;
+        t = -5;
+        CHECK(loom_sampler_sample(g, nan_all, &t) == LOOM_ERR_INVALID_ARG);
+        CHECK_EQ_INT(t, -5);
+        loom_sampler_free(g);
+    }
     loom_sampler_free(s);
     loom_sampler_free(NULL);
 }
 
-/* llm_argmax_f32 (loom_model_argmax) against the one-lane definition "first i with
- * x[i] > x[best]": random lengths 1..100 (lanes and tail), ties, NaN, -inf. */
+/* llm_argmax_f32 (loom_model_argmax) against the definition "the first index of the
+ * largest non-NaN value, -1 when all are NaN" (NaN never wins, issue #14 item 9):
+ * random lengths 1..100 (lanes and tail), ties, NaN (also at index 0), -inf. */
 static void check_argmax(void) {
     uint64_t x = 99;
     float v[100];
@@ -267,13 +312,21 @@ static void check_argmax(void) {
             int r = (int)((x >> 33) % 12);
             v[i] = r == 0 ? NAN : r == 1 ? -INFINITY : (float)(r % 5) - 2.0f;
         }
-        int32_t want = 0;
-        for (int i = 1; i < n; i++)
-            if (v[i] > v[want]) want = i;
+        int32_t want = -1;
+        for (int i = 0; i < n; i++)
+            if (!isnan(v[i]) && (want < 0 || v[i] > v[want])) want = i;
         bad += llm_argmax_f32(v, n) != want;
     }
     CHECK_EQ_INT(bad, 0);
     CHECK_EQ_INT(llm_argmax_f32(v, 0), -1);
+    /* the reviewed case: NaN first */
+    float a[4] = {NAN, 1.0f, 3.0f, 2.0f};
+    CHECK_EQ_INT(llm_argmax_f32(a, 4), 2);
+    float b[3] = {NAN, -INFINITY, NAN};
+    CHECK_EQ_INT(llm_argmax_f32(b, 3), 1);
+    float c[20];
+    for (int i = 0; i < 20; i++) c[i] = NAN;
+    CHECK_EQ_INT(llm_argmax_f32(c, 20), -1);
 }
 
 int main(void) {

@@ -1,7 +1,7 @@
 /* `loom gen` and `loom bench MODEL` through the CLI binary ($LOOM_BIN, set by
  * ctest): gen writes a readable file with the requested shape; bench --json
  * prints every documented key with sane (positive, finite) values. Speed is not
- * asserted. Skipped (passes) when LOOM_BIN is not set. */
+ * asserted. Exit 77 (skipped) when LOOM_BIN is not set. */
 #include "loom_gguf.h"
 #include "test_util.h"
 
@@ -28,11 +28,8 @@ static double json_num(const char *key) {
 }
 
 int main(void) {
-    const char *bin = getenv("LOOM_BIN");
-    if (!bin || access(bin, X_OK) != 0) {
-        printf("LOOM_BIN not set or not executable: skipped\n");
-        return test_finish("test_llm_synth_cli");
-    }
+    const char *bin = test_cli();
+    if (!bin) return test_skip("test_llm_synth_cli", TEST_NO_CLI);
     char path[256], cmd[8192];
     snprintf(path, sizeof path, "/tmp/loom_test_synth_cli_%ld.gguf", (long)getpid());
     snprintf(cmd, sizeof cmd,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gguf/file_out.h"
 #include "model_opts.h"
 
 static void usage(FILE *f) {
@@ -27,12 +28,16 @@ static int put_u32le(FILE *f, uint32_t v) {
     return fwrite(b, 1, 4, f) == 4 ? 0 : -1;
 }
 
+/* Atomically (a temporary file renamed into place): a failure never leaves a
+ * truncated file or destroys an existing one. */
 static int write_logits(const char *path, loom_model *m, int n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        return -1;
+    loom_file_out fo;
+    loom_error err = {0};
+    if (loom_file_out_open(&fo, path, "loom eval", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return err.status == LOOM_ERR_INVALID_ARG ? -2 : -1; /* -2: a bad --out */
     }
+    FILE *f = fo.f;
     int nv = loom_model_n_vocab(m);
     int rc = put_u32le(f, (uint32_t)n) | put_u32le(f, (uint32_t)nv);
     for (int i = 0; i < n && !rc; i++) {
@@ -43,8 +48,13 @@ static int write_logits(const char *path, loom_model *m, int n) {
             rc = put_u32le(f, u);
         }
     }
-    if (fclose(f) || rc) {
+    if (rc) {
+        loom_file_out_abort(&fo);
         fprintf(stderr, "loom eval: writing %s failed\n", path);
+        return -1;
+    }
+    if (loom_file_out_commit(&fo, "loom eval", &err)) {
+        fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
     return 0;
@@ -73,7 +83,7 @@ int loom_cmd_eval(int argc, char **argv) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
             if (*end || v < 0 || v > 1000000) {
-                fprintf(stderr, "loom eval: bad --greedy value '%s'\n", argv[i]);
+                fprintf(stderr, "loom eval: --greedy needs an integer in [0, 1000000], got '%s'\n", argv[i]);
                 return 2;
             }
             greedy = (int)v;
@@ -86,6 +96,7 @@ int loom_cmd_eval(int argc, char **argv) {
         }
     }
     if (!model) model = loom_default_model_path();
+    if (model_opts_finish(&o, "loom eval")) return 2;
     if (!tokens_arg == !prompt) {
         fprintf(stderr, "loom eval: give exactly one of --tokens or --prompt\n");
         usage(stderr);
@@ -116,10 +127,10 @@ int loom_cmd_eval(int argc, char **argv) {
             goto fail;
         }
         loom_gguf_close(g);
-        int64_t cnt = 0;
-        loom_tokenize(tk, prompt, strlen(prompt), true, false, NULL, 0, &cnt);
+        int32_t cnt = 0;
+        loom_tokenize(tk, prompt, strlen(prompt), true, false, NULL, 0, &cnt, NULL);
         if (cnt > 0 && cnt < (1 << 24)) toks = malloc((size_t)cnt * sizeof *toks);
-        if (!toks || loom_tokenize(tk, prompt, strlen(prompt), true, false, toks, cnt, &cnt)) {
+        if (!toks || loom_tokenize(tk, prompt, strlen(prompt), true, false, toks, cnt, &cnt, NULL)) {
             fprintf(stderr, "loom eval: tokenizing the prompt failed (or it gives no tokens)\n");
             loom_tokenizer_free(tk);
             goto done;
@@ -131,11 +142,20 @@ int loom_cmd_eval(int argc, char **argv) {
     if (!o.batch_set) p->n_batch = n;
     if (loom_model_open(p, &m, &err)) goto fail;
     if (loom_model_eval(m, toks, n, true, &err)) goto fail;
-    if (out && write_logits(out, m, n)) goto done;
+    if (out) {
+        int wr = write_logits(out, m, n);
+        if (wr == -2) rc = 2;
+        if (wr) goto done;
+    }
     if (greedy > 0) {
         printf("greedy:");
         int32_t t = loom_model_argmax(m, -1);
         for (int i = 0; i < greedy; i++) {
+            if (t < 0) {
+                printf("\n");
+                loom_error_set(&err, LOOM_ERR_FORMAT, "position %d: every logit is NaN", loom_model_n_past(m));
+                goto fail;
+            }
             printf(" %d", (int)t);
             if (i + 1 < greedy) {
                 if (loom_model_eval(m, &t, 1, false, &err)) {

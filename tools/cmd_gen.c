@@ -79,14 +79,10 @@ int loom_cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "--ffn")) rc = parse_i64(a, v, 1, 1 << 22, &p.ffn);
         else if (!strcmp(a, "--ctx")) rc = parse_i64(a, v, 1, (int64_t)1 << 31, &p.n_ctx);
         else if (!strcmp(a, "--seed")) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || errno || v[0] == '-') {
-                fprintf(stderr, "loom gen: --seed needs a non-negative integer, got '%s'\n", v);
+            if (!cli_parse_u64(v, &p.seed)) {
+                fprintf(stderr, "loom gen: --seed needs an integer in [0, 2^64-1], got '%s'\n", v);
                 return 2;
             }
-            p.seed = s;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             rc = parse_i64(a, v, 1, 64, &x);
             p.n_threads = (int)x;
@@ -107,17 +103,21 @@ int loom_cmd_gen(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     loom_synth_result r;
     loom_error err = {0};
-    if (loom_synth_write(&p, out, &r, &err) != LOOM_OK) {
-        fprintf(stderr, "loom gen: %s\n", err.msg);
-        return 1;
+    loom_status st = loom_synth_write(&p, out, &r, &err);
+    if (st != LOOM_OK) {
+        /* the library's messages start with "gen: " already */
+        fprintf(stderr, "loom %s%s\n", strncmp(err.msg, "gen: ", 5) ? "gen: " : "", err.msg);
+        return st == LOOM_ERR_INVALID_ARG || st == LOOM_ERR_TYPE ? 2 : 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    char params[32], size[32];
+    cli_format_count(params, sizeof params, r.n_params);
+    cli_format_bytes(size, sizeof size, r.file_bytes);
     printf("wrote %s: llama dim %lld, %lld layers, %lld/%lld heads, ffn %lld, vocab %lld, %s%s\n"
-           "  %lld tensors, %.3f B params, %.1f MiB, file_type %u, %.1f s\n",
+           "  %lld tensors, %s params, %s, file_type %u, %.1f s\n",
            out, (long long)p.dim, (long long)p.n_layers, (long long)p.n_heads,
            (long long)p.n_kv_heads, (long long)p.ffn, (long long)r.n_vocab, p.type_name,
-           p.tied ? ", tied output" : "", (long long)r.n_tensors, (double)r.n_params / 1e9,
-           (double)r.file_bytes / (1024.0 * 1024.0), r.file_type, s);
+           p.tied ? ", tied output" : "", (long long)r.n_tensors, params, size, r.file_type, s);
     return 0;
 }

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "cpu/kernels.h"
+#include "loom_backend.h"
 #include "loom_gguf.h"
 
 #define INFO_ARR_ITEMS 5      /* array items shown */
@@ -348,18 +350,83 @@ static int info_cpu(void) {
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+static void put_mib(FILE *f, uint64_t b) { fprintf(f, "%.0f MiB", (double)b / 1048576.0); }
+
+/* loom info --devices [--json]: the devices loom would use (LOOM_VK_DEVICES selects
+ * Vulkan devices; unset = real GPUs only). */
+static int info_devices(bool json, const char *vk_devices) {
+    loom_backend_params p = loom_backend_default_params();
+    cli_vk_env(&p.vk_devices, &p.vk_flags);
+    p.vk_loader = cli_vk_loader();
+    if (vk_devices) p.vk_devices = vk_devices;
+    loom_device_info dev[32];
+    int n = 0;
+    loom_error err = {0};
+    if (loom_devices_list(&p, dev, 32, &n, &err)) {
+        fprintf(stderr, "loom info: %s\n", err.msg);
+        return err.status == LOOM_ERR_INVALID_ARG ? 2 : 1;
+    }
+    if (json) {
+        fputs("{\"devices\":[", stdout);
+        for (int i = 0; i < n; i++) {
+            const loom_device_info *d = &dev[i];
+            printf("%s{\"name\":", i ? "," : "");
+            put_str(stdout, d->name, strlen(d->name), 0);
+            fputs(",\"id\":", stdout);
+            put_str(stdout, d->id, strlen(d->id), 0);
+            printf(",\"type\":\"%s\",\"vk_index\":%d,\"used\":%s,\"total_bytes\":%" PRIu64
+                   ",\"free_bytes\":%" PRIu64 ",\"driver\":",
+                   d->type, d->vk_index, d->used ? "true" : "false", d->total_bytes, d->free_bytes);
+            put_str(stdout, d->driver, strlen(d->driver), 0);
+            fputs(",\"note\":", stdout);
+            put_str(stdout, d->note, strlen(d->note), 0);
+            fputc('}', stdout);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        printf("%-3s %-5s %-36s %-11s %12s %12s  %s\n", "#", "used", "device", "type", "total", "free", "notes");
+        for (int i = 0; i < n; i++) {
+            const loom_device_info *d = &dev[i];
+            char idx[16] = "-";
+            if (d->vk_index >= 0) snprintf(idx, sizeof idx, "vk%d", d->vk_index);
+            printf("%-3s %-5s %-36.36s %-11s ", idx, d->used ? "yes" : "no", d->name, d->type);
+            char t[32], fr[32];
+            snprintf(t, sizeof t, "%.0f MiB", (double)d->total_bytes / 1048576.0);
+            snprintf(fr, sizeof fr, "%.0f MiB", (double)d->free_bytes / 1048576.0);
+            printf("%12s %12s  %s", t, fr, d->note);
+            if (d->id[0]) printf(" [%s]", d->id);
+            if (d->driver[0]) printf(" (%s)", d->driver);
+            putchar('\n');
+        }
+        (void)put_mib;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: loom info FILE.gguf [--json]\n"
                "       loom info --cpu\n"
-               "Describe a GGUF file (metadata, tensors, totals) or the CPU kernels chosen.\n");
+               "       loom info --devices [--vk-devices all|none|0,1] [--json]\n"
+               "Describe a GGUF file (metadata, tensors, totals), the CPU kernels chosen, or the\n"
+               "devices (CPU, Vulkan GPUs with memory; LOOM_VK_DEVICES=all also lists software ones\n"
+               "as used).\n");
 }
 
 int loom_cmd_info(int argc, char **argv) {
     const char *path = NULL;
-    bool json = false, cpu = false;
+    bool json = false, cpu = false, devices = false;
+    const char *vk_devices = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--json")) json = true;
         else if (!strcmp(argv[a], "--cpu")) cpu = true;
+        else if (!strcmp(argv[a], "--devices")) devices = true;
+        else if (!strcmp(argv[a], "--vk-devices")) {
+            if (a + 1 >= argc) {
+                fprintf(stderr, "loom info: --vk-devices needs a value\n");
+                return 2;
+            }
+            vk_devices = argv[++a];
+        }
         else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) { usage(stdout); return 0; }
         else if (argv[a][0] == '-' && argv[a][1]) {
             fprintf(stderr, "loom info: unknown option '%s'\n", argv[a]);
@@ -370,6 +437,7 @@ int loom_cmd_info(int argc, char **argv) {
             return 2;
         }
     }
+    if (devices && !path) return info_devices(json, vk_devices);
     if (cpu && !path) return info_cpu();
     if (!path) {
         fprintf(stderr, "loom info: no file given (usage: loom info FILE.gguf [--json] | --cpu)\n");

@@ -5,7 +5,9 @@
  * prints where every layer lives and the memory table per device (weights /
  * cache / graph). Cache and graph come from the model code's planning hook
  * (loom_model_plan: the cache exactly, the graph as an estimate).
- * Errors: exit status 1 and one line on stderr; bad usage: status 2. */
+ * Exit status: 0 the plan fits, 3 it does not (a device's need exceeds its free
+ * memory, or the CPU's exceeds the host's available memory: said in the table and
+ * as "fits": false in the JSON), 1 an error (one line on stderr), 2 bad usage. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,8 +18,9 @@
 #include "commands.h"
 #include "loom_backend.h"
 #include "loom_model.h"
+#include "model_opts.h"
 
-#define PLAN_MAX_SPLIT 16
+#define PLAN_MAX_SPLIT LOOM_TENSOR_SPLIT_MAX
 #define PLAN_MAX_SIM 16
 
 typedef struct plan_opts {
@@ -30,35 +33,20 @@ typedef struct plan_opts {
     bool have_sims;
     long long n_ctx, n_batch;
     bool flash_attn, json;
+    const char *vk_devices;
 } plan_opts;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...]\n"
-            "                 [--sim-devices gpu0=512MiB,...] [--ctx N] [--batch N] [--flash-attn] [--json]\n"
+            "                 [--sim-devices gpu0=512MiB,...] [--vk-devices all|none|0,1] [--ctx N] [--batch N]\n"
+            "                 [--flash-attn] [--json]\n"
             "Dry run: prints the device of every layer and the memory per device, allocating nothing.\n"
             "--sim-devices defaults to $LOOM_SIM_DEVICES.\n");
 }
 
 static bool parse_ll(const char *s, long long lo, long long hi, long long *out) {
     return cli_parse_ll(s, lo, hi, out);
-}
-
-static bool parse_split(const char *s, plan_opts *o) {
-    o->n_split = 0;
-    const char *p = s;
-    while (*p) {
-        if (o->n_split >= PLAN_MAX_SPLIT) return false;
-        char *end;
-        errno = 0;
-        float v = strtof(p, &end);
-        if (end == p || errno || !(v >= 0) || v > 1e30f) return false;
-        o->split[o->n_split++] = v;
-        if (*end == ',') end++;
-        else if (*end) return false;
-        p = end;
-    }
-    return o->n_split > 0;
 }
 
 static void human(char *buf, size_t n, uint64_t b) {
@@ -72,6 +60,22 @@ static uint64_t sum_mem(const loom_memory *m, int n) {
     uint64_t s = 0;
     for (int i = 0; i < n; i++) s += m[i].size;
     return s;
+}
+
+/* What device d needs in the plan (the CPU also holds the input weights) and what it
+ * can give: an accelerator its free memory at open, the CPU the host's available
+ * memory (MemAvailable). */
+static uint64_t dev_need(const loom_backend_memory *m, int d) {
+    const loom_device_memory *dm = &m->devices[d];
+    uint64_t need = sum_mem(dm->weights, dm->n_layers) + sum_mem(dm->cache, dm->n_layers) + dm->graph.size;
+    if (dm->kind == LOOM_DEVICE_CPU) need += m->input_weights.size;
+    return need;
+}
+static bool dev_fits(const loom_backend_memory *m, int d) { return dev_need(m, d) <= m->devices[d].free_bytes; }
+static bool plan_fits(const loom_backend_memory *m) {
+    for (int d = 0; d < m->n_devices; d++)
+        if (!dev_fits(m, d)) return false;
+    return true;
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -104,9 +108,11 @@ static void print_json(FILE *f, const loom_backend *be, const loom_backend_memor
         for (int i = 0; i < dm->n_layers; i++) fprintf(f, "%s%" PRIu64, i ? ", " : "", dm->weights[i].size);
         fprintf(f, "], \"cache\": [");
         for (int i = 0; i < dm->n_layers; i++) fprintf(f, "%s%" PRIu64, i ? ", " : "", dm->cache[i].size);
-        fprintf(f, "], \"graph\": %" PRIu64 ", \"total_bytes\": %" PRIu64 "}", dm->graph.size, dm->total_bytes);
+        fprintf(f, "], \"graph\": %" PRIu64 ", \"total_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64
+                   ", \"need_bytes\": %" PRIu64 ", \"fits\": %s}",
+                dm->graph.size, dm->total_bytes, dm->free_bytes, dev_need(m, d), dev_fits(m, d) ? "true" : "false");
     }
-    fprintf(f, "]}}\n");
+    fprintf(f, "]}, \"fits\": %s}\n", plan_fits(m) ? "true" : "false");
 }
 
 static void print_text(FILE *f, const plan_opts *o, const loom_backend *be, const loom_backend_memory *m) {
@@ -140,14 +146,25 @@ static void print_text(FILE *f, const plan_opts *o, const loom_backend *be, cons
         human(c, sizeof c, dm->graph.size);
         uint64_t tot = w + ca + dm->graph.size;
         human(t, sizeof t, tot);
-        fprintf(f, "%-16s %14s %14s %14s %14s%s\n", dm->name, a, b, c, t,
-                dm->kind != LOOM_DEVICE_CPU && tot > dm->total_bytes ? "  EXCEEDS CAPACITY" : "");
+        (void)tot;
+        fprintf(f, "%-16s %14s %14s %14s %14s%s\n", dm->name, a, b, c, t, dev_fits(m, d) ? "" : "  DOES NOT FIT");
     }
     human(a, sizeof a, tw);
     human(b, sizeof b, tc);
     human(c, sizeof c, tg);
     human(t, sizeof t, tw + tc + tg);
     fprintf(f, "%-16s %14s %14s %14s %14s\n", "total", a, b, c, t);
+    /* the verdict: every device against its free memory (the CPU: input weights too,
+     * against the host's available memory) */
+    fputc('\n', f);
+    for (int d = 0; d < m->n_devices; d++) {
+        const loom_device_memory *dm = &m->devices[d];
+        human(a, sizeof a, dev_need(m, d));
+        human(b, sizeof b, dm->free_bytes);
+        fprintf(f, "%-16s needs %s of %s %s: %s\n", dm->name, a, b,
+                dm->kind == LOOM_DEVICE_CPU ? "available host memory" : "free", dev_fits(m, d) ? "fits" : "DOES NOT FIT");
+    }
+    fprintf(f, "plan: %s\n", plan_fits(m) ? "fits" : "DOES NOT FIT (exit status 3)");
 }
 
 int loom_cmd_plan(int argc, char **argv) {
@@ -167,17 +184,35 @@ int loom_cmd_plan(int argc, char **argv) {
         } else if (!strcmp(a, "--flash-attn")) {
             o.flash_attn = true;
         } else if (!strcmp(a, "--gpu-layers") || !strcmp(a, "-ngl")) {
-            if (!parse_ll(v, -1000000000LL, 1000000000LL, &n)) goto bad_value;
+            if (!parse_ll(v, -1, 1 << 20, &n)) {
+                fprintf(stderr, "loom plan: %s needs an integer in [-1, %d], got '%s'\n", a, 1 << 20, v ? v : "");
+                return 2;
+            }
             o.gpu_layers = (int)n;
             i++;
-        } else if (!strcmp(a, "--ctx")) {
-            if (!parse_ll(v, 1, 1LL << 30, &o.n_ctx)) goto bad_value;
+        } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
+            if (!parse_ll(v, 1, 1LL << 24, &o.n_ctx)) {
+                fprintf(stderr, "loom plan: %s needs an integer in [1, %d], got '%s'\n", a, 1 << 24, v ? v : "");
+                return 2;
+            }
             i++;
-        } else if (!strcmp(a, "--batch")) {
-            if (!parse_ll(v, 1, 1LL << 30, &o.n_batch)) goto bad_value;
+        } else if (!strcmp(a, "--batch") || !strcmp(a, "-b")) {
+            if (!parse_ll(v, 1, 1LL << 20, &o.n_batch)) {
+                fprintf(stderr, "loom plan: %s needs an integer in [1, %d], got '%s'\n", a, 1 << 20, v ? v : "");
+                return 2;
+            }
             i++;
-        } else if (!strcmp(a, "--tensor-split")) {
-            if (!v || !parse_split(v, &o)) goto bad_value;
+        } else if (!strcmp(a, "--tensor-split") || !strcmp(a, "-ts")) {
+            loom_error e = {0};
+            if (!v) goto bad_value;
+            if (loom_tensor_split_parse(v, o.split, PLAN_MAX_SPLIT, &o.n_split, &e)) {
+                fprintf(stderr, "loom plan: %s\n", e.msg);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--vk-devices")) {
+            if (!v) goto bad_value;
+            o.vk_devices = v;
             i++;
         } else if (!strcmp(a, "--sim-devices")) {
             loom_error e = {0};
@@ -215,12 +250,15 @@ int loom_cmd_plan(int argc, char **argv) {
     p.n_tensor_split = o.n_split;
     p.flash_attn = o.flash_attn;
     p.no_mmap = true; /* a plan reads only the header */
-    if (o.have_sims && o.n_sims > 0) {
+    cli_vk_env(&p.vk_devices, &p.vk_flags);
+    p.vk_loader = cli_vk_loader();
+    if (o.vk_devices) p.vk_devices = o.vk_devices;
+    /* --sim-devices (an explicit empty spec means "no accelerators"), else the
+     * environment's LOOM_SIM_DEVICES: the CLI reads it, the library never does */
+    if (!o.have_sims && cli_env_sim_devices(o.sims, PLAN_MAX_SIM, &o.n_sims, "loom plan")) return 2;
+    if (o.n_sims > 0) {
         p.sim_devices = o.sims;
         p.n_sim_devices = o.n_sims;
-    } else if (o.have_sims) {
-        /* an explicit empty spec means "no accelerators", not the environment */
-        setenv("LOOM_SIM_DEVICES", "", 1);
     }
     loom_backend *be = NULL;
     loom_error err = {0};
@@ -234,7 +272,7 @@ int loom_cmd_plan(int argc, char **argv) {
      * in dry-run mode) for o.n_ctx / o.n_batch. */
     {
         loom_error perr = {0};
-        s = loom_model_plan(be, o.n_ctx, o.n_batch, LOOM_TYPE_F16, &perr);
+        s = loom_model_plan(be, o.n_ctx, o.n_batch, 1, LOOM_TYPE_F16, &perr);
         if (s && s != LOOM_ERR_NOMEM) {
             fprintf(stderr, "loom plan: %s\n", perr.msg[0] ? perr.msg : loom_status_name(s));
             loom_backend_close(be);
@@ -251,7 +289,8 @@ int loom_cmd_plan(int argc, char **argv) {
     }
     if (o.json) print_json(stdout, be, &m);
     else print_text(stdout, &o, be, &m);
+    bool fits = plan_fits(&m);
     loom_backend_memory_free(&m);
     loom_backend_close(be);
-    return 0;
+    return fits ? CLI_EXIT_OK : CLI_EXIT_NO_FIT;
 }

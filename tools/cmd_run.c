@@ -1,9 +1,13 @@
-/* loom run [MODEL.gguf] -p PROMPT [-n N] [sampling] [model options]
+/* loom run [MODEL.gguf] -p PROMPT [-n N] [sampling] [structured output] [model options]
  *
- * Echoes the prompt, then streams generated text to stdout (flushed per token).
+ * Echoes the prompt (unless --no-display-prompt), then streams generated text to
+ * stdout (flushed per token). With --grammar/--grammar-file/--json-schema/--json
+ * every token is sampled from those the grammar allows, and generation ends when
+ * the grammar is complete.
  * A progress bar on stderr while loading (when stderr is a terminal); timings at
  * the end on stderr. Stops at end-of-generation, after -n tokens or when the
  * context is full. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "loom_grammar.h"
 #include "loom_sampler.h"
 #include "model_opts.h"
 
@@ -33,7 +38,12 @@ static void usage(FILE *f) {
             "  --min-p P              (default 0.05; 0 = off)\n"
             "  --repeat-penalty R     (default 1.0 = off)\n"
             "  --repeat-last-n N      penalty window (default 64)\n"
-            "  --seed S               RNG seed (default: from the clock)\n"
+            "  --seed S               RNG seed 0..2^64-1 (default or -1: from the clock)\n"
+            "  --grammar TEXT         constrain the output to a GBNF grammar (start rule: root)\n"
+            "  --grammar-file F       the same, read from a file\n"
+            "  --json-schema F|JSON   constrain the output to a JSON Schema (a file, or inline JSON)\n"
+            "  --json                 constrain the output to a JSON object\n"
+            "  --no-display-prompt    print only the generated text\n"
             "%s"
             "With no MODEL the bundled model is used (%s).\n",
             model_opts_help(), loom_default_model_path());
@@ -73,10 +83,17 @@ static bool parse_i(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
-static void emit(loom_detok_stream *ds, int32_t id, char *buf, size_t cap) {
+/* Stream a token's text; false once stdout has failed (full disk, closed pipe). */
+static bool emit(loom_detok_stream *ds, int32_t id, char *buf, size_t cap, loom_error *err) {
     size_t n = 0;
     if (loom_detok_stream_push(ds, id, buf, cap, &n) == LOOM_OK && n) fwrite(buf, 1, n, stdout);
-    fflush(stdout);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        loom_error_set(err, LOOM_ERR_IO, "writing the text to standard output failed: %s",
+                       errno ? strerror(errno) : "write error");
+        return false;
+    }
+    return true;
 }
 
 int loom_cmd_run(int argc, char **argv) {
@@ -86,6 +103,9 @@ int loom_cmd_run(int argc, char **argv) {
     sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     const char *model = NULL, *prompt = "";
     long n_predict = 256;
+    const char *grammar_text = NULL, *grammar_file = NULL, *schema_arg = NULL;
+    bool json_any = false, show_prompt = true;
+    int n_constraints = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = model_opts_parse(&o, argc, argv, &i, "loom run");
@@ -116,10 +136,24 @@ int loom_cmd_run(int argc, char **argv) {
             ok = parse_i(v, 0, 1L << 20, &lv), i++;
             sp.penalty_last_n = (int32_t)lv;
         } else if (!strcmp(a, "--seed") && v) {
-            char *end;
-            unsigned long long s = strtoull(v, &end, 10);
-            ok = end != v && !*end;
-            sp.seed = s, i++;
+            bool random = false;
+            uint64_t seed = 0;
+            if (!cli_parse_seed(v, &seed, &random)) {
+                fprintf(stderr, "loom run: --seed needs -1 (random) or an integer in [0, 2^64-1], got '%s'\n", v);
+                return 2;
+            }
+            if (!random) sp.seed = seed;
+            i++;
+        } else if (!strcmp(a, "--grammar") && v) {
+            grammar_text = v, i++, n_constraints++;
+        } else if (!strcmp(a, "--grammar-file") && v) {
+            grammar_file = v, i++, n_constraints++;
+        } else if (!strcmp(a, "--json-schema") && v) {
+            schema_arg = v, i++, n_constraints++;
+        } else if (!strcmp(a, "--json")) {
+            json_any = true, n_constraints++;
+        } else if (!strcmp(a, "--no-display-prompt")) {
+            show_prompt = false;
         } else if (a[0] != '-' && !model) {
             model = a;
         } else {
@@ -128,11 +162,71 @@ int loom_cmd_run(int argc, char **argv) {
             return 2;
         }
         if (!ok) {
-            fprintf(stderr, "loom run: bad value for %s: '%s'\n", a, v);
+            fprintf(stderr, "loom run: bad value for %s: '%s' (%s)\n", a, v,
+                    !strcmp(a, "-n") || !strcmp(a, "--n-predict") ? "an integer in [-1, 2^30]"
+                    : !strcmp(a, "--top-k")                       ? "an integer in [0, 2^30]"
+                    : !strcmp(a, "--repeat-last-n")               ? "an integer in [0, 2^20]"
+                                                                  : "a finite number");
             return 2;
         }
     }
     if (!model) model = loom_default_model_path();
+    {
+        /* sampling parameters out of their ranges are bad arguments (exit 2); the
+         * sampler's message names the parameter and its range */
+        loom_error serr = {0};
+        loom_sampler *probe = NULL;
+        if (loom_sampler_new(&sp, 1, &probe, &serr)) {
+            fprintf(stderr, "loom run: %s\n", serr.msg);
+            return 2;
+        }
+        loom_sampler_free(probe);
+    }
+    if (model_opts_finish(&o, "loom run")) return 2;
+    if (n_constraints > 1) {
+        fprintf(stderr, "loom run: use only one of --grammar, --grammar-file, --json-schema, --json\n");
+        return 2;
+    }
+    /* read the grammar / schema before loading the model: a bad file is a usage error */
+    char *gtext = NULL;
+    size_t glen = 0;
+    bool is_schema = schema_arg != NULL;
+    if (grammar_text) {
+        glen = strlen(grammar_text);
+    } else if (grammar_file || schema_arg) {
+        const char *path = grammar_file ? grammar_file : schema_arg;
+        const char *q = path;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+        if (schema_arg && (*q == '{' || *q == '[' || !strcmp(q, "true"))) { /* inline JSON */
+            gtext = strdup(schema_arg);
+            glen = gtext ? strlen(gtext) : 0;
+        } else {
+            char why[512] = "";
+            gtext = cli_read_file(path, LOOM_GRAMMAR_MAX_TEXT, &glen, why, sizeof why);
+            if (!gtext) {
+                fprintf(stderr, "loom run: %s\n", why);
+                return 2;
+            }
+        }
+        if (!gtext) {
+            fprintf(stderr, "loom run: out of memory\n");
+            return 1;
+        }
+    }
+    loom_grammar *grammar = NULL;
+    if (grammar_text || gtext || json_any) {
+        loom_error gerr = {0};
+        loom_status gs;
+        if (json_any) gs = loom_grammar_new_json_object(&grammar, &gerr);
+        else if (is_schema) gs = loom_grammar_new_json_schema(gtext, glen, &grammar, &gerr);
+        else gs = LOOM_OK; /* GBNF: compiled with the model's tokenizer (for <token> references) below */
+        if (gs != LOOM_OK) {
+            fprintf(stderr, "loom run: %s%s: %s\n", is_schema ? "--json-schema " : "", is_schema ? schema_arg : "",
+                    gerr.msg);
+            free(gtext);
+            return gs == LOOM_ERR_NOMEM ? 1 : 2;
+        }
+    }
 
     loom_model_params *p = &o.p;
     p->path = model;
@@ -144,6 +238,8 @@ int loom_cmd_run(int argc, char **argv) {
     loom_error err = {0};
     loom_model *m = NULL;
     loom_sampler *smp = NULL;
+    loom_grammar_vocab *gvocab = NULL;
+    loom_grammar_matcher *matcher = NULL;
     int32_t *toks = NULL;
     char *piece = NULL;
     int rc = 1;
@@ -156,18 +252,27 @@ int loom_cmd_run(int argc, char **argv) {
 
     const loom_tokenizer *tk;
     if (loom_model_tokenizer(m, &tk, &err)) goto fail;
-    int64_t n_tok = 0;
+    if (grammar_text || (gtext && !is_schema)) {
+        loom_error gerr = {0};
+        loom_status gs = loom_grammar_new(grammar_text ? grammar_text : gtext, glen, NULL, tk, &grammar, &gerr);
+        if (gs != LOOM_OK) {
+            fprintf(stderr, "loom run: %s%s%s\n", grammar_file ? grammar_file : "", grammar_file ? ": " : "",
+                    gerr.msg);
+            rc = gs == LOOM_ERR_NOMEM ? 1 : 2;
+            goto done;
+        }
+    }
+    int32_t n_tok = 0;
     size_t plen = strlen(prompt);
-    loom_tokenize(tk, prompt, plen, true, false, NULL, 0, &n_tok);
+    s = loom_tokenize(tk, prompt, plen, true, false, NULL, 0, &n_tok, &err);
+    if (s && s != LOOM_ERR_RANGE) goto fail;
+    loom_error_clear(&err);
     toks = malloc((size_t)(n_tok > 0 ? n_tok : 1) * sizeof *toks + sizeof *toks);
     if (!toks) {
         loom_error_set(&err, LOOM_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (n_tok > 0 && loom_tokenize(tk, prompt, plen, true, false, toks, n_tok, &n_tok)) {
-        loom_error_set(&err, LOOM_ERR_INVALID_ARG, "tokenizing the prompt failed");
-        goto fail;
-    }
+    if (n_tok > 0 && loom_tokenize(tk, prompt, plen, true, false, toks, n_tok, &n_tok, &err)) goto fail;
     if (n_tok == 0) { /* empty prompt: start from BOS (or token 0) */
         int32_t bos = loom_tokenizer_bos(tk);
         toks[0] = bos >= 0 ? bos : 0;
@@ -178,10 +283,7 @@ int loom_cmd_run(int argc, char **argv) {
                        (long long)n_tok, loom_model_n_ctx(m));
         goto fail;
     }
-    if (loom_sampler_new(&sp, loom_model_n_vocab(m), &smp)) {
-        loom_error_set(&err, LOOM_ERR_INVALID_ARG, "bad sampling parameters");
-        goto fail;
-    }
+    if (loom_sampler_new(&sp, loom_model_n_vocab(m), &smp, &err)) goto fail;
     size_t cap = loom_tokenizer_max_piece_len(tk) + 8;
     piece = malloc(cap);
     if (!piece) {
@@ -190,9 +292,18 @@ int loom_cmd_run(int argc, char **argv) {
     }
     loom_detok_stream ds;
     loom_detok_stream_init(&ds, tk, 0);
-    for (int64_t i = 0; i < n_tok; i++) {
-        emit(&ds, toks[i], piece, cap);
-        loom_sampler_accept(smp, toks[i]);
+    for (int32_t i = 0; i < n_tok; i++) {
+        if (show_prompt && !emit(&ds, toks[i], piece, cap, &err)) goto fail;
+        loom_sampler_accept_prompt(smp, toks[i]);
+    }
+    if (!show_prompt) loom_detok_stream_init(&ds, tk, LOOM_DETOK_NO_STRIP); /* generated text as is */
+    if (grammar) {
+        if (loom_grammar_vocab_new(tk, &gvocab, &err) || loom_grammar_matcher_new(grammar, gvocab, NULL, &matcher, &err))
+            goto fail;
+        if (loom_sampler_set_grammar(smp, matcher)) {
+            loom_error_set(&err, LOOM_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
     }
 
     double t1 = now_ms();
@@ -202,19 +313,40 @@ int loom_cmd_run(int argc, char **argv) {
     double t2 = now_ms();
     long n_gen = 0;
     const char *why = NULL;
+    double t_sample = 0; /* sampling (and the grammar) inside the generation time */
     for (;;) {
         if (n_predict >= 0 && n_gen >= n_predict) break;
+        if (matcher && !loom_grammar_matcher_can_continue(matcher)) {
+            why = "grammar complete";
+            break;
+        }
         int32_t next;
-        if (loom_sampler_sample(smp, loom_model_logits(m, -1), &next)) {
-            loom_error_set(&err, LOOM_ERR_INTERNAL, "sampling failed");
+        double ts0 = now_ms();
+        s = loom_sampler_sample(smp, loom_model_logits(m, -1), &next);
+        t_sample += now_ms() - ts0;
+        if (s == LOOM_ERR_NOT_FOUND && matcher) {
+            loom_error_set(&err, LOOM_ERR_UNSUPPORTED, "no token of the vocabulary can continue the grammar");
+            goto fail;
+        } else if (s == LOOM_ERR_INVALID_ARG) {
+            loom_error_set(&err, LOOM_ERR_FORMAT, "position %d: every logit is NaN (nothing to sample; the "
+                           "model's weights or computation produced no numbers)", loom_model_n_past(m));
+            goto fail;
+        } else if (s) {
+            loom_error_set(&err, s, "sampling failed");
             goto fail;
         }
         if (loom_tokenizer_is_eog(tk, next)) {
             why = "end of generation";
             break;
         }
-        loom_sampler_accept(smp, next);
-        emit(&ds, next, piece, cap);
+        ts0 = now_ms();
+        s = loom_sampler_accept(smp, next);
+        t_sample += now_ms() - ts0;
+        if (s) {
+            loom_error_set(&err, s, "%s", matcher ? loom_grammar_matcher_last_error(matcher) : "accept failed");
+            goto fail;
+        }
+        if (!emit(&ds, next, piece, cap, &err)) goto fail;
         n_gen++;
         if (n_predict >= 0 && n_gen >= n_predict) break;
         s = loom_model_eval(m, &next, 1, false, &err);
@@ -229,7 +361,12 @@ int loom_cmd_run(int argc, char **argv) {
     size_t nf = 0;
     if (loom_detok_stream_flush(&ds, piece, cap, &nf) == LOOM_OK && nf) fwrite(piece, 1, nf, stdout);
     fputc('\n', stdout);
-    fflush(stdout);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        loom_error_set(&err, LOOM_ERR_IO, "writing the text to standard output failed: %s",
+                       errno ? strerror(errno) : "write error");
+        goto fail;
+    }
     if (why) fprintf(stderr, "[stopped: %s]\n", why);
     fprintf(stderr, "load: %.1f ms\n", t_load);
     fprintf(stderr, "prompt: %lld tokens in %.1f ms (%.1f tok/s)\n", (long long)n_tok, t_prompt,
@@ -237,6 +374,8 @@ int loom_cmd_run(int argc, char **argv) {
     /* generation time covers n_gen - 1 decode steps after the prompt's logits */
     fprintf(stderr, "generation: %ld tokens in %.1f ms (%.1f tok/s)\n", n_gen, t_gen,
             t_gen > 0 ? n_gen * 1e3 / t_gen : 0.0);
+    fprintf(stderr, "sampling: %.1f ms (%.3f ms per token)%s\n", t_sample, n_gen > 0 ? t_sample / (double)n_gen : 0.0,
+            matcher ? ", grammar included" : "");
     rc = 0;
     goto done;
 fail:
@@ -246,6 +385,10 @@ done:
     free(piece);
     free(toks);
     loom_sampler_free(smp);
+    loom_grammar_matcher_free(matcher);
+    loom_grammar_vocab_free(gvocab);
+    loom_grammar_free(grammar);
+    free(gtext);
     loom_model_close(m);
     return rc;
 }

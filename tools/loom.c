@@ -3,6 +3,7 @@
 #include <string.h>
 #include <stdlib.h>
 
+#include "cli_util.h"
 #include "commands.h"
 
 #ifndef LOOM_DEFAULT_MODEL
@@ -16,6 +17,7 @@ const char *loom_default_model_path(void) {
 }
 
 static void usage(FILE *f) {
+    /* exit statuses, uniform over every command (README "CLI") */
     fprintf(f,
             "usage: loom <command> [options]\n"
             "commands:\n"
@@ -26,6 +28,11 @@ static void usage(FILE *f) {
             "  plan MODEL.gguf [--gpu-layers N ...]   placement and memory plan (dry run)\n"
             "  gen -o OUT.gguf [...]               write a synthetic llama model\n"
             "  bench [kernels | MODEL.gguf] [...]  measure speed\n"
+#ifdef LOOM_HAVE_SERVER
+            "  serve [--host H] [--port N] [--models DIR] [...]   Ollama and OpenAI HTTP APIs\n"
+            "  chat MODEL [--system TEXT] [...]   interactive chat (one answer when stdin is not a terminal)\n"
+#endif
+            "  template (MODEL.gguf | FILE.jinja) --messages FILE.json   render a chat template\n"
             "Run `loom <command> --help` for a command's options.\n");
 }
 
@@ -39,9 +46,15 @@ int main(int argc, char **argv) {
         {"run", loom_cmd_run},         {"eval", loom_cmd_eval}, {"tokenize", loom_cmd_tokenize},
         {"info", loom_cmd_info},       {"plan", loom_cmd_plan}, {"gen", loom_cmd_gen},
         {"bench", loom_cmd_bench},
+#ifdef LOOM_HAVE_SERVER
+        {"serve", loom_cmd_serve},     {"chat", loom_cmd_chat},
+#endif
+#ifdef LOOM_HAVE_TEMPLATE
+        {"template", loom_cmd_template},
+#endif
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+        if (!strcmp(cmd, cmds[i].name)) return cli_close_stdout(cmd, cmds[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "loom: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

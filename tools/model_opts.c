@@ -11,6 +11,8 @@
 void model_opts_init(model_opts *o) {
     memset(o, 0, sizeof *o);
     o->p = loom_model_default_params();
+    cli_vk_env(&o->p.vk_devices, &o->p.vk_flags);
+    o->p.vk_loader = cli_vk_loader();
 }
 
 static bool parse_int(const char *s, long lo, long hi, int *out) {
@@ -51,6 +53,8 @@ const char *model_opts_help(void) {
            "  -b, --batch-size N     tokens per graph (default 512)\n"
            "  --gpu-layers N         trailing layers on accelerators (N > layers: output too)\n"
            "  --sim-devices SPEC     simulated accelerators, e.g. gpu0=1GiB,gpu1=512MiB\n"
+           "  --vk-devices LIST      Vulkan devices: all, none or indices (default: GPUs;\n"
+           "                         also LOOM_VK_DEVICES)\n"
            "  --tensor-split a,b     proportions per accelerator\n"
            "  --flash-attn           use flash attention\n"
            "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: --flash-attn)\n"
@@ -69,28 +73,34 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
         }                                                                            \
         (*i)++;                                                                      \
     } while (0)
+#define INT_OPT(lo, hi, dst)                                                                     \
+    do {                                                                                         \
+        NEED_VAL();                                                                              \
+        if (!parse_int(val, lo, hi, dst)) {                                                      \
+            fprintf(stderr, "%s: %s needs an integer in [%ld, %ld], got '%s'\n", prog, a, (long)(lo), \
+                    (long)(hi), val);                                                            \
+            return -1;                                                                           \
+        }                                                                                        \
+    } while (0)
     if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        NEED_VAL();
-        if (!parse_int(val, 0, 1024, &o->p.n_threads)) goto bad;
+        INT_OPT(0, 1024, &o->p.n_threads);
         return 1;
     }
     if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--ctx")) {
-        NEED_VAL();
-        if (!parse_int(val, 1, 1 << 24, &o->p.n_ctx)) goto bad;
+        INT_OPT(1, 1 << 24, &o->p.n_ctx);
         o->ctx_set = true;
         return 1;
     }
     if (!strcmp(a, "-b") || !strcmp(a, "--batch-size") || !strcmp(a, "--batch")) {
-        NEED_VAL();
-        if (!parse_int(val, 1, 1 << 20, &o->p.n_batch)) goto bad;
+        INT_OPT(1, 1 << 20, &o->p.n_batch);
         o->batch_set = true;
         return 1;
     }
     if (!strcmp(a, "--gpu-layers") || !strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
-        NEED_VAL();
-        if (!parse_int(val, -1, 1 << 20, &o->p.n_gpu_layers)) goto bad;
+        INT_OPT(-1, 1 << 20, &o->p.n_gpu_layers);
         return 1;
     }
+#undef INT_OPT
     if (!strcmp(a, "--sim-devices")) {
         NEED_VAL();
         loom_error err = {0};
@@ -99,23 +109,23 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
             fprintf(stderr, "%s: --sim-devices: %s\n", prog, err.msg);
             return -1;
         }
-        o->p.sim_devices = o->sim;
+        o->p.sim_devices = n ? o->sim : NULL;
         o->p.n_sim_devices = n;
+        o->sim_set = true;
+        return 1;
+    }
+    if (!strcmp(a, "--vk-devices")) {
+        NEED_VAL();
+        o->p.vk_devices = val;
         return 1;
     }
     if (!strcmp(a, "--tensor-split") || !strcmp(a, "-ts")) {
         NEED_VAL();
+        loom_error err = {0};
         int n = 0;
-        const char *p = val;
-        while (*p) {
-            if (n >= MODEL_OPTS_MAX_SPLIT) goto bad;
-            char *end;
-            float f = strtof(p, &end);
-            if (end == p || !(f >= 0)) goto bad;
-            o->split[n++] = f;
-            if (*end == ',' || *end == '/') end++;
-            else if (*end) goto bad;
-            p = end;
+        if (loom_tensor_split_parse(val, o->split, MODEL_OPTS_MAX_SPLIT, &n, &err)) {
+            fprintf(stderr, "%s: %s\n", prog, err.msg);
+            return -1;
         }
         o->p.tensor_split = o->split;
         o->p.n_tensor_split = n;
@@ -145,8 +155,33 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
         return 1;
     }
     return 0;
-bad:
-    fprintf(stderr, "%s: bad value for %s: '%s'\n", prog, a, val ? val : "");
-    return -1;
 #undef NEED_VAL
+}
+
+int cli_env_sim_devices(loom_sim_device *sims, int max, int *n, const char *prog) {
+    *n = 0;
+    const char *env = getenv("LOOM_SIM_DEVICES");
+    if (!env || !*env) return 0;
+    loom_error err = {0};
+    if (loom_sim_devices_parse(env, sims, max, n, &err)) {
+        fprintf(stderr, "%s: LOOM_SIM_DEVICES: %s\n", prog, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+bool cli_env_no_repack(void) {
+    const char *env = getenv("LOOM_REPACK");
+    return env && !strcmp(env, "0");
+}
+
+int model_opts_finish(model_opts *o, const char *prog) {
+    if (!o->sim_set) {
+        int n = 0;
+        if (cli_env_sim_devices(o->sim, MODEL_OPTS_MAX_SIM, &n, prog)) return -1;
+        o->p.sim_devices = n ? o->sim : NULL;
+        o->p.n_sim_devices = n;
+    }
+    if (cli_env_no_repack()) o->p.no_repack = true;
+    return 0;
 }

@@ -2,6 +2,7 @@
  * weight buffers (contract §3). */
 #include "backend/backend_internal.h"
 #include "backend/placement.h"
+#include "backend/vulkan/vk.h"
 #include "cpu/kernels.h"
 #include "quant/alloc.h"
 #include "quant/repack.h"
@@ -253,8 +254,6 @@ static loom_status classify_all(loom_backend *be, loom_error *err) {
 /* Which CPU weights are stored repacked (params.repack_filter; see loom_backend.h). */
 static void choose_repack(loom_backend *be, const loom_backend_params *p) {
     if (!p->repack_filter) return;
-    const char *env = getenv("LOOM_REPACK");
-    if (env && !strcmp(env, "0")) return;
     const loom_kernels *kt = loom_kernels_get();
     for (int64_t i = 0; i < be->n_w; i++) {
         be_weight *w = &be->w[i];
@@ -279,8 +278,23 @@ static loom_status alloc_weights(loom_backend *be, loom_error *err) {
             w->mapped = true;
             continue;
         }
-        w->offset = be->wbuf_size[w->dev];
-        be->wbuf_size[w->dev] += be_round_up(w->nbytes, LOOM_WEIGHT_ALIGN);
+        uint64_t off = be->wbuf_size[w->dev], sz = be_round_up(w->nbytes, LOOM_WEIGHT_ALIGN);
+        const uint64_t chunk = be->devices[w->dev].chunk;
+        if (chunk && w->nbytes > chunk)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "tensor '%s' (%llu bytes) exceeds the largest allocation of device %s (%llu bytes)",
+                                  w->name, (unsigned long long)w->nbytes, be->devices[w->dev].name,
+                                  (unsigned long long)chunk);
+        if (chunk && off / chunk != (off + w->nbytes - 1) / chunk) {
+            /* a tensor never crosses a device memory piece: start it at the next one and
+             * account the gap to its layer, in the plan and in the real layout alike */
+            uint64_t next = (off / chunk + 1) * chunk;
+            if (w->layer < 0) be->mem.input_weights.size += next - off;
+            else be->mem.devices[w->dev].weights[w->layer].size += next - off;
+            off = next;
+        }
+        w->offset = off;
+        be->wbuf_size[w->dev] = off + sz;
     }
     loom_status first = LOOM_OK;
     for (int d = 0; d < be->n_devices; d++) {
@@ -308,6 +322,7 @@ static loom_status alloc_weights(loom_backend *be, loom_error *err) {
         be_weight *w = &be->w[i];
         w->t.data = w->mapped ? (void *)loom_gguf_tensor_data(be->gguf, w->file_index)
                               : (char *)be->wbuf[w->dev] + w->offset;
+        if (!loom_device_is_host(&be->devices[w->dev])) w->t.flags |= LOOM_TF_DEVMEM;
     }
     return LOOM_OK;
 }
@@ -315,19 +330,11 @@ static loom_status alloc_weights(loom_backend *be, loom_error *err) {
 static loom_status setup_devices(loom_backend *be, const loom_backend_params *p, loom_error *err) {
     loom_device_init_cpu(&be->devices[0]);
     be->n_devices = 1;
-    loom_sim_device env_devs[LOOM_BE_MAX_SIM];
+    /* Only what the caller passes: the library reads no environment (the CLI maps
+     * LOOM_SIM_DEVICES onto these parameters). */
     const loom_sim_device *sims = p->sim_devices;
     int n_sims = p->sim_devices ? p->n_sim_devices : 0;
     if (n_sims < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "n_sim_devices < 0");
-    if (!sims || n_sims == 0) {
-        const char *env = getenv("LOOM_SIM_DEVICES");
-        n_sims = 0;
-        if (env && *env) {
-            loom_status s = loom_sim_devices_parse(env, env_devs, LOOM_BE_MAX_SIM, &n_sims, err);
-            if (s) return s;
-            sims = env_devs;
-        }
-    }
     if (n_sims > LOOM_BE_MAX_SIM)
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "at most %d simulated devices", LOOM_BE_MAX_SIM);
     for (int i = 0; i < n_sims; i++) {
@@ -335,6 +342,20 @@ static loom_status setup_devices(loom_backend *be, const loom_backend_params *p,
             !strcmp(sims[i].name, "CPU"))
             return loom_error_set(err, LOOM_ERR_INVALID_ARG, "simulated device %d: bad name", i);
         loom_device_init_sim(&be->devices[be->n_devices++], &sims[i]);
+    }
+    /* Vulkan devices after the simulated ones, opened only when layers are offloaded
+     * (instance creation loads the drivers: tens of ms and MBs a CPU-only run does not
+     * need) */
+    loom_vk_filter flt;
+    loom_status s = loom_vk_filter_parse(p->vk_devices, &flt, err);
+    if (s) return s;
+    if (p->n_gpu_layers > 0) s = loom_vk_open(p, &be->vk, be->vk_note, sizeof be->vk_note, err);
+    else snprintf(be->vk_note, sizeof be->vk_note, "no layers offloaded (n_gpu_layers 0)");
+    if (s) return s;
+    for (int j = 0; j < loom_vk_device_count(be->vk); j++) {
+        if (be->n_devices >= LOOM_BE_MAX_DEVICES)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "at most %d accelerators", LOOM_BE_MAX_DEVICES - 1);
+        loom_device_init_vk(&be->devices[be->n_devices++], loom_vk_device(be->vk, j), j);
     }
     return LOOM_OK;
 }
@@ -367,12 +388,17 @@ static loom_status read_block_count(loom_backend *be, loom_error *err) {
 loom_status loom_backend_open(const char *path, const loom_backend_params *params,
                               loom_backend **out, loom_error *err) {
     if (out) *out = NULL;
+    if (params && params->nomem_report) memset(params->nomem_report, 0, sizeof *params->nomem_report);
     if (!path || !out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "backend open: NULL argument");
     loom_backend_params p = params ? *params : loom_backend_default_params();
     if (p.n_threads < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "n_threads < 0");
     if (p.max_nodes < 0) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "max_nodes < 0");
     if (p.n_tensor_split < 0 || (p.n_tensor_split > 0 && !p.tensor_split))
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor_split: bad count");
+    if (p.n_tensor_split > 0) {
+        loom_status ss = loom_tensor_split_check(p.tensor_split, p.n_tensor_split, err);
+        if (ss) return ss;
+    }
 
     loom_backend *be = loom_calloc(1, sizeof *be);
     if (!be) return loom_error_set(err, LOOM_ERR_NOMEM, "backend open: out of memory");
@@ -446,10 +472,10 @@ loom_status loom_backend_open(const char *path, const loom_backend_params *param
     if (s) goto fail;
     choose_repack(be, &p);
     s = alloc_weights(be, err);
-    if (s == LOOM_ERR_NOMEM) {
-        be->failed = true;
-        *out = be; /* readable report; close it */
-        return s;
+    if (s == LOOM_ERR_NOMEM && p.nomem_report) {
+        /* the attempted sizes and Failed statuses for the caller to re-plan with */
+        if (loom_backend_memory_get(be, p.nomem_report) != LOOM_OK)
+            memset(p.nomem_report, 0, sizeof *p.nomem_report);
     }
     if (s) goto fail;
     *out = be;
@@ -464,6 +490,7 @@ void loom_backend_close(loom_backend *be) {
     be_sched_free(be);
     for (int d = 0; d < be->n_devices; d++)
         loom_device_free(&be->devices[d], be->wbuf[d], (size_t)be->wbuf_size[d]);
+    loom_vk_close(be->vk);
     loom_backend_memory_free(&be->mem);
     loom_free(be->w);
     loom_free(be->hash);
@@ -514,4 +541,44 @@ loom_cache_config loom_backend_cache_config(const loom_backend *be) {
         c.mask_batch_padding = 1;
     }
     return c;
+}
+
+int64_t loom_backend_vk_reports(const loom_backend *be) { return be ? loom_vk_reports(be->vk) : 0; }
+
+/* ---------------------------------------------------------------- device listing */
+
+loom_status loom_devices_list(const loom_backend_params *params, loom_device_info *out, int max, int *n_out,
+                              loom_error *err) {
+    if (n_out) *n_out = 0;
+    if (!out || !n_out || max < 1) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "devices list: bad arguments");
+    loom_backend_params p = params ? *params : loom_backend_default_params();
+    int n = 0;
+    loom_device_info *c = &out[n++];
+    memset(c, 0, sizeof *c);
+    loom_device cpu;
+    loom_device_init_cpu(&cpu);
+    snprintf(c->name, sizeof c->name, "CPU");
+    snprintf(c->type, sizeof c->type, "cpu");
+    c->kind = LOOM_DEVICE_CPU;
+    c->vk_index = -1;
+    c->used = true;
+    c->total_bytes = cpu.total_bytes;
+    c->free_bytes = cpu.free_at_open;
+    snprintf(c->note, sizeof c->note, "%d threads", loom_host_cpu_count());
+    for (int i = 0; p.sim_devices && i < p.n_sim_devices && n < max; i++) {
+        loom_device_info *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%.31s", p.sim_devices[i].name);
+        snprintf(o->id, sizeof o->id, "SIM-%.31s", p.sim_devices[i].name);
+        snprintf(o->type, sizeof o->type, "simulated");
+        o->kind = LOOM_DEVICE_GPU;
+        o->vk_index = -1;
+        o->used = true;
+        o->total_bytes = o->free_bytes = p.sim_devices[i].memory_bytes;
+    }
+    char note[160] = "";
+    loom_status s = loom_vk_list(&p, out, max, &n, note, sizeof note, err);
+    if (note[0]) snprintf(c->note, sizeof c->note, "%d threads; Vulkan: %.120s", loom_host_cpu_count(), note);
+    *n_out = n;
+    return s;
 }

@@ -57,6 +57,9 @@ struct loom_backend {
     loom_backend_memory mem;        /* the live report */
     atomic_int cancel;
 
+    struct loom_vk *vk;             /* Vulkan instance + devices (devices[1 + n_sim + j]) */
+    char vk_note[160];              /* why there is no Vulkan device, if none */
+
     /* scheduler state (sched.c) */
     void *sched;
 };

@@ -1,5 +1,6 @@
 /* Devices: the CPU and simulated accelerators, with accounted allocations. */
 #include "backend/device.h"
+#include "backend/vulkan/vk.h"
 #include "quant/alloc.h"
 
 #include <ctype.h>
@@ -76,6 +77,21 @@ void loom_device_init_sim(loom_device *d, const loom_sim_device *sim) {
     atomic_init(&d->peak, 0);
 }
 
+void loom_device_init_vk(loom_device *d, struct loom_vk_dev *vk, int index) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "Vulkan%d", index);
+    snprintf(d->id, sizeof d->id, "%s", loom_vk_dev_uuid(vk));
+    d->kind = LOOM_DEVICE_GPU;
+    d->simulated = false;
+    d->vk = vk;
+    d->capacity = loom_vk_dev_total(vk);
+    d->total_bytes = loom_vk_dev_total(vk);
+    d->free_at_open = loom_vk_dev_free(vk);
+    d->chunk = loom_vk_dev_chunk(vk);
+    atomic_init(&d->used, 0);
+    atomic_init(&d->peak, 0);
+}
+
 /* Big buffers: anonymous mappings (from 4 MiB: 2 MiB aligned, huge pages asked for).
  * Their pages are zero until written and only become resident when touched, so a
  * zero-initialised buffer (the KV cache) costs nothing at allocation time. Counted in
@@ -121,9 +137,26 @@ static void huge_free(void *p, size_t size) {
 
 bool loom_device_alloc_zeroed(size_t size) { return LOOM_DEVICE_MMAP && size >= LOOM_DEVICE_MAP_MIN; }
 
+static void *vk_alloc_counted(loom_device *d, size_t size) {
+    uint64_t cur = atomic_load(&d->used);
+    for (;;) {
+        if ((uint64_t)size > d->capacity || cur > d->capacity - (uint64_t)size) return NULL;
+        if (atomic_compare_exchange_weak(&d->used, &cur, cur + (uint64_t)size)) break;
+    }
+    void *p = loom_vk_alloc(d->vk, size);
+    if (!p) {
+        atomic_fetch_sub(&d->used, (uint64_t)size);
+        return NULL;
+    }
+    uint64_t now = cur + size, pk = atomic_load(&d->peak);
+    while (now > pk && !atomic_compare_exchange_weak(&d->peak, &pk, now)) {}
+    return p;
+}
+
 void *loom_device_alloc(loom_device *d, size_t size) {
     if (!d || size == 0) return NULL;
     if (size > SIZE_MAX - LOOM_DEVICE_ALIGN) return NULL;
+    if (d->vk) return vk_alloc_counted(d, size);
     /* reserve the bytes first so concurrent allocations cannot overshoot */
     uint64_t cur = atomic_load(&d->used);
     for (;;) {
@@ -147,22 +180,57 @@ void *loom_device_alloc(loom_device *d, size_t size) {
 
 void loom_device_free(loom_device *d, void *p, size_t size) {
     if (!p) return;
+    if (d && d->vk) {
+        loom_vk_free(d->vk, p);
+        atomic_fetch_sub(&d->used, (uint64_t)size);
+        return;
+    }
     if (size >= LOOM_DEVICE_MAP_MIN) huge_free(p, size);
     else loom_free(p);
     if (d) atomic_fetch_sub(&d->used, (uint64_t)size);
 }
 
-void loom_device_copy_in(loom_device *d, void *dst, const void *src, size_t n) {
-    (void)d;
-    if (n) memcpy(dst, src, n);
+loom_status loom_device_copy_in(loom_device *d, void *dst, const void *src, size_t n) {
+    if (!n) return LOOM_OK;
+    if (d && d->vk) return loom_vk_write(d->vk, dst, src, n);
+    memcpy(dst, src, n);
+    return LOOM_OK;
 }
 
-void loom_device_copy_out(loom_device *d, void *dst, const void *src, size_t n) {
-    (void)d;
-    if (n) memcpy(dst, src, n);
+loom_status loom_device_copy_out(loom_device *d, void *dst, const void *src, size_t n) {
+    if (!n) return LOOM_OK;
+    if (d && d->vk) return loom_vk_read(d->vk, dst, src, n);
+    memcpy(dst, src, n);
+    return LOOM_OK;
+}
+
+loom_status loom_device_copy(loom_device *dd, void *dst, loom_device *sd, const void *src, size_t n, void *bounce) {
+    if (!n) return LOOM_OK;
+    const bool dh = !dd || !dd->vk, sh = !sd || !sd->vk;
+    if (dh && sh) {
+        memcpy(dst, src, n);
+        return LOOM_OK;
+    }
+    if (sh) return loom_vk_write(dd->vk, dst, src, n);
+    if (dh) return loom_vk_read(sd->vk, dst, src, n);
+    if (!bounce) return LOOM_ERR_INVALID_ARG;
+    loom_status st = loom_vk_read(sd->vk, bounce, src, n);
+    return st ? st : loom_vk_write(dd->vk, dst, bounce, n);
+}
+
+loom_status loom_device_fill_zero(loom_device *d, void *dst, size_t n) {
+    if (!n) return LOOM_OK;
+    if (d && d->vk) return loom_vk_fill_zero(d->vk, dst, n);
+    memset(dst, 0, n);
+    return LOOM_OK;
 }
 
 uint64_t loom_device_free_now(const loom_device *d) {
+    if (d->vk) {
+        uint64_t f = loom_vk_dev_free(d->vk), u = atomic_load(&((loom_device *)d)->used);
+        uint64_t cap = u >= d->capacity ? 0 : d->capacity - u;
+        return f < cap ? f : cap;
+    }
     if (!d->simulated) return loom_host_available_bytes();
     uint64_t u = atomic_load(&((loom_device *)d)->used);
     return u >= d->capacity ? 0 : d->capacity - u;
@@ -245,5 +313,50 @@ loom_status loom_sim_devices_parse(const char *spec, loom_sim_device *out, int m
         if (*p == '\0') break; /* trailing comma tolerated */
     }
     *n_out = n;
+    return LOOM_OK;
+}
+
+/* ---------------------------------------------------------------- Vulkan device filter */
+
+loom_status loom_vk_filter_parse(const char *s, loom_vk_filter *f, loom_error *err) {
+    memset(f, 0, sizeof *f);
+    if (!s) return LOOM_OK;
+    while (*s == ' ') s++;
+    if (!*s) return LOOM_OK;
+    if (!strcmp(s, "all")) {
+        f->mode = 1;
+        return LOOM_OK;
+    }
+    if (!strcmp(s, "none") || !strcmp(s, "off")) {
+        f->mode = 2;
+        return LOOM_OK;
+    }
+    f->mode = 3;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ') p++;
+        if (!isdigit((unsigned char)*p))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "Vulkan devices '%.60s': expected all, none or a list of indices", s);
+        long v = 0;
+        while (isdigit((unsigned char)*p)) {
+            v = v * 10 + (*p++ - '0');
+            if (v > 1000)
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG, "Vulkan devices '%.60s': index too large", s);
+        }
+        if (f->n >= LOOM_VK_MAX_LISTED)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "Vulkan devices '%.60s': at most %d", s,
+                                  LOOM_VK_MAX_LISTED);
+        for (int i = 0; i < f->n; i++)
+            if (f->idx[i] == (int)v)
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG, "Vulkan devices '%.60s': index %ld twice", s, v);
+        f->idx[f->n++] = (int)v;
+        while (*p == ' ') p++;
+        if (!*p) break;
+        if (*p != ',')
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "Vulkan devices '%.60s': expected all, none or a list of indices", s);
+        p++;
+    }
     return LOOM_OK;
 }

@@ -2,6 +2,7 @@
  * targets, with progress, cancellation and I/O errors (contract §4). */
 #include "backend/backend_internal.h"
 #include "backend/fault.h"
+#include "backend/vulkan/vk.h"
 #include "quant/alloc.h"
 #include "quant/repack.h"
 
@@ -88,7 +89,31 @@ static bool repack_weight(load_job *j, be_weight *w) {
     return true;
 }
 
-static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
+/* One worker's staged uploads to Vulkan devices (created on first use). */
+typedef struct worker_up {
+    loom_vk_uploader *up[LOOM_BE_MAX_DEVICES];
+} worker_up;
+
+/* Copy a chunk into a weight on device dev; false (job failed) on an error. */
+static bool put_chunk(load_job *j, worker_up *wu, be_weight *w, uint64_t off, const void *src, size_t n) {
+    loom_device *dv = &j->be->devices[w->dev];
+    loom_status st = LOOM_OK;
+    if (loom_device_is_host(dv)) {
+        memcpy((char *)w->t.data + off, src, n);
+        return true;
+    }
+    if (!wu->up[w->dev]) st = loom_vk_uploader_new(dv->vk, &wu->up[w->dev]);
+    if (!st) st = loom_vk_upload(wu->up[w->dev], (char *)w->t.data + off, src, n);
+    if (st) {
+        char msg[LOOM_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "tensor '%s': upload to %s failed (%s)", w->name, dv->name, loom_status_name(st));
+        job_fail(j, st, msg);
+        return false;
+    }
+    return true;
+}
+
+static void load_tensor(load_job *j, worker_up *wu, int fd, unsigned char *buf, int64_t f) {
     loom_backend *be = j->be;
     const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, f);
     int64_t t0 = be->tgt_start[f], t1 = be->tgt_start[f + 1];
@@ -122,8 +147,7 @@ static void load_tensor(load_job *j, int fd, unsigned char *buf, int64_t f) {
             }
             for (int64_t k = t0; k < t1 && !direct; k++) {
                 be_weight *w = &be->w[be->tgt[k]];
-                if (!w->mapped)
-                    loom_device_copy_in(&be->devices[w->dev], (char *)w->t.data + off, buf, n);
+                if (!w->mapped && !put_chunk(j, wu, w, off, buf, n)) return;
             }
         } else {
             /* mapped: fault the pages in now so compute does not pay for them; one
@@ -163,11 +187,23 @@ static void *load_worker(void *arg) {
                  fd < 0 ? strerror(errno) : "out of memory");
         job_fail(j, fd < 0 ? LOOM_ERR_IO : LOOM_ERR_NOMEM, msg);
     } else {
+        worker_up wu;
+        memset(&wu, 0, sizeof wu);
         for (;;) {
             if (should_stop(j)) break;
             long f = atomic_fetch_add(&j->next, 1);
             if (f >= j->be->n_file) break;
-            load_tensor(j, fd, buf, f);
+            load_tensor(j, &wu, fd, buf, f);
+        }
+        /* submit what is staged (dropped when the load stopped) */
+        for (int d = 0; d < LOOM_BE_MAX_DEVICES; d++) {
+            if (!wu.up[d]) continue;
+            loom_status st = loom_vk_uploader_done(wu.up[d], !should_stop(j));
+            if (st) {
+                char msg[LOOM_ERROR_MSG_MAX];
+                snprintf(msg, sizeof msg, "upload to %s failed (%s)", j->be->devices[d].name, loom_status_name(st));
+                job_fail(j, st, msg);
+            }
         }
     }
     loom_free(buf);

@@ -1,7 +1,11 @@
 /* Splits, layer placement and tensor classification (contract §3.2-§3.4). */
 #include "backend/placement.h"
+#include "loom_backend.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 loom_status loom_place_splits(const float *tensor_split, int n_split, const uint64_t *free_mem,
@@ -89,4 +93,72 @@ loom_place_rule loom_place_classify(const char *name, int64_t *layer) {
     }
     *layer = v;
     return LOOM_RULE_LAYER;
+}
+
+/* ------------------------------------------------------------ tensor split values */
+
+loom_status loom_tensor_split_check(const float *split, int n, loom_error *err) {
+    if (n <= 0 || !split) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split: no proportions given");
+    if (n > LOOM_TENSOR_SPLIT_MAX)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split: %d proportions (at most %d)", n,
+                              LOOM_TENSOR_SPLIT_MAX);
+    bool any = false;
+    float sum = 0;
+    for (int i = 0; i < n; i++) {
+        float v = split[i];
+        if (!isfinite(v))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "tensor split: proportion %d is %s (must be a finite number >= 0)", i + 1,
+                                  isnan(v) ? "NaN" : "infinite");
+        if (v < 0)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "tensor split: proportion %d is %g (must be a finite number >= 0)", i + 1,
+                                  (double)v);
+        if (v > 0) any = true;
+        sum += v; /* the float32 prefix sum of contract section 3.2 */
+        if (!isfinite(sum))
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "tensor split: the proportions overflow (their float32 sum is infinite at "
+                                  "proportion %d); use smaller numbers, only the ratios matter",
+                                  i + 1);
+    }
+    if (!any)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "tensor split: all %d proportions are zero (give none to split by free memory)", n);
+    return LOOM_OK;
+}
+
+loom_status loom_tensor_split_parse(const char *spec, float *out, int max, int *n_out, loom_error *err) {
+    if (n_out) *n_out = 0;
+    if (!spec || !out || !n_out || max <= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split: NULL argument");
+    int n = 0;
+    const char *p = spec;
+    if (!*p) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split: empty list");
+    for (;;) {
+        const char *start = p;
+        while (*p && *p != ',' && *p != '/') p++;
+        size_t len = (size_t)(p - start);
+        char tok[64];
+        if (len == 0 || len >= sizeof tok)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split '%s': proportion %d is %s", spec,
+                                  n + 1, len ? "too long" : "empty");
+        memcpy(tok, start, len);
+        tok[len] = 0;
+        char *end = NULL;
+        double v = strtod(tok, &end);
+        if (end == tok || *end)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split '%s': '%s' is not a number", spec, tok);
+        if (n >= max)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "tensor split '%s': more than %d proportions", spec,
+                                  max);
+        /* a value beyond float's range becomes infinite and is refused by the check */
+        out[n++] = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
+        if (!*p) break;
+        p++;
+    }
+    loom_status s = loom_tensor_split_check(out, n, err);
+    if (s) return s;
+    *n_out = n;
+    return LOOM_OK;
 }

@@ -12,11 +12,18 @@
  * Device assignment: a view (or in-place node) lives with its base; an op with a
  * weight operand runs on the (first) weight's device (CPU weights are never
  * moved); otherwise it follows its first input's device; an op without inputs
- * runs on the CPU.
+ * runs on the CPU. A node a Vulkan device cannot run (loom_vk_supports) goes to
+ * the CPU instead, its inputs and consumers copied at the boundary.
+ * Vulkan runs (backend/vulkan/vk.h): the run's inputs from other devices are
+ * uploads recorded at the start of its one command buffer, the outputs of the
+ * compute that live on the device are downloads recorded at the end of the
+ * device's last run (into a host area, so they stay readable like CPU outputs);
+ * inputs a CPU run needs from a Vulkan device are read synchronously.
  * Compute buffers (one per device, grow-only) and the thread pool belong to the
  * backend, so outputs stay readable until the next compute/reserve on it.
  */
 #include "backend/backend_internal.h"
+#include "backend/vulkan/vk.h"
 #include "core/ctx.h"
 #include "cpu/exec.h"
 #include "quant/alloc.h"
@@ -66,6 +73,12 @@ typedef struct be_sched {
     sched_run *runs;
     int64_t n_runs, cap_runs;
     loom_plan_scratch plan_scratch; /* liveness planner scratch (grow-only) */
+    loom_vk_xfer *xf;               /* uploads/downloads of a Vulkan run (grow-only) */
+    int64_t cap_xf;
+    char *host;                     /* bounce copies between Vulkan devices + output copies */
+    size_t host_size;
+    size_t *out_offs;               /* per output: offset in host (SIZE_MAX = on a host device) */
+    int cap_out;
     /* The graph the current plan (runs, copies, offsets, buffer sizes) is for: its
      * graph_gen and a hash of the outputs (which the planner keeps alive); 0 = none.
      * A graph computed again unchanged (a reused decode graph) skips planning. */
@@ -115,6 +128,9 @@ void be_sched_free(loom_backend *be) {
     loom_free(s->subst);
     loom_free(s->runs);
     loom_free(s->plan_scratch.ptr);
+    loom_free(s->xf);
+    loom_free(s->host);
+    loom_free(s->out_offs);
     loom_free(s);
     be->sched = NULL;
 }
@@ -167,7 +183,20 @@ static loom_status bc_alloc(void *impl, loom_ctx *cctx, loom_tensor *t, bool zer
     /* fresh mappings read as zeros; layer tensors (the KV cache) are written anyway, so
      * their pages are faulted in here rather than by decode steps (about 5 first-touch
      * faults per token on the 1.1B test model otherwise) */
-    if (zero && (layer >= 0 || !loom_device_alloc_zeroed(sz))) memset(p, 0, n);
+    if (!loom_device_is_host(&be->devices[dev])) {
+        t->flags |= LOOM_TF_DEVMEM;
+        if (zero) {
+            loom_status zs = loom_device_fill_zero(&be->devices[dev], p, n);
+            if (zs) {
+                loom_device_free(&be->devices[dev], p, sz);
+                loom_ctx_set_error(cctx, zs, "device %s: cannot clear %zu bytes for layer %d",
+                                   be->devices[dev].name, n, layer);
+                return zs;
+            }
+        }
+    } else if (zero && (layer >= 0 || !loom_device_alloc_zeroed(sz))) {
+        memset(p, 0, n);
+    }
     c->allocs[c->n_allocs++] = (be_alloc){p, sz, dev};
     if (c->n_allocs - 1 != c->n_live) { /* keep the live blocks first */
         be_alloc tmp = c->allocs[c->n_allocs - 1];
@@ -247,6 +276,9 @@ static void assign_devices(loom_backend *be, loom_graph *g) {
                 if (t->src[k]) dev = base_dev(g, loom_tensor_base(t->src[k]));
         }
         if (dev < 0 || dev >= be->n_devices) dev = 0;
+        /* what the Vulkan device cannot run goes to the CPU (not in-place nodes: they
+         * write into the device's memory; sched_plan reports them) */
+        if (dev > 0 && !t->view_src && be->devices[dev].vk && !loom_vk_supports(be->devices[dev].vk, t)) dev = 0;
         t->sched_dev = dev;
     }
 }
@@ -267,6 +299,13 @@ static loom_status sched_plan(loom_backend *be, loom_ctx *r) {
     s->n_runs = s->n_copies = 0;
     for (int64_t i = 0; i < n; i++) {
         loom_tensor *t = g->nodes[i];
+        const loom_device *td = &be->devices[t->sched_dev];
+        if (td->vk && t->op != LOOM_OP_VIEW && !loom_vk_supports(td->vk, t)) {
+            char dsc[128];
+            loom_ctx_set_error(r, LOOM_ERR_UNSUPPORTED, "device %s cannot run %s into its memory (%s)", td->name,
+                               loom_op_name(t->op), loom_tensor_describe(t, dsc, sizeof dsc));
+            return LOOM_ERR_UNSUPPORTED;
+        }
         if (s->n_runs == 0 || s->runs[s->n_runs - 1].dev != t->sched_dev) {
             if (!grow((void **)&s->runs, &s->cap_runs, s->n_runs + 1, sizeof *s->runs)) goto oom;
             s->runs[s->n_runs++] = (sched_run){t->sched_dev, i, i, s->n_copies, s->n_copies};
@@ -312,8 +351,9 @@ static loom_status sched_plan(loom_backend *be, loom_ctx *r) {
         size_t work = 0;
         for (int64_t ri = 0; ri < s->n_runs; ri++) {
             if (s->runs[ri].dev != d) continue;
-            size_t w = loom_cpu_graph_work_size(g->nodes + s->runs[ri].start,
-                                                s->runs[ri].end - s->runs[ri].start, s->nth);
+            const int64_t rn = s->runs[ri].end - s->runs[ri].start;
+            size_t w = be->devices[d].vk ? loom_vk_work_size(be->devices[d].vk, g->nodes + s->runs[ri].start, rn)
+                                         : loom_cpu_graph_work_size(g->nodes + s->runs[ri].start, rn, s->nth);
             if (w == SIZE_MAX) {
                 loom_ctx_set_error(r, LOOM_ERR_RANGE, "reserve: work buffer size overflow");
                 return LOOM_ERR_RANGE;
@@ -326,6 +366,17 @@ static loom_status sched_plan(loom_backend *be, loom_ctx *r) {
         if (s->planned[d] < total) {
             loom_ctx_set_error(r, LOOM_ERR_RANGE, "reserve: compute size overflow");
             return LOOM_ERR_RANGE;
+        }
+        if (be->devices[d].chunk && s->planned[d] > be->devices[d].chunk) {
+            /* one device memory piece: a planned tensor must not cross two */
+            loom_memory *gm = &be->mem.devices[d].graph;
+            gm->size = s->planned[d];
+            gm->status = LOOM_ALLOC_FAILED;
+            loom_ctx_set_error(r, LOOM_ERR_NOMEM,
+                               "device %s: a %zu-byte compute buffer exceeds its largest allocation (%llu bytes); "
+                               "use a smaller batch", be->devices[d].name, s->planned[d],
+                               (unsigned long long)be->devices[d].chunk);
+            return LOOM_ERR_NOMEM;
         }
     }
 
@@ -449,14 +500,56 @@ static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *c
     abort_wrap aw = {be, r->abort_cb, r->abort_user};
     loom_error err = {0};
     s->n_views = 0;
+    /* host area: bounce copies between two Vulkan devices, then copies of the outputs
+     * that live on Vulkan devices (grow-only) */
+    size_t need = 0;
+    for (int64_t ci = 0; ci < s->n_copies; ci++) {
+        const sched_copy *cp = &s->copies[ci];
+        if (be->devices[s->runs[cp->run].dev].vk && be->devices[base_dev(g, cp->base)].vk)
+            need += (loom_tensor_nbytes(cp->base) + 63) & ~(size_t)63;
+    }
+    if (n_out > s->cap_out) {
+        size_t *no = loom_realloc(s->out_offs, (size_t)n_out * sizeof *no);
+        if (!no) {
+            loom_ctx_set_error(r, LOOM_ERR_NOMEM, "scheduler: out of host memory");
+            return LOOM_ERR_NOMEM;
+        }
+        s->out_offs = no;
+        s->cap_out = n_out;
+    }
+    int last_run[LOOM_BE_MAX_DEVICES];
+    for (int d = 0; d < be->n_devices; d++) last_run[d] = -1;
+    for (int64_t ri = 0; ri < s->n_runs; ri++) last_run[s->runs[ri].dev] = (int)ri;
+    for (int i = 0; i < n_out; i++) {
+        loom_tensor *b = loom_tensor_base(outs[i]);
+        int od = base_dev(g, b);
+        s->out_offs[i] = SIZE_MAX;
+        /* a leaf stays where it is (read through tensor_io) */
+        if (!be->devices[od].vk || !loom_tensor_nbytes(outs[i]) || outs[i]->op == LOOM_OP_NONE) continue;
+        s->out_offs[i] = need;
+        need += (loom_tensor_span(outs[i]) + 63) & ~(size_t)63;
+    }
+    if (need > s->host_size) {
+        char *nh = loom_realloc(s->host, need);
+        if (!nh) {
+            loom_ctx_set_error(r, LOOM_ERR_NOMEM, "scheduler: out of host memory (%zu bytes of output copies)", need);
+            return LOOM_ERR_NOMEM;
+        }
+        s->host = nh;
+        s->host_size = need;
+    }
+    size_t bounce_at = 0;
     for (int64_t ri = 0; ri < s->n_runs && !st; ri++) {
         sched_run *run = &s->runs[ri];
+        loom_device *rd = &be->devices[run->dev];
         if (abort_fn(&aw)) {
             st = LOOM_ERR_CANCELLED;
             break;
         }
-        for (int64_t ci = run->copy0; ci < run->copy1; ci++) {
+        int64_t n_up = 0;
+        for (int64_t ci = run->copy0; ci < run->copy1 && !st; ci++) {
             sched_copy *cp = &s->copies[ci];
+            const size_t nb = loom_tensor_nbytes(cp->base);
             if (!cp->base->data) {
                 char d[128];
                 loom_ctx_set_error(r, LOOM_ERR_INVALID_ARG, "compute: input %s has no data",
@@ -464,10 +557,24 @@ static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *c
                 st = LOOM_ERR_INVALID_ARG;
                 break;
             }
-            loom_device_copy_in(&be->devices[run->dev], cp->desc.data, cp->base->data,
-                                loom_tensor_nbytes(cp->base));
+            loom_device *sd = &be->devices[base_dev(g, cp->base)];
+            if (!rd->vk) { /* into host memory (from a Vulkan device: a synchronous read) */
+                st = loom_device_copy(rd, cp->desc.data, sd, cp->base->data, nb, NULL);
+                continue;
+            }
+            const void *src = cp->base->data;
+            if (sd->vk) { /* another Vulkan device: through host memory */
+                st = loom_device_copy_out(sd, s->host + bounce_at, src, nb);
+                src = s->host + bounce_at;
+                bounce_at += (nb + 63) & ~(size_t)63;
+            }
+            if (!grow((void **)&s->xf, &s->cap_xf, n_up + 1, sizeof *s->xf)) st = LOOM_ERR_NOMEM;
+            else s->xf[n_up++] = (loom_vk_xfer){cp->desc.data, (void *)src, nb};
         }
-        if (st) break;
+        if (st) {
+            loom_ctx_set_error(r, st, "compute: copying an input to %s failed (%s)", rd->name, loom_status_name(st));
+            break;
+        }
         st = substitute(s, g, run);
         if (st) {
             restore(s);
@@ -478,9 +585,59 @@ static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *c
         size_t wbeg = s->work_off[run->dev];
         size_t wsize = s->planned[run->dev] - wbeg;
         void *wdata = wsize ? (char *)s->buf[run->dev] + wbeg : NULL;
-        st = loom_cpu_compute_nodes(s->pool, s->nth, g->nodes + run->start, run->end - run->start, wdata,
-                                    wsize, abort_fn, &aw, r->eval_cb, r->eval_user, &err);
+        if (rd->vk) {
+            /* the device's last run also brings the outputs that live on it back */
+            int64_t n_dn = 0;
+            for (int i = 0; i < n_out && last_run[run->dev] == (int)ri; i++) {
+                if (s->out_offs[i] == SIZE_MAX) continue;
+                loom_tensor *o = outs[i], *b = loom_tensor_base(o);
+                if (base_dev(g, b) != run->dev) continue;
+                if (!grow((void **)&s->xf, &s->cap_xf, n_up + n_dn + 1, sizeof *s->xf)) {
+                    st = LOOM_ERR_NOMEM;
+                    break;
+                }
+                void *dp = o->view_src ? (char *)b->data + o->view_offs : o->data;
+                s->xf[n_up + n_dn++] = (loom_vk_xfer){dp, s->host + s->out_offs[i], loom_tensor_span(o)};
+            }
+            if (!st) {
+                loom_vk_run_desc rdsc = {.nodes = g->nodes + run->start,
+                                         .n_nodes = run->end - run->start,
+                                         .up = s->xf,
+                                         .n_up = n_up,
+                                         .down = s->xf + n_up,
+                                         .n_down = n_dn,
+                                         .work = wdata,
+                                         .work_size = wsize,
+                                         .abort_cb = abort_fn,
+                                         .abort_user = &aw,
+                                         .eval_cb = r->eval_cb,
+                                         .eval_user = r->eval_user};
+                st = loom_vk_run(rd->vk, &rdsc, &err);
+            } else {
+                loom_ctx_set_error(r, st, "scheduler: out of host memory");
+            }
+        } else {
+            st = loom_cpu_compute_nodes(s->pool, s->nth, g->nodes + run->start, run->end - run->start, wdata,
+                                        wsize, abort_fn, &aw, r->eval_cb, r->eval_user, &err);
+        }
         restore(s);
+    }
+    /* outputs on Vulkan devices: read from the host copies (a leaf or a tensor no run of
+     * its device produced is read now) */
+    for (int i = 0; i < n_out && !st; i++) {
+        if (s->out_offs[i] == SIZE_MAX) continue;
+        loom_tensor *o = outs[i], *b = loom_tensor_base(o);
+        const int od = base_dev(g, b);
+        char *host = s->host + s->out_offs[i];
+        if (last_run[od] < 0) {
+            void *dp = o->view_src ? (char *)b->data + o->view_offs : o->data;
+            st = loom_device_copy_out(&be->devices[od], host, dp, loom_tensor_span(o));
+            if (st) {
+                loom_ctx_set_error(r, st, "compute: reading an output from %s failed", be->devices[od].name);
+                break;
+            }
+        }
+        o->data = host;
     }
     /* only the requested outputs stay readable */
     for (int64_t i = 0; i < g->n_nodes; i++) {
@@ -489,6 +646,39 @@ static loom_status bc_compute(void *impl, loom_ctx *r, int n_out, loom_tensor *c
         if (b->op != LOOM_OP_NONE && !(t->flags & LOOM_TF_OUTPUT)) t->data = NULL;
     }
     if (st && st != LOOM_ERR_CANCELLED && err.status) loom_ctx_set_error(r, st, "%s", err.msg);
+    return st;
+}
+
+/* Bytes of a tensor in device memory (LOOM_TF_DEVMEM base) from/to host memory. */
+static loom_status bc_tensor_io(void *impl, loom_tensor *t, void *host, size_t nbytes, bool write) {
+    be_ctx *c = impl;
+    loom_backend *be = c->be;
+    loom_tensor *b = loom_tensor_base(t);
+    const int dev = b->device;
+    if (dev < 0 || dev >= be->n_devices) return LOOM_ERR_INVALID_ARG;
+    loom_device *d = &be->devices[dev];
+    const bool on_dev = d->vk && loom_vk_owns(d->vk, t->data);
+    if (loom_tensor_is_contiguous(t)) {
+        if (!on_dev) {
+            if (write) memcpy(t->data, host, nbytes);
+            else memcpy(host, t->data, nbytes);
+            return LOOM_OK;
+        }
+        return write ? loom_device_copy_in(d, t->data, host, nbytes) : loom_device_copy_out(d, host, t->data, nbytes);
+    }
+    if (write || !loom_tensor_is_contiguous_rows(t)) return LOOM_ERR_UNSUPPORTED;
+    const size_t sp = loom_tensor_span(t), row = loom_row_size(t);
+    char *tmp = on_dev ? loom_malloc(sp) : (char *)t->data;
+    if (!tmp) return LOOM_ERR_NOMEM;
+    loom_status st = on_dev ? loom_device_copy_out(d, tmp, t->data, sp) : LOOM_OK;
+    char *o = host;
+    for (int64_t i3 = 0; i3 < t->ne[3] && !st; i3++)
+        for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < t->ne[1]; i1++) {
+                memcpy(o, tmp + (size_t)i1 * t->nb[1] + (size_t)i2 * t->nb[2] + (size_t)i3 * t->nb[3], row);
+                o += row;
+            }
+    if (on_dev) loom_free(tmp);
     return st;
 }
 
@@ -508,6 +698,7 @@ static const loom_exec_iface g_be_iface = {
     .layer_device = bc_layer_device,
     .ctx_free = bc_free,
     .recycle = bc_recycle,
+    .tensor_io = bc_tensor_io,
 };
 
 void loom_backend_warm(loom_backend *be) {
@@ -542,10 +733,10 @@ loom_status loom_backend_ctx_new(loom_backend *be, int64_t max_nodes, loom_ctx *
     if (!be->sched) {
         be_sched *s = loom_calloc(1, sizeof *s);
         if (!s) return loom_error_set(err, LOOM_ERR_NOMEM, "backend ctx: out of memory");
-        loom_status st = loom_pool_new(be->params.n_threads, &s->pool);
+        loom_status st = loom_pool_new(be->params.n_threads, &s->pool, err);
         if (st) {
             loom_free(s);
-            return loom_error_set(err, st, "backend ctx: cannot create the thread pool");
+            return st;
         }
         s->nth = loom_pool_size(s->pool);
         be->sched = s;

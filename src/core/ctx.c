@@ -70,7 +70,9 @@ void loom_tensor_set_contiguous_strides(loom_tensor *t) {
 
 size_t loom_tensor_span(const loom_tensor *t) {
     if (loom_nelements(t) == 0) return 0;
-    size_t s = loom_row_size(t);
+    const size_t bs = loom_type_size(t->type);
+    /* rows of whole blocks; a strided dim 0 (a permuted/transposed view) spans its stride */
+    size_t s = t->nb[0] == bs ? loom_row_size(t) : (size_t)(t->ne[0] / loom_blck_size(t->type) - 1) * t->nb[0] + bs;
     for (int i = 1; i < LOOM_MAX_DIMS; i++) s += (size_t)(t->ne[i] - 1) * t->nb[i];
     return s;
 }
@@ -398,8 +400,11 @@ loom_ctx *loom_ctx_input(loom_ctx *ctx) {
 loom_ctx *loom_ctx_layer(loom_ctx *ctx, int layer) {
     if (!ctx) return NULL;
     loom_ctx *r = ctx->root;
-    if (layer < 0) return ctx;
-    if (r->iface->layer_valid && !r->iface->layer_valid(r->impl, layer)) return ctx;
+    if (layer < 0 || (r->iface->layer_valid && !r->iface->layer_valid(r->impl, layer))) {
+        /* The contract returns the receiver; Loom also makes the mistake visible. */
+        loom_ctx_set_error(ctx, LOOM_ERR_RANGE, "loom_ctx_layer: layer %d does not exist", layer);
+        return ctx;
+    }
     return derived(ctx, layer);
 }
 
@@ -743,6 +748,19 @@ loom_tensor *loom_zeros(loom_ctx *ctx, loom_type type, int n_dims, const int64_t
     return new_leaf(ctx, "zeros", type, n_dims, ne, true);
 }
 
+/* Tensors in device memory (LOOM_TF_DEVMEM base) move through the engine's tensor_io. */
+static bool is_devmem(const loom_tensor *t) {
+    const loom_tensor *b = t->view_src ? t->view_src : t;
+    return (b->flags & LOOM_TF_DEVMEM) != 0;
+}
+
+static loom_status devmem_io(const loom_tensor *t, void *host, size_t n, bool write) {
+    const loom_tensor *b = t->view_src ? t->view_src : t;
+    const loom_ctx *o = b->owner ? b->owner : t->owner;
+    if (!o || !o->root || !o->root->iface || !o->root->iface->tensor_io) return LOOM_ERR_UNSUPPORTED;
+    return o->root->iface->tensor_io(o->root->impl, (loom_tensor *)t, host, n, write);
+}
+
 static loom_tensor *from_data(loom_ctx *ctx, const char *fn, loom_type type, const void *data, size_t n,
                               size_t esize, int n_dims, const int64_t *ne) {
     if (!ctx) return NULL;
@@ -759,7 +777,18 @@ static loom_tensor *from_data(loom_ctx *ctx, const char *fn, loom_type type, con
                            (long long)loom_nelements(t));
         return &ctx->root->poison;
     }
-    if (n > 0) memcpy(t->data, data, n * esize);
+    if (n > 0) {
+        if (!is_devmem(t)) {
+            memcpy(t->data, data, n * esize);
+        } else {
+            loom_status s = devmem_io(t, (void *)data, n * esize, true);
+            if (s) {
+                loom_ctx_set_error(ctx, s, "%s: cannot write %zu bytes to device memory (%s)", fn, n * esize,
+                                   loom_status_name(s));
+                return &ctx->root->poison;
+            }
+        }
+    }
     return t;
 }
 
@@ -788,7 +817,16 @@ loom_tensor *loom_from_bytes(loom_ctx *ctx, loom_type type, const void *data, si
             loom_ctx_set_error(ctx, LOOM_ERR_INVALID_ARG, "from_bytes: NULL data");
             return &ctx->root->poison;
         }
-        memcpy(t->data, data, want);
+        if (!is_devmem(t)) {
+            memcpy(t->data, data, want);
+        } else {
+            loom_status s = devmem_io(t, (void *)data, want, true);
+            if (s) {
+                loom_ctx_set_error(ctx, s, "from_bytes: cannot write %zu bytes to device memory (%s)", want,
+                                   loom_status_name(s));
+                return &ctx->root->poison;
+            }
+        }
     }
     return t;
 }
@@ -842,6 +880,7 @@ loom_status loom_tensor_read(const loom_tensor *t, void *dst, size_t nbytes) {
     if (nbytes != want) return LOOM_ERR_INVALID_ARG;
     if (want == 0) return LOOM_OK;
     if (!dst || !t->data) return LOOM_ERR_INVALID_ARG;
+    if (is_devmem(t)) return devmem_io(t, dst, want, false);
     if (loom_tensor_is_contiguous(t)) {
         memcpy(dst, t->data, want);
         return LOOM_OK;
@@ -870,6 +909,7 @@ loom_status loom_tensor_write(loom_tensor *t, const void *src, size_t nbytes) {
     if (nbytes != want) return LOOM_ERR_INVALID_ARG;
     if (want == 0) return LOOM_OK;
     if (!src || !t->data) return LOOM_ERR_INVALID_ARG;
+    if (is_devmem(t)) return devmem_io(t, (void *)src, want, true);
     memcpy(t->data, src, want);
     return LOOM_OK;
 }

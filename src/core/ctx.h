@@ -63,6 +63,11 @@ typedef struct loom_exec_iface {
      * does nothing else; the impl later calls loom_ctx_reset before handing it out again
      * and loom_ctx_destroy to really free it. NULL / false = normal free. */
     bool (*recycle)(void *impl, loom_ctx *ctx);
+    /* Optional: move nbytes (= loom_tensor_nbytes(t), logical order) between host memory
+     * and a tensor whose base has LOOM_TF_DEVMEM (device memory the host cannot address):
+     * used by loom_tensor_read/write and the from_* constructors. NULL = such tensors are
+     * LOOM_ERR_UNSUPPORTED there. */
+    loom_status (*tensor_io)(void *impl, loom_tensor *t, void *host, size_t nbytes, bool write);
 } loom_exec_iface;
 
 struct loom_ctx {

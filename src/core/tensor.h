@@ -41,8 +41,11 @@ enum loom_tensor_flag {
     LOOM_TF_OUTPUT = 1u << 3,  /* requested output of the current compute (planner keeps it alive) */
     LOOM_TF_ALLOCATED = 1u << 4, /* leaf whose memory was committed at creation */
     LOOM_TF_EMPTY = 1u << 5,   /* zero elements (ne0 == 0): no memory */
-    LOOM_TF_REPACKED = 1u << 6 /* weight data in the CPU row-interleaved layout (quant/repack.h):
+    LOOM_TF_REPACKED = 1u << 6, /* weight data in the CPU row-interleaved layout (quant/repack.h):
                                   only MUL_MAT accepts it, as src[0]; set by the backend */
+    LOOM_TF_DEVMEM = 1u << 7    /* data is device memory (a Vulkan device address), not
+                                  host-addressable: loom_tensor_read/write go through the
+                                  engine's tensor_io hook (core/ctx.h); set by the backend */
 };
 
 struct loom_tensor {
@@ -120,7 +123,8 @@ static inline bool loom_same_shape(const loom_tensor *a, const loom_tensor *b) {
 }
 /* Memory-owning base of t (t itself if not a view). */
 static inline loom_tensor *loom_tensor_base(loom_tensor *t) { return t->view_src ? t->view_src : t; }
-/* Bytes spanned by t from its first byte: sum over dims of (ne-1)*nb + row bytes; 0 if empty. */
+/* Bytes spanned by t from its first byte: sum over dims of (ne-1)*nb + one block (a row
+ * of whole blocks when dim 0 is contiguous); 0 if empty. */
 size_t loom_tensor_span(const loom_tensor *t);
 /* Fill nb[] contiguously for ne[] and type. */
 void loom_tensor_set_contiguous_strides(loom_tensor *t);

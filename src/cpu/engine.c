@@ -155,11 +155,11 @@ loom_status loom_ctx_new(const loom_ctx_params *params, loom_ctx **out, loom_err
         loom_free(e);
         return loom_error_set(err, LOOM_ERR_NOMEM, "loom_ctx_new: out of memory");
     }
-    loom_status s = loom_pool_new(p.n_threads, &e->pool);
+    loom_status s = loom_pool_new(p.n_threads, &e->pool, err);
     if (s) {
         loom_free(e->offsets);
         loom_free(e);
-        return loom_error_set(err, s, "loom_ctx_new: cannot create the thread pool (%s)", loom_status_name(s));
+        return s;
     }
     e->nth = loom_pool_size(e->pool);
     e->fill = -1;

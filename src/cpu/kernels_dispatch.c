@@ -77,6 +77,9 @@ static void init_tables(void) {
     for (int i = 0; i < LV_COUNT; i++)
         if (g_avail[i]) best = i;
     g_chosen = best;
+    /* The one environment variable the library reads (docs/engineering.md): every SIMD
+     * level must be forceable, and the level is a process-wide choice made before any
+     * Loom object exists, so no parameter could carry it. */
     const char *env = getenv("LOOM_CPU_ISA");
     if (env && *env) {
         int want = level_index(env);

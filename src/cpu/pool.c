@@ -1,7 +1,9 @@
 /* Persistent thread pool: C11 atomics, spin-then-futex waits, sense-free generation barrier. */
 #include "cpu/pool.h"
 #include "quant/alloc.h"
+#include "quant/fault.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -215,12 +217,12 @@ int loom_cpu_default_threads(void) {
 #endif
 }
 
-loom_status loom_pool_new(int n_threads, loom_pool **out) {
+loom_status loom_pool_new(int n_threads, loom_pool **out, loom_error *err) {
     *out = NULL;
     if (n_threads <= 0) n_threads = loom_cpu_default_threads();
     if (n_threads > 1000) n_threads = 1000;
     loom_pool *p = loom_calloc(1, sizeof *p);
-    if (!p) return LOOM_ERR_NOMEM;
+    if (!p) return loom_error_set(err, LOOM_ERR_NOMEM, "thread pool: out of memory");
     p->n = n_threads;
     p->nth = 1;
     atomic_init(&p->run_gen, 0);
@@ -232,15 +234,21 @@ loom_status loom_pool_new(int n_threads, loom_pool **out) {
         p->workers = loom_calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) {
             loom_free(p);
-            return LOOM_ERR_NOMEM;
+            return loom_error_set(err, LOOM_ERR_NOMEM, "thread pool: out of memory");
         }
         for (int i = 0; i < n_threads - 1; i++) {
             p->workers[i].pool = p;
             p->workers[i].ith = i + 1;
-            if (pthread_create(&p->workers[i].tid, NULL, worker_main, &p->workers[i]) != 0) {
+            int e = loom_thread_should_fail() ? EAGAIN
+                                              : pthread_create(&p->workers[i].tid, NULL, worker_main, &p->workers[i]);
+            if (e != 0) {
                 p->n = i + 1; /* threads created so far + caller */
                 loom_pool_free(p);
-                return LOOM_ERR_INTERNAL;
+                return loom_error_set(err, LOOM_ERR_RESOURCE,
+                                      "cannot start CPU worker thread %d of %d (%s): the system's thread "
+                                      "limit (ulimit -u / RLIMIT_NPROC, pids cgroup) or the memory for thread "
+                                      "stacks is exhausted; use fewer threads (n_threads, -t)",
+                                      i + 2, n_threads, strerror(e));
             }
         }
     }

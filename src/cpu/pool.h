@@ -21,9 +21,10 @@ typedef void (*loom_pool_fn)(void *arg, int ith, int nth);
  * core when SMT siblings can be read from /sys (>= 1). */
 int loom_cpu_default_threads(void);
 
-/* n_threads <= 0 = loom_cpu_default_threads(). LOOM_ERR_NOMEM / LOOM_ERR_INTERNAL
- * (thread creation) on failure; *out NULL then. */
-loom_status loom_pool_new(int n_threads, loom_pool **out);
+/* n_threads <= 0 = loom_cpu_default_threads(). LOOM_ERR_NOMEM, or LOOM_ERR_RESOURCE
+ * when a worker thread cannot be started (err names the limit and suggests fewer
+ * threads); *out NULL then. */
+loom_status loom_pool_new(int n_threads, loom_pool **out, loom_error *err);
 void loom_pool_free(loom_pool *pool); /* joins workers; NULL is a no-op */
 int loom_pool_size(const loom_pool *pool);
 /* A run is coming soon (e.g. the caller starts building the next graph): sleeping

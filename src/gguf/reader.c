@@ -616,7 +616,15 @@ loom_status loom_gguf_open(const char *path, const loom_gguf_params *params, loo
     }
     g->file_size = (uint64_t)st.st_size;
     if (g->file_size == 0) {
-        loom_error_set(&local, LOOM_ERR_FORMAT, "'%s': file is empty (0 bytes)", path);
+        /* procfs/sysfs files report size 0 but have content: say what they are */
+        char probe;
+        if (pread(g->fd, &probe, 1, 0) == 1)
+            loom_error_set(&local, LOOM_ERR_IO,
+                           "'%s' has no size (a special file, e.g. in /proc or /sys); a GGUF file must be "
+                           "a regular file",
+                           path);
+        else
+            loom_error_set(&local, LOOM_ERR_FORMAT, "'%s': file is empty (0 bytes)", path);
         goto fail;
     }
     if (!no_mmap && g->file_size <= SIZE_MAX) {

@@ -1,4 +1,5 @@
 /* GGUF writer: collects KVs and tensors, then serialises a v3 little-endian file. */
+#include "gguf/file_out.h"
 #include "gguf_internal.h"
 #include "quant/alloc.h"
 
@@ -426,11 +427,13 @@ loom_status loom_gguf_writer_write_file(loom_gguf_writer *w, const char *path, l
         loom_free(h.p);
         return s;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    loom_file_out fo;
+    s = loom_file_out_open(&fo, path, "gguf writer", err);
+    if (s != LOOM_OK) {
         loom_free(h.p);
-        return loom_error_set(err, LOOM_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+        return s;
     }
+    FILE *f = fo.f;
     bool ok = fwrite(h.p, 1, h.n, f) == h.n;
     static const uint8_t zeros[256] = {0};
     for (size_t i = 0; i < w->n_t && ok; i++) {
@@ -444,7 +447,11 @@ loom_status loom_gguf_writer_write_file(loom_gguf_writer *w, const char *path, l
         }
     }
     loom_free(h.p);
-    if (fclose(f) != 0) ok = false;
-    if (!ok) return loom_error_set(err, LOOM_ERR_IO, "writing '%s' failed: %s", path, strerror(errno));
+    if (!ok) {
+        int e = errno;
+        loom_file_out_abort(&fo);
+        return loom_error_set(err, LOOM_ERR_IO, "writing '%s' failed: %s", path, strerror(e));
+    }
+    return loom_file_out_commit(&fo, "gguf writer", err);
     return LOOM_OK;
 }

@@ -194,7 +194,7 @@ loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool a
     return s;
 }
 
-loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int n, bool all_logits,
+loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int32_t n, bool all_logits,
                             loom_error *err) {
     if (!m) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_eval: model is NULL");
     if (m->dry_run)
@@ -218,11 +218,15 @@ loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int n, bool al
         m->logits = nl;
         m->logits_cap = need;
     }
-    atomic_store(&m->cancel, false);
     m->n_logits = 0;
+    /* A cancel stays pending until an eval observes it (loom_model.h): one issued
+     * before this call (or between two calls) stops this eval; it is consumed here. */
+    if (atomic_exchange(&m->cancel, false))
+        return loom_error_set(err, LOOM_ERR_CANCELLED, "eval cancelled before it started (loom_model_cancel)");
     for (int off = 0; off < n; off += m->n_batch) {
         int T = n - off < m->n_batch ? n - off : m->n_batch;
         loom_status s = llm_decode_batch(m, tokens + off, T, all_logits, all_logits ? off : 0, err);
+        if (s == LOOM_ERR_CANCELLED) atomic_store(&m->cancel, false); /* observed: consumed */
         if (s) return s;
     }
     m->n_logits = (int)rows;

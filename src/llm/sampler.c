@@ -23,6 +23,9 @@ struct loom_sampler {
     int32_t *ring;    /* penalty window */
     int32_t ring_n, ring_pos;
     uint64_t rng[4];
+    bool has_con;                /* a constraint is attached */
+    loom_sampler_constraint con;
+    uint64_t *mask;              /* (n_vocab + 63) / 64 words, allocated with the constraint */
 };
 
 loom_sampler_params loom_sampler_default_params(void) {
@@ -79,19 +82,41 @@ void loom_sampler_free(loom_sampler *s) {
     loom_free(s->out_probs);
     loom_free(s->counts);
     loom_free(s->ring);
+    loom_free(s->mask);
     loom_free(s);
 }
 
-loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out) {
+loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab, loom_sampler **out,
+                             loom_error *err) {
     if (out) *out = NULL;
-    if (!out || n_vocab <= 0) return LOOM_ERR_INVALID_ARG;
+    if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_sampler_new: out is NULL");
+    if (n_vocab <= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_sampler_new: n_vocab = %d (must be > 0)", (int)n_vocab);
     loom_sampler_params p = params ? *params : loom_sampler_default_params();
-    if (isnan(p.temperature) || isnan(p.top_p) || p.top_p < 0 || isnan(p.min_p) || p.min_p > 1 ||
-        !(p.repeat_penalty > 0) || !isfinite(p.repeat_penalty) || !isfinite(p.freq_penalty) ||
-        !isfinite(p.presence_penalty) || p.penalty_last_n < 0)
-        return LOOM_ERR_INVALID_ARG;
+    /* each parameter named with its accepted range */
+    if (isnan(p.temperature))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "temperature is NaN (any number; <= 0 = greedy)");
+    if (!(p.top_p >= 0))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "top_p = %g is out of range (>= 0; >= 1 = off)",
+                              (double)p.top_p);
+    if (!(p.min_p <= 1))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "min_p = %g is out of range (<= 1; <= 0 = off)",
+                              (double)p.min_p);
+    if (!(p.repeat_penalty > 0) || !isfinite(p.repeat_penalty))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "repeat_penalty = %g is out of range (a finite number > 0; 1 = off)",
+                              (double)p.repeat_penalty);
+    if (!isfinite(p.freq_penalty))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "freq_penalty = %g is out of range (a finite number)",
+                              (double)p.freq_penalty);
+    if (!isfinite(p.presence_penalty))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "presence_penalty = %g is out of range (a finite number)", (double)p.presence_penalty);
+    if (p.penalty_last_n < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "penalty_last_n = %d is out of range (>= 0; 0 = off)",
+                              (int)p.penalty_last_n);
     loom_sampler *s = loom_calloc(1, sizeof *s);
-    if (!s) return LOOM_ERR_NOMEM;
+    if (!s) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_sampler_new: out of memory");
     s->p = p;
     s->n_vocab = n_vocab;
     size_t n = (size_t)n_vocab;
@@ -102,7 +127,7 @@ loom_status loom_sampler_new(const loom_sampler_params *params, int32_t n_vocab,
     s->ring = loom_malloc(((size_t)p.penalty_last_n + 1) * sizeof(int32_t));
     if (!s->c || !s->out_ids || !s->out_probs || !s->counts || !s->ring) {
         loom_sampler_free(s);
-        return LOOM_ERR_NOMEM;
+        return loom_error_set(err, LOOM_ERR_NOMEM, "loom_sampler_new: out of memory (n_vocab %d)", (int)n_vocab);
     }
     loom_sampler_set_seed(s, p.seed);
     *out = s;
@@ -115,11 +140,44 @@ void loom_sampler_reset(loom_sampler *s) {
     s->ring_n = s->ring_pos = 0;
     s->n_out = 0;
     loom_sampler_set_seed(s, s->p.seed);
+    if (s->has_con) s->con.reset(s->con.user);
+}
+
+loom_status loom_sampler_set_constraint(loom_sampler *s, const loom_sampler_constraint *c) {
+    if (!s) return LOOM_ERR_INVALID_ARG;
+    if (!c) {
+        s->has_con = false;
+        return LOOM_OK;
+    }
+    if (!c->allowed || !c->fill_mask || !c->accept || !c->reset) return LOOM_ERR_INVALID_ARG;
+    if (!s->mask) {
+        s->mask = loom_malloc(((size_t)s->n_vocab + 63) / 64 * sizeof(uint64_t));
+        if (!s->mask) return LOOM_ERR_NOMEM;
+    }
+    s->con = *c;
+    s->has_con = true;
+    return LOOM_OK;
+}
+
+static loom_status record(loom_sampler *s, int32_t token);
+
+loom_status loom_sampler_accept_prompt(loom_sampler *s, int32_t token) {
+    if (!s) return LOOM_ERR_INVALID_ARG;
+    if (token < 0 || token >= s->n_vocab) return LOOM_ERR_RANGE;
+    return record(s, token);
 }
 
 loom_status loom_sampler_accept(loom_sampler *s, int32_t token) {
     if (!s) return LOOM_ERR_INVALID_ARG;
     if (token < 0 || token >= s->n_vocab) return LOOM_ERR_RANGE;
+    if (s->has_con) {
+        loom_status st = s->con.accept(s->con.user, token);
+        if (st != LOOM_OK) return st;
+    }
+    return record(s, token);
+}
+
+static loom_status record(loom_sampler *s, int32_t token) {
     int32_t cap = s->p.penalty_last_n;
     if (cap == 0) return LOOM_OK;
     if (s->ring_n == cap) {
@@ -173,6 +231,58 @@ static void select_top(cand *c, size_t n, size_t k) {
     }
 }
 
+/* Constrained candidates (see loom_sampler_constraint): on return either
+ * c[0..*sorted) are the `want` best allowed candidates in `better` order (found
+ * among the best few candidates, asking `allowed` one by one), or *sorted = 0
+ * and c[0..*n) holds every allowed candidate (through the constraint's mask).
+ * Either way the pipeline that follows sees what it would see had the
+ * disallowed tokens been removed first. */
+static loom_status constrain(loom_sampler *s, size_t *n_io, size_t want, size_t *sorted) {
+    cand *c = s->c;
+    size_t n = *n_io, kept = 0, rest = 0;
+    *sorted = 0;
+    if (want < n) {
+        if (want == 1) { /* greedy: the arg-max alone is allowed most of the time */
+            size_t best = 0;
+            for (size_t i = 1; i < n; i++)
+                if (better(&c[i], &c[best])) best = i;
+            int a = s->con.allowed(s->con.user, c[best].id);
+            if (a < 0) return (loom_status)-a;
+            if (a) {
+                swap_c(&c[0], &c[best]);
+                *sorted = 1;
+                return LOOM_OK;
+            }
+        }
+        size_t m = want * 4 < 64 ? 64 : want * 4;
+        if (m > n) m = n;
+        if (m < n) select_top(c, n, m);
+        qsort(c, m, sizeof(cand), cmp_cand);
+        for (size_t i = 0; i < m; i++) {
+            int a = s->con.allowed(s->con.user, c[i].id);
+            if (a < 0) return (loom_status)-a;
+            if (a) {
+                c[kept++] = c[i];
+                if (kept == want) {
+                    *sorted = want;
+                    return LOOM_OK;
+                }
+            }
+        }
+        rest = m; /* c[0..kept) allowed, c[kept..m) checked and dropped */
+    }
+    loom_status st = s->con.fill_mask(s->con.user, s->mask, s->n_vocab);
+    if (st != LOOM_OK) return st;
+    const uint64_t *mk = s->mask;
+    for (size_t i = rest; i < n; i++) {
+        uint32_t id = (uint32_t)c[i].id;
+        if ((mk[id >> 6] >> (id & 63)) & 1) c[kept++] = c[i];
+    }
+    if (kept == 0) return LOOM_ERR_NOT_FOUND;
+    *n_io = kept;
+    return LOOM_OK;
+}
+
 loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *out) {
     if (!s || !logits || !out) return LOOM_ERR_INVALID_ARG;
     const loom_sampler_params *p = &s->p;
@@ -180,26 +290,52 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
     cand *c = s->c;
     bool pen = s->ring_n > 0 &&
                (p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f);
+    /* NaN never wins: NaN logits are not candidates at all (loom_sampler.h) */
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         float l = logits[i];
-        if (isnan(l)) l = -INFINITY;
+        if (isnan(l)) continue;
         if (pen && s->counts[i] > 0) {
             int32_t cnt = s->counts[i];
             l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
             l -= (float)cnt * p->freq_penalty + p->presence_penalty;
+            if (isnan(l)) l = -INFINITY; /* inf - inf: a penalised token, not a winner */
         }
-        c[i].logit = l;
-        c[i].id = (int32_t)i;
+        c[m].logit = l;
+        c[m].id = (int32_t)i;
+        m++;
+    }
+    if (m == 0) {
+        s->n_out = 0;
+        return LOOM_ERR_INVALID_ARG; /* every logit is NaN: nothing to choose */
+    }
+    n = m;
+
+    bool greedy = !(p->temperature > 0) || p->top_k == 1;
+    size_t want = greedy ? 1 : (p->top_k > 0 && (size_t)p->top_k < n) ? (size_t)p->top_k : n;
+    size_t sorted = 0; /* > 0: c[0..sorted) are the `want` best allowed candidates, in order */
+    if (s->has_con) {
+        loom_status st = constrain(s, &n, want, &sorted);
+        if (st != LOOM_OK) {
+            s->n_out = 0;
+            return st;
+        }
     }
 
-    if (!(p->temperature > 0) || p->top_k == 1) {
+    if (greedy) {
         size_t best = 0;
-        float bv = c[0].logit; /* in a register: no load behind each compare */
-        for (size_t i = 1; i < n; i++)
-            if (c[i].logit > bv) { /* strict: ties keep the lowest id */
-                bv = c[i].logit;
-                best = i;
-            }
+        if (s->has_con && !sorted) {
+            /* candidates are no longer in id order: compare by (logit, id) */
+            for (size_t i = 1; i < n; i++)
+                if (better(&c[i], &c[best])) best = i;
+        } else if (!sorted) {
+            float bv = c[0].logit; /* in a register: no load behind each compare */
+            for (size_t i = 1; i < n; i++)
+                if (c[i].logit > bv) { /* strict: ties keep the lowest id */
+                    bv = c[i].logit;
+                    best = i;
+                }
+        }
         *out = c[best].id;
         s->out_ids[0] = c[best].id;
         s->out_probs[0] = 1.0f;
@@ -207,15 +343,14 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
         return LOOM_OK;
     }
 
-    size_t k = n;
-    if (p->top_k > 0 && (size_t)p->top_k < n) {
-        k = (size_t)p->top_k;
-        select_top(c, n, k);
+    size_t k = want < n ? want : n;
+    if (!sorted) {
+        if (k < n) select_top(c, n, k);
+        qsort(c, k, sizeof(cand), cmp_cand);
     }
-    qsort(c, k, sizeof(cand), cmp_cand);
 
     double maxl = c[0].logit;
-    if (isinf(maxl) && maxl < 0) { /* every logit is -inf (or NaN): take the best-ordered one */
+    if (isinf(maxl) && maxl < 0) { /* every candidate is -inf: take the best-ordered one */
         *out = c[0].id;
         s->out_ids[0] = c[0].id;
         s->out_probs[0] = 1.0f;
@@ -266,9 +401,9 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
     return LOOM_OK;
 }
 
-int64_t loom_sampler_last_candidates(const loom_sampler *s, const int32_t **ids, const float **probs) {
+int32_t loom_sampler_last_candidates(const loom_sampler *s, const int32_t **ids, const float **probs) {
     if (!s) return 0;
     if (ids) *ids = s->out_ids;
     if (probs) *probs = s->out_probs;
-    return s->n_out;
+    return (int32_t)s->n_out;
 }

@@ -3,6 +3,7 @@
 #include "loom_synth.h"
 #include "loom_gguf.h"
 #include "quant/alloc.h"
+#include "gguf/file_out.h"
 
 #include <errno.h>
 #include <math.h>
@@ -535,6 +536,7 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
     syn_plan plan = {0};
     st = build_plan(sp, (int64_t)n_vocab, &plan, err);
     FILE *f = NULL;
+    loom_file_out fout = {0};
     uint8_t *chunk = NULL;
     float *scratch[SYN_MAX_THREADS] = {0};
     int nth = sp->n_threads > 0 ? sp->n_threads : online_cpus();
@@ -567,11 +569,9 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
         goto done;
     }
 
-    f = fopen(path, "wb");
-    if (!f) {
-        st = loom_error_set(err, LOOM_ERR_IO, "gen: cannot create %s: %s", path, strerror(errno));
-        goto done;
-    }
+    st = loom_file_out_open(&fout, path, "gen", err);
+    if (st != LOOM_OK) goto done;
+    f = fout.f;
     setvbuf(f, NULL, _IOFBF, 1 << 20);
     o.f = f;
 
@@ -638,9 +638,9 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
         n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
     }
     if (st == LOOM_OK) out_pad(&o);
-    if (st == LOOM_OK && !o.failed && fflush(f) != 0) {
+    if (st == LOOM_OK && !o.failed && (fflush(f) != 0 || ferror(f))) {
         o.failed = true;
-        o.err_no = errno;
+        o.err_no = errno ? errno : EIO;
     }
     if ((st == LOOM_OK || st == LOOM_ERR_IO) && o.failed) {
         st = loom_error_set(err, LOOM_ERR_IO, "gen: write to %s failed at byte %llu: %s", path,
@@ -657,9 +657,9 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
     }
 
 done:
-    if (f && fclose(f) != 0 && st == LOOM_OK)
-        st = loom_error_set(err, LOOM_ERR_IO, "gen: closing %s failed: %s", path, strerror(errno));
-    if (f && st != LOOM_OK) remove(path);
+    /* the target is replaced only by a complete file; on failure only the temporary goes */
+    if (f && st == LOOM_OK) st = loom_file_out_commit(&fout, "gen", err);
+    else loom_file_out_abort(&fout);
     for (int k = 0; k < SYN_MAX_THREADS; k++) loom_free(scratch[k]);
     for (int k = 0; k < n_pools; k++) loom_free(pools[k].blocks);
     loom_free(chunk);

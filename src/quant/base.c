@@ -20,6 +20,7 @@ const char *loom_status_name(loom_status s) {
     case LOOM_ERR_CONTEXT_FULL: return "LOOM_ERR_CONTEXT_FULL";
     case LOOM_ERR_NOT_FOUND: return "LOOM_ERR_NOT_FOUND";
     case LOOM_ERR_INTERNAL: return "LOOM_ERR_INTERNAL";
+    case LOOM_ERR_RESOURCE: return "LOOM_ERR_RESOURCE";
     }
     return "LOOM_ERR_UNKNOWN";
 }
