@@ -104,6 +104,10 @@ static void test_remove_copy(const char *tag) {
     reference(g_P, g_pos, 17);
     double e2 = rel_err(loom_model_batch_logits(m, 0), g_ref), e3 = rel_err(loom_model_batch_logits(m, 1), g_ref);
     CHECK_MSG(e2 <= TOL && e3 <= TOL, "%s: copy: %g %g", tag, e2, e3);
+    /* sequence edits keep the last decode's logits (a server samples every row after
+     * finishing some sequences) */
+    CHECK(loom_model_seq_remove(m, 3, -1, -1, &err) == LOOM_OK);
+    CHECK(loom_model_batch_logits(m, 1) != NULL);
     /* greedy continuation: identical in source and copy */
     int32_t t0 = loom_model_batch_argmax(m, 0), t1 = loom_model_batch_argmax(m, 1);
     int same = 0;

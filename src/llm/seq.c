@@ -27,7 +27,6 @@ loom_status loom_model_seq_remove(loom_model *m, int32_t seq, int32_t p0, int32_
     loom_status s = check_seq(m, seq, true, "loom_model_seq_remove", err);
     if (s) return s;
     for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, p0, p1);
-    m->n_rows = 0;
     return LOOM_OK;
 }
 
@@ -49,7 +48,6 @@ loom_status loom_model_seq_keep(loom_model *m, int32_t seq, loom_error *err) {
     loom_status s = check_seq(m, seq, false, "loom_model_seq_keep", err);
     if (s) return s;
     for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_keep(&m->kv.grp[g].cells, seq);
-    m->n_rows = 0;
     return LOOM_OK;
 }
 
@@ -258,7 +256,6 @@ loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t
         loom_free(buf);
         if (s) return s;
     }
-    m->n_rows = 0;
     return LOOM_OK;
 }
 
@@ -380,7 +377,6 @@ loom_status loom_model_seq_reuse_prefix(loom_model *m, int32_t seq, const int32_
             llm_kv_cells_seq_copy(&m->kv.grp[g].cells, from, seq, 0, best);
         }
     }
-    m->n_rows = 0;
     *n_cached = best;
     return LOOM_OK;
 }
