@@ -12,7 +12,9 @@
  *   - tool_choice "none" hides the tools from the template (the prompt is the one
  *     without tools);
  *   - a follow-up turn with the assistant's tool_calls and the tool's result renders
- *     (the same prompt from both APIs, longer with a longer result) and runs;
+ *     (the same prompt from both APIs, longer with a longer result) and runs; with
+ *     Mistral Nemo's template (its syntax forced too) the returned call's id passes the
+ *     template's 9-character check on the next turn;
  *   - think: false renders Qwen3's empty think block and returns no thinking; with
  *     R1's template the answer starts inside <think>: think true/unset returns it as
  *     message.thinking / reasoning_content (equal streamed and whole), false hides it.
@@ -266,6 +268,40 @@ static void test_forced_ollama(void) {
     }
 }
 
+/* Mistral Nemo's syntax ([TOOL_CALLS][{...}]) forced, then the next turn with the
+ * returned call: the template checks that ids are 9 letters and digits. */
+static void test_mistral_round_trip(void) {
+    char body[12000];
+    snprintf(body, sizeof body, "{\"model\":\"nemo\",\"messages\":" USER ",\"tools\":" TOOLS ",\"tool_choice\":"
+             "\"required\",\"parallel_tool_calls\":false,\"seed\":2,\"temperature\":0.9,\"max_tokens\":160}");
+    int st;
+    json_t *j = post("/v1/chat/completions", body, &st);
+    CHECK_EQ_INT(st, 200);
+    json_t *m = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
+    json_t *tc = json_object_get(m, "tool_calls");
+    CHECK_EQ_INT((int)json_array_size(tc), 1);
+    json_t *c = json_array_get(tc, 0);
+    const char *id = json_string_value(json_object_get(c, "id"));
+    CHECK(id && strlen(id) == 9);
+    json_t *f = json_object_get(c, "function");
+    const char *name = json_string_value(json_object_get(f, "name"));
+    const char *args = json_string_value(json_object_get(f, "arguments"));
+    if (name && args) record_args("nemo", name, args);
+    if (id && name && args) {
+        json_t *msgs = json_pack("[{s:s,s:s},{s:s,s:n,s:O},{s:s,s:s,s:s}]", "role", "user", "content",
+                                 "What is the weather in Paris?", "role", "assistant", "content", "tool_calls", tc,
+                                 "role", "tool", "tool_call_id", id, "content", "sunny");
+        char *ms = json_dumps(msgs, JSON_COMPACT);
+        snprintf(body, sizeof body, "{\"model\":\"nemo\",\"messages\":%s,\"tools\":" TOOLS ",\"max_tokens\":8}", ms);
+        json_t *j2 = post("/v1/chat/completions", body, &st);
+        CHECK_EQ_INT(st, 200);
+        json_decref(j2);
+        free(ms);
+        json_decref(msgs);
+    }
+    json_decref(j);
+}
+
 static int prompt_tokens_oai(const char *body) {
     int st;
     json_t *j = post("/v1/chat/completions", body, &st);
@@ -411,13 +447,16 @@ int main(void) {
     CHECK(test_make_models(dir, sizeof dir));
     char *qwen3 = read_text(test_path("tests/data/templates/shared/Qwen-Qwen3-0.6B.jinja"));
     char *r1 = read_text(test_path("tests/data/templates/shared/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
-    CHECK(qwen3 && r1);
-    if (!qwen3 || !r1) return test_finish("test_server_toolcalls");
+    char *nemo = read_text(test_path("tests/data/templates/shared/mistralai-Mistral-Nemo-Instruct-2407.jinja"));
+    CHECK(qwen3 && r1 && nemo);
+    if (!qwen3 || !r1 || !nemo) return test_finish("test_server_toolcalls");
     char p[512];
     snprintf(p, sizeof p, "%s/models/qwen3.gguf", dir);
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, qwen3));
     snprintf(p, sizeof p, "%s/models/r1.gguf", dir);
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, r1));
+    snprintf(p, sizeof p, "%s/models/nemo.gguf", dir);
+    CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, nemo));
     char jl[512];
     snprintf(jl, sizeof jl, "%s/args.jsonl", dir);
     g_jsonl = fopen(jl, "w");
@@ -431,6 +470,7 @@ int main(void) {
         test_forced_ollama();
         test_choice_none();
         test_round_trip();
+        test_mistral_round_trip();
         test_think();
         loom_server_free(s);
     }
@@ -444,6 +484,7 @@ int main(void) {
     CHECK(g_n_validated >= 10);
     free(qwen3);
     free(r1);
+    free(nemo);
     test_rm_rf(dir);
     return test_finish("test_server_toolcalls");
 }
