@@ -17,7 +17,8 @@
  *     template's 9-character check on the next turn;
  *   - think: false renders Qwen3's empty think block and returns no thinking; with
  *     R1's template the answer starts inside <think>: think true/unset returns it as
- *     message.thinking / reasoning_content (equal streamed and whole), false hides it.
+ *     message.thinking / reasoning_content / generate's thinking (equal streamed and
+ *     whole), false renders the template's closed block and returns none.
  * Runs under ASan in the sanitizer build. */
 #include <jansson.h>
 #include <stdio.h>
@@ -427,6 +428,12 @@ static void test_think(void) {
     ollama_answer("r1", "false", false, c3, t3, sizeof c3, &p3);
     CHECK_MSG(!strcmp(t3, "(none)") && strlen(c3) > 0, "r1 think false: thinking '%s' content '%s'", t3, c3);
     CHECK_MSG(p3 > p1, "r1 prompt tokens: think true %d, false %d", p1, p3);
+    /* /api/generate: "thinking" too (the prompt goes through the template) */
+    json_t *g = post("/api/generate", "{\"model\":\"r1\",\"prompt\":\"Tell me a story.\",\"stream\":false,\"think\":"
+                     "true,\"options\":{\"temperature\":0,\"num_predict\":24}}", &p3);
+    CHECK_MSG(json_is_string(json_object_get(g, "thinking")) && !strcmp(json_string_value(json_object_get(g, "thinking")), t1),
+              "generate thinking vs chat thinking");
+    json_decref(g);
     /* OpenAI: reasoning_content, hidden by reasoning_effort "none" */
     int st;
     json_t *j = post("/v1/chat/completions", "{\"model\":\"r1\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a "
