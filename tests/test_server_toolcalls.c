@@ -168,6 +168,7 @@ static void test_forced_openai(void) {
         snprintf(extra, sizeof extra, "\"tool_choice\":\"required\",\"parallel_tool_calls\":false,\"seed\":%d,"
                  "\"temperature\":0.9", seed);
         CHECK_EQ_INT(oai_forced("required, one call", extra, NULL, false), 1);
+        if (seed > 1) continue; /* (each request evaluates a ~800-token prompt: keep the count small) */
         snprintf(extra, sizeof extra, "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}},"
                  "\"parallel_tool_calls\":false,\"seed\":%d,\"temperature\":0.9", seed);
         CHECK_EQ_INT(oai_forced("named get_time", extra, "get_time", false), 1);
@@ -177,8 +178,8 @@ static void test_forced_openai(void) {
                  seed);
         total += oai_forced("required, parallel", extra, NULL, true);
     }
-    printf("parallel: %d calls over 2 requests\n", total);
-    CHECK(total > 2);
+    printf("parallel: %d calls in one request\n", total);
+    CHECK(total >= 2);
 }
 
 /* OpenAI streaming: role first, tool_calls deltas with index/id/name/arguments, no
@@ -241,7 +242,7 @@ static void test_forced_ollama(void) {
                 json_t *m = json_object_get(json_array_get(keep, i), "message");
                 const char *t = json_string_value(json_object_get(m, "content"));
                 CHECK(!t || !strstr(t, "<tool"));
-                json_array_extend(calls, json_object_get(m, "tool_calls") ? json_object_get(m, "tool_calls") : json_array());
+                if (json_object_get(m, "tool_calls")) json_array_extend(calls, json_object_get(m, "tool_calls"));
                 if (json_is_true(json_object_get(json_array_get(keep, i), "done")))
                     reason = json_string_value(json_object_get(json_array_get(keep, i), "done_reason"));
             }
@@ -488,7 +489,7 @@ int main(void) {
     int rc = system(cmd);
     CHECK_MSG(rc == 0, "jsonschema rejected returned arguments (status %d); needs /usr/bin/python3 with "
                        "python3-jsonschema", rc);
-    CHECK(g_n_validated >= 10);
+    CHECK(g_n_validated >= 8);
     free(qwen3);
     free(r1);
     free(nemo);
