@@ -362,6 +362,15 @@ static void test_round_trip(void) {
         CHECK(json_integer_value(json_object_get(j, "eval_count")) > 0);
         json_decref(j);
     }
+    /* R1's template writes tool['type'] + ...: calls get "type": "function" when they
+     * come without one (Ollama's form) */
+    snprintf(msgs, sizeof msgs, oll_msgs, results[0]);
+    snprintf(body, sizeof body, "{\"model\":\"r1\",\"messages\":%s,\"stream\":false,\"options\":{\"temperature\":0,"
+             "\"num_predict\":4}}", msgs);
+    int st;
+    json_t *jr = post("/api/chat", body, &st);
+    CHECK_EQ_INT(st, 200);
+    json_decref(jr);
     char b0[8192];
     snprintf(b0, sizeof b0, "{\"model\":\"qwen3\",\"messages\":" USER ",\"tools\":" TOOLS ",\"max_tokens\":4}");
     int n0 = prompt_tokens_oai(b0);

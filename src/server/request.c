@@ -429,7 +429,7 @@ static json_t *content_text(const json_t *c, size_t idx, srv_err *e) {
     return s;
 }
 
-/* tool_calls of a message into Ollama's form [{function: {name, arguments: {...}}, id?}];
+/* tool_calls of a message into Ollama's form [{id?, type, function: {name, arguments: {...}}}];
  * OpenAI's arguments are JSON text and are parsed (Ollama: "invalid tool call arguments"). */
 static json_t *norm_tool_calls(const json_t *tc, size_t idx, const srv_limits *lim, srv_err *e) {
     if (!json_is_array(tc)) {
@@ -469,13 +469,19 @@ static json_t *norm_tool_calls(const json_t *tc, size_t idx, const srv_limits *l
             return NULL;
         }
         json_t *fn = json_pack("{s:O,s:o}", "name", name, "arguments", a);
-        json_t *call = fn ? json_pack("{s:o}", "function", fn) : NULL;
-        if (!call) {
+        /* {"id"?, "type", "function"}: templates read tool_call.type (DeepSeek R1 writes
+         * tool['type'] + ...), which Ollama's form lacks: "function" when absent */
+        json_t *call = json_object();
+        const json_t *id = json_object_get(c, "id");
+        const json_t *type = json_object_get(c, "type");
+        if (call && json_is_string(id)) json_object_set(call, "id", (json_t *)id);
+        if (call) json_object_set_new(call, "type", json_is_string(type) ? json_incref((json_t *)type) : json_string("function"));
+        if (!call || !fn || json_object_set_new(call, "function", fn)) {
+            if (!call) json_decref(fn);
+            json_decref(call);
             json_decref(out);
             goto oom;
         }
-        const json_t *id = json_object_get(c, "id");
-        if (json_is_string(id)) json_object_set(call, "id", (json_t *)id);
         const json_t *index = json_object_get(f, "index");
         if (json_is_integer(index)) json_object_set(fn, "index", (json_t *)index);
         json_array_append_new(out, call);
