@@ -14,7 +14,8 @@
  *   - a follow-up turn with the assistant's tool_calls and the tool's result renders
  *     (the same prompt from both APIs, longer with a longer result) and runs; with
  *     Mistral Nemo's template (its syntax forced too) the returned call's id passes the
- *     template's 9-character check on the next turn;
+ *     template's 9-character check on the next turn; R1's reads tool_call.type;
+ *   - Llama 3.1's, Granite 3.3's and gpt-oss's (Harmony) syntaxes forced too;
  *   - think: false renders Qwen3's empty think block and returns no thinking; with
  *     R1's template the answer starts inside <think>: think true/unset returns it as
  *     message.thinking / reasoning_content / generate's thinking (equal streamed and
@@ -37,7 +38,7 @@
     "\"required\":[\"zone\"],\"additionalProperties\":false}"
 #define TOOLS                                                                                                 \
     "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":" \
-    SCHEMA "}},{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":" SCHEMA_TIME "}}]"
+    SCHEMA "}},{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"description\":\"Time\",\"parameters\":" SCHEMA_TIME "}}]"
 #define USER "[{\"role\":\"user\",\"content\":\"What is the weather in Paris?\"}]"
 
 static int g_port;
@@ -304,6 +305,33 @@ static void test_mistral_round_trip(void) {
     json_decref(j);
 }
 
+/* Other families' syntaxes forced end to end (one call each, arguments validated):
+ * Llama 3.1 (a bare JSON call), Granite 3.3 (<|tool_call|>[...]) and gpt-oss (Harmony:
+ * <|channel|>commentary to=functions.X ... <|message|>{args}). */
+static void test_forced_families(void) {
+    static const char *const models[] = {"llama31", "granite", "gptoss"};
+    for (int i = 0; i < 3; i++) {
+        char body[8192];
+        snprintf(body, sizeof body, "{\"model\":\"%s\",\"messages\":" USER ",\"tools\":" TOOLS ",\"tool_choice\":"
+                 "\"required\",\"parallel_tool_calls\":false,\"seed\":1,\"temperature\":0.9,\"max_tokens\":160}",
+                 models[i]);
+        int st;
+        json_t *j = post("/v1/chat/completions", body, &st);
+        CHECK_EQ_INT(st, 200);
+        json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
+        const char *fr = json_string_value(json_object_get(ch, "finish_reason"));
+        CHECK_MSG(fr && !strcmp(fr, "tool_calls"), "%s: finish_reason %s: %s", models[i], fr ? fr : "(none)",
+                  json_string_value(json_object_get(json_object_get(ch, "message"), "content")));
+        json_t *tc = json_object_get(json_object_get(ch, "message"), "tool_calls");
+        CHECK_EQ_INT((int)json_array_size(tc), 1);
+        json_t *f = json_object_get(json_array_get(tc, 0), "function");
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *args = json_string_value(json_object_get(f, "arguments"));
+        if (name && args) record_args(models[i], name, args);
+        json_decref(j);
+    }
+}
+
 static int prompt_tokens_oai(const char *body) {
     int st;
     json_t *j = post("/v1/chat/completions", body, &st);
@@ -474,6 +502,18 @@ int main(void) {
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, r1));
     snprintf(p, sizeof p, "%s/models/nemo.gguf", dir);
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, nemo));
+    static const char *const more[][2] = {{"llama31", "meta-llama-Llama-3.1-8B-Instruct.jinja"},
+                                          {"granite", "ibm-granite-granite-3.3-2B-Instruct.jinja"},
+                                          {"gptoss", "openai-gpt-oss-120b.jinja"}};
+    for (int i = 0; i < 3; i++) {
+        char tp[4200];
+        snprintf(tp, sizeof tp, "%s/%s", test_path("tests/data/templates/shared"), more[i][1]);
+        char *t = read_text(tp);
+        CHECK_MSG(t != NULL, "cannot read %s", tp);
+        snprintf(p, sizeof p, "%s/models/%s.gguf", dir, more[i][0]);
+        CHECK(t && test_make_chat_model(test_path("models/stories260K.gguf"), p, t));
+        free(t);
+    }
     char jl[512];
     snprintf(jl, sizeof jl, "%s/args.jsonl", dir);
     g_jsonl = fopen(jl, "w");
@@ -488,6 +528,7 @@ int main(void) {
         test_choice_none();
         test_round_trip();
         test_mistral_round_trip();
+        test_forced_families();
         test_think();
         loom_server_free(s);
     }
