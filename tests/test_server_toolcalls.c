@@ -42,6 +42,7 @@
 #define USER "[{\"role\":\"user\",\"content\":\"What is the weather in Paris?\"}]"
 
 static int g_port;
+static char g_models[512];
 static FILE *g_jsonl; /* arguments to validate */
 static int g_n_validated;
 
@@ -472,6 +473,17 @@ static void test_think(void) {
     CHECK_MSG(json_is_string(json_object_get(g, "thinking")) && !strcmp(json_string_value(json_object_get(g, "thinking")), t1),
               "generate thinking vs chat thinking");
     json_decref(g);
+    /* `loom chat` shows the thinking as `ollama run` does (not as answer text) */
+    const char *cli = test_cli();
+    CHECK_MSG(cli != NULL, TEST_NO_CLI);
+    if (cli) {
+        char cmd[8192], out[8192], want[4096];
+        snprintf(cmd, sizeof cmd, "echo 'Tell me a story.' | '%s' chat '%s/r1.gguf' --temp 0 -n 24 -t 1 2>&1", cli,
+                 g_models);
+        int rc = test_run(cmd, out, sizeof out);
+        snprintf(want, sizeof want, "Thinking...\n%s\n...done thinking.\n", t1);
+        CHECK_MSG(rc == 0 && strstr(out, want), "loom chat printed (rc %d):\n%s\nwant:\n%s", rc, out, want);
+    }
     /* OpenAI: reasoning_content, hidden by reasoning_effort "none" */
     int st;
     json_t *j = post("/v1/chat/completions", "{\"model\":\"r1\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a "
@@ -496,6 +508,7 @@ int main(void) {
     CHECK(qwen3 && r1 && nemo);
     if (!qwen3 || !r1 || !nemo) return test_finish("test_server_toolcalls");
     char p[512];
+    snprintf(g_models, sizeof g_models, "%s/models", dir);
     snprintf(p, sizeof p, "%s/models/qwen3.gguf", dir);
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, qwen3));
     snprintf(p, sizeof p, "%s/models/r1.gguf", dir);
