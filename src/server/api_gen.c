@@ -391,13 +391,16 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     loom_chat_syntax syn = loom_chat_detect(tmpl && !srv_is_go_template(tmpl) ? tmpl : NULL,
                                             tmpl && !srv_is_go_template(tmpl) ? strlen(tmpl) : 0);
     bool use_co = (chat || (api == SRV_API_GENERATE && !r.raw)) && srv_chatout_wanted(&syn, tools_on);
-    char tail[1024];
+    char tail[4096];
     size_t tail_len = 0;
-    if (use_co) { /* the prompt's end as text: does the answer start inside a thinking block? */
-        int from = n_toks > 48 ? n_toks - 48 : 0;
+    /* the prompt's end as text: does the answer start inside a thinking block? (fewer
+     * tokens when their text does not fit) */
+    for (int k = 64; use_co && k >= 4; k /= 2) {
+        int from = n_toks > k ? n_toks - k : 0;
         if (loom_detokenize(in->tok, toks + from, n_toks - from, LOOM_DETOK_SPECIAL | LOOM_DETOK_NO_STRIP, tail,
-                            sizeof tail, &tail_len) != LOOM_OK)
-            tail_len = 0;
+                            sizeof tail, &tail_len) == LOOM_OK)
+            break;
+        tail_len = 0;
     }
     /* forced calls: a grammar of the family's call syntax and the tools' schemas */
     const loom_grammar_vocab *gvocab = NULL;
