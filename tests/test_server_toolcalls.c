@@ -15,7 +15,7 @@
  *     (the same prompt from both APIs, longer with a longer result) and runs; with
  *     Mistral Nemo's template (its syntax forced too) the returned call's id passes the
  *     template's 9-character check on the next turn; R1's reads tool_call.type;
- *   - Llama 3.1's, Granite 3.3's and gpt-oss's (Harmony) syntaxes forced too;
+ *   - Llama 3.1's and gpt-oss's (Harmony) syntaxes forced too;
  *   - think: false renders Qwen3's empty think block and returns no thinking; with
  *     R1's template the answer starts inside <think>: think true/unset returns it as
  *     message.thinking / reasoning_content / generate's thinking (equal streamed and
@@ -307,11 +307,12 @@ static void test_mistral_round_trip(void) {
 }
 
 /* Other families' syntaxes forced end to end (one call each, arguments validated):
- * Llama 3.1 (a bare JSON call), Granite 3.3 (<|tool_call|>[...]) and gpt-oss (Harmony:
- * <|channel|>commentary to=functions.X ... <|message|>{args}). */
+ * Llama 3.1 (a bare JSON call) and gpt-oss (Harmony: <|channel|>commentary
+ * to=functions.X ... <|message|>{args}). (Granite's JSON-array form is Nemo's; its
+ * 1900-token tools prompt costs too much under ASan.) */
 static void test_forced_families(void) {
-    static const char *const models[] = {"llama31", "granite", "gptoss"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const models[] = {"llama31", "gptoss"};
+    for (int i = 0; i < 2; i++) {
         char body[8192];
         snprintf(body, sizeof body, "{\"model\":\"%s\",\"messages\":" USER ",\"tools\":" TOOLS ",\"tool_choice\":"
                  "\"required\",\"parallel_tool_calls\":false,\"seed\":1,\"temperature\":0.9,\"max_tokens\":160}",
@@ -516,9 +517,8 @@ int main(void) {
     snprintf(p, sizeof p, "%s/models/nemo.gguf", dir);
     CHECK(test_make_chat_model(test_path("models/stories260K.gguf"), p, nemo));
     static const char *const more[][2] = {{"llama31", "meta-llama-Llama-3.1-8B-Instruct.jinja"},
-                                          {"granite", "ibm-granite-granite-3.3-2B-Instruct.jinja"},
                                           {"gptoss", "openai-gpt-oss-120b.jinja"}};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         char tp[4200];
         snprintf(tp, sizeof tp, "%s/%s", test_path("tests/data/templates/shared"), more[i][1]);
         char *t = read_text(tp);
@@ -531,7 +531,9 @@ int main(void) {
     snprintf(jl, sizeof jl, "%s/args.jsonl", dir);
     g_jsonl = fopen(jl, "w");
     CHECK(g_jsonl != NULL);
-    loom_server *s = test_server_start(dir, 2, 64);
+    loom_server_params sp = test_server_params(dir, 2, 64);
+    sp.n_ctx = 2048; /* the prompts are 800-1600 tokens: a smaller cache is cheaper (ASan) */
+    loom_server *s = test_server_start_p(&sp);
     CHECK(s != NULL);
     if (s && g_jsonl) {
         g_port = loom_server_port(s);
