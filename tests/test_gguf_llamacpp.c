@@ -3,9 +3,10 @@
  * gave, and dequantizes with Loom's reference dequantizer (loom_dequantize_row, row by
  * row) to exactly the float32 values of ggml's own dequantizer (FNV-1a 64 of the bits
  * of every value, dumped by gen_ref.c). So a block layout Loom and its own quantizer
- * both got wrong cannot pass. Types Loom has no dequantizer for (the IQ family: known
- * by size only) are listed, not compared; every type Loom can dequantize must be
- * covered by the data. The F32 model the files were quantized from is regenerated
+ * both got wrong cannot pass. The IQ/TQ types llama-quantize writes only with an
+ * importance matrix are checked on blocks ggml quantized (iq-blocks.txt, gen_iq.c).
+ * Types Loom has no dequantizer for are listed, not compared; every type Loom can
+ * dequantize must be covered by the data. The F32 model the files were quantized from is regenerated
  * (tests/llamacpp_ref.h) and must hash as llama.cpp read it. */
 #include <ctype.h>
 #include <stdint.h>
@@ -25,6 +26,50 @@ static bool same_type_name(const char *ggml, const char *loom) {
     for (; *ggml && *loom; ggml++, loom++)
         if (toupper((unsigned char)*ggml) != toupper((unsigned char)*loom)) return false;
     return !*ggml && !*loom;
+}
+
+/* iq-blocks.txt (gen_iq.c): blocks of every IQ/TQ type quantized by ggml, with the
+ * hash of ggml's dequantization; Loom's must be bit-identical. Counts into covered[]. */
+static int hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+static void check_iq_blocks(int *covered) {
+    FILE *f = fopen(test_path(REF_DIR "/iq-blocks.txt"), "r");
+    CHECK_MSG(f != NULL, "missing %s/iq-blocks.txt", REF_DIR);
+    if (!f) return;
+    static char line[1 << 15];
+    int n_types = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[16], *p = line;
+        long long n = 0;
+        int used = 0;
+        if (sscanf(p, "%15s %lld %n", name, &n, &used) != 2) continue;
+        p += used;
+        loom_type t;
+        CHECK_MSG(loom_type_from_name(name, &t), "iq-blocks.txt: unknown type %s", name);
+        const loom_type_info *ti = loom_type_get((uint32_t)t);
+        size_t bytes = 0;
+        CHECK(ti && loom_type_row_bytes(t, n, &bytes) == LOOM_OK);
+        if (!ti || n <= 0 || n > 65536) continue;
+        uint8_t *raw = malloc(bytes ? bytes : 1);
+        float *y = malloc((size_t)n * sizeof *y);
+        CHECK(raw && y);
+        size_t k = 0;
+        for (; raw && k < bytes && hexval(p[0]) >= 0 && hexval(p[1]) >= 0; k++, p += 2)
+            raw[k] = (uint8_t)(hexval(p[0]) * 16 + hexval(p[1]));
+        unsigned long long want = 0;
+        CHECK_MSG(k == bytes && sscanf(p, " %llx", &want) == 1, "iq-blocks.txt %s: %zu of %zu bytes", name, k, bytes);
+        if (raw && y && k == bytes) {
+            CHECK_MSG(ti->can_dequantize && loom_dequantize_row(t, raw, y, n) == LOOM_OK, "%s: dequantize failed", name);
+            uint64_t h = ref_hash_f32(y, n);
+            CHECK_MSG(h == want, "iq-blocks.txt %s: dequantized values differ from ggml's (hash %016llx, ggml %016llx)",
+                      name, (unsigned long long)h, want);
+            if (h == want) covered[t]++, n_types++;
+        }
+        free(raw);
+        free(y);
+    }
+    fclose(f);
+    printf("  iq-blocks.txt: %d types bit-identical to ggml's dequantizer\n", n_types);
 }
 
 int main(void) {
@@ -111,12 +156,16 @@ int main(void) {
                      n_seen_in_file);
     loom_gguf_close(g);
     unlink(f32_path);
+    check_iq_blocks(covered);
     CHECK(n_files >= 10 && n_lines > 150);
     /* every type the files hold that Loom can dequantize was compared; the ones Loom
      * claims to read and llama-quantize can write are all present */
     static const loom_type must[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1,
                                      LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
-                                     LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_MXFP4};
+                                     LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_MXFP4,
+                                     LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S, LOOM_TYPE_IQ3_XXS,
+                                     LOOM_TYPE_IQ3_S, LOOM_TYPE_IQ1_S, LOOM_TYPE_IQ1_M, LOOM_TYPE_IQ4_NL,
+                                     LOOM_TYPE_IQ4_XS, LOOM_TYPE_TQ1_0, LOOM_TYPE_TQ2_0};
     for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
         CHECK_MSG(covered[must[i]] > 0, "no llama.cpp-made %s tensor compared", loom_type_name(must[i]));
     printf("  %d files, %d tensors bit-identical to ggml's dequantizer (%lld values)\n", n_files, n_compared,

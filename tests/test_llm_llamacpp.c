@@ -90,7 +90,7 @@ static double nrmse(const float *x, const logits_file *r, double *max_abs) {
     return sqrt(se / (double)n) / sqrt(sr / (double)n);
 }
 
-/* Types of every tensor of a file have Loom kernels (the IQ family does not). */
+/* Types of every tensor of a file have Loom kernels (every type Loom dequantizes does). */
 static bool loom_can_run(const char *path, char *why, size_t why_size) {
     loom_gguf *g = NULL;
     if (loom_gguf_open(path, NULL, &g, NULL) != LOOM_OK) return true; /* the open check reports it */

@@ -562,7 +562,8 @@ static void test_errors(void) {
     uint8_t q[256] = {0};
     CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_Q4_0, q, x, 33), LOOM_ERR_SHAPE);
     CHECK_EQ_INT(loom_quantize_row(LOOM_TYPE_Q4_K, x, q, 64), LOOM_ERR_SHAPE);
-    CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_IQ2_XXS, q, x, 256), LOOM_ERR_TYPE);
+    CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_IQ2_XXS, q, x, 128), LOOM_ERR_SHAPE);
+    CHECK_EQ_INT(loom_dequantize_row(LOOM_TYPE_I8, q, x, 64), LOOM_ERR_TYPE);
     CHECK_EQ_INT(loom_quantize_row(LOOM_TYPE_I32, x, q, 4), LOOM_ERR_TYPE);
     CHECK_EQ_INT(loom_dequantize_row((loom_type)4, q, x, 32), LOOM_ERR_TYPE);
     CHECK_EQ_INT(loom_dequantize_row((loom_type)1000, q, x, 32), LOOM_ERR_TYPE);

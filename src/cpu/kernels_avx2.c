@@ -315,4 +315,6 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     /* gemm_repacked for Q4_0/Q8_0 (kernels_repack_avx2.c); avx512 inherits it, the
      * VNNI level installs its own */
     loom_kernels_fill_repack_avx2(k);
+    /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
+    loom_kernels_fill_iq4_avx2(k);
 }

@@ -34,6 +34,8 @@ void loom_vd_q3_K_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_q4_K_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_q5_K_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_q6_K_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq4_nl_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq4_xs_ref(int64_t n, float *s, const void *x, const void *y);
 
 /* Scalar reference gemm for the row-interleaved layout (kernels.h gemm_repacked). */
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
@@ -46,6 +48,7 @@ bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, c
 
 /* Fill k with the scalar reference table (name "scalar"). */
 void loom_kernels_fill_scalar(loom_kernels *k);
+void loom_kernels_fill_iq_scalar(loom_kernels *k); /* called by fill_scalar (kernels_iq_scalar.c) */
 /* Override entries of a scalar-filled table with an ISA's kernels. Each exists only
  * when its translation unit is compiled in (see kernels_dispatch.c). */
 void loom_kernels_fill_avx2(loom_kernels *k);
@@ -54,6 +57,7 @@ void loom_kernels_fill_avx512(loom_kernels *k);
 void loom_kernels_fill_avx512vnni(loom_kernels *k);
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx512vnni */
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
+void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_neon(loom_kernels *k);
 void loom_kernels_fill_neon_dotprod(loom_kernels *k); /* needs dotprod + fp16 */
 

@@ -539,7 +539,10 @@ static void ff_q8_K(const float *x, void *vy, int64_t n) {
     }
 }
 
+#include "cpu/kernels_neon_iq4.h"
+
 void NEON_FILL(loom_kernels *k) {
+    neon_fill_iq4(k);
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;

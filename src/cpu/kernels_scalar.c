@@ -417,6 +417,7 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     E(Q5_K, Q8_K, loom_vd_q5_K_ref);
     E(Q6_K, Q8_K, loom_vd_q6_K_ref);
 #undef E
+    loom_kernels_fill_iq_scalar(k);
     k->from_float[LOOM_TYPE_F32] = ff_f32;
     k->from_float[LOOM_TYPE_F16] = ff_f16;
     k->from_float[LOOM_TYPE_BF16] = ff_bf16;

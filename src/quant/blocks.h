@@ -79,4 +79,36 @@ static inline int loom_k3_scale(int k, const uint8_t *s) {
     return (lo4 | (hi2 << 4)) - 32;
 }
 
+
+/* IQ / TQ layouts (GGUF types 16..23, 29, 34, 35); codebooks in quant/iq_tables.h. */
+typedef struct { uint16_t d; uint16_t qs[32]; } block_iq2_xxs;
+typedef struct { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; } block_iq2_xs;
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; } block_iq2_s;
+typedef struct { uint16_t d; uint8_t qs[96]; } block_iq3_xxs;
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; } block_iq3_s;
+typedef struct { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; } block_iq1_s;
+typedef struct { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; } block_iq1_m;
+typedef struct { uint16_t d; uint8_t qs[16]; } block_iq4_nl;
+typedef struct { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } block_iq4_xs;
+typedef struct { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; } block_tq1_0;
+typedef struct { uint8_t qs[64]; uint16_t d; } block_tq2_0;
+
+_Static_assert(sizeof(block_iq2_xxs) == 66, "iq2_xxs");
+_Static_assert(sizeof(block_iq2_xs) == 74, "iq2_xs");
+_Static_assert(sizeof(block_iq2_s) == 82, "iq2_s");
+_Static_assert(sizeof(block_iq3_xxs) == 98, "iq3_xxs");
+_Static_assert(sizeof(block_iq3_s) == 110, "iq3_s");
+_Static_assert(sizeof(block_iq1_s) == 50, "iq1_s");
+_Static_assert(sizeof(block_iq1_m) == 56, "iq1_m");
+_Static_assert(sizeof(block_iq4_nl) == 18, "iq4_nl");
+_Static_assert(sizeof(block_iq4_xs) == 136, "iq4_xs");
+_Static_assert(sizeof(block_tq1_0) == 54, "tq1_0");
+_Static_assert(sizeof(block_tq2_0) == 66, "tq2_0");
+
+
+/* IQ4_XS 6-bit scale of sub-block ib (0..7), 0..63 (the value used is ls - 32). */
+static inline int loom_iq4xs_scale(const block_iq4_xs *b, int ib) {
+    return ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+}
+
 #endif

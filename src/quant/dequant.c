@@ -3,6 +3,7 @@
  * bit-identical with other readers of the format. */
 #include "loom_base.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 #include <string.h>
 
@@ -236,7 +237,8 @@ loom_status loom_dequantize_row(loom_type t, const void *src, float *dst, int64_
     case LOOM_TYPE_Q6_K: dq_q6_K(s, dst, nb); break;
     case LOOM_TYPE_Q8_K: dq_q8_K(s, dst, nb); break;
     case LOOM_TYPE_MXFP4: dq_mxfp4(s, dst, nb); break;
-    default: return LOOM_ERR_TYPE;
+    default:
+        if (!loom_dequant_iq(t, s, dst, nb)) return LOOM_ERR_TYPE;
     }
     return LOOM_OK;
 }

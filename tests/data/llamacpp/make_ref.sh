@@ -14,6 +14,10 @@ cc -O2 -std=c11 -I"$src/include" -I"$src/ggml/include" "$here/gen_ref.c" -o "$wo
   "$build/src/libllama.a" "$build/ggml/src/libggml.a" "$build/ggml/src/libggml-cpu.a" \
   "$build/ggml/src/libggml-base.a" -lstdc++ -lgomp -lm -lpthread
 gen=$work/gen_ref
+cc -O2 -std=c11 -I"$src/ggml/include" "$here/gen_iq.c" -o "$work/gen_iq" \
+  "$build/ggml/src/libggml.a" "$build/ggml/src/libggml-cpu.a" "$build/ggml/src/libggml-base.a" \
+  -lstdc++ -lgomp -lm -lpthread
+"$work/gen_iq" >"$here/iq-blocks.txt"
 quant=$build/bin/llama-quantize
 
 # 1. the F32 model (not committed: the tests regenerate it bit for bit)
