@@ -181,7 +181,7 @@ static void test_vec_dot(void) {
                 for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
                 if (loom_type_get(wt)->can_quantize) {
                     CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-                } else { /* IQ4 (no Loom quantizer): random codes and scales, block scale by row */
+                } else { /* no Loom quantizer: random codes and scales, block scale by row */
                     size_t bb = loom_type_get(wt)->block_bytes;
                     for (size_t b = 0; b < wrb / bb; b++) {
                         uint8_t *blk = w + r * wrb + b * bb;

@@ -72,6 +72,50 @@ static void check_iq_blocks(int *covered) {
     printf("  iq-blocks.txt: %d types bit-identical to ggml's dequantizer\n", n_types);
 }
 
+/* Loom's IQ4_NL / IQ4_XS quantizer (no importance matrix) against llama-quantize's: the
+ * IQ file's IQ4 tensors, quantized by Loom from the regenerated F32 model, block by
+ * block. Reports the share of identical blocks; requires it to be (nearly) all. */
+static void check_iq4_quantizer(const char *f32_path) {
+    loom_gguf *gf = NULL, *gq = NULL;
+    CHECK(loom_gguf_open(f32_path, NULL, &gf, NULL) == LOOM_OK);
+    CHECK(loom_gguf_open(test_path(REF_DIR "/ref-iq4_nl-iq4_xs-iq3_s.gguf"), NULL, &gq, NULL) == LOOM_OK);
+    long long blocks[LOOM_TYPE_COUNT] = {0}, same[LOOM_TYPE_COUNT] = {0};
+    for (int64_t i = 0; gf && gq && i < loom_gguf_tensor_count(gq); i++) {
+        const loom_gguf_tensor_info *tq = loom_gguf_tensor(gq, i);
+        if (tq->type != LOOM_TYPE_IQ4_NL && tq->type != LOOM_TYPE_IQ4_XS) continue;
+        int64_t fi = loom_gguf_find_tensor(gf, tq->name);
+        CHECK_MSG(fi >= 0, "F32 model: no %s", tq->name);
+        if (fi < 0) continue;
+        const loom_gguf_tensor_info *tf = loom_gguf_tensor(gf, fi);
+        const int64_t n = tq->ne[0] * tq->ne[1] * tq->ne[2] * tq->ne[3];
+        const loom_type_info *ti = loom_type_get((uint32_t)tq->type);
+        float *x = malloc((size_t)tf->size);
+        uint8_t *want = malloc((size_t)tq->size), *got = malloc((size_t)tq->size);
+        CHECK(x && want && got && tf->type == LOOM_TYPE_F32 && tf->size == (uint64_t)n * 4);
+        if (x && want && got && loom_gguf_read_tensor(gf, fi, 0, x, tf->size, NULL) == LOOM_OK &&
+            loom_gguf_read_tensor(gq, i, 0, want, tq->size, NULL) == LOOM_OK) {
+            CHECK(loom_quantize_row(tq->type, x, got, n) == LOOM_OK);
+            for (uint64_t b = 0; b < tq->size / ti->block_bytes; b++) {
+                blocks[tq->type]++;
+                same[tq->type] += !memcmp(got + b * ti->block_bytes, want + b * ti->block_bytes, ti->block_bytes);
+            }
+        }
+        free(x);
+        free(want);
+        free(got);
+    }
+    loom_gguf_close(gf);
+    loom_gguf_close(gq);
+    static const loom_type ts[] = {LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS};
+    for (int k = 0; k < 2; k++) {
+        loom_type t = ts[k];
+        printf("  Loom's %s quantizer: %lld of %lld blocks identical to llama-quantize's\n", loom_type_name(t), same[t],
+               blocks[t]);
+        CHECK_MSG(blocks[t] > 0 && same[t] == blocks[t], "%s quantizer: %lld of %lld blocks differ from llama-quantize",
+                  loom_type_name(t), blocks[t] - same[t], blocks[t]);
+    }
+}
+
 int main(void) {
     char f32_path[128];
     snprintf(f32_path, sizeof f32_path, "/tmp/loom_test_ref_f32_%d.gguf", (int)getpid());
@@ -155,6 +199,7 @@ int main(void) {
     if (g) CHECK_MSG(n_seen_in_file == n_file_tensors, "%s: %d tensors, %d in the reference", cur, n_file_tensors,
                      n_seen_in_file);
     loom_gguf_close(g);
+    check_iq4_quantizer(f32_path);
     unlink(f32_path);
     check_iq_blocks(covered);
     CHECK(n_files >= 10 && n_lines > 150);

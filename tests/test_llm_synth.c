@@ -313,6 +313,7 @@ static void check_scheme(void) {
     CHECK(loom_synth_tensor_type("Q6_K", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q8_0);
     CHECK(loom_synth_tensor_type("Q4_K_M", "blk.1.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q8_0);
     CHECK(loom_synth_tensor_type("Q4_K", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F16);
+    CHECK(loom_synth_tensor_type("IQ4_XS", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_IQ4_NL);
     CHECK(loom_synth_tensor_type("Q4_0", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F16);
     CHECK(loom_synth_tensor_type("F32", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F32);
     CHECK(loom_synth_tensor_type("Q9_Z", "output.weight", 256, 2, &t) == LOOM_ERR_TYPE);
@@ -397,6 +398,8 @@ int main(void) {
     check_model("Q4_K", 14, false);
     check_model("Q6_K", 18, false);
     check_model("Q4_K_M", 15, false);
+    check_model("IQ4_NL", 25, false);
+    check_model("IQ4_XS", 30, true);
     check_determinism();
     check_fallback_file();
     return test_finish("test_llm_synth");

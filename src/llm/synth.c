@@ -75,6 +75,8 @@ static uint32_t scheme_file_type(loom_type base, bool mix) {
     case LOOM_TYPE_Q6_K: return 18;
     case LOOM_TYPE_BF16: return 32;
     case LOOM_TYPE_MXFP4: return 38;
+    case LOOM_TYPE_IQ4_NL: return 25;
+    case LOOM_TYPE_IQ4_XS: return 30;
     default: return 1024;            /* unknown */
     }
 }
@@ -100,7 +102,7 @@ static loom_type fallback_type(loom_type t, int64_t ne0) {
     const loom_type_info *ti = loom_type_get((uint32_t)t);
     if (ti && ne0 % ti->block_size == 0) return t;
     if (ti && ti->block_size == 256 && ne0 % 32 == 0)
-        return t == LOOM_TYPE_Q6_K ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q5_0;
+        return t == LOOM_TYPE_Q6_K ? LOOM_TYPE_Q8_0 : t == LOOM_TYPE_IQ4_XS ? LOOM_TYPE_IQ4_NL : LOOM_TYPE_Q5_0;
     return LOOM_TYPE_F16;
 }
 

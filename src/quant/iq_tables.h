@@ -9,6 +9,8 @@
 
 /* Dequantize nb blocks of an IQ/TQ type t (dequant_iq.c); false: not such a type. */
 bool loom_dequant_iq(loom_type t, const uint8_t *src, float *y, int64_t nb);
+/* Quantize nb blocks of IQ4_NL / IQ4_XS (quantize_iq4.c); false: not such a type. */
+bool loom_quantize_iq4(loom_type t, const float *x, uint8_t *dst, int64_t nb);
 
 extern const uint64_t loom_iq2xxs_grid[256];
 extern const uint64_t loom_iq2xs_grid[512];

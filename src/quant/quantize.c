@@ -3,6 +3,7 @@
  * Q8_1, Q8_K) use the plain absmax scale so they are fast and deterministic. */
 #include "loom_base.h"
 #include "quant/blocks.h"
+#include "quant/iq_tables.h"
 
 #include <math.h>
 #include <string.h>
@@ -453,7 +454,8 @@ loom_status loom_quantize_row(loom_type t, const float *src, void *dst, int64_t 
     case LOOM_TYPE_Q6_K: q_q6_K(src, d, nb); break;
     case LOOM_TYPE_Q8_K: q_q8_K(src, d, nb); break;
     case LOOM_TYPE_MXFP4: q_mxfp4(src, d, nb); break;
-    default: return LOOM_ERR_TYPE;
+    default:
+        if (!loom_quantize_iq4(t, src, d, nb)) return LOOM_ERR_TYPE;
     }
     return LOOM_OK;
 }
