@@ -1,7 +1,7 @@
 /*
  * api_misc.c - the model-management and operations endpoints: /api/tags, /api/show,
  * /api/ps, /api/delete, /api/copy, /api/create, /api/pull|push (refused),
- * /api/embed(dings) (refused until an embedding model exists), /v1/models,
+ * /v1/models,
  * /health and /metrics.
  */
 #include <ctype.h>
@@ -451,23 +451,6 @@ void srv_api_store_op(loom_server *s, const srv_request *rq, const char *op, srv
                        op, n ? n : "");
         srv_api_error(out, SRV_API_CHAT, 501, msg.data ? msg.data : "no registry");
         srv_buf_free(&msg);
-        json_decref(b);
-        return;
-    }
-    if (!strcmp(op, "embed")) {
-        const char *n = name_field(b);
-        srv_model_info m;
-        srv_api api = rq->path[1] == 'v' ? SRV_API_OAI_CHAT : SRV_API_CHAT;
-        if (!n) {
-            srv_api_error(out, api, 400, "model is required");
-        } else if (!srv_store_find(s->store, n, &m, false, &e)) {
-            srv_api_error(out, api, e.status, e.msg);
-        } else {
-            char msg[400];
-            snprintf(msg, sizeof msg, "\"%s\" does not support embeddings", n);
-            srv_api_error(out, api, 400, msg);
-            srv_model_info_free(&m);
-        }
         json_decref(b);
         return;
     }
