@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f) {
                "  --truncate        cut inputs longer than the context instead of failing\n"
                "  -c, --ctx N       longest input in tokens (default: the model's context)\n"
                "  -b, --batch N     tokens per graph (default: the context)\n"
-               "  -t, --threads N   CPU threads (default: physical cores)\n");
+               "  -t, --threads N   CPU threads (default: physical cores)\n"
+               "  --verbose         load and compute times on stderr\n");
 }
 
 typedef struct seq_list {
@@ -85,6 +87,12 @@ static bool parse_ids(const char *s, int32_t **out, int32_t *n_out) {
     return true;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void print_vec(const float *v, int n, bool json) {
     if (json) putchar('[');
     for (int i = 0; i < n; i++) printf("%s%.9g", i ? (json ? "," : " ") : "", (double)v[i]);
@@ -94,7 +102,7 @@ static void print_vec(const float *v, int n, bool json) {
 int loom_cmd_embed(int argc, char **argv) {
     loom_embed_params p = loom_embed_default_params();
     const char *file = NULL;
-    bool json = false, normalize = true, truncate = false;
+    bool json = false, normalize = true, truncate = false, verbose = false;
     const char **texts = calloc((size_t)argc + 1, sizeof *texts);
     int n_texts = 0;
     seq_list seqs = {0};
@@ -117,6 +125,7 @@ int loom_cmd_embed(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--no-normalize")) normalize = false;
         else if (!strcmp(a, "--truncate")) truncate = true;
+        else if (!strcmp(a, "--verbose")) verbose = true;
         else if (a[0] == '-' && a[1]) {
             if (!v) {
                 fprintf(stderr, "loom embed: %s needs a value (or is unknown)\n", a);
@@ -171,10 +180,12 @@ int loom_cmd_embed(int argc, char **argv) {
     }
     rc = CLI_EXIT_ERROR;
     loom_error err = {0};
+    double t_load = now_s();
     if (loom_embed_open(&p, &e, &err)) {
         fprintf(stderr, "loom embed: %s\n", err.msg);
         goto done;
     }
+    t_load = now_s() - t_load;
     const int32_t n_ctx = loom_embed_n_ctx(e), E = loom_embed_n_embd(e);
     if (file) {
         char why[256] = {0};
@@ -224,10 +235,20 @@ int loom_cmd_embed(int argc, char **argv) {
         fprintf(stderr, "loom embed: out of memory for %zu vectors\n", rows);
         goto done;
     }
+    double t0 = now_s();
     if (loom_embed_compute(e, (const int32_t *const *)seqs.ids, seqs.n, seqs.count, normalize, out,
                            rows * (size_t)E, &err)) {
         fprintf(stderr, "loom embed: %s\n", err.msg);
         goto done;
+    }
+    if (verbose) {
+        double dt = now_s() - t0;
+        long long ntok = 0;
+        for (int i = 0; i < seqs.count; i++) ntok += seqs.n[i];
+        fprintf(stderr, "loom embed: %s, pooling %s, load %.1f ms; %d inputs, %lld tokens in %.1f ms: "
+                        "%.2f embeddings/s, %.1f tokens/s\n",
+                loom_embed_arch(e), loom_pooling_name(loom_embed_pooling(e)), t_load * 1e3, seqs.count, ntok,
+                dt * 1e3, seqs.count / dt, (double)ntok / dt);
     }
     const float *v = out;
     if (json) printf("{\"embeddings\": [");
