@@ -29,7 +29,8 @@ static void gen_usage(FILE *f) {
             "  -t, --threads N  quantizing threads (default: online CPUs)\n"
             "  --arch A         llama (default), bert or nomic-bert (embedding encoders:\n"
             "                   kv-heads = heads, use a WordPiece vocab)\n"
-            "  --pooling P      bert/nomic-bert pooling_type: none, mean (default), cls, last\n");
+            "  --pooling P      bert/nomic-bert pooling_type: none, mean (default), cls, last\n"
+            "  --rope-base F    rope.freq_base (llama, nomic-bert; default 10000)\n");
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -76,6 +77,14 @@ int loom_cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--type")) p.type_name = v;
         else if (!strcmp(a, "--arch")) p.arch = v;
+        else if (!strcmp(a, "--rope-base")) {
+            double d;
+            if (!cli_parse_double(v, &d) || !(d > 1 && d < 1e12)) {
+                fprintf(stderr, "loom gen: --rope-base needs a number > 1, got '%s'\n", v);
+                return 2;
+            }
+            p.rope_base = (float)d;
+        }
         else if (!strcmp(a, "--pooling")) {
             static const char *const pn[] = {"none", "mean", "cls", "last"};
             p.pooling_type = -2;
