@@ -59,13 +59,17 @@ bool loom_pooling_from_name(const char *s, loom_pooling *out);
 typedef struct loom_embed_params {
     const char *path;         /* GGUF file (required) */
     int32_t n_ctx;            /* longest input in tokens; 0 = the training context
-                                 (context_length). bert: at most context_length
-                                 (its position table) */
+                                 (context_length), at most 8192. At most 8192; bert:
+                                 at most context_length (its position table) */
     int32_t n_batch;          /* tokens per graph (several sequences share one);
-                                 0 = n_ctx; raised to n_ctx when smaller */
+                                 0 = n_ctx; raised to n_ctx when smaller; at most 8192.
+                                 The graph holds the attention scores of n_batch x
+                                 n_batch tokens per head */
     int n_threads;            /* CPU threads; 0 = physical cores available */
     loom_pooling pooling;     /* UNSPECIFIED (default) = the file's pooling_type */
     bool no_mmap;             /* see loom_backend_params */
+    bool flash_attn;          /* attention as one fused node per layer (loom_flash_attn)
+                                 instead of scores, softmax and the V product */
     loom_progress_cb progress;/* load progress (may be NULL); false cancels */
     void *progress_user;
 } loom_embed_params;

@@ -26,8 +26,11 @@ static void make_ids(void) {
         }
 }
 
+static bool g_fa;
+
 static loom_embedder *open_e(const char *path, loom_pooling pool, int n_ctx, int n_batch) {
     loom_embed_params p = loom_embed_default_params();
+    p.flash_attn = g_fa;
     p.path = path;
     p.pooling = pool;
     p.n_ctx = n_ctx;
@@ -110,6 +113,15 @@ static void test_arch(const char *arch) {
         CHECK_NEAR(ss, 1.0, 1e-5);
     }
     loom_embed_close(e);
+    /* the same with flash attention */
+    g_fa = true;
+    e = open_e(path, LOOM_POOLING_NONE, 0, 0);
+    CHECK(e && loom_embed_compute(e, g_seqs, k_len, NSEQ, false, hid, (size_t)total * E, &err) == LOOM_OK);
+    nr = nrmse(hid, ref, (size_t)total * E);
+    printf("%s: token-level nrmse vs float64 (flash attention) %.3g\n", arch, nr);
+    CHECK_MSG(nr <= 1e-5, "%s nrmse %g (flash attention)", arch, nr);
+    loom_embed_close(e);
+    g_fa = false;
 
     /* pooled: mean / cls / last, in one graph and in graphs of one sequence each
      * (n_batch = n_ctx = 17) */

@@ -29,6 +29,7 @@ static void usage(FILE *f) {
                "  -c, --ctx N       longest input in tokens (default: the model's context)\n"
                "  -b, --batch N     tokens per graph (default: the context)\n"
                "  -t, --threads N   CPU threads (default: physical cores)\n"
+               "  -fa, --flash-attn fused attention\n"
                "  --verbose         load and compute times on stderr\n");
 }
 
@@ -126,6 +127,7 @@ int loom_cmd_embed(int argc, char **argv) {
         else if (!strcmp(a, "--no-normalize")) normalize = false;
         else if (!strcmp(a, "--truncate")) truncate = true;
         else if (!strcmp(a, "--verbose")) verbose = true;
+        else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) p.flash_attn = true;
         else if (a[0] == '-' && a[1]) {
             if (!v) {
                 fprintf(stderr, "loom embed: %s needs a value (or is unknown)\n", a);

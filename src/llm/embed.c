@@ -12,7 +12,7 @@
 #include "quant/alloc.h"
 
 #define EMB_MAX_DIM ((int64_t)1 << 20)
-#define EMB_MAX_CTX 65536
+#define EMB_MAX_CTX 8192 /* longest input (and graph): the attention scores are [T, T, heads] */
 
 const char *loom_pooling_name(loom_pooling p) {
     switch (p) {
@@ -79,8 +79,8 @@ void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor
 loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                            loom_tensor *mask, int T) {
     const int64_t D = e->hp.head_dim, H = e->hp.n_head;
-    /* without flash attention loom_sdpa takes V as [T, D, H] (PermutedV) */
-    loom_tensor *vp = loom_cont(ctx, loom_permute(ctx, v, 1, 2, 0, 3));
+    /* with flash attention loom_sdpa takes V as [D, H, T]; without, as [T, D, H] (PermutedV) */
+    loom_tensor *vp = loom_ctx_flash_attn(ctx) ? v : loom_cont(ctx, loom_permute(ctx, v, 1, 2, 0, 3));
     loom_tensor *a = loom_sdpa(ctx, q, k, vp, mask, 1.0f / sqrtf((float)D));
     int64_t ne_a[2] = {D * H, T};
     return loom_reshape(ctx, a, 2, ne_a);
@@ -371,7 +371,7 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     loom_backend_params bp = loom_backend_default_params();
     bp.n_threads = params->n_threads;
     bp.no_mmap = params->no_mmap;
-    bp.flash_attn = false;
+    bp.flash_attn = params->flash_attn;
     bp.repack_filter = repack_filter;
     loom_status s = loom_backend_open(params->path, &bp, &e->be, err);
     if (s) goto fail;
