@@ -58,7 +58,9 @@ typedef struct loom_synth_params {
      * "nomic-bert" (fused attn_qkv, SwiGLU FFN, rope.freq_base); both with
      * token_embd_norm, attn_output_norm, layer_output_norm (weight + bias),
      * attention.causal false and attention.layer_norm_epsilon (norm_eps). n_kv_heads
-     * must equal n_heads. Biases are 0.02 * z. The vocab should be a WordPiece one. */
+     * must equal n_heads. Biases are 0.02 * z; biases, position_embd and token_types
+     * are F32 in every scheme (as the converter writes them). The vocab should be a
+     * WordPiece one. */
     const char *arch;
     int pooling_type;       /* <arch>.pooling_type for bert/nomic-bert (default 1 = mean;
                                -1 = not written) */

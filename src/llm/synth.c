@@ -114,7 +114,9 @@ loom_status loom_synth_tensor_type(const char *type_name, const char *name, int6
     size_t len = strlen(name);
     bool is_norm = len >= 11 && !strcmp(name + len - 11, "norm.weight");
     bool is_bias = len >= 5 && !strcmp(name + len - 5, ".bias");
-    if (is_norm || is_bias) {
+    /* llama.cpp's converter keeps these F32 (and llama-quantize leaves them) */
+    bool keep_f32 = !strcmp(name, "position_embd.weight") || !strcmp(name, "token_types.weight");
+    if (is_norm || is_bias || keep_f32) {
         *out = LOOM_TYPE_F32;
         return LOOM_OK;
     }

@@ -66,7 +66,10 @@ int main(int argc, char **argv) {
     struct llama_model *m = llama_model_load_from_file(argv[2], mp);
     if (!m) return 1;
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t)(total < 512 ? 512 : total);
+    /* a context of 256 cells per sequence (llama.cpp's mean pooling failed an assert
+     * with 3 sequences in a context of 512) */
+    cp.n_ctx = (uint32_t)(256 * (n_seq < 2 ? 2 : n_seq));
+    if (cp.n_ctx < (uint32_t)total) return 2;
     cp.n_batch = cp.n_ctx;
     cp.n_ubatch = cp.n_ctx; /* non-causal: the whole batch in one ubatch */
     cp.n_seq_max = (uint32_t)n_seq;
