@@ -12,11 +12,18 @@
  *       pooling none|mean|cls|last. OUT: int32 n_vectors, int32 n_embd, then
  *       float32 [n_vectors][n_embd], little-endian, NOT normalized (the raw pooled
  *       vectors; pooling none: every token's hidden state, sequence after sequence).
+ *   embed_ref bench MODEL FILE THREADS
+ *       times llama.cpp on the lines of FILE as llama-embedding batches them: inputs
+ *       tokenized, packed into batches of at most 512 tokens (one sequence id per
+ *       input), one llama_decode per batch, the model's pooling; prints the compute
+ *       time (load and tokenization excluded) for bench/embed_vs_llama.sh.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama.h"
 
@@ -44,6 +51,62 @@ int main(int argc, char **argv) {
         printf("\n");
         llama_model_free(m);
         return n > 0 ? 0 : 1;
+    }
+    if (argc == 5 && !strcmp(argv[1], "bench")) {
+        struct llama_model *m = llama_model_load_from_file(argv[2], mp);
+        FILE *f = fopen(argv[3], "r");
+        if (!m || !f) return 1;
+        static llama_token ids[1024][512];
+        static int n[1024];
+        int ns = 0;
+        char line[8192];
+        while (ns < 1024 && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            if (!*line) continue;
+            n[ns] = llama_tokenize(llama_model_get_vocab(m), line, (int32_t)strlen(line), ids[ns], 512, true, false);
+            if (n[ns] <= 0) return 1;
+            ns++;
+        }
+        fclose(f);
+        struct llama_context_params cp = llama_context_default_params();
+        cp.n_ctx = 512 * 64;
+        cp.n_batch = 512;
+        cp.n_ubatch = 512;
+        cp.n_seq_max = 64;
+        cp.n_threads = atoi(argv[4]);
+        cp.n_threads_batch = cp.n_threads;
+        cp.embeddings = true;
+        cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+        struct llama_context *ctx = llama_init_from_model(m, cp);
+        if (!ctx) return 1;
+        struct llama_batch b = llama_batch_init(512, 0, 1);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long toks = 0;
+        for (int i = 0; i < ns;) {
+            b.n_tokens = 0;
+            int s = 0;
+            while (i < ns && b.n_tokens + n[i] <= 512 && s < 64) {
+                for (int j = 0; j < n[i]; j++) {
+                    int k = b.n_tokens++;
+                    b.token[k] = ids[i][j];
+                    b.pos[k] = j;
+                    b.n_seq_id[k] = 1;
+                    b.seq_id[k][0] = s;
+                    b.logits[k] = 1;
+                }
+                toks += n[i++];
+                s++;
+            }
+            llama_memory_clear(llama_get_memory(ctx), true);
+            if (llama_decode(ctx, b)) return 1;
+            for (int q = 0; q < s; q++)
+                if (!llama_get_embeddings_seq(ctx, q)) return 1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        printf("llama.cpp: %d inputs, %ld tokens in %.1f ms: %.2f embeddings/s\n", ns, toks, ms, ns * 1e3 / ms);
+        return 0;
     }
     if (argc < 6 || strcmp(argv[1], "embed")) {
         fprintf(stderr, "usage: embed_ref tokenize MODEL TEXT | embed MODEL POOLING OUT IDS...\n");
