@@ -25,6 +25,7 @@ loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b)
     const int64_t T = b->n_tokens, H = hp->n_head, D = hp->head_dim;
     loom_tensor *tok, *pos, *mask;
     emb_inputs(e, ctx, b, &tok, &pos, &mask);
+    loom_tensor *outs = emb_out_ids(ctx, b);
 
     loom_tensor *h = loom_get_rows(ctx, e->tok_embd, tok);
     if (e->type_embd) {
@@ -43,6 +44,10 @@ loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b)
         loom_tensor *v = emb_named(loom_reshape(ctx, linear(ctx, ly->wv, ly->bv, h), 3, ne3), "v", il);
         loom_tensor *a = emb_attention(e, ctx, q, k, v, mask, (int)T);
         loom_tensor *x = emb_named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (outs && il == hp->n_layer - 1) { /* only the pooled rows go on */
+            x = loom_get_rows(ctx, x, outs);
+            h = loom_get_rows(ctx, h, outs);
+        }
         x = loom_add(ctx, x, h);
         h = emb_named(loom_layer_norm(ctx, x, ly->attn_out_norm, ly->attn_out_norm_b, hp->norm_eps), "ffn_inp",
                       il);

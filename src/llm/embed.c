@@ -76,6 +76,16 @@ void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor
     loom_tensor_set_name(*mask, "inp_mask");
 }
 
+loom_tensor *emb_out_ids(loom_ctx *ctx, const emb_batch *b) {
+    if (!b->out_ids && !b->reserve) return NULL;
+    if (b->reserve && b->n_outputs >= b->n_tokens) return NULL;
+    int64_t ne[1] = {b->n_outputs};
+    loom_ctx *in = loom_ctx_input(ctx);
+    loom_tensor *t = b->reserve ? loom_zeros(in, LOOM_TYPE_I32, 1, ne)
+                                : loom_from_i32(in, b->out_ids, (size_t)b->n_outputs, 1, ne);
+    return loom_tensor_set_name(t, "inp_out_ids");
+}
+
 loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                            loom_tensor *mask, int T) {
     const int64_t D = e->hp.head_dim, H = e->hp.n_head;
@@ -308,6 +318,7 @@ static loom_status build(loom_embedder *e, const emb_batch *b, loom_ctx **ctx_ou
 static loom_status reserve(loom_embedder *e, loom_error *err) {
     emb_batch b = {0};
     b.n_tokens = e->n_batch;
+    b.n_outputs = e->n_batch; /* the worst case keeps every row */
     b.reserve = true;
     loom_ctx *ctx;
     loom_tensor *h;
@@ -319,13 +330,16 @@ static loom_status reserve(loom_embedder *e, loom_error *err) {
     return s;
 }
 
-/* Hidden states of T packed tokens (e->tok, e->pos, e->mask) into e->hidden. */
-static loom_status run_graph(loom_embedder *e, int T, loom_error *err) {
+/* Hidden states of T packed tokens (e->tok, e->pos, e->mask) into e->hidden: every
+ * row, or the n_out rows e->out_ids (n_out < T). */
+static loom_status run_graph(loom_embedder *e, int T, int n_out, loom_error *err) {
     emb_batch b = {0};
     b.n_tokens = T;
     b.tokens = e->tok;
     b.pos = e->pos;
     b.mask = e->mask;
+    b.n_outputs = n_out;
+    b.out_ids = n_out < T ? e->out_ids : NULL;
     loom_ctx *ctx;
     loom_tensor *h;
     loom_status s = build(e, &b, &ctx, &h, err);
@@ -335,7 +349,7 @@ static loom_status run_graph(loom_embedder *e, int T, loom_error *err) {
     if (s)
         loom_error_set(err, s, "embed: computing %d tokens: %s", T,
                        *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
-    else if ((s = loom_tensor_read_f32(h, e->hidden, (size_t)T * (size_t)e->hp.n_embd)))
+    else if ((s = loom_tensor_read_f32(h, e->hidden, (size_t)n_out * (size_t)e->hp.n_embd)))
         loom_error_set(err, s, "embed: reading the hidden states failed");
     loom_ctx_free(ctx);
     return s;
@@ -403,7 +417,8 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     e->pos = loom_malloc((size_t)n_batch * sizeof *e->pos);
     e->mask = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->mask);
     e->hidden = loom_malloc((size_t)n_batch * (size_t)e->hp.n_embd * sizeof *e->hidden);
-    if (!e->tok || !e->pos || !e->mask || !e->hidden) {
+    e->out_ids = loom_malloc((size_t)n_batch * sizeof *e->out_ids);
+    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of host memory (n_batch %lld)",
                            (long long)n_batch);
         goto fail;
@@ -426,6 +441,7 @@ void loom_embed_close(loom_embedder *e) {
     loom_free(e->pos);
     loom_free(e->mask);
     loom_free(e->hidden);
+    loom_free(e->out_ids);
     loom_free(e);
 }
 
@@ -544,12 +560,20 @@ loom_status loom_embed_compute(loom_embedder *e, const int32_t *const *tokens, c
                 float *row = e->mask + (size_t)t * (size_t)T;
                 for (int c = 0; c < T; c++) row[c] = c >= s0 && c < s0 + n_tokens[k] ? 0.0f : -INFINITY;
             }
-        loom_status s = run_graph(e, T, err);
+        /* cls / last pooling: only those rows go past the last attention */
+        const bool one_row = e->pooling == LOOM_POOLING_CLS || e->pooling == LOOM_POOLING_LAST;
+        int n_out = T;
+        if (one_row) {
+            n_out = 0;
+            for (int32_t k = i, s0 = 0; k < j; s0 += n_tokens[k++])
+                e->out_ids[n_out++] = e->pooling == LOOM_POOLING_CLS ? s0 : s0 + n_tokens[k] - 1;
+        }
+        loom_status s = run_graph(e, T, n_out, err);
         if (s == LOOM_ERR_CANCELLED) atomic_store(&e->cancel, false);
         if (s) return s;
         const float *hid = e->hidden;
         for (int32_t k = i; k < j; k++) {
-            const int n = n_tokens[k];
+            const int n = one_row ? 1 : n_tokens[k]; /* rows of this sequence in hid */
             switch (e->pooling) {
             case LOOM_POOLING_NONE:
                 memcpy(o, hid, (size_t)n * (size_t)E * sizeof *o);
@@ -564,9 +588,9 @@ loom_status loom_embed_compute(loom_embedder *e, const int32_t *const *tokens, c
                     o[c] = (float)(acc / n);
                 }
                 break;
-            case LOOM_POOLING_CLS: memcpy(o, hid, (size_t)E * sizeof *o); break;
+            case LOOM_POOLING_CLS:
             case LOOM_POOLING_LAST:
-            default: memcpy(o, hid + (size_t)(n - 1) * E, (size_t)E * sizeof *o); break;
+            default: memcpy(o, hid, (size_t)E * sizeof *o); break;
             }
             if (!none) {
                 if (normalize) normalize_vec(o, E);

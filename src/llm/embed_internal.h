@@ -34,6 +34,8 @@ typedef struct emb_batch {
     const int32_t *tokens;  /* [T] (NULL in reserve mode) */
     const int32_t *pos;     /* [T] position of each token in its sequence */
     const float *mask;      /* [T * T]: 0 within a sequence, -inf across */
+    int n_outputs;          /* rows of the result: T, or (cls/last pooling) one per sequence */
+    const int32_t *out_ids; /* [n_outputs] batch rows kept after the last attention; NULL = all */
     bool reserve;
 } emb_batch;
 
@@ -50,6 +52,7 @@ struct loom_embedder {
     int32_t *tok, *pos;     /* [n_batch] */
     float *mask;            /* [n_batch * n_batch] */
     float *hidden;          /* [n_batch * n_embd] */
+    int32_t *out_ids;       /* [n_batch] */
 
     loom_tokenizer *tokzr;
     atomic_bool cancel;
@@ -64,6 +67,8 @@ loom_tensor *emb_named(loom_tensor *t, const char *what, int il);
 /* Inputs of a batch: token ids, positions and mask leafs (zeros in reserve mode). */
 void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor **tok, loom_tensor **pos,
                 loom_tensor **mask);
+/* The output-row ids leaf of a batch, or NULL when every row is kept. */
+loom_tensor *emb_out_ids(loom_ctx *ctx, const emb_batch *b);
 /* Non-causal attention of q [D, H, T], k [D, H, T], v [D, H, T] under the batch mask
  * -> [D*H, T]. */
 loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,

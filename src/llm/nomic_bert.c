@@ -19,6 +19,7 @@ loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_bat
     const int64_t T = b->n_tokens, H = hp->n_head, D = hp->head_dim, E = hp->n_embd;
     loom_tensor *tok, *pos, *mask;
     emb_inputs(e, ctx, b, &tok, &pos, &mask);
+    loom_tensor *outs = emb_out_ids(ctx, b);
 
     loom_tensor *h = loom_get_rows(ctx, e->tok_embd, tok);
     if (e->type_embd) {
@@ -50,7 +51,12 @@ loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_bat
         loom_tensor *a = emb_attention(e, ctx, q, k, v, mask, (int)T);
         loom_tensor *x = loom_mul_mat(ctx, ly->wo, a);
         if (ly->bo) x = loom_add(ctx, x, ly->bo);
-        x = loom_add(ctx, emb_named(x, "attn_out", il), h);
+        x = emb_named(x, "attn_out", il);
+        if (outs && il == hp->n_layer - 1) { /* only the pooled rows go on */
+            x = loom_get_rows(ctx, x, outs);
+            h = loom_get_rows(ctx, h, outs);
+        }
+        x = loom_add(ctx, x, h);
         h = emb_named(loom_layer_norm(ctx, x, ly->attn_out_norm, ly->attn_out_norm_b, hp->norm_eps), "ffn_inp",
                       il);
         loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, h);
