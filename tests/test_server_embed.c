@@ -166,6 +166,13 @@ static void test_model(const char *dir, const char *name) {
     CHECK(has_error(j, "more than the context"));
     json_decref(j);
 
+    /* /api/show says what it is */
+    snprintf(body, sizeof body, "{\"model\":\"%s\"}", name);
+    j = post("/api/show", body, 200);
+    const json_t *caps = json_object_get(j, "capabilities");
+    CHECK(json_array_size(caps) == 1 && !strcmp(json_string_value(json_array_get(caps, 0)), "embedding"));
+    json_decref(j);
+
     /* an empty input loads the model and answers no vectors */
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"input\":[]}", name);
     j = post("/api/embed", body, 200);

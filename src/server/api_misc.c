@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "loom_embed.h"
 #include "quant/alloc.h"
 #include "server/server_internal.h"
 
@@ -259,12 +260,17 @@ void srv_api_show(loom_server *s, const srv_request *rq, srv_response *out) {
     int64_t v;
     bool fim = !loom_gguf_get_int(g, "tokenizer.ggml.fim_pre_token_id", &v) ||
                !loom_gguf_get_int(g, "tokenizer.ggml.prefix_token_id", &v);
+    loom_gguf_str ga = {"", 0};
+    char arch[64] = "";
+    if (loom_gguf_get_str(g, "general.architecture", &ga) == LOOM_OK && ga.len < sizeof arch)
+        memcpy(arch, ga.ptr, ga.len), arch[ga.len] = 0;
+    const bool embedding = loom_embed_arch_supported(arch);
     loom_gguf_close(g);
 
     const char *tmpl = m.template_text ? m.template_text : gguf_tmpl;
     const char *source = m.template_text ? "manifest" : gguf_tmpl ? "gguf:tokenizer.chat_template" : "none";
     json_t *caps = json_array();
-    json_array_append_new(caps, json_string("completion"));
+    json_array_append_new(caps, json_string(embedding ? "embedding" : "completion"));
     if (tmpl && strstr(tmpl, "tools")) json_array_append_new(caps, json_string("tools"));
     if (fim) json_array_append_new(caps, json_string("insert"));
     if (srv_template_thinks(tmpl)) json_array_append_new(caps, json_string("thinking"));
