@@ -5,7 +5,7 @@ and names of llama.cpp's converter (convert_hf_to_gguf.py, BertModel /
 NomicBertModel: HF state-dict order), its keys, Gaussian weights from Python's
 random module, and the first NV tokens of the bert-bge WordPiece vocabulary.
 
-  make_model.py VOCAB.gguf bert|nomic-bert OUT.gguf
+  make_model.py VOCAB.gguf bert|nomic-bert OUT.gguf [NV DIM CTX]
 
 Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
 """
@@ -73,7 +73,11 @@ def wval(t, v):
 
 
 def main():
+    global NV, DIM, FFN, CTX
     vocab, arch, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    if len(sys.argv) == 7:  # smaller files (the fuzzer's seeds)
+        NV, DIM, CTX = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+        FFN = 2 * DIM
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
