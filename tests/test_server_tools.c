@@ -128,14 +128,18 @@ static const fcase CASES[] = {
      "User asks 2+2.", 0, {0}, {0}, false, false},
     {"xml function (Qwen3-Coder)", SYN(XML_FUNCTION, NONE), NULL, NULL,
      "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>", "", "", 1,
-     {W1}, {A1}, false, false},
+     {W1}, {A1}, true, false},
+    {"xml function: two calls, typed values", SYN(XML_FUNCTION, NONE), NULL, NULL,
+     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+     "</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+     "", "", 2, {W1, "get_time"}, {"{\"city\":\"Paris\",\"days\":3}", "{}"}, true, true},
     {"glm", SYN(GLM, THINK_TAGS), NULL, NULL,
      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", "", "", 1, {W1},
-     {A1}, false, false},
+     {A1}, true, true},
     {"minimax", SYN(MINIMAX, THINK_TAGS), NULL, NULL,
      "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n"
      "</minimax:tool_call>",
-     "", "", 1, {W1}, {A1}, false, false},
+     "", "", 1, {W1}, {A1}, true, true},
     {"bad output: truncated JSON stays text", SYN(HERMES, NONE), NULL, NULL,
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>", "", 0, {0}, {0}, false,
@@ -377,8 +381,7 @@ static void test_grammar(const fcase *c) {
     srv_buf b = {0};
     srv_err e = {0};
     bool ok = srv_tool_gbnf(&c->syn, c->tmpl, g_tools, NULL, c->parallel, in_think, NULL, &b, &e);
-    if (c->syn.format == LOOM_CHAT_FORMAT_XML_FUNCTION || c->syn.format == LOOM_CHAT_FORMAT_GLM ||
-        c->syn.format == LOOM_CHAT_FORMAT_MINIMAX || c->syn.format == LOOM_CHAT_FORMAT_PLAIN) {
+    if (c->syn.format == LOOM_CHAT_FORMAT_PLAIN) {
         CHECK_MSG(!ok && e.status == 0, "%s: expected 'not forced'", c->label);
         srv_buf_free(&b);
         return;
@@ -399,6 +402,12 @@ static void test_grammar(const fcase *c) {
         free(bad);
         bad = replace(c->out, "\"city\"", "\"town\""); /* not a property */
         if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: unknown property accepted", c->label);
+        free(bad);
+        bad = replace(c->out, "\n3\n", "\nthree\n"); /* days must be an integer (XML styles) */
+        if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: a word for an integer accepted", c->label);
+        free(bad);
+        bad = replace(c->out, ": 3", ": 9"); /* days is at most 7 */
+        if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: days 9 accepted", c->label);
         free(bad);
         CHECK_MSG(!accepts(g, "Hello", 5), "%s: text accepted", c->label);
     }
