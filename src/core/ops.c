@@ -145,6 +145,20 @@ loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, 
 
 loom_tensor *loom_softmax(loom_ctx *ctx, loom_tensor *a) { return loom_softmax_ext(ctx, a, NULL, 1.0f); }
 
+loom_tensor *loom_softmax_ext_sinks(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale,
+                                    loom_tensor *sinks) {
+    loom_tensor *t = loom_softmax_ext(ctx, a, mask, scale);
+    if (!sinks || loom_tensor_is_poison(t)) return t;
+    loom_tensor *args[1] = {sinks};
+    if (!loom_op_check(ctx, LOOM_OP_SOFT_MAX, 1, args)) return loom_ctx_poison(ctx);
+    if (sinks->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(sinks) ||
+        loom_tensor_nelements(sinks) != a->ne[2])
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, LOOM_OP_SOFT_MAX, a, sinks,
+                             "sinks must be contiguous F32 with a.ne2 = %lld values", (long long)a->ne[2]);
+    t->src[2] = sinks;
+    return t;
+}
+
 static loom_tensor *norm_node(loom_ctx *ctx, loom_op op, loom_tensor *a, float eps) {
     if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);
     if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "input must be F32");

@@ -193,7 +193,9 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         const char *ra = loom_row_ptr(a, i1, i2, i3);
         float *d = (float *)loom_row_ptr(dst, i1, i2, i3);
         const char *rm = m ? loom_row_ptr(m, i1, i2 % m->ne[2], i3 % m->ne[3]) : NULL;
-        float mx = -INFINITY;
+        /* attention sink: one more logit per head (dim 2) in the normaliser only */
+        const float *snk = dst->src[2] ? (const float *)dst->src[2]->data + i2 : NULL;
+        float mx = snk ? *snk : -INFINITY;
         for (int64_t i = 0; i < ne0; i++) {
             float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
             if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
@@ -205,6 +207,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
             continue;
         }
         double sum = loom_kernels_get()->exp_sum_f32(ne0, d, mx);
+        if (snk) sum += exp((double)*snk - (double)mx);
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
     }

@@ -19,7 +19,7 @@ static loom_status build(loom_model *m, const llm_batch *b, loom_ctx **ctx_out, 
     loom_ctx *ctx;
     loom_status s = loom_backend_ctx_new(m->be, 0, &ctx, err);
     if (s) return s;
-    loom_tensor *out = llm_build_llama(m, ctx, b);
+    loom_tensor *out = m->arch->build(m, ctx, b);
     loom_ctx_forward(ctx, out);
     s = loom_ctx_status(ctx);
     if (s) {
@@ -117,6 +117,14 @@ static loom_status dec_retarget(loom_model *m, const int32_t *tokens, loom_error
     if (!s) s = loom_tensor_write(io->pos, &pos, sizeof pos);
     if (!s) s = loom_tensor_write(io->outs, &out, sizeof out);
     if (!s) s = loom_tensor_write(io->mask, m->mask, llm_kv_mask_floats(&m->kv, L, 1) * sizeof(float));
+    if (!s && io->mask_swa) {
+        llm_swa_mask_fill(m, L, m->n_past, 1, m->mask_swa);
+        s = loom_tensor_write(io->mask_swa, m->mask_swa, llm_kv_mask_floats(&m->kv, L, 1) * sizeof(float));
+    }
+    if (!s && io->attn_temp) {
+        llm_attn_temp_fill(m, m->n_past, 1, m->attn_temp);
+        s = loom_tensor_write(io->attn_temp, m->attn_temp, sizeof(float));
+    }
     for (int il = 0; il < m->hp.n_layer && !s; il++) {
         size_t k_off, v_off;
         llm_kv_store_offsets(&m->kv, il, m->n_past, &k_off, &v_off);
@@ -146,6 +154,9 @@ loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool a
         float *nm = loom_realloc(m->mask, need * sizeof *nm);
         if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
         m->mask = nm;
+        float *ns = loom_realloc(m->mask_swa, need * sizeof *ns);
+        if (!ns) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
+        m->mask_swa = ns;
         m->mask_cap = need;
     }
 

@@ -655,6 +655,7 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
         return all_fit(d, t);
     case LOOM_OP_SOFT_MAX:
         if (t->src[0]->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
+        if (t->src[2]) return false; /* attention sinks: CPU only */
         if (t->src[1] && ((t->src[1]->type != LOOM_TYPE_F32 && t->src[1]->type != LOOM_TYPE_F16) ||
                           t->src[1]->nb[0] != loom_type_size(t->src[1]->type)))
             return false;
