@@ -26,7 +26,9 @@ static void gen_usage(FILE *f) {
             "  --tied           no output.weight (token_embd is reused)\n"
             "  --exact          quantize every row (slow); default draws each block of a\n"
             "                   big matrix from a pool of 2^20 quantized random values\n"
-            "  -t, --threads N  quantizing threads (default: online CPUs)\n");
+            "  -t, --threads N  quantizing threads (default: online CPUs)\n"
+            "  --arch A         a tiny F32 model of another architecture instead (only\n"
+            "                   --vocab, -o and --seed apply): %s\n", loom_synth_arch_names());
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -48,7 +50,7 @@ int loom_cmd_gen(int argc, char **argv) {
     p.n_kv_heads = 4;
     p.ffn = 5632;
     p.type_name = "Q4_0";
-    const char *out = NULL;
+    const char *out = NULL, *arch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -72,6 +74,7 @@ int loom_cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "--vocab")) p.vocab_path = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--type")) p.type_name = v;
+        else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim);
         else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers);
         else if (!strcmp(a, "--heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_heads);
@@ -98,6 +101,20 @@ int loom_cmd_gen(int argc, char **argv) {
         fprintf(stderr, "loom gen: --vocab and -o are required\n");
         gen_usage(stderr);
         return 2;
+    }
+    if (arch) {
+        loom_synth_arch_params ap = loom_synth_arch_default_params();
+        ap.arch = arch;
+        ap.vocab_path = p.vocab_path;
+        ap.seed = p.seed;
+        loom_error aerr = {0};
+        loom_status ast = loom_synth_arch_write(&ap, out, &aerr);
+        if (ast != LOOM_OK) {
+            fprintf(stderr, "loom %s%s\n", strncmp(aerr.msg, "gen: ", 5) ? "gen: " : "", aerr.msg);
+            return ast == LOOM_ERR_INVALID_ARG ? 2 : 1;
+        }
+        printf("wrote %s: %s (F32, seed %llu)\n", out, arch, (unsigned long long)p.seed);
+        return 0;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -89,7 +89,7 @@ loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, 
     int64_t w, p;
     loom_status s;
     if ((s = llm_get_int_key(g, hp->arch, "attention.sliding_window", required, def, &w, err))) return s;
-    if (w < 0 || w > ((int64_t)1 << 30))
+    if (w < (required ? 1 : 0) || w > ((int64_t)1 << 30))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range",
                               hp->arch, (long long)w);
     if ((s = llm_get_int_key(g, hp->arch, "attention.sliding_window_pattern", false, period, &p, err))) return s;
@@ -97,6 +97,10 @@ loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, 
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: %s.attention.sliding_window_pattern = %lld is out of range", hp->arch,
                               (long long)p);
+    if (hp->n_ctx_train > 0 && w > hp->n_ctx_train)
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: %s.attention.sliding_window = %lld exceeds %s.context_length = %d",
+                              hp->arch, (long long)w, hp->arch, hp->n_ctx_train);
     hx->n_swa = (int)w;
     hx->swa_period = (int)p;
     return LOOM_OK;
