@@ -204,6 +204,10 @@ loom_tensor *loom_silu(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u);
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a);       /* tanh form */
+/* GELU (tanh form) as ggml's CPU computes it from its F16 table: the input rounded to F16,
+ * the result rounded to F16, 0 for x <= -10 and x for x >= 10 (for models checked against
+ * llama.cpp, whose Gemma FFNs use it). CPU only. */
+loom_tensor *loom_gelu_f16(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a); /* x*sigmoid(1.702x) */
 loom_tensor *loom_clamp(loom_ctx *ctx, loom_tensor *a, float lo, float hi);
 

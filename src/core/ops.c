@@ -79,6 +79,11 @@ loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u) {
 }
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_RELU, a); }
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_GELU, a); }
+loom_tensor *loom_gelu_f16(loom_ctx *ctx, loom_tensor *a) {
+    loom_tensor *t = unary(ctx, LOOM_OP_GELU, a);
+    loom_set_op_param_f32(t, 0, 1.0f);
+    return t;
+}
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_QUICK_GELU, a); }
 
 loom_tensor *loom_scale(loom_ctx *ctx, loom_tensor *a, float s) {

@@ -78,9 +78,16 @@ static inline float u_sigmoid(float x, float p0, float p1) { (void)p0; (void)p1;
 static inline float u_silu(float x, float p0, float p1) { (void)p0; (void)p1; return x / (1.0f + expf(-x)); }
 static inline float u_relu(float x, float p0, float p1) { (void)p0; (void)p1; return x > 0.0f ? x : 0.0f; }
 static inline float u_gelu(float x, float p0, float p1) {
-    (void)p0;
     (void)p1;
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    if (p0 != 0.0f) {
+        /* loom_gelu_f16: ggml's CPU table (input and result rounded to F16, saturating
+         * outside (-10, 10)) */
+        if (x <= -10.0f) return 0.0f;
+        if (x >= 10.0f) return x;
+        x = loom_fp16_to_fp32(loom_fp32_to_fp16(x));
+        return loom_fp16_to_fp32(loom_fp32_to_fp16(0.5f * x * (1.0f + tanhf(k * x * (1.0f + 0.044715f * x * x)))));
+    }
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 static inline float u_quick_gelu(float x, float p0, float p1) {

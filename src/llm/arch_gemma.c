@@ -129,7 +129,7 @@ loom_tensor *llm_gemma_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         x = llm_named(loom_rms_norm(ctx, x, ly->attn_post_norm, eps), "attn_post_norm", il);
         h = llm_named(loom_add(ctx, x, r), "sa_out", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *gt = loom_gelu(ctx, loom_mul_mat(ctx, ly->ffn_gate, x));
+        loom_tensor *gt = loom_gelu_f16(ctx, loom_mul_mat(ctx, ly->ffn_gate, x)); /* as llama.cpp */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_mul(ctx, gt, loom_mul_mat(ctx, ly->ffn_up, x)));
         x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
         h = llm_named(loom_add(ctx, x, h), "l_out", il);
