@@ -1,6 +1,6 @@
 /*
- * llama.c - the llama-family forward graph (llama, mistral, qwen2, qwen3), written
- * only against the public engine API (loom.h).
+ * llama.c - the llama-family forward graph (llama, mistral, mistral3, qwen2, qwen3),
+ * written only against the public engine API (loom.h) and llm_graph.h's blocks.
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
@@ -8,6 +8,7 @@
  *     q = Wq x (+bq) -> [Dk, H, T]   k = Wk x (+bk) -> [Dk, Hkv, T]   v = Wv x (+bv) -> [Dv, Hkv, T]
  *     (qwen3: q, k = rms_norm per head * q_norm / k_norm)
  *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen)
+ *     (mistral3: YaRN; q *= 1 + temperature_scale * log(floor(pos / original_ctx) + 1))
  *     cache[il] <- k, v;  K, V = cache[il][0 .. L)
  *     a = sdpa(q, K, V, mask, 1/sqrt(Dk)) -> [Dv*H, T]
  *     x = Wo a (+bo);  (last layer: keep only the output rows of x and h)
