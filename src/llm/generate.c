@@ -57,6 +57,12 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t scores = fa ? 0 : 2 * L * T * H * 4 + conv;
     uint64_t attn = proj > scores ? proj : scores;
     uint64_t ffn = 3 * F * T * 4;
+    if (m->hx.n_expert > 0) {
+        /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
+         * the down projection before the weighted sum */
+        const uint64_t K = (uint64_t)m->hx.n_expert_used, FE = (uint64_t)m->hx.n_ff_exp;
+        ffn = (2 * (uint64_t)m->hx.n_expert + 3 * FE * K + E * K) * T * 4;
+    }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */
     /* CPU inputs: tokens/positions/ids, the embeddings, and the KQ mask twice (the
