@@ -7,7 +7,8 @@
  *   gen_arch_ref logits MODEL IDS OUT RUN  logits of every position of IDS (comma-
  *                                         separated) as int32 n, int32 n_vocab, float32
  *                                         [n][n_vocab]; CPU, 1 thread, n_ctx 256, one
- *                                         batch. RUN: "default" (llama.cpp's default
+ *                                         batch, no extra buffer types (no AMX or
+ *                                         repacked weights). RUN: "default" (llama.cpp's default
  *                                         context: flash attention auto, F16 cache) or
  *                                         "f32" (flash attention off, F32 cache)
  *   gen_arch_ref cmp REF X                 rms and max |x - ref| of two logits files and
@@ -85,6 +86,10 @@ int main(int argc, char **argv) {
         int n = parse_ids(argv[3], ids, 1024);
         struct llama_model_params mp = llama_model_default_params();
         mp.n_gpu_layers = 0;
+        /* no extra buffer types: on the machine that made the data ggml's AMX kernels
+         * (chosen for quantized weights) fault on tile loads (the VM does not grant the
+         * AMX state), so the plain CPU kernels are used */
+        mp.use_extra_bufts = false;
         struct llama_model *m = llama_model_load_from_file(argv[2], mp);
         if (!m || n <= 0) return 1;
         struct llama_context_params cp = llama_context_default_params();
