@@ -103,6 +103,9 @@ typedef struct loom_synth_arch_params {
     const char *drop;        /* a key ("gemma2.attention.sliding_window") or tensor name left out */
     int64_t expert_count;    /* written instead of the true expert count when > 0 */
     int64_t sliding_window;  /* written instead of 8 when > 0 */
+    /* shape overrides for benchmarks (0: the tiny defaults): width (a multiple of 64;
+     * heads of 16), blocks, FFN (dense) or expert FFN length, experts, experts used */
+    int64_t dim, n_layers, ffn, n_experts, n_experts_used;
 } loom_synth_arch_params;
 
 loom_synth_arch_params loom_synth_arch_default_params(void);

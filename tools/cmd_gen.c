@@ -27,8 +27,9 @@ static void gen_usage(FILE *f) {
             "  --exact          quantize every row (slow); default draws each block of a\n"
             "                   big matrix from a pool of 2^20 quantized random values\n"
             "  -t, --threads N  quantizing threads (default: online CPUs)\n"
-            "  --arch A         a tiny F32 model of another architecture instead (only\n"
-            "                   --vocab, -o and --seed apply): %s\n", loom_synth_arch_names());
+            "  --arch A         a tiny F32 model of another architecture instead (--vocab,\n"
+            "                   -o, --seed; --dim, --layers, --ffn (expert FFN for MoE),\n"
+            "                   --experts, --experts-used resize it): %s\n", loom_synth_arch_names());
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -51,6 +52,8 @@ int loom_cmd_gen(int argc, char **argv) {
     p.ffn = 5632;
     p.type_name = "Q4_0";
     const char *out = NULL, *arch = NULL;
+    bool dim_set = false, layers_set = false, ffn_set = false;
+    int64_t experts = 0, experts_used = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -75,11 +78,13 @@ int loom_cmd_gen(int argc, char **argv) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--type")) p.type_name = v;
         else if (!strcmp(a, "--arch")) arch = v;
-        else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim);
-        else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers);
+        else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim), dim_set = true;
+        else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers), layers_set = true;
+        else if (!strcmp(a, "--experts")) rc = parse_i64(a, v, 1, 4096, &experts);
+        else if (!strcmp(a, "--experts-used")) rc = parse_i64(a, v, 1, 4096, &experts_used);
         else if (!strcmp(a, "--heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_heads);
         else if (!strcmp(a, "--kv-heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_kv_heads);
-        else if (!strcmp(a, "--ffn")) rc = parse_i64(a, v, 1, 1 << 22, &p.ffn);
+        else if (!strcmp(a, "--ffn")) rc = parse_i64(a, v, 1, 1 << 22, &p.ffn), ffn_set = true;
         else if (!strcmp(a, "--ctx")) rc = parse_i64(a, v, 1, (int64_t)1 << 31, &p.n_ctx);
         else if (!strcmp(a, "--seed")) {
             if (!cli_parse_u64(v, &p.seed)) {
@@ -107,6 +112,11 @@ int loom_cmd_gen(int argc, char **argv) {
         ap.arch = arch;
         ap.vocab_path = p.vocab_path;
         ap.seed = p.seed;
+        if (dim_set) ap.dim = p.dim;
+        if (layers_set) ap.n_layers = p.n_layers;
+        if (ffn_set) ap.ffn = p.ffn;
+        ap.n_experts = experts;
+        ap.n_experts_used = experts_used;
         loom_error aerr = {0};
         loom_status ast = loom_synth_arch_write(&ap, out, &aerr);
         if (ast != LOOM_OK) {

@@ -126,8 +126,13 @@ loom_status loom_synth_arch_write(const loom_synth_arch_params *p, const char *p
                               loom_synth_arch_names());
     const char *ga = phil ? "phi3" : a;
     /* shapes: 64 wide, 4 heads of 16, 2 KV heads, window 8 (shorter than the test sequence) */
-    const int64_t E = 64, H = 4, HKV = 2, D = 16, NL = g3 ? 6 : 2;
-    const int64_t F = g3 ? 96 : 128, NE = qm ? 8 : 4, NU = 2, FE = 32, WIN = 8;
+    const int64_t E = p->dim > 0 ? p->dim : 64, H = E / 16, HKV = H / 2 > 0 ? H / 2 : 1, D = 16;
+    const int64_t NL = p->n_layers > 0 ? p->n_layers : g3 ? 6 : 2;
+    const int64_t F = p->ffn > 0 ? p->ffn : g3 ? 96 : 128, NE = p->n_experts > 0 ? p->n_experts : qm ? 8 : 4;
+    const int64_t NU = p->n_experts_used > 0 ? p->n_experts_used : 2, FE = p->ffn > 0 ? p->ffn : 32, WIN = 8;
+    if (E % 64 || E > 65536 || NL > 1024 || F > (1 << 20) || NE > 4096 || NU > NE)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "gen: bad shape (dim a multiple of 64 up to 65536, experts_used <= experts)");
 
     loom_gguf *v = NULL;
     loom_status s = loom_gguf_open(p->vocab_path, NULL, &v, err);

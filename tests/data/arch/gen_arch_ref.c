@@ -11,16 +11,88 @@
  *                                         repacked weights). RUN: "default" (llama.cpp's default
  *                                         context: flash attention auto, F16 cache) or
  *                                         "f32" (flash attention off, F32 cache)
+ *   gen_arch_ref bench MODEL PP TG THREADS REPS
+ *                                         llama.cpp's prompt (one batch of PP tokens) and
+ *                                         generation (TG single-token steps) speed, median
+ *                                         t/s of REPS runs, without extra buffer types
+ *                                         (llama-bench cannot: AMX faults here)
  *   gen_arch_ref cmp REF X                 rms and max |x - ref| of two logits files and
  *                                         the share of positions whose argmax agrees
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "llama.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench(const char *path, int pp, int tg, int nth, int reps) {
+    llama_backend_init();
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    mp.use_extra_bufts = false;
+    struct llama_model *m = llama_model_load_from_file(path, mp);
+    if (!m || pp < 1 || tg < 1 || reps < 1 || reps > 64) return 1;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(pp + tg + 16);
+    cp.n_batch = (uint32_t)pp;
+    cp.n_ubatch = (uint32_t)pp;
+    cp.n_threads = nth;
+    cp.n_threads_batch = nth;
+    struct llama_context *ctx = llama_init_from_model(m, cp);
+    if (!ctx) return 1;
+    int32_t nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
+    double tpp[64], ttg[64];
+    struct llama_batch b = llama_batch_init(pp, 0, 1);
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        llama_memory_clear(llama_get_memory(ctx), true);
+        for (int i = 0; i < pp; i++) {
+            b.token[i] = (llama_token)((i * 7 + 1) % nv);
+            b.pos[i] = i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = i == pp - 1;
+        }
+        b.n_tokens = pp;
+        double t0 = now_s();
+        if (llama_decode(ctx, b)) return 1;
+        double t1 = now_s();
+        for (int i = 0; i < tg; i++) {
+            b.token[0] = (llama_token)((i * 13 + 3) % nv);
+            b.pos[0] = pp + i;
+            b.logits[0] = 1;
+            b.n_tokens = 1;
+            if (llama_decode(ctx, b)) return 1;
+        }
+        double t2 = now_s();
+        if (r >= 0) {
+            tpp[r] = pp / (t1 - t0);
+            ttg[r] = tg / (t2 - t1);
+        }
+    }
+    qsort(tpp, (size_t)reps, sizeof *tpp, cmp_dbl);
+    qsort(ttg, (size_t)reps, sizeof *ttg, cmp_dbl);
+    printf("pp%d %.2f t/s  tg%d %.2f t/s  (median of %d, %d threads)\n", pp, tpp[reps / 2], tg, ttg[reps / 2], reps, nth);
+    llama_batch_free(b);
+    llama_free(ctx);
+    llama_model_free(m);
+    return 0;
+}
 
 static int parse_ids(const char *s, llama_token *ids, int max) {
     int n = 0;
@@ -60,6 +132,8 @@ int main(int argc, char **argv) {
         printf("%016llx\n", (unsigned long long)h);
         return 0;
     }
+    if (argc == 7 && !strcmp(argv[1], "bench"))
+        return bench(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
     if (argc == 4 && !strcmp(argv[1], "cmp")) {
         int32_t n, nv, n2, nv2;
         float *r = read_logits(argv[2], &n, &nv), *x = read_logits(argv[3], &n2, &nv2);
