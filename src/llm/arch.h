@@ -30,6 +30,8 @@ loom_status llm_gemma3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
 loom_status llm_gemma_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gemma_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 
+loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
 loom_status llm_gptoss_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gptoss_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gptoss_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
