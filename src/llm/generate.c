@@ -127,8 +127,22 @@ loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char
     const llm_kv_cells *c = main_cells(&m->kv);
     int32_t last[LOOM_SEQ_MAX];
     int32_t cnt[LOOM_SEQ_MAX];
-    bool seen[LOOM_SEQ_MAX];
-    memset(seen, 0, sizeof seen);
+    uint64_t want[LOOM_SEQ_MAX / 64] = {0};
+    /* ids first (ranges), then one pass over the cells for every sequence of the batch */
+    for (int32_t r = 0; r < b->n_tokens; r++) {
+        int32_t ns = b->n_seq[r];
+        if (ns < 1 || ns > b->seq_capacity)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d is in %d sequences (1..%d)", who, (int)r,
+                                  (int)ns, (int)b->seq_capacity);
+        const int32_t *ids = b->seq_id + (size_t)r * (size_t)b->seq_capacity;
+        for (int32_t k = 0; k < ns; k++) {
+            if (ids[k] < 0 || ids[k] >= m->n_seq_max)
+                return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d: sequence id %d is outside [0, n_seq_max = %d)",
+                                      who, (int)r, (int)ids[k], m->n_seq_max);
+            want[ids[k] >> 6] |= (uint64_t)1 << (ids[k] & 63);
+        }
+    }
+    llm_kv_cells_seq_stats(c, want, last, cnt);
     for (int32_t r = 0; r < b->n_tokens; r++) {
         if (b->token[r] < 0 || b->token[r] >= m->hp.n_vocab)
             return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d has token id %d, outside the vocabulary [0, %d)",
@@ -150,11 +164,6 @@ loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char
                 if (ids[j] == s)
                     return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d lists sequence %d twice", who,
                                           (int)r, (int)s);
-            if (!seen[s]) {
-                seen[s] = true;
-                last[s] = llm_kv_cells_pos_max(c, s);
-                cnt[s] = (int32_t)llm_kv_cells_count(c, s);
-            }
             if (b->pos[r] <= last[s])
                 return loom_error_set(err, LOOM_ERR_INVALID_ARG,
                                       "%s: row %d: position %d of sequence %d does not come after its previous "

@@ -74,6 +74,9 @@ bool llm_kv_cell_empty(const llm_kv_cells *c, int64_t i);
 int32_t llm_kv_cells_pos_max(const llm_kv_cells *c, int s);
 int32_t llm_kv_cells_pos_min(const llm_kv_cells *c, int s);
 int64_t llm_kv_cells_count(const llm_kv_cells *c, int s);
+/* One pass for the sequences in want (bitset of nw words): pos_max[s] (-1 when none)
+ * and count[s] for each of them (entries of other sequences untouched). */
+void llm_kv_cells_seq_stats(const llm_kv_cells *c, const uint64_t *want, int32_t *pos_max, int32_t *count);
 /* First cell of T contiguous free cells, or -1. */
 int64_t llm_kv_cells_find(const llm_kv_cells *c, int64_t T);
 /* Write the batch's rows into cells [loc, loc+T) (positions and sequence sets). */
