@@ -32,6 +32,8 @@ static void bm_usage(FILE *f) {
     fprintf(f,
             "usage: loom bench [MODEL.gguf] [options]   (default: the bundled model)\n"
             "  -p N            prompt tokens for the pp test (default 512; 0 skips it)\n"
+            "  --parallel N    N sequences: N prompts of -p tokens, then N tokens per decode step;\n"
+            "                  rates are aggregate (\"parallel\": N and tg_tps_per_seq in --json)\n"
             "  -n N            generated tokens for the tg test (default 128; 0 skips it)\n"
             "  -b N            batch size for pp (default 512)\n"
             "  -t N            threads (default: the model's default, physical cores)\n"
@@ -137,9 +139,52 @@ static uint64_t bm_rng(uint64_t *s) {
 
 /* ------------------------------------------------------------ main */
 
+/* --parallel: per repetition, the prompts of n_par sequences (each its own tokens,
+ * in batches of n_batch), then n_gen steps decoding one token of every sequence in one
+ * batch. Rates are aggregate (all sequences' tokens per second). */
+static int bm_parallel(loom_model *m, const int32_t *toks, int n_prompt, int n_gen, int n_par, int reps, double *pp,
+                       double *tg, loom_error *err) {
+    int nb = loom_model_n_batch(m), nv = loom_model_n_vocab(m);
+    loom_batch b;
+    if (loom_batch_init(&b, nb, 1, err)) return 1;
+    int32_t *next = calloc((size_t)n_par, sizeof *next);
+    int rc = next ? 0 : 1;
+    for (int r = -1; r < reps && !rc; r++) { /* r = -1: warm-up with short runs */
+        int np = r < 0 && n_prompt > 8 ? 8 : n_prompt, ng = r < 0 && n_gen > 4 ? 4 : n_gen;
+        loom_model_reset(m);
+        double t0 = bm_now();
+        for (int32_t s = 0; s < n_par && !rc; s++) {
+            next[s] = toks[s % (n_prompt + 1)];
+            for (int off = 0; off < np && !rc; off += nb) {
+                int T = np - off < nb ? np - off : nb;
+                loom_batch_clear(&b);
+                for (int i = 0; i < T; i++) {
+                    int32_t t = (int32_t)(((int64_t)toks[off + i] + 7 * s) % nv);
+                    loom_batch_add(&b, t, off + i, &s, 1, off + i == np - 1, err);
+                }
+                rc = loom_model_decode(m, &b, err) != LOOM_OK;
+                if (!rc && off + T == np) next[s] = loom_model_batch_argmax(m, T - 1);
+            }
+        }
+        if (r >= 0 && n_prompt > 0) pp[r] = (double)n_par * n_prompt / (bm_now() - t0);
+        t0 = bm_now();
+        for (int i = 0; i < ng && !rc; i++) {
+            loom_batch_clear(&b);
+            for (int32_t s = 0; s < n_par; s++) loom_batch_add(&b, next[s] < 0 ? 1 : next[s], np + i, &s, 1, true, err);
+            rc = loom_model_decode(m, &b, err) != LOOM_OK;
+            for (int32_t s = 0; s < n_par && !rc; s++) next[s] = loom_model_batch_argmax(m, s);
+        }
+        if (r >= 0 && n_gen > 0) tg[r] = (double)n_par * n_gen / (bm_now() - t0);
+    }
+    free(next);
+    loom_batch_free(&b);
+    return rc;
+}
+
 int loom_bench_model(int argc, char **argv) {
     const char *path = NULL;
     int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024, ngl = 0, gpu_bw = 0;
+    int n_par = 0; /* --parallel N: N sequences, prompts first, then N rows per decode step */
     bool json = false, fa = false;
     const char *vk_devices = NULL;
     unsigned vk_flags = 0;
@@ -163,6 +208,8 @@ int loom_bench_model(int argc, char **argv) {
             rc = bm_int(a, v, 1, 1 << 20, &n_batch), i++;
         } else if (!strcmp(a, "-t")) {
             rc = bm_int(a, v, 1, BM_MAX_THREADS, &n_threads), i++;
+        } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
+            rc = bm_int(a, v, 1, LOOM_SEQ_MAX, &n_par), i++;
         } else if (!strcmp(a, "-r")) {
             rc = bm_int(a, v, 1, BM_MAX_REPS, &reps), i++;
         } else if (!strcmp(a, "--bw-mib")) {
@@ -188,8 +235,10 @@ int loom_bench_model(int argc, char **argv) {
     loom_model_params mp = loom_model_default_params();
     mp.path = path;
     int ctx = n_prompt > n_gen + 1 ? n_prompt : n_gen + 1;
+    if (n_par > 0) ctx = n_prompt + n_gen + 1; /* each sequence: its prompt, then its tokens */
     mp.n_ctx = ctx < 16 ? 16 : ctx;
-    mp.n_batch = n_batch;
+    mp.n_batch = n_par > n_batch ? n_par : n_batch;
+    mp.n_seq_max = n_par > 0 ? n_par : 1;
     mp.n_threads = n_threads;
     mp.flash_attn = fa;
     mp.n_gpu_layers = ngl;
@@ -285,6 +334,10 @@ int loom_bench_model(int argc, char **argv) {
         loom_model_reset(m);
         if (loom_model_eval(m, toks, w, false, &err) != LOOM_OK) goto fail;
     }
+    if (n_par > 0) {
+        if (bm_parallel(m, toks, n_prompt, n_gen, n_par, reps, pp, tg, &err)) goto fail;
+        goto measured;
+    }
     for (int r = 0; r < reps; r++) {
         if (n_prompt > 0) {
             loom_model_reset(m);
@@ -304,6 +357,7 @@ int loom_bench_model(int argc, char **argv) {
             tg[r] = n_gen / (bm_now() - t0);
         }
     }
+measured:;
     uint64_t peak_rss = bm_peak_rss(); /* before the bandwidth buffer */
     /* growth of the peak over the RSS before open (meaningful when the peak was reset) */
     uint64_t rss_growth = peak_reset && peak_rss > rss0 ? peak_rss - rss0 : 0;
@@ -344,10 +398,11 @@ int loom_bench_model(int argc, char **argv) {
         }
         printf("\", \"arch\": \"%s\", \"file_type\": \"%s\", \"n_params\": %llu, "
                "\"model_bytes\": %llu, \"n_threads\": %d, \"flash_attn\": %s, \"n_prompt\": %d, "
-               "\"n_gen\": %d, \"n_batch\": %d, \"reps\": %d, \"gpu_layers\": %d, ",
+               "\"n_gen\": %d, \"n_batch\": %d, \"reps\": %d, \"gpu_layers\": %d, \"parallel\": %d, "
+               "\"tg_tps_per_seq\": %.4f, ",
                hp->arch, ftname, (unsigned long long)n_params,
                (unsigned long long)model_bytes, n_threads, fa ? "true" : "false", n_prompt, n_gen,
-               loom_model_n_batch(m), reps, ngl);
+               loom_model_n_batch(m), reps, ngl, n_par > 0 ? n_par : 1, tg_m / (n_par > 0 ? n_par : 1));
         printf("\"pp_tps\": %.4f, \"pp_tps_stddev\": %.4f, \"tg_tps\": %.4f, \"tg_tps_stddev\": %.4f, "
                "\"load_s\": %.4f, \"peak_rss_bytes\": %llu, \"bandwidth_gbs\": %.3f, "
                "\"bytes_per_token\": %.0f, \"tg_bound_tps\": %.4f, \"tg_fraction_of_bound\": %.4f, ",
@@ -374,6 +429,10 @@ int loom_bench_model(int argc, char **argv) {
             printf("| %s %s | %.2f MiB | %.2f M | %s | %d | tg%d | %.2f ± %.2f |\n", hp->arch,
                    ftname, (double)model_bytes / 1048576.0, (double)n_params / 1e6, thr,
                    fa ? 1 : 0, n_gen, tg_m, tg_sd);
+        if (n_par > 0)
+            printf("\nparallel %d: %d sequences, each a %d-token prompt then %d tokens decoded together; "
+                   "t/s are aggregate (per sequence tg %.2f t/s)\n",
+                   n_par, n_par, n_prompt, n_gen, tg_m / n_par);
         printf("\nload %.3f s, peak RSS %.1f MiB, %d repetition%s\n", load_s,
                (double)peak_rss / 1048576.0, reps, reps == 1 ? "" : "s");
         if (ngl > 0) {

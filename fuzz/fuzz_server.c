@@ -3,7 +3,8 @@
  * completions) and the path: the rest is a request body, parsed with the limits
  * (srv_json_parse), decoded (srv_gen_req_decode), its options merged over the
  * defaults, and its prompt rendered and tokenized with the llama-spm vocabulary
- * under a ChatML, a Llama 3 and no chat template (srv_render_prompt). A third of the
+ * under a ChatML, a Llama 3 and no chat template (srv_render_prompt); its tools, if
+ * any, become a forced-call grammar (srv_tool_gbnf) that must compile. A third of the
  * inputs instead drive the stop-string filter and the JSON text encoder: the bytes
  * are split into a text and stop strings and fed in random pieces.
  * Checks (abort on violation): a rejected body has a status and a message; a
@@ -17,11 +18,13 @@
 #include <string.h>
 
 #include "loom_gguf.h"
+#include "loom_grammar.h"
 #include "loom_tokenizer.h"
 #include "server/render.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "server/textout.h"
+#include "server/toolgram.h"
 
 static loom_tokenizer *g_tok;
 static srv_render *g_rd;
@@ -84,6 +87,29 @@ static void fuzz_request(srv_api api, const char *body, size_t n) {
             abort();
         }
         free(toks);
+    }
+    /* forced tool calls: the grammar built from the request's tools compiles whenever
+     * it is built (a tool's schema the subset cannot express is a 400 with a message) */
+    if (json_array_size(r.tools)) {
+        static const loom_chat_format fmts[] = {LOOM_CHAT_FORMAT_HERMES, LOOM_CHAT_FORMAT_MISTRAL,
+                                                LOOM_CHAT_FORMAT_DEEPSEEK_R1, LOOM_CHAT_FORMAT_KIMI_K2};
+        loom_chat_syntax syn = {fmts[n % 4], LOOM_CHAT_THINKING_THINK_TAGS, NULL, NULL};
+        srv_buf gb = {0};
+        srv_err te = {0};
+        if (srv_tool_gbnf(&syn, NULL, r.tools, r.tool_choice_name, r.parallel_tool_calls, n % 3 == 0, g_tok, &gb,
+                          &te)) {
+            loom_grammar *g = NULL;
+            loom_error ge = {0};
+            loom_status gs = loom_grammar_new(gb.data, gb.len, SRV_TOOL_ROOT, g_tok, &g, &ge);
+            if (gs && gs != LOOM_ERR_NOMEM && gs != LOOM_ERR_RANGE) {
+                fprintf(stderr, "tool grammar does not compile: %s\n%s\n", ge.msg, gb.data);
+                abort();
+            }
+            loom_grammar_free(g);
+        } else if (!te.status || !te.msg[0]) {
+            abort();
+        }
+        srv_buf_free(&gb);
     }
     srv_gen_req_free(&r);
 }

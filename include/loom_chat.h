@@ -119,7 +119,8 @@ void loom_chat_thinking_tags(loom_chat_thinking t, const char **open, const char
 typedef struct loom_chat_tool_call {
     int32_t index;          /* 0, 1, ... in order of appearance in this generation */
     const char *id;         /* the model's own id when it wrote one (Mistral, Command-R),
-                               else "call_" + 8 characters from the parser's id generator */
+                               else "call_" + 8 characters from the parser's id generator
+                               (Mistral: 9 letters and digits, as its templates require) */
     const char *name;       /* function name */
     const char *arguments;  /* a JSON object, compact ({"city":"Paris"}); "{}" when none */
 } loom_chat_tool_call;

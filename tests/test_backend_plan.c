@@ -129,5 +129,23 @@ int main(void) {
     CHECK_MSG(strstr(g_out, "[1, 16777216]") != NULL, "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s plan /nonexistent.gguf 2>/dev/null", bin);
     CHECK_EQ_INT(run(cmd), 1);
+    /* --parallel N: the cache holds N sequences of --ctx tokens: N times the bytes of one
+     *    (256 tokens are a multiple of the padding), "parallel": N in the JSON */
+    double c1 = -1, c4 = -1;
+    snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 256 --json", bin, model);
+    if (run(cmd) == 0) {
+        const char *c = strstr(g_out, "\"cache\": [");
+        c1 = c ? strtod(c + 10, NULL) : -1;
+        CHECK_EQ_INT((int64_t)num_after(g_out, "parallel"), 1);
+    }
+    snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 256 --parallel 4 --json", bin, model);
+    if (run(cmd) == 0) {
+        const char *c = strstr(g_out, "\"cache\": [");
+        c4 = c ? strtod(c + 10, NULL) : -1;
+        CHECK_EQ_INT((int64_t)num_after(g_out, "parallel"), 4);
+    }
+    CHECK_MSG(c1 > 0 && c4 == 4 * c1, "layer 0 cache: %.0f with 1 sequence, %.0f with 4", c1, c4);
+    snprintf(cmd, sizeof cmd, "%s plan %s --parallel 0 2>&1", bin, model);
+    CHECK_EQ_INT(run(cmd), 2);
     return test_finish("test_backend_plan");
 }

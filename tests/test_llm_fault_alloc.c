@@ -1,5 +1,6 @@
 /* Allocation failure walk: open + load + tokenize + one prompt + 16 greedy decode
- * steps of stories260K through the public API, with allocation N failing, for EVERY
+ * steps of stories260K, then the sequence copied and 4 batched steps of both
+ * sequences (loom_batch, loom_model_decode), through the public API, with allocation N failing, for EVERY
  * N the clean run makes (quant/alloc.h counts host and device allocations in one
  * sequence). Each run must either fail with a status and a message (and close
  * cleanly) or, when the failure was recoverable, produce exactly the tokens of the
@@ -19,11 +20,12 @@
 
 #define MODEL "models/stories260K.gguf"
 #define N_DECODE 16
+#define N_BATCHED 4
 
 typedef struct run_out {
     loom_status status;
     char msg[LOOM_ERROR_MSG_MAX];
-    int32_t toks[N_DECODE];
+    int32_t toks[N_DECODE + 2 * N_BATCHED];
     int n_toks;
 } run_out;
 
@@ -36,6 +38,7 @@ static void run_seq(run_out *r) {
     p.path = test_path(MODEL);
     p.n_ctx = 64;
     p.n_threads = g_threads;
+    p.n_seq_max = 2;
     loom_model *m = NULL;
     loom_status s = loom_model_open(&p, &m, &err);
     if (s == LOOM_OK && !m) s = loom_error_set(&err, LOOM_ERR_INTERNAL, "open returned OK and no model");
@@ -54,6 +57,19 @@ static void run_seq(run_out *r) {
         r->toks[r->n_toks++] = t;
         s = loom_model_eval(m, &t, 1, false, &err);
     }
+    /* fork the sequence and decode both together */
+    loom_batch b = {0};
+    if (s == LOOM_OK) s = loom_model_seq_copy(m, 0, 1, -1, -1, &err);
+    if (s == LOOM_OK) s = loom_batch_init(&b, 2, 1, &err);
+    int32_t next[2] = {loom_model_argmax(m, -1), loom_model_argmax(m, -1)};
+    for (int i = 0; s == LOOM_OK && i < N_BATCHED; i++) {
+        int32_t pos = loom_model_n_past(m);
+        loom_batch_clear(&b);
+        for (int32_t q = 0; q < 2 && s == LOOM_OK; q++) s = loom_batch_add(&b, next[q], pos, &q, 1, true, &err);
+        if (s == LOOM_OK) s = loom_model_decode(m, &b, &err);
+        for (int32_t q = 0; q < 2 && s == LOOM_OK; q++) r->toks[r->n_toks++] = next[q] = loom_model_batch_argmax(m, q);
+    }
+    loom_batch_free(&b);
     loom_model_close(m);
     r->status = s;
     snprintf(r->msg, sizeof r->msg, "%s", err.msg);
@@ -66,7 +82,7 @@ static void walk(int threads, long stride) {
     run_seq(&ref);
     long total = loom_alloc_count() - c0;
     CHECK_MSG(ref.status == LOOM_OK, "clean run: %s", ref.msg);
-    CHECK_EQ_INT(ref.n_toks, N_DECODE);
+    CHECK_EQ_INT(ref.n_toks, N_DECODE + 2 * N_BATCHED);
     CHECK(total > 0);
     if (threads == 1) {
         /* a second clean run makes the same number of allocations (deterministic walk) */

@@ -23,13 +23,12 @@ static void run(bool fa) {
     hp.head_dim_v = 3;
     hp.n_head_kv = 2;
     llm_kv_cache kv;
-    CHECK(llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_F32, &err) == LOOM_OK);
+    CHECK(llm_kv_init(&kv, be, &hp, NULL, 40, 1, 8, LOOM_TYPE_F32, &err) == LOOM_OK);
     int pad = fa ? 256 : 32;
     CHECK_EQ_INT(kv.cells, fa ? 256 : 64);
+    CHECK_EQ_INT(kv.n_groups, 1);
+    CHECK_EQ_INT(kv.grp[0].cells.n, kv.cells);
     CHECK_EQ_INT(kv.cfg.permuted_v, !fa);
-    CHECK_EQ_INT(llm_kv_n_visible(&kv, 1), pad);
-    CHECK_EQ_INT(llm_kv_n_visible(&kv, 33), fa ? 256 : 64);
-    CHECK_EQ_INT(llm_kv_n_visible(&kv, 1000), kv.cells);
 
     /* cache bytes are accounted per layer */
     loom_backend_memory mem;
@@ -56,10 +55,13 @@ static void run(bool fa) {
         loom_tensor *k = loom_from_f32(loom_ctx_input(ctx), kd, 4 * 2 * T, 3, kne);
         loom_tensor *v = loom_from_f32(loom_ctx_input(ctx), vd, 3 * 2 * T, 3, vne);
         loom_tensor *store[4] = {0};
-        llm_kv_put(ctx, &kv, 1, k, v, LOC, store);
+        kv.grp[0].cells.loc = LOC;
+        kv.grp[0].cells.start = 0;
+        kv.grp[0].cells.L = pad;
+        llm_kv_put(ctx, &kv, 1, k, v, store);
         CHECK(store[0] && store[1] && store[2] && store[3]);
         loom_tensor *kc, *vc;
-        llm_kv_get(ctx, &kv, 1, pad, &kc, &vc);
+        llm_kv_get(ctx, &kv, 1, &kc, &vc);
         CHECK_EQ_INT(loom_tensor_ne(kc, 0), 4);
         CHECK_EQ_INT(loom_tensor_ne(kc, 1), 2);
         CHECK_EQ_INT(loom_tensor_ne(kc, 2), pad);
@@ -143,18 +145,32 @@ static void run(bool fa) {
         loom_ctx_free(ctx);
     }
 
-    /* mask: tokens at positions 3, 4 see cells 0..3 and 0..4; padded rows all -INF */
+    /* mask: after tokens 0..2, tokens at positions 3, 4 see cells 0..3 and 0..4 (the
+     * batch lands in cells 3, 4); the range is one padding; padded rows all -INF */
     ctx = NULL;
     CHECK(loom_backend_ctx_new(be, 0, &ctx, &err) == LOOM_OK);
     if (ctx) {
-        int64_t L = llm_kv_n_visible(&kv, 5);
-        size_t nf = llm_kv_mask_floats(&kv, L, 2);
+        llm_kv_clear(&kv);
+        loom_batch b;
+        CHECK(loom_batch_init(&b, 4, 1, &err) == LOOM_OK);
+        int32_t s0 = 0;
+        for (int i = 0; i < 3; i++) loom_batch_add(&b, 1, i, &s0, 1, false, &err);
+        CHECK(llm_kv_prepare(&kv, be, &b, &err) == LOOM_OK);
+        loom_batch_clear(&b);
+        for (int i = 3; i < 5; i++) loom_batch_add(&b, 1, i, &s0, 1, true, &err);
+        CHECK(llm_kv_prepare(&kv, be, &b, &err) == LOOM_OK);
+        CHECK_EQ_INT(kv.grp[0].cells.loc, 3);
+        int64_t L = kv.grp[0].cells.L;
+        CHECK_EQ_INT(L, pad);
+        CHECK_EQ_INT(kv.grp[0].cells.start, 0);
+        size_t nf = llm_kv_mask_floats(&kv, 0, 2);
         CHECK_EQ_INT(nf, (size_t)L * (fa ? 64 : 2));
-        float *host = malloc(nf * sizeof *host);
-        loom_tensor *mt = llm_kv_mask(ctx, &kv, L, 3, 2, false, host, NULL);
-        CHECK_EQ_INT(loom_tensor_type(mt), fa ? LOOM_TYPE_F16 : LOOM_TYPE_F32);
-        CHECK_EQ_INT(loom_tensor_ne(mt, 0), L);
-        CHECK_EQ_INT(loom_tensor_ne(mt, 1), fa ? 64 : 2);
+        loom_tensor *mt[LLM_KV_MAX_GROUPS];
+        llm_kv_build_masks(ctx, &kv, 2, false, mt, NULL);
+        CHECK_EQ_INT(loom_tensor_type(mt[0]), fa ? LOOM_TYPE_F16 : LOOM_TYPE_F32);
+        CHECK_EQ_INT(loom_tensor_ne(mt[0], 0), L);
+        CHECK_EQ_INT(loom_tensor_ne(mt[0], 1), fa ? 64 : 2);
+        const float *host = kv.grp[0].mask;
         int bad = 0;
         for (int64_t i = 0; i < (fa ? 64 : 2); i++)
             for (int64_t j = 0; j < L; j++) {
@@ -163,7 +179,7 @@ static void run(bool fa) {
                 bad += vis ? v != 0.0f : !(isinf(v) && v < 0);
             }
         CHECK_EQ_INT(bad, 0);
-        free(host);
+        loom_batch_free(&b);
         loom_ctx_free(ctx);
     }
     llm_kv_free(&kv);
@@ -171,11 +187,11 @@ static void run(bool fa) {
     /* quantized caches need flash attention */
     loom_error_clear(&err);
     hp.head_dim_k = hp.head_dim_v = 32;
-    loom_status s = llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_Q8_0, &err);
+    loom_status s = llm_kv_init(&kv, be, &hp, NULL, 40, 1, 8, LOOM_TYPE_Q8_0, &err);
     CHECK_EQ_INT(s, fa ? LOOM_OK : LOOM_ERR_UNSUPPORTED);
     if (!s) llm_kv_free(&kv);
     loom_error_clear(&err);
-    CHECK_EQ_INT(llm_kv_init(&kv, be, &hp, 40, LOOM_TYPE_Q4_K, &err), LOOM_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(llm_kv_init(&kv, be, &hp, NULL, 40, 1, 8, LOOM_TYPE_Q4_K, &err), LOOM_ERR_UNSUPPORTED);
     loom_backend_close(be);
 }
 

@@ -2,7 +2,8 @@
  * (7.x), pinned by tests/clients/package-lock.json and installed with `npm ci` on the
  * first run, talk to an in-process `loom serve` (this process: the ASan build checks
  * the server too) on a free port. The models are made here: stories260K as
- * "stories" and stories260K plus a ChatML chat template as "tiny". The expected
+ * "stories", stories260K plus a ChatML chat template as "tiny", and with Qwen3's and
+ * DeepSeek-R1's templates as "qwen3" and "r1" (tool calls and thinking). The expected
  * texts come from `loom run --temp 0` (the CLI, a separate process). Needs node and
  * npm (Debian: nodejs npm; `make deps-test`) and the npm registry for the first
  * `npm ci`. */
@@ -55,6 +56,21 @@ int main(void) {
     }
     char dir[256];
     CHECK(test_make_models(dir, sizeof dir));
+    /* tool calls and thinking: stories260K with Qwen3's and DeepSeek-R1's templates */
+    static const char *const tmpl_models[][2] = {{"qwen3", "Qwen-Qwen3-0.6B.jinja"},
+                                                 {"r1", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"}};
+    for (int i = 0; i < 2; i++) {
+        char tp[4200], mp[512];
+        snprintf(tp, sizeof tp, "%s/%s", test_path("tests/data/templates/shared"), tmpl_models[i][1]);
+        FILE *f = fopen(tp, "rb");
+        char *text = calloc(1, 1 << 16);
+        size_t n = f && text ? fread(text, 1, (1 << 16) - 1, f) : 0;
+        if (f) fclose(f);
+        CHECK_MSG(n > 0, "cannot read %s", tp);
+        snprintf(mp, sizeof mp, "%s/models/%s.gguf", dir, tmpl_models[i][0]);
+        CHECK(n > 0 && test_make_chat_model(test_path("models/stories260K.gguf"), mp, text));
+        free(text);
+    }
     const char *prompt = "Once upon a time";
     const int n = 24;
     char *greedy = test_loom_run_greedy(test_path("models/stories260K.gguf"), prompt, n);

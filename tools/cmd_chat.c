@@ -59,6 +59,7 @@ typedef struct stream_state {
     size_t alen, acap;
     char err[512];
     bool done, wrote;
+    bool thinking;          /* inside a "Thinking..." block (as `ollama run` shows it) */
 } stream_state;
 
 static bool grow(char **p, size_t *cap, size_t need) {
@@ -77,7 +78,21 @@ static void handle_line(stream_state *st, const char *line, size_t n) {
     if (!j) return;
     const json_t *e = json_object_get(j, "error");
     if (json_is_string(e)) snprintf(st->err, sizeof st->err, "%s", json_string_value(e));
+    /* thinking (message.thinking) is shown as `ollama run` does: "Thinking...", the
+     * text, "...done thinking." before the answer; it is not kept in the history */
+    const json_t *th = json_object_get(json_object_get(j, "message"), "thinking");
+    if (json_is_string(th) && json_string_length(th)) {
+        if (!st->thinking) fputs("Thinking...\n", stdout);
+        st->thinking = true;
+        fwrite(json_string_value(th), 1, json_string_length(th), stdout);
+        fflush(stdout);
+        st->wrote = true;
+    }
     const json_t *c = json_object_get(json_object_get(j, "message"), "content");
+    if (st->thinking && ((json_is_string(c) && json_string_length(c)) || json_is_true(json_object_get(j, "done")))) {
+        fputs("\n...done thinking.\n\n", stdout);
+        st->thinking = false;
+    }
     if (json_is_string(c) && json_string_length(c)) {
         size_t cl = json_string_length(c);
         if (fwrite(json_string_value(c), 1, cl, stdout) != cl) st->err[0] = st->err[0] ? st->err[0] : '!';

@@ -1,5 +1,5 @@
 /* loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...] [--sim-devices spec]
- *                      [--ctx N] [--batch N] [--flash-attn] [--json]
+ *                      [--ctx N] [--batch N] [--parallel N] [--flash-attn] [--json]
  *
  * Opens the model as a dry-run backend (nothing allocated, no weight read) and
  * prints where every layer lives and the memory table per device (weights /
@@ -31,7 +31,7 @@ typedef struct plan_opts {
     loom_sim_device sims[PLAN_MAX_SIM];
     int n_sims;
     bool have_sims;
-    long long n_ctx, n_batch;
+    long long n_ctx, n_batch, n_par;
     bool flash_attn, json;
     const char *vk_devices;
 } plan_opts;
@@ -40,7 +40,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...]\n"
             "                 [--sim-devices gpu0=512MiB,...] [--vk-devices all|none|0,1] [--ctx N] [--batch N]\n"
-            "                 [--flash-attn] [--json]\n"
+            "                 [--parallel N] [--flash-attn] [--json]\n"
+            "--parallel N: the KV cache holds N sequences of --ctx tokens each (default 1).\n"
             "Dry run: prints the device of every layer and the memory per device, allocating nothing.\n"
             "--sim-devices defaults to $LOOM_SIM_DEVICES.\n");
 }
@@ -89,9 +90,9 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void print_json(FILE *f, const loom_backend *be, const loom_backend_memory *m) {
+static void print_json(FILE *f, const plan_opts *o, const loom_backend *be, const loom_backend_memory *m) {
     int blocks = loom_backend_block_count(be);
-    fprintf(f, "{\"layers\": [");
+    fprintf(f, "{\"parallel\": %lld, \"layers\": [", o->n_par);
     for (int i = 0; i < blocks; i++) {
         fprintf(f, "%s{\"index\": %d, \"device\": ", i ? ", " : "", i);
         json_str(f, loom_backend_device_name(be, loom_backend_layer_device(be, i)));
@@ -119,8 +120,8 @@ static void print_text(FILE *f, const plan_opts *o, const loom_backend *be, cons
     int blocks = loom_backend_block_count(be);
     char a[32], b[32], c[32], t[32];
     fprintf(f, "model: %s (arch %s, %d blocks)\n", o->model, loom_backend_arch(be), blocks);
-    fprintf(f, "gpu layers: %d   flash attention: %s   ctx: %lld   batch: %lld\n", o->gpu_layers,
-            o->flash_attn ? "on" : "off", o->n_ctx, o->n_batch);
+    fprintf(f, "gpu layers: %d   flash attention: %s   ctx: %lld   batch: %lld   parallel: %lld\n", o->gpu_layers,
+            o->flash_attn ? "on" : "off", o->n_ctx, o->n_batch, o->n_par);
     fprintf(f, "devices:");
     for (int d = 0; d < m->n_devices; d++) {
         human(a, sizeof a, m->devices[d].total_bytes);
@@ -172,6 +173,7 @@ int loom_cmd_plan(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.n_ctx = 2048;
     o.n_batch = 512;
+    o.n_par = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -193,6 +195,12 @@ int loom_cmd_plan(int argc, char **argv) {
         } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) {
             if (!parse_ll(v, 1, 1LL << 24, &o.n_ctx)) {
                 fprintf(stderr, "loom plan: %s needs an integer in [1, %d], got '%s'\n", a, 1 << 24, v ? v : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
+            if (!parse_ll(v, 1, LOOM_SEQ_MAX, &o.n_par)) {
+                fprintf(stderr, "loom plan: %s needs an integer in [1, %d], got '%s'\n", a, LOOM_SEQ_MAX, v ? v : "");
                 return 2;
             }
             i++;
@@ -272,7 +280,7 @@ int loom_cmd_plan(int argc, char **argv) {
      * in dry-run mode) for o.n_ctx / o.n_batch. */
     {
         loom_error perr = {0};
-        s = loom_model_plan(be, o.n_ctx, o.n_batch, 1, LOOM_TYPE_F16, &perr);
+        s = loom_model_plan(be, o.n_ctx, o.n_batch, (int32_t)o.n_par, LOOM_TYPE_F16, &perr);
         if (s && s != LOOM_ERR_NOMEM) {
             fprintf(stderr, "loom plan: %s\n", perr.msg[0] ? perr.msg : loom_status_name(s));
             loom_backend_close(be);
@@ -287,7 +295,7 @@ int loom_cmd_plan(int argc, char **argv) {
         loom_backend_close(be);
         return 1;
     }
-    if (o.json) print_json(stdout, be, &m);
+    if (o.json) print_json(stdout, &o, be, &m);
     else print_text(stdout, &o, be, &m);
     bool fits = plan_fits(&m);
     loom_backend_memory_free(&m);

@@ -287,12 +287,20 @@ static bool publish(loom_chat_parser *p, chat_calls *tmp) {
             z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
             z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
             z ^= z >> 31;
+            /* Mistral's templates require ids of exactly 9 letters and digits (the round
+             * trip renders them back): those get 9 of [a-zA-Z0-9] */
+            bool mistral = p->pp.syntax.format == LOOM_CHAT_FORMAT_MISTRAL;
             char id[16] = "call_";
-            for (int k = 0; k < 8; k++, z /= 36) id[5 + k] = "abcdefghijklmnopqrstuvwxyz0123456789"[z % 36];
-            id[13] = '\0';
-            c.id = malloc(14);
+            int at = mistral ? 0 : 5, len = mistral ? 9 : 8;
+            const char *alpha = mistral ? "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                        : "abcdefghijklmnopqrstuvwxyz0123456789";
+            uint64_t base = mistral ? 62 : 36;
+            for (int k = 0; k < len; k++, z /= base) id[at + k] = alpha[z % base];
+            id[at + len] = '\0';
+            size_t idn = (size_t)(at + len) + 1;
+            c.id = malloc(idn);
             if (!c.id) return false;
-            memcpy(c.id, id, 14);
+            memcpy(c.id, id, idn);
         }
         if (p->calls.n == p->calls.cap) {
             int cap = p->calls.cap ? 2 * p->calls.cap : 4;

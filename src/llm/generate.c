@@ -70,7 +70,10 @@ static void account_graph_estimate(loom_model *m) {
      * attention). Inputs are not graph memory in the real report, but they are memory:
      * counting them here keeps the plan within ~1% of the measured peak RSS growth
      * (tests/test_llm_memplan.c). */
-    uint64_t mask = (uint64_t)llm_kv_mask_floats(kv, (int64_t)L, (int)T);
+    uint64_t tpad = (T + (uint64_t)kv->cfg.mask_batch_padding - 1) / (uint64_t)kv->cfg.mask_batch_padding *
+                    (uint64_t)kv->cfg.mask_batch_padding;
+    uint64_t mask = 0;
+    for (int g = 0; g < kv->n_groups; g++) mask += (uint64_t)kv->grp[g].cells.n * tpad;
     uint64_t input = 3 * T * 4 + act + mask * 4 + mask * (fa ? 2 : 4);
     int n_dev = loom_backend_device_count(m->be);
     for (int d = 0; d < n_dev; d++) {
@@ -90,9 +93,9 @@ loom_status llm_reserve(loom_model *m, loom_error *err) {
     }
     llm_batch b = {0};
     b.n_tokens = m->n_batch;
-    b.n_past = (int)(m->kv.cells - m->n_batch);
     b.n_outputs = m->n_batch;
     b.reserve = true;
+    llm_kv_prepare_reserve(&m->kv, m->n_batch);
     loom_ctx *ctx;
     loom_tensor *logits;
     loom_status s = build(m, &b, &ctx, &logits, err);
@@ -108,107 +111,224 @@ void llm_decode_drop(loom_model *m) {
     if (m->dec.ctx) loom_ctx_free(m->dec.ctx);
     m->dec.ctx = NULL;
     m->dec.logits = NULL;
-    m->dec.L = 0;
+    m->dec.T = 0;
 }
 
-/* Point the kept decode graph at a new step: token, position, mask and the cache cell
- * its K/V copies write (n_past). Same L, T = 1, one output, so nothing else differs
- * from a graph built for this step. */
-static loom_status dec_retarget(loom_model *m, const int32_t *tokens, loom_error *err) {
-    const llm_graph_io *io = &m->dec.io;
-    const int32_t pos = m->n_past, out = 0;
-    const int64_t L = m->dec.L;
-    llm_kv_mask_fill(&m->kv, L, m->n_past, 1, m->mask);
-    loom_status s = loom_tensor_write(io->tok, tokens, sizeof *tokens);
-    if (!s) s = loom_tensor_write(io->pos, &pos, sizeof pos);
-    if (!s) s = loom_tensor_write(io->outs, &out, sizeof out);
-    if (!s) s = loom_tensor_write(io->mask, m->mask, llm_kv_mask_floats(&m->kv, L, 1) * sizeof(float));
-    if (!s && io->mask_swa) {
-        llm_swa_mask_fill(m, L, m->n_past, 1, m->mask_swa);
-        s = loom_tensor_write(io->mask_swa, m->mask_swa, llm_kv_mask_floats(&m->kv, L, 1) * sizeof(float));
+/* The cells group holding every token of a sequence (a full-history group if any). */
+static const llm_kv_cells *main_cells(const llm_kv_cache *kv) {
+    for (int g = 0; g < kv->n_groups; g++)
+        if (kv->grp[g].cells.window == 0) return &kv->grp[g].cells;
+    return &kv->grp[0].cells;
+}
+
+loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char *who, loom_error *err) {
+    if (!m || !b) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: NULL model or batch", who);
+    if (m->dry_run) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: model was opened as a dry run", who);
+    if (b->n_tokens <= 0 || b->n_tokens > m->n_batch)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: %d tokens (a batch holds 1..n_batch = %d)", who,
+                              (int)b->n_tokens, m->n_batch);
+    if (b->n_tokens > b->capacity || !b->token || !b->pos || !b->n_seq || !b->seq_id || !b->logits ||
+        b->seq_capacity < 1)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: batch arrays missing or n_tokens > capacity", who);
+    const llm_kv_cells *c = main_cells(&m->kv);
+    int32_t last[LOOM_SEQ_MAX];
+    int32_t cnt[LOOM_SEQ_MAX];
+    uint64_t want[LOOM_SEQ_MAX / 64] = {0};
+    /* ids first (ranges), then one pass over the cells for every sequence of the batch */
+    for (int32_t r = 0; r < b->n_tokens; r++) {
+        int32_t ns = b->n_seq[r];
+        if (ns < 1 || ns > b->seq_capacity)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d is in %d sequences (1..%d)", who, (int)r,
+                                  (int)ns, (int)b->seq_capacity);
+        const int32_t *ids = b->seq_id + (size_t)r * (size_t)b->seq_capacity;
+        for (int32_t k = 0; k < ns; k++) {
+            if (ids[k] < 0 || ids[k] >= m->n_seq_max)
+                return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d: sequence id %d is outside [0, n_seq_max = %d)",
+                                      who, (int)r, (int)ids[k], m->n_seq_max);
+            want[ids[k] >> 6] |= (uint64_t)1 << (ids[k] & 63);
+        }
     }
+    llm_kv_cells_seq_stats(c, want, last, cnt);
+    for (int32_t r = 0; r < b->n_tokens; r++) {
+        if (b->token[r] < 0 || b->token[r] >= m->hp.n_vocab)
+            return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d has token id %d, outside the vocabulary [0, %d)",
+                                  who, (int)r, (int)b->token[r], m->hp.n_vocab);
+        if (b->pos[r] < 0 || b->pos[r] > LOOM_POS_MAX)
+            return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d has position %d, outside [0, %d]", who, (int)r,
+                                  (int)b->pos[r], LOOM_POS_MAX);
+        int32_t ns = b->n_seq[r];
+        if (ns < 1 || ns > b->seq_capacity)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d is in %d sequences (1..%d)", who, (int)r,
+                                  (int)ns, (int)b->seq_capacity);
+        const int32_t *ids = b->seq_id + (size_t)r * (size_t)b->seq_capacity;
+        for (int32_t k = 0; k < ns; k++) {
+            int32_t s = ids[k];
+            if (s < 0 || s >= m->n_seq_max)
+                return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d: sequence id %d is outside [0, n_seq_max = %d)",
+                                      who, (int)r, (int)s, m->n_seq_max);
+            for (int32_t j = 0; j < k; j++)
+                if (ids[j] == s)
+                    return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d lists sequence %d twice", who,
+                                          (int)r, (int)s);
+            if (b->pos[r] <= last[s])
+                return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                      "%s: row %d: position %d of sequence %d does not come after its previous "
+                                      "position %d",
+                                      who, (int)r, (int)b->pos[r], (int)s, (int)last[s]);
+            last[s] = b->pos[r];
+            if (++cnt[s] > m->n_ctx)
+                return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                                      "%s: row %d: sequence %d would hold more than n_ctx = %d tokens", who, (int)r,
+                                      (int)s, m->n_ctx);
+        }
+    }
+    return LOOM_OK;
+}
+
+/* Point the kept decode graph at a new batch of the same shape: tokens, positions,
+ * output rows, masks and the cells its K/V copies write. */
+static loom_status dec_retarget(loom_model *m, const loom_batch *rows, int n_out, loom_error *err) {
+    const llm_graph_io *io = &m->dec.io;
+    const int T = rows->n_tokens;
+    loom_status s = loom_tensor_write(io->tok, rows->token, (size_t)T * sizeof *rows->token);
+    if (!s) s = loom_tensor_write(io->pos, rows->pos, (size_t)T * sizeof *rows->pos);
+    if (!s) s = loom_tensor_write(io->outs, m->out_ids, (size_t)n_out * sizeof *m->out_ids);
+    for (int g = 0; g < m->kv.n_groups && !s; g++)
+        s = loom_tensor_write(io->mask[g], m->kv.grp[g].mask, llm_kv_mask_floats(&m->kv, g, T) * sizeof(float));
     if (!s && io->attn_temp) {
-        llm_attn_temp_fill(m, m->n_past, 1, m->attn_temp);
-        s = loom_tensor_write(io->attn_temp, m->attn_temp, sizeof(float));
+        llm_attn_temp_fill(m, rows->pos, T, m->attn_temp);
+        s = loom_tensor_write(io->attn_temp, m->attn_temp, (size_t)T * sizeof(float));
     }
     for (int il = 0; il < m->hp.n_layer && !s; il++) {
         size_t k_off, v_off;
-        llm_kv_store_offsets(&m->kv, il, m->n_past, &k_off, &v_off);
+        llm_kv_store_offsets(&m->kv, il, m->kv.grp[m->kv.layer_group[il]].cells.loc, &k_off, &v_off);
         loom_tensor *const *st = io->store + 4 * il;
         s = loom_view_set_offset(st[0], k_off);
         if (!s) s = loom_view_set_offset(st[1], k_off);
         if (!s) s = loom_view_set_offset(st[2], v_off);
         if (!s) s = loom_view_set_offset(st[3], v_off);
     }
-    if (s) loom_error_set(err, s, "eval: updating the kept decode graph failed (%s)", loom_status_name(s));
+    if (s) loom_error_set(err, s, "decode: updating the kept decode graph failed (%s)", loom_status_name(s));
     return s;
 }
 
-loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool all_logits,
-                             int logit_row, loom_error *err) {
+#define LLM_KEEP_MAX_T 64 /* batches up to this size keep their graph (decode steps) */
+
+loom_status llm_decode_rows(loom_model *m, const loom_batch *rows, int logit_row, loom_error *err) {
+    const int T = rows->n_tokens;
+    int n_out = 0;
+    for (int i = 0; i < T; i++)
+        if (rows->logits[i]) m->out_ids[n_out++] = i;
     llm_batch b = {0};
     b.n_tokens = T;
-    b.n_past = m->n_past;
-    b.tokens = tokens;
-    b.n_outputs = all_logits ? T : 1;
-    for (int i = 0; i < b.n_outputs; i++) m->out_ids[i] = all_logits ? i : T - 1;
+    b.rows = rows;
+    b.n_outputs = n_out;
     b.out_ids = m->out_ids;
 
-    const int64_t L = llm_kv_n_visible(&m->kv, (int64_t)m->n_past + T);
-    size_t need = llm_kv_mask_floats(&m->kv, L, T);
-    if (need > m->mask_cap) {
-        float *nm = loom_realloc(m->mask, need * sizeof *nm);
-        if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
-        m->mask = nm;
-        float *ns = loom_realloc(m->mask_swa, need * sizeof *ns);
-        if (!ns) return loom_error_set(err, LOOM_ERR_NOMEM, "eval: out of host memory for the mask");
-        m->mask_swa = ns;
-        m->mask_cap = need;
-    }
+    uint64_t epoch = m->kv.epoch;
+    loom_status s = llm_kv_prepare(&m->kv, m->be, rows, err);
+    if (s) return s;
+    if (m->kv.epoch != epoch) llm_decode_drop(m); /* cells were moved by another graph */
 
-    /* Single-token steps keep their graph (and the backend its plan) while L stays the
-     * same: the next step only rewrites the inputs and retargets the K/V copies. */
-    const bool keep = T == 1 && b.n_outputs == 1 && !m->eval_cb && m->dec.io.store;
+    /* Small batches (decode steps) keep their graph (and the backend its plan) while
+     * the shape stays the same: the next step only rewrites the inputs and retargets
+     * the K/V copies. */
+    const bool keep = T <= LLM_KEEP_MAX_T && n_out > 0 && !m->eval_cb && m->dec.io.store;
+    bool same = keep && m->dec.ctx && m->dec.T == T && m->dec.n_out == n_out;
+    for (int g = 0; g < m->kv.n_groups && same; g++)
+        same = m->dec.start[g] == m->kv.grp[g].cells.start && m->dec.L[g] == m->kv.grp[g].cells.L;
     loom_ctx *ctx;
     loom_tensor *logits;
-    loom_status s;
-    if (keep && m->dec.ctx && m->dec.L == L) {
+    if (same) {
         loom_backend_warm(m->be); /* the context is not new: wake the workers here */
         ctx = m->dec.ctx;
         logits = m->dec.logits;
-        s = dec_retarget(m, tokens, err);
+        s = dec_retarget(m, rows, n_out, err);
         if (s) {
             llm_decode_drop(m);
+            llm_kv_unprepare(&m->kv, rows);
             return s;
         }
     } else {
         llm_decode_drop(m);
         if (keep) b.io = &m->dec.io;
         s = build(m, &b, &ctx, &logits, err);
-        if (s) return s;
+        if (s) {
+            llm_kv_unprepare(&m->kv, rows);
+            return s;
+        }
     }
     if (m->eval_cb) loom_ctx_set_eval_callback(ctx, m->eval_cb, m->eval_user);
     loom_ctx_set_abort_callback(ctx, abort_cb, m);
-    s = loom_ctx_compute(ctx, 1, &logits);
+    s = n_out > 0 ? loom_ctx_compute(ctx, 1, &logits) : loom_ctx_compute(ctx, 0, NULL);
     if (s) {
-        loom_error_set(err, s, "eval at position %d (%d tokens): %s", m->n_past, T,
+        loom_error_set(err, s, "decode of %d tokens (first at position %d): %s", T, (int)rows->pos[0],
                        *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
-    } else {
-        size_t n = (size_t)b.n_outputs * (size_t)m->hp.n_vocab;
+    } else if (n_out > 0) {
+        size_t n = (size_t)n_out * (size_t)m->hp.n_vocab;
         s = loom_tensor_read_f32(logits, m->logits + (size_t)logit_row * (size_t)m->hp.n_vocab, n);
-        if (s) loom_error_set(err, s, "eval: reading the logits failed");
+        if (s) loom_error_set(err, s, "decode: reading the logits failed");
     }
     if (keep && !s && (b.io || m->dec.ctx == ctx)) {
         m->dec.ctx = ctx;
         m->dec.logits = logits;
-        m->dec.L = L;
+        m->dec.T = T;
+        m->dec.n_out = n_out;
+        for (int g = 0; g < m->kv.n_groups; g++) {
+            m->dec.start[g] = m->kv.grp[g].cells.start;
+            m->dec.L[g] = m->kv.grp[g].cells.L;
+        }
     } else if (ctx == m->dec.ctx) {
         llm_decode_drop(m); /* a failed (or cancelled) step: build afresh next time */
     } else {
         loom_ctx_free(ctx);
     }
-    if (!s) m->n_past += T;
+    if (s) llm_kv_unprepare(&m->kv, rows);
+    else llm_kv_commit(&m->kv, rows);
     return s;
+}
+
+static loom_status grow_logits(loom_model *m, size_t rows, const char *who, loom_error *err) {
+    size_t need = rows * (size_t)m->hp.n_vocab;
+    if (need > m->logits_cap) {
+        float *nl = loom_realloc(m->logits, need * sizeof *nl);
+        if (!nl) return loom_error_set(err, LOOM_ERR_NOMEM, "%s: out of host memory for logits", who);
+        m->logits = nl;
+        m->logits_cap = need;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_model_decode(loom_model *m, const loom_batch *b, loom_error *err) {
+    loom_status s = llm_check_batch(m, b, "loom_model_decode", err);
+    if (s) return s;
+    int n_out = 0;
+    for (int32_t i = 0; i < b->n_tokens; i++) n_out += b->logits[i] ? 1 : 0;
+    if ((s = grow_logits(m, (size_t)(n_out ? n_out : 1), "loom_model_decode", err))) return s;
+    m->n_logits = 0;
+    m->n_rows = 0;
+    if (atomic_exchange(&m->cancel, false))
+        return loom_error_set(err, LOOM_ERR_CANCELLED, "decode cancelled before it started (loom_model_cancel)");
+    s = llm_decode_rows(m, b, 0, err);
+    if (s == LOOM_ERR_CANCELLED) atomic_store(&m->cancel, false); /* observed: consumed */
+    if (s) return s;
+    int k = 0;
+    for (int32_t i = 0; i < b->n_tokens; i++) m->row_out[i] = b->logits[i] ? k++ : -1;
+    m->n_rows = b->n_tokens;
+    m->n_logits = n_out;
+    return LOOM_OK;
+}
+
+const float *loom_model_batch_logits(const loom_model *m, int32_t i) {
+    if (!m || m->n_rows <= 0) return NULL;
+    if (i == -1) return m->n_logits > 0 ? loom_model_logits(m, -1) : NULL;
+    if (i < 0 || i >= m->n_rows || m->row_out[i] < 0) return NULL;
+    return loom_model_logits(m, m->row_out[i]);
+}
+
+int32_t loom_model_batch_argmax(const loom_model *m, int32_t i) {
+    const float *l = loom_model_batch_logits(m, i);
+    return l ? llm_argmax_f32(l, m->hp.n_vocab) : -1;
 }
 
 loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int32_t n, bool all_logits,
@@ -223,29 +343,52 @@ loom_status loom_model_eval(loom_model *m, const int32_t *tokens, int32_t n, boo
             return loom_error_set(err, LOOM_ERR_RANGE,
                                   "loom_model_eval: token %d has id %d, outside the vocabulary [0, %d)",
                                   i, (int)tokens[i], m->hp.n_vocab);
-    if ((int64_t)m->n_past + n > m->n_ctx)
-        return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
-                              "context full: %d tokens in the cache + %d new > n_ctx %d", m->n_past, n,
-                              m->n_ctx);
-    size_t rows = all_logits ? (size_t)n : 1;
-    size_t need = rows * (size_t)m->hp.n_vocab;
-    if (need > m->logits_cap) {
-        float *nl = loom_realloc(m->logits, need * sizeof *nl);
-        if (!nl) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_eval: out of host memory for logits");
-        m->logits = nl;
-        m->logits_cap = need;
+    int32_t have = (int32_t)llm_kv_cells_count(main_cells(&m->kv), 0);
+    if ((int64_t)have + n > m->n_ctx && m->ctx_shift && n < m->n_ctx) {
+        /* make room: context shifts until the tokens fit */
+        while ((int64_t)have + n > m->n_ctx) {
+            int32_t nd = 0;
+            loom_status s = loom_model_seq_context_shift(m, 0, m->n_keep, &nd, err);
+            if (s) return s;
+            have = (int32_t)llm_kv_cells_count(main_cells(&m->kv), 0);
+            if (nd <= 0) break;
+        }
     }
+    if ((int64_t)have + n > m->n_ctx)
+        return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                              "context full: %d tokens in the cache + %d new > n_ctx %d", have, n, m->n_ctx);
+    int32_t n_past = loom_model_n_past(m);
+    if ((int64_t)n_past + n - 1 > LOOM_POS_MAX)
+        return loom_error_set(err, LOOM_ERR_RANGE, "loom_model_eval: positions would pass %d", LOOM_POS_MAX);
+    size_t rows = all_logits ? (size_t)n : 1;
+    loom_status s = grow_logits(m, rows, "loom_model_eval", err);
+    if (s) return s;
     m->n_logits = 0;
+    m->n_rows = 0;
     /* A cancel stays pending until an eval observes it (loom_model.h): one issued
      * before this call (or between two calls) stops this eval; it is consumed here. */
     if (atomic_exchange(&m->cancel, false))
         return loom_error_set(err, LOOM_ERR_CANCELLED, "eval cancelled before it started (loom_model_cancel)");
+    loom_batch *eb = &m->eb;
     for (int off = 0; off < n; off += m->n_batch) {
         int T = n - off < m->n_batch ? n - off : m->n_batch;
-        loom_status s = llm_decode_batch(m, tokens + off, T, all_logits, all_logits ? off : 0, err);
+        eb->n_tokens = T;
+        for (int i = 0; i < T; i++) {
+            eb->token[i] = tokens[off + i];
+            eb->pos[i] = n_past + off + i;
+            eb->n_seq[i] = 1;
+            eb->seq_id[i] = 0;
+            eb->logits[i] = all_logits || off + i == n - 1;
+        }
+        s = llm_decode_rows(m, eb, all_logits ? off : 0, err);
         if (s == LOOM_ERR_CANCELLED) atomic_store(&m->cancel, false); /* observed: consumed */
         if (s) return s;
     }
     m->n_logits = (int)rows;
     return LOOM_OK;
+}
+
+int32_t loom_model_n_past(const loom_model *m) {
+    if (!m || m->dry_run || m->kv.n_groups == 0) return 0;
+    return llm_kv_cells_pos_max(main_cells(&m->kv), 0) + 1;
 }

@@ -1,12 +1,15 @@
 /*
- * kvcache.c - causal KV cache for one sequence (backend contract §7).
+ * kvcache.c - the KV cache of many sequences (backend contract §7): tensors, batch
+ * placement, masks, cell copies and compaction.
  *
  * Storage: per layer, K [dk, hkv, cells] and V ([cells, dv, hkv] when the backend
  * wants PermutedV, i.e. flash attention off; else [dv, hkv, cells]) created through
  * loom_ctx_layer(cache_ctx, i) so the bytes count as Cache[i] on layer i's device.
- * cells = round_up(n_ctx, cache_padding). The sequence always starts at cell 0, so
- * the cell of position p is p and the history visible to a batch ending at token n
- * is round_up(n, cache_padding) cells (never more than cells).
+ * Layers are grouped by attention type (model_internal.h): a full group has
+ * round_up(n_seq * n_ctx, padding) cells, a sliding-window group
+ * round_up(n_seq * (window + n_batch), padding) when that is smaller. Each group has its
+ * own cell metadata (kvcells.c): a batch writes T contiguous free cells of every group
+ * and sees the range min..max of the cells of its sequences (rounded to padding).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +21,11 @@
 
 static int64_t round_up64(int64_t x, int64_t m) { return m <= 1 ? x : (x + m - 1) / m * m; }
 
+static bool same_type(llm_kv_layer_type a, llm_kv_layer_type b) { return a.window == b.window && a.chunk == b.chunk; }
+
 loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hparams *hp,
-                        int n_ctx, loom_type type, loom_error *err) {
+                        const llm_kv_layer_type *types, int n_ctx, int n_seq, int n_batch, loom_type type,
+                        loom_error *err) {
     memset(kv, 0, sizeof *kv);
     kv->cfg = loom_backend_cache_config(be);
     if (kv->cfg.cache_padding < 1) kv->cfg.cache_padding = 1;
@@ -42,30 +48,87 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "unsupported KV cache type %s",
                               loom_type_name(type));
     }
+    if (n_seq < 1 || n_seq > LOOM_SEQ_MAX)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "n_seq_max %d is outside [1, %d]", n_seq, LOOM_SEQ_MAX);
+    if ((int64_t)n_seq * n_ctx > ((int64_t)1 << 26))
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "KV cache: n_seq_max %d x n_ctx %d is too large", n_seq,
+                              n_ctx);
     kv->n_layer = hp->n_layer;
+    kv->n_seq = n_seq;
+    kv->n_ctx = n_ctx;
+    kv->n_batch = n_batch;
     kv->type = type;
     kv->dk = hp->head_dim_k;
     kv->dv = hp->head_dim_v;
     kv->hkv = hp->n_head_kv;
-    kv->cells = round_up64(n_ctx, kv->cfg.cache_padding);
+    kv->layer_group = loom_calloc((size_t)kv->n_layer, sizeof *kv->layer_group);
+    if (!kv->layer_group) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
+
+    /* groups: one per distinct layer type, in order of first appearance */
+    llm_kv_layer_type gt[LLM_KV_MAX_GROUPS];
+    for (int il = 0; il < kv->n_layer; il++) {
+        llm_kv_layer_type t = types ? types[il] : (llm_kv_layer_type){0, 0};
+        if (t.window < 0 || t.chunk < 0) {
+            llm_kv_free(kv);
+            return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk", il);
+        }
+        int g = 0;
+        while (g < kv->n_groups && !same_type(gt[g], t)) g++;
+        if (g == kv->n_groups) {
+            if (g == LLM_KV_MAX_GROUPS) {
+                llm_kv_free(kv);
+                return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "layer %d: more than %d attention types", il,
+                                      LLM_KV_MAX_GROUPS);
+            }
+            gt[kv->n_groups++] = t;
+        }
+        kv->layer_group[il] = g;
+        kv->grp[g].n_layers++;
+    }
+    const int64_t pad = kv->cfg.cache_padding;
+    for (int g = 0; g < kv->n_groups; g++) {
+        int64_t full = (int64_t)n_seq * n_ctx;
+        int64_t n = full;
+        if (gt[g].window > 0 && (int64_t)gt[g].window + n_batch < n_ctx)
+            n = (int64_t)n_seq * (gt[g].window + n_batch);
+        n = round_up64(n, pad);
+        loom_status s = llm_kv_cells_init(&kv->grp[g].cells, n, n_seq, pad, gt[g].window, gt[g].chunk, err);
+        if (s) {
+            llm_kv_free(kv);
+            return s;
+        }
+        if (n > kv->cells) kv->cells = n;
+    }
 
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
-        size_t krow = 0, vrow = 0;
-        if (loom_type_row_bytes(type, kv->dk, &krow) ||
-            loom_type_row_bytes(type, kv->cfg.permuted_v ? kv->cells : kv->dv, &vrow))
-            return loom_error_set(err, LOOM_ERR_INTERNAL, "KV cache: bad row size");
-        uint64_t kb = (uint64_t)krow * (uint64_t)kv->hkv * (uint64_t)kv->cells;
-        uint64_t vb = (uint64_t)vrow * (uint64_t)kv->hkv *
-                      (uint64_t)(kv->cfg.permuted_v ? kv->dv : kv->cells);
-        kb = (kb + 31) / 32 * 32;
-        vb = (vb + 31) / 32 * 32;
-        for (int il = 0; il < kv->n_layer; il++) loom_backend_account_cache(be, il, kb + vb);
+        for (int il = 0; il < kv->n_layer; il++) {
+            int64_t cells = kv->grp[kv->layer_group[il]].cells.n;
+            size_t krow = 0, vrow = 0;
+            if (loom_type_row_bytes(type, kv->dk, &krow) ||
+                loom_type_row_bytes(type, kv->cfg.permuted_v ? cells : kv->dv, &vrow)) {
+                llm_kv_free(kv);
+                return loom_error_set(err, LOOM_ERR_INTERNAL, "KV cache: bad row size");
+            }
+            uint64_t kb = (uint64_t)krow * (uint64_t)kv->hkv * (uint64_t)cells;
+            uint64_t vb = (uint64_t)vrow * (uint64_t)kv->hkv * (uint64_t)(kv->cfg.permuted_v ? kv->dv : cells);
+            kb = (kb + 31) / 32 * 32;
+            vb = (vb + 31) / 32 * 32;
+            loom_backend_account_cache(be, il, kb + vb);
+        }
         return LOOM_OK;
     }
     kv->k = loom_calloc((size_t)kv->n_layer, sizeof *kv->k);
     kv->v = loom_calloc((size_t)kv->n_layer, sizeof *kv->v);
-    if (!kv->k || !kv->v) {
+    bool masks_ok = true;
+    for (int g = 0; g < kv->n_groups; g++) {
+        /* decode steps (one token per sequence) never grow the host masks */
+        llm_kv_group *gr = &kv->grp[g];
+        gr->mask_cap = (size_t)gr->cells.n * (size_t)round_up64(n_seq, kv->cfg.mask_batch_padding);
+        gr->mask = loom_malloc(gr->mask_cap * sizeof *gr->mask);
+        masks_ok = masks_ok && gr->mask;
+    }
+    if (!kv->k || !kv->v || !masks_ok) {
         llm_kv_free(kv);
         return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
     }
@@ -75,10 +138,11 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return s;
     }
     for (int il = 0; il < kv->n_layer; il++) {
+        int64_t cells = kv->grp[kv->layer_group[il]].cells.n;
         loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
-        int64_t kne[3] = {kv->dk, kv->hkv, kv->cells};
-        int64_t vne_p[3] = {kv->cells, kv->dv, kv->hkv};
-        int64_t vne[3] = {kv->dv, kv->hkv, kv->cells};
+        int64_t kne[3] = {kv->dk, kv->hkv, cells};
+        int64_t vne_p[3] = {cells, kv->dv, kv->hkv};
+        int64_t vne[3] = {kv->dv, kv->hkv, cells};
         kv->k[il] = loom_zeros(lc, type, 3, kne);
         kv->v[il] = loom_zeros(lc, type, 3, kv->cfg.permuted_v ? vne_p : vne);
         char name[LOOM_MAX_NAME];
@@ -103,12 +167,94 @@ void llm_kv_free(llm_kv_cache *kv) {
     loom_ctx_free(kv->ctx);
     loom_free(kv->k);
     loom_free(kv->v);
+    loom_free(kv->layer_group);
+    for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
+        llm_kv_cells_free(&kv->grp[g].cells);
+        loom_free(kv->grp[g].mask);
+    }
     memset(kv, 0, sizeof *kv);
 }
 
-int64_t llm_kv_n_visible(const llm_kv_cache *kv, int64_t n_end) {
-    int64_t L = round_up64(n_end, kv->cfg.cache_padding);
-    return L > kv->cells ? kv->cells : L;
+void llm_kv_clear(llm_kv_cache *kv) {
+    for (int g = 0; g < kv->n_groups; g++) llm_kv_cells_clear(&kv->grp[g].cells);
+}
+
+size_t llm_kv_mask_floats(const llm_kv_cache *kv, int g, int T) {
+    return (size_t)kv->grp[g].cells.L * (size_t)round_up64(T, kv->cfg.mask_batch_padding);
+}
+
+/* Holes inside the used span make masks wider than needed: compact when over a quarter
+ * of the span (and at least two paddings) is empty. */
+static bool fragmented(const llm_kv_cells *c) {
+    int64_t hi = c->n - 1;
+    while (hi >= 0 && c->pos[hi] < 0) hi--;
+    int64_t holes = hi + 1 - c->used;
+    return holes >= 2 * c->pad && holes * 4 > hi + 1;
+}
+
+loom_status llm_kv_prepare(llm_kv_cache *kv, loom_backend *be, const loom_batch *b, loom_error *err) {
+    const int64_t T = b->n_tokens;
+    int64_t loc[LLM_KV_MAX_GROUPS];
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        loc[g] = llm_kv_cells_find(c, T);
+        if ((loc[g] < 0 || fragmented(c)) && c->used > 0 && !loom_backend_is_dry_run(be)) {
+            loom_status s = llm_kv_defrag(kv, be, g, err);
+            if (s) return s;
+            loc[g] = llm_kv_cells_find(c, T);
+        }
+        if (loc[g] < 0)
+            return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                                  "KV cache full: no room for %lld tokens (%lld of %lld cells used%s)", (long long)T,
+                                  (long long)c->used, (long long)c->n, c->window > 0 ? ", sliding-window layers" : "");
+    }
+    /* host masks before any change (the only allocation) */
+    size_t tpad = (size_t)round_up64(T, kv->cfg.mask_batch_padding);
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_group *gr = &kv->grp[g];
+        int64_t start, L;
+        llm_kv_cells_range(&gr->cells, b, loc[g], &start, &L);
+        size_t need = (size_t)L * tpad;
+        if (need > gr->mask_cap) {
+            float *nm = loom_realloc(gr->mask, need * sizeof *nm);
+            if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "decode: out of host memory for the mask");
+            gr->mask = nm;
+            gr->mask_cap = need;
+        }
+        gr->cells.loc = loc[g];
+        gr->cells.start = start;
+        gr->cells.L = L;
+    }
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_group *gr = &kv->grp[g];
+        llm_kv_cells_apply(&gr->cells, b, gr->cells.loc);
+        llm_kv_cells_mask(&gr->cells, b, gr->cells.start, gr->cells.L, (int64_t)tpad, gr->mask);
+    }
+    return LOOM_OK;
+}
+
+void llm_kv_unprepare(llm_kv_cache *kv, const loom_batch *b) {
+    for (int g = 0; g < kv->n_groups; g++) llm_kv_cells_unapply(&kv->grp[g].cells, kv->grp[g].cells.loc, b->n_tokens);
+}
+
+void llm_kv_commit(llm_kv_cache *kv, const loom_batch *b) {
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        if (c->window <= 0) continue;
+        for (int32_t r = 0; r < b->n_tokens; r++) {
+            const int32_t *ids = b->seq_id + (size_t)r * (size_t)b->seq_capacity;
+            for (int32_t k = 0; k < b->n_seq[r]; k++) llm_kv_cells_seq_evict(c, ids[k]);
+        }
+    }
+}
+
+void llm_kv_prepare_reserve(llm_kv_cache *kv, int T) {
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        c->loc = c->n - T;
+        c->start = 0;
+        c->L = c->n;
+    }
 }
 
 void llm_kv_store_offsets(const llm_kv_cache *kv, int il, int64_t loc, size_t *k_off, size_t *v_off) {
@@ -118,11 +264,11 @@ void llm_kv_store_offsets(const llm_kv_cache *kv, int il, int64_t loc, size_t *k
 }
 
 void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loom_tensor *v_cur,
-                int64_t loc, loom_tensor **store) {
+                loom_tensor **store) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
     int64_t T = loom_tensor_ne(k_cur, 2);
     size_t k_off, v_off;
-    llm_kv_store_offsets(kv, il, loc, &k_off, &v_off);
+    llm_kv_store_offsets(kv, il, kv->grp[kv->layer_group[il]].cells.loc, &k_off, &v_off);
     /* K: 1-D view of T cells starting at cell loc. */
     int64_t kn = kv->dk * kv->hkv * T;
     loom_tensor *kview = loom_view(ctx, K, k_off, 1, &kn);
@@ -149,51 +295,134 @@ void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loo
     }
 }
 
-void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, int64_t L, loom_tensor **k,
-                loom_tensor **v) {
+void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor **k, loom_tensor **v) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
-    int64_t kargs[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv,
-                        (int64_t)loom_tensor_nb(K, 2), L};
-    *k = loom_view(ctx, K, 0, 5, kargs);
+    const llm_kv_cells *c = &kv->grp[kv->layer_group[il]].cells;
+    const int64_t L = c->L;
+    size_t k_off, v_off;
+    llm_kv_store_offsets(kv, il, c->start, &k_off, &v_off);
+    int64_t kargs[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv, (int64_t)loom_tensor_nb(K, 2), L};
+    *k = loom_view(ctx, K, k_off, 5, kargs);
     if (kv->cfg.permuted_v) {
-        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), kv->dv,
-                            (int64_t)loom_tensor_nb(V, 2), kv->hkv};
-        *v = loom_view(ctx, V, 0, 5, vargs);
+        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), kv->dv, (int64_t)loom_tensor_nb(V, 2), kv->hkv};
+        *v = loom_view(ctx, V, v_off, 5, vargs);
     } else {
-        int64_t vargs[5] = {kv->dv, (int64_t)loom_tensor_nb(V, 1), kv->hkv,
-                            (int64_t)loom_tensor_nb(V, 2), L};
-        *v = loom_view(ctx, V, 0, 5, vargs);
+        int64_t vargs[5] = {kv->dv, (int64_t)loom_tensor_nb(V, 1), kv->hkv, (int64_t)loom_tensor_nb(V, 2), L};
+        *v = loom_view(ctx, V, v_off, 5, vargs);
     }
 }
 
-size_t llm_kv_mask_floats(const llm_kv_cache *kv, int64_t L, int T) {
-    return (size_t)L * (size_t)round_up64(T, kv->cfg.mask_batch_padding);
-}
-
-void llm_kv_mask_fill(const llm_kv_cache *kv, int64_t L, int n_past, int T, float *host) {
+void llm_kv_build_masks(loom_ctx *ctx, llm_kv_cache *kv, int T, bool reserve, loom_tensor **masks,
+                        llm_graph_io *io) {
     int64_t tpad = round_up64(T, kv->cfg.mask_batch_padding);
-    for (int64_t i = 0; i < tpad; i++) {
-        float *row = host + i * L;
-        /* token i sits at position n_past + i and sees cells 0..n_past+i */
-        int64_t vis = i < T ? n_past + i + 1 : 0;
-        if (vis > L) vis = L;
-        for (int64_t j = 0; j < vis; j++) row[j] = 0.0f;
-        for (int64_t j = vis; j < L; j++) row[j] = -INFINITY;
-    }
-}
-
-loom_tensor *llm_kv_mask(loom_ctx *ctx, const llm_kv_cache *kv, int64_t L, int n_past, int T,
-                         bool reserve, float *host, loom_tensor **leaf) {
-    int64_t tpad = round_up64(T, kv->cfg.mask_batch_padding);
-    int64_t ne[2] = {L, tpad};
     loom_ctx *in = loom_ctx_input(ctx);
-    if (reserve) return loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask");
-    llm_kv_mask_fill(kv, L, n_past, T, host);
-    loom_tensor *m = loom_from_f32(in, host, (size_t)(L * tpad), 2, ne);
-    if (leaf) *leaf = m;
-    if (kv->cfg.mask_type != LOOM_TYPE_F32) {
-        loom_tensor *m16 = loom_empty(in, kv->cfg.mask_type, 2, ne);
-        m = loom_cpy(ctx, m, m16);
+    for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
+        masks[g] = NULL;
+        if (io) io->mask[g] = NULL;
     }
-    return loom_tensor_set_name(m, "kq_mask");
+    for (int g = 0; g < kv->n_groups; g++) {
+        int64_t ne[2] = {kv->grp[g].cells.L, tpad};
+        if (reserve) {
+            masks[g] = loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask");
+            continue;
+        }
+        loom_tensor *m = loom_from_f32(in, kv->grp[g].mask, (size_t)(ne[0] * tpad), 2, ne);
+        if (io) io->mask[g] = m;
+        if (kv->cfg.mask_type != LOOM_TYPE_F32) {
+            loom_tensor *m16 = loom_empty(in, kv->cfg.mask_type, 2, ne);
+            m = loom_cpy(ctx, m, m16);
+        }
+        masks[g] = loom_tensor_set_name(m, g ? "kq_mask_swa" : "kq_mask");
+    }
+}
+
+/* ------------------------------------------------------------------ cell copies */
+
+static bool quantized(loom_type t) { return t != LOOM_TYPE_F16 && t != LOOM_TYPE_F32; }
+
+/* Copy cell a -> cell d of one tensor laid out as [d0, hkv, cells] (K, or V unpermuted). */
+static void copy_rows_cell(loom_ctx *ctx, loom_tensor *X, int64_t d0, int64_t hkv, loom_type type, int64_t a,
+                           int64_t d, loom_tensor *ids_all, int64_t ids_off) {
+    size_t cb = loom_tensor_nb(X, 2);
+    int64_t n = d0 * hkv;
+    loom_tensor *dst = loom_view(ctx, X, cb * (size_t)d, 1, &n);
+    loom_tensor *src;
+    if (quantized(type)) {
+        /* no quantized->quantized copy: dequantise the rows and quantise them again */
+        int64_t ne2[2] = {d0, hkv * (loom_tensor_ne(X, 2))};
+        loom_tensor *X2 = loom_reshape(ctx, X, 2, ne2);
+        loom_tensor *ids = loom_view(ctx, ids_all, (size_t)ids_off * sizeof(int32_t), 1, &hkv);
+        src = loom_get_rows(ctx, X2, ids);
+    } else {
+        src = loom_view(ctx, X, cb * (size_t)a, 1, &n);
+    }
+    loom_ctx_forward(ctx, loom_cpy(ctx, src, dst));
+}
+
+loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const int64_t *src, const int64_t *dst,
+                              int64_t n, loom_error *err) {
+    if (n <= 0 || !kv->ctx) return LOOM_OK;
+    int nl = kv->grp[g].n_layers;
+    if (nl == 0) return LOOM_OK;
+    int64_t per = 8 * (int64_t)nl; /* nodes per moved cell, with margin */
+    int64_t max_nodes = loom_backend_max_nodes(be);
+    int64_t batch = (max_nodes - 64) / per;
+    if (batch < 1) batch = 1;
+    if (batch > 4096) batch = 4096;
+    bool q = quantized(kv->type);
+    int32_t *ids = NULL;
+    if (q) {
+        ids = loom_malloc((size_t)batch * (size_t)kv->hkv * sizeof *ids);
+        if (!ids) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory (cell copies)");
+    }
+    loom_status s = LOOM_OK;
+    kv->epoch++;
+    for (int64_t off = 0; off < n && !s; off += batch) {
+        int64_t cnt = n - off < batch ? n - off : batch;
+        loom_ctx *ctx;
+        s = loom_backend_ctx_new(be, 0, &ctx, err);
+        if (s) break;
+        loom_tensor *ids_t = NULL;
+        if (q) {
+            for (int64_t i = 0; i < cnt; i++)
+                for (int64_t h = 0; h < kv->hkv; h++) ids[i * kv->hkv + h] = (int32_t)(src[off + i] * kv->hkv + h);
+            int64_t ne = cnt * kv->hkv;
+            ids_t = loom_from_i32(loom_ctx_input(ctx), ids, (size_t)ne, 1, &ne);
+        }
+        for (int il = 0; il < kv->n_layer; il++) {
+            if (kv->layer_group[il] != g) continue;
+            loom_tensor *K = kv->k[il], *V = kv->v[il];
+            for (int64_t i = 0; i < cnt; i++) {
+                int64_t a = src[off + i], d = dst[off + i];
+                copy_rows_cell(ctx, K, kv->dk, kv->hkv, kv->type, a, d, ids_t, i * kv->hkv);
+                if (kv->cfg.permuted_v) {
+                    size_t eb = loom_tensor_nb(V, 0);
+                    int64_t args[3] = {1, (int64_t)loom_tensor_nb(V, 1), kv->dv * kv->hkv};
+                    loom_tensor *vs = loom_view(ctx, V, eb * (size_t)a, 3, args);
+                    loom_tensor *vd = loom_view(ctx, V, eb * (size_t)d, 3, args);
+                    loom_ctx_forward(ctx, loom_cpy(ctx, vs, vd));
+                } else {
+                    copy_rows_cell(ctx, V, kv->dv, kv->hkv, kv->type, a, d, ids_t, i * kv->hkv);
+                }
+            }
+        }
+        s = loom_ctx_status(ctx);
+        if (!s) s = loom_ctx_compute(ctx, 0, NULL);
+        if (s) loom_error_set(err, s, "KV cache: copying cells: %s", *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
+        loom_ctx_free(ctx);
+    }
+    loom_free(ids);
+    return s;
+}
+
+loom_status llm_kv_defrag(llm_kv_cache *kv, loom_backend *be, int g, loom_error *err) {
+    llm_kv_cells *c = &kv->grp[g].cells;
+    int64_t *src = loom_malloc((size_t)c->n * 2 * sizeof *src);
+    if (!src) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory (defrag)");
+    int64_t *dst = src + c->n, n = 0;
+    llm_kv_cells_compact_plan(c, src, dst, &n);
+    loom_status s = llm_kv_copy_cells(kv, be, g, src, dst, n, err);
+    if (!s) llm_kv_cells_move(c, src, dst, n);
+    loom_free(src);
+    return s;
 }

@@ -8,7 +8,7 @@
  *     q = Wq x (+bq) -> [Dk, H, T]   k = Wk x (+bk) -> [Dk, Hkv, T]   v = Wv x (+bv) -> [Dv, Hkv, T]
  *     (qwen3: q, k = rms_norm per head * q_norm / k_norm)
  *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen)
- *     cache[il] <- k, v;  K, V = cache[il][0 .. L)
+ *     cache[il] <- k, v;  K, V = the cells visible to the batch (kvcache.c)
  *     a = sdpa(q, K, V, mask, 1/sqrt(Dk)) -> [Dv*H, T]
  *     x = Wo a (+bo);  (last layer: keep only the output rows of x and h)
  *     h = h + x
@@ -58,22 +58,20 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         pos = loom_zeros(in, LOOM_TYPE_I32, 1, ne_t);
         outs = loom_zeros(in, LOOM_TYPE_I32, 1, ne_o);
     } else {
-        for (int64_t i = 0; i < T; i++) m->pos[i] = (int32_t)(b->n_past + i);
-        tok = loom_from_i32(in, b->tokens, (size_t)T, 1, ne_t);
-        pos = loom_from_i32(in, m->pos, (size_t)T, 1, ne_t);
+        tok = loom_from_i32(in, b->rows->token, (size_t)T, 1, ne_t);
+        pos = loom_from_i32(in, b->rows->pos, (size_t)T, 1, ne_t);
         outs = loom_from_i32(in, b->out_ids, (size_t)b->n_outputs, 1, ne_o);
     }
     if (b->io) {
         b->io->tok = tok;
         b->io->pos = pos;
         b->io->outs = outs;
-        b->io->mask = NULL;
     }
     loom_tensor_set_name(tok, "inp_tokens");
     loom_tensor_set_name(pos, "inp_pos");
     loom_tensor_set_name(outs, "inp_out_ids");
-    const int64_t L = b->reserve ? kv->cells : llm_kv_n_visible(kv, (int64_t)b->n_past + T);
-    loom_tensor *mask = llm_kv_mask(ctx, kv, L, b->n_past, (int)T, b->reserve, m->mask, b->io ? &b->io->mask : NULL);
+    loom_tensor *masks[LLM_KV_MAX_GROUPS];
+    llm_kv_build_masks(ctx, kv, (int)T, b->reserve, masks, b->io);
 
     const float kq_scale = 1.0f / sqrtf((float)DK);
     loom_rope_opts ro = loom_rope_default_opts();
@@ -96,10 +94,10 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         k = named(loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "k", il);
         named(v, "v", il);
 
-        llm_kv_put(ctx, kv, il, k, v, b->n_past, b->io ? b->io->store + 4 * il : NULL);
+        llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
         loom_tensor *kc, *vc;
-        llm_kv_get(ctx, kv, il, L, &kc, &vc);
-        loom_tensor *a = named(loom_sdpa(ctx, q, kc, vc, mask, kq_scale), "kqv", il);
+        llm_kv_get(ctx, kv, il, &kc, &vc);
+        loom_tensor *a = named(loom_sdpa(ctx, q, kc, vc, llm_kv_layer_mask(kv, masks, il), kq_scale), "kqv", il);
         int64_t ne_a[2] = {DV * H, T};
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);

@@ -42,36 +42,10 @@ bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
 
 /* ------------------------------------------------------------------ inputs */
 
-void llm_swa_mask_fill(const loom_model *m, int64_t L, int n_past, int T, float *host) {
-    const llm_kv_cache *kv = &m->kv;
-    llm_kv_mask_fill(kv, L, n_past, T, host);
-    /* single sequence from cell 0: cell j holds position j */
-    for (int64_t i = 0; i < T; i++) {
-        float *row = host + i * L;
-        for (int64_t j = 0; j < L; j++)
-            if (llm_swa_masked(m->hx.n_swa, (int64_t)n_past + i, j)) row[j] = -INFINITY;
-    }
-}
-
-void llm_attn_temp_fill(const loom_model *m, int n_past, int T, float *host) {
+void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host) {
     /* llama.cpp (llm_graph_input_attn_temp): 1 + scale * log(floor(pos / floor_len) + 1) */
-    for (int i = 0; i < T; i++) {
-        double pos = (double)(n_past + i);
-        host[i] = (float)(log(floor(pos / (double)m->hx.attn_temp_floor) + 1.0) * m->hx.attn_temp_scale + 1.0);
-    }
-}
-
-static loom_tensor *swa_mask(loom_model *m, loom_ctx *ctx, int64_t L, const llm_batch *b, loom_tensor **leaf) {
-    const llm_kv_cache *kv = &m->kv;
-    int64_t tpad = (int64_t)llm_kv_mask_floats(kv, 1, b->n_tokens);
-    int64_t ne[2] = {L, tpad};
-    loom_ctx *in = loom_ctx_input(ctx);
-    if (b->reserve) return loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask_swa");
-    llm_swa_mask_fill(m, L, b->n_past, b->n_tokens, m->mask_swa);
-    loom_tensor *t = loom_from_f32(in, m->mask_swa, (size_t)(L * tpad), 2, ne);
-    if (leaf) *leaf = t;
-    if (kv->cfg.mask_type != LOOM_TYPE_F32) t = loom_cpy(ctx, t, loom_empty(in, kv->cfg.mask_type, 2, ne));
-    return loom_tensor_set_name(t, "kq_mask_swa");
+    for (int i = 0; i < T; i++)
+        host[i] = (float)(log(floor((double)pos[i] / (double)m->hx.attn_temp_floor) + 1.0) * m->hx.attn_temp_scale + 1.0);
 }
 
 void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inputs *in) {
@@ -85,12 +59,11 @@ void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inpu
         in->outs = loom_zeros(ic, LOOM_TYPE_I32, 1, ne_o);
         if (m->hx.attn_temp_scale != 0) in->attn_temp = loom_zeros(ic, LOOM_TYPE_F32, 3, ne_s);
     } else {
-        for (int64_t i = 0; i < T; i++) m->pos[i] = (int32_t)(b->n_past + i);
-        in->tok = loom_from_i32(ic, b->tokens, (size_t)T, 1, ne_t);
-        in->pos = loom_from_i32(ic, m->pos, (size_t)T, 1, ne_t);
+        in->tok = loom_from_i32(ic, b->rows->token, (size_t)T, 1, ne_t);
+        in->pos = loom_from_i32(ic, b->rows->pos, (size_t)T, 1, ne_t);
         in->outs = loom_from_i32(ic, b->out_ids, (size_t)b->n_outputs, 1, ne_o);
         if (m->hx.attn_temp_scale != 0) {
-            llm_attn_temp_fill(m, b->n_past, (int)T, m->attn_temp);
+            llm_attn_temp_fill(m, b->rows->pos, (int)T, m->attn_temp);
             in->attn_temp = loom_from_f32(ic, m->attn_temp, (size_t)T, 3, ne_s);
         }
     }
@@ -98,19 +71,13 @@ void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inpu
     loom_tensor_set_name(in->pos, "inp_pos");
     loom_tensor_set_name(in->outs, "inp_out_ids");
     if (in->attn_temp) loom_tensor_set_name(in->attn_temp, "attn_temp");
-    llm_kv_cache *kv = &m->kv;
-    in->L = b->reserve ? kv->cells : llm_kv_n_visible(kv, (int64_t)b->n_past + T);
-    loom_tensor *mleaf = NULL, *sleaf = NULL;
-    in->mask = llm_kv_mask(ctx, kv, in->L, b->n_past, (int)T, b->reserve, m->mask, &mleaf);
-    if (m->hx.n_swa > 0) in->mask_swa = swa_mask(m, ctx, in->L, b, &sleaf);
     if (b->io) {
         b->io->tok = in->tok;
         b->io->pos = in->pos;
         b->io->outs = in->outs;
-        b->io->mask = mleaf;
-        b->io->mask_swa = sleaf;
         b->io->attn_temp = b->reserve ? NULL : in->attn_temp;
     }
+    llm_kv_build_masks(ctx, &m->kv, (int)T, b->reserve, in->masks, b->io);
 }
 
 /* ------------------------------------------------------------------ rope */
@@ -153,9 +120,11 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
                            float softcap, loom_tensor *sinks) {
     llm_kv_cache *kv = &m->kv;
     const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->dv;
-    llm_kv_put(ctx, kv, il, k, v, b->n_past, b->io ? b->io->store + 4 * il : NULL);
+    (void)mask; /* the cache gives each layer the mask of its type (full or window) */
+    mask = llm_kv_layer_mask(kv, in->masks, il);
+    llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc, *a;
-    llm_kv_get(ctx, kv, il, in->L, &kc, &vc);
+    llm_kv_get(ctx, kv, il, &kc, &vc);
     if (softcap <= 0.0f && !sinks) {
         a = loom_sdpa(ctx, q, kc, vc, mask, kq_scale);
     } else {

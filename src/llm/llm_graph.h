@@ -12,10 +12,9 @@
 /* The inputs of one batch. */
 typedef struct llm_inputs {
     loom_tensor *tok, *pos, *outs; /* I32 [T], [T], [n_outputs] */
-    loom_tensor *mask;             /* causal mask [L, Tpad] */
-    loom_tensor *mask_swa;         /* sliding-window mask (NULL when the model has none) */
+    loom_tensor *masks[LLM_KV_MAX_GROUPS]; /* one mask per cache group (llm_kv_layer_mask) */
+    loom_tensor *mask, *mask_swa;  /* unused: kept so arch files read as before the merge */
     loom_tensor *attn_temp;        /* query temperature [1, 1, T] (NULL when off) */
-    int64_t L;                     /* visible cache cells */
 } llm_inputs;
 
 /* Token ids, positions, output rows and masks (recorded in b->io when not NULL). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "llm_graph.h"
 #include "quant/alloc.h"
 
 #define LLM_MAX_DIM ((int64_t)1 << 24) /* sanity bound on every hyperparameter */
@@ -235,7 +235,15 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
     return t;
 }
 
-loom_status llm_bind_weights(loom_model *m, loom_error *err) { return m->arch->bind(m, err); }
+loom_status llm_bind_weights(loom_model *m, loom_error *err) {
+    loom_status s = m->arch->bind(m, err);
+    /* sliding-window layers: the cache's window W counts the positions before the
+     * token (masked iff q < p - W), llama.cpp's n_swa the token too (masked iff
+     * p - q >= n_swa): W = n_swa - 1 */
+    for (int il = 0; !s && m->kv_types && il < m->hp.n_layer; il++)
+        if (llm_layer_is_swa(&m->hx, il)) m->kv_types[il].window = m->hx.n_swa - 1;
+    return s;
+}
 
 #define bind(be, req, a, b, err, st, fmt, il) llm_bind_tensor(be, req, a, b, 1, err, st, fmt, il)
 
@@ -320,23 +328,27 @@ static void fmt_memory(const loom_backend *be, char *buf, size_t size) {
     loom_backend_memory_free(&mem);
 }
 
-static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, loom_error *err) {
-    if (n_ctx < 0 || n_batch < 0)
-        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: negative n_ctx/n_batch");
+static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, int n_seq, loom_error *err) {
+    if (n_ctx < 0 || n_batch < 0 || n_seq < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: negative n_ctx/n_batch/n_seq_max");
+    if (n_seq == 0) n_seq = 1;
+    if (n_seq > LOOM_SEQ_MAX)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: n_seq_max %d is too large (max %d)", n_seq,
+                              LOOM_SEQ_MAX);
     if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (n_ctx > (1 << 24))
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: n_ctx %d is too large (max %d)", n_ctx,
                               1 << 24);
     if (n_batch == 0) n_batch = 512;
-    if (n_batch > n_ctx) n_batch = n_ctx;
+    if ((int64_t)n_batch > (int64_t)n_ctx * n_seq) n_batch = (int)((int64_t)n_ctx * n_seq);
     m->n_ctx = n_ctx;
     m->n_batch = n_batch;
+    m->n_seq_max = n_seq;
     return LOOM_OK;
 }
 
 loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, int32_t n_seq_max,
                             loom_type cache_type, loom_error *err) {
-    (void)n_seq_max;
     if (!be) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_plan: backend is NULL");
     loom_model *m = loom_calloc(1, sizeof *m);
     if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
@@ -344,15 +356,15 @@ loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, in
     loom_status s = llm_load_hparams(be, &m->hp, &m->hx, &m->arch, err);
     if (!s) {
         m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
-        if (!m->layers) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
+        m->kv_types = loom_calloc((size_t)m->hp.n_layer, sizeof *m->kv_types);
+        if (!m->layers || !m->kv_types) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     }
     if (!s) s = llm_bind_weights(m, err);
-    if (!s) s = set_sizes(m, n_ctx, n_batch, err);
-    if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->n_ctx, cache_type, err);
+    if (!s) s = set_sizes(m, n_ctx, n_batch, n_seq_max, err);
+    if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch, cache_type, err);
     if (!s && !loom_backend_is_dry_run(be)) {
-        m->pos = loom_malloc((size_t)m->n_batch * sizeof *m->pos);
         m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
-        if (!m->pos || !m->out_ids) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
+        if (!m->out_ids) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     }
     if (!s) s = llm_reserve(m, err);
     m->be = NULL; /* borrowed */
@@ -409,25 +421,28 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
 
     if ((s = llm_load_hparams(m->be, &m->hp, &m->hx, &m->arch, err))) goto fail;
     m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
-    if (!m->layers) {
+    m->kv_types = loom_calloc((size_t)m->hp.n_layer, sizeof *m->kv_types);
+    if (!m->layers || !m->kv_types) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of memory");
         goto fail;
     }
     if ((s = llm_bind_weights(m, err))) goto fail;
 
-    if ((s = set_sizes(m, params->n_ctx, params->n_batch, err))) goto fail;
-    if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->n_ctx, params->cache_type, err))) goto fail;
+    if ((s = set_sizes(m, params->n_ctx, params->n_batch, params->n_seq_max, err))) goto fail;
+    if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch,
+                         params->cache_type, err)))
+        goto fail;
+    m->ctx_shift = params->ctx_shift;
+    m->n_keep = params->n_keep < 0 ? 0 : params->n_keep;
 
-    m->pos = loom_malloc((size_t)m->n_batch * sizeof *m->pos);
     m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
-    m->mask_cap = llm_kv_mask_floats(&m->kv, m->kv.cells, 1);
-    m->mask = loom_malloc(m->mask_cap * sizeof *m->mask);
-    m->mask_swa = loom_malloc(m->mask_cap * sizeof *m->mask_swa);
+    m->row_out = loom_malloc((size_t)m->n_batch * sizeof *m->row_out);
     m->attn_temp = loom_malloc((size_t)m->n_batch * sizeof *m->attn_temp);
     m->logits_cap = (size_t)m->hp.n_vocab;
     m->logits = loom_malloc(m->logits_cap * sizeof *m->logits);
     m->dec.io.store = loom_calloc(4 * (size_t)m->hp.n_layer, sizeof *m->dec.io.store);
-    if (!m->pos || !m->out_ids || !m->mask || !m->mask_swa || !m->attn_temp || !m->logits || !m->dec.io.store) {
+    if (!m->out_ids || !m->row_out || !m->attn_temp || !m->logits || !m->dec.io.store ||
+        loom_batch_init(&m->eb, m->n_batch, 1, NULL)) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
         goto fail;
     }
@@ -461,11 +476,11 @@ void loom_model_close(loom_model *m) {
     loom_tokenizer_free(m->tok);
     loom_backend_close(m->be);
     loom_free(m->layers);
-    loom_free(m->pos);
+    loom_free(m->kv_types);
     loom_free(m->out_ids);
-    loom_free(m->mask);
-    loom_free(m->mask_swa);
+    loom_free(m->row_out);
     loom_free(m->attn_temp);
+    loom_batch_free(&m->eb);
     loom_free(m->logits);
     loom_free(m);
 }
@@ -524,14 +539,15 @@ int32_t loom_model_argmax(const loom_model *m, int32_t row) {
 }
 
 int32_t loom_model_n_vocab(const loom_model *m) { return m ? m->hp.n_vocab : 0; }
-int32_t loom_model_n_past(const loom_model *m) { return m ? m->n_past : 0; }
+int32_t loom_model_n_seq_max(const loom_model *m) { return m ? m->n_seq_max : 0; }
 int32_t loom_model_n_ctx(const loom_model *m) { return m ? m->n_ctx : 0; }
 int32_t loom_model_n_batch(const loom_model *m) { return m ? m->n_batch : 0; }
 
 void loom_model_reset(loom_model *m) {
     if (!m) return;
-    m->n_past = 0;
+    llm_kv_clear(&m->kv);
     m->n_logits = 0;
+    m->n_rows = 0;
     atomic_store(&m->cancel, false); /* a pending cancel belonged to what is forgotten */
 }
 

@@ -28,33 +28,131 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
 } llm_layer;
 
-/* KV cache (contract §7) for a single sequence that starts at cell 0. */
+/* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
+ *
+ * Layer types. Model code sets m->kv_types[il] (calloc'd [n_layer] next to m->layers;
+ * all zero = full causal attention) before llm_kv_init:
+ *   window W > 0: sliding window, a token at position p sees cached positions q with
+ *                 q >= p - W (contract §7.5: masked iff q < p - W; llama.cpp's n_swa
+ *                 counts the token itself: W = n_swa - 1 gives its masks);
+ *   chunk C > 0:  chunked attention (masked iff q < p - p % C).
+ * Layers of one (window, chunk) type share a cell group (at most LLM_KV_MAX_GROUPS);
+ * a sliding-window group keeps window + n_batch cells per sequence (older cells of a
+ * sequence are dropped after each decode), other groups n_seq_max * n_ctx cells.
+ *
+ * Graph building, every call per layer index (llama.c):
+ *   loom_tensor *masks[LLM_KV_MAX_GROUPS];
+ *   llm_kv_build_masks(ctx, kv, reserve, masks, io);          once per graph
+ *   llm_kv_put(ctx, kv, il, k_cur, v_cur, store);              this batch's K/V
+ *   llm_kv_get(ctx, kv, il, &K, &V);                          the visible cells
+ *   mask = llm_kv_layer_mask(kv, masks, il);                  that layer's mask
+ * llm_kv_prepare (generate.c) places a batch (a slot per group, mask ranges) first. */
+#define LLM_KV_MAX_GROUPS 2
+
+typedef struct llm_kv_layer_type {
+    int32_t window; /* 0 = full history */
+    int32_t chunk;  /* 0 = no chunks */
+} llm_kv_layer_type;
+
+/* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */
+typedef struct llm_kv_cells {
+    int64_t n;         /* cells */
+    int64_t pad;       /* cache padding (mask ranges are rounded to it) */
+    int n_seq;         /* sequence ids 0..n_seq-1 */
+    int nw;            /* 64-bit words of a cell's sequence set */
+    int32_t window, chunk;
+    int32_t *pos;      /* [n] position, -1 = empty */
+    int32_t *tok;      /* [n] token id of the cell (prefix reuse) */
+    uint64_t *seq;     /* [n * nw] sequence sets */
+    int64_t used;      /* non-empty cells */
+    /* placement of the current batch (llm_kv_cells_place) */
+    int64_t loc;       /* first of T contiguous cells the batch writes */
+    int64_t start, L;  /* visible range [start, start + L) */
+} llm_kv_cells;
+
+loom_status llm_kv_cells_init(llm_kv_cells *c, int64_t n, int n_seq, int64_t pad, int32_t window,
+                              int32_t chunk, loom_error *err);
+void llm_kv_cells_free(llm_kv_cells *c);
+void llm_kv_cells_clear(llm_kv_cells *c);
+static inline bool llm_kv_cell_has(const llm_kv_cells *c, int64_t i, int s) {
+    return (c->seq[i * c->nw + (s >> 6)] >> (s & 63)) & 1u;
+}
+bool llm_kv_cell_empty(const llm_kv_cells *c, int64_t i);
+/* Largest / smallest position of seq s (-1 when none); tokens of s. */
+int32_t llm_kv_cells_pos_max(const llm_kv_cells *c, int s);
+int32_t llm_kv_cells_pos_min(const llm_kv_cells *c, int s);
+int64_t llm_kv_cells_count(const llm_kv_cells *c, int s);
+/* One pass for the sequences in want (bitset of nw words): pos_max[s] (-1 when none)
+ * and count[s] for each of them (entries of other sequences untouched). */
+void llm_kv_cells_seq_stats(const llm_kv_cells *c, const uint64_t *want, int32_t *pos_max, int32_t *count);
+/* First cell of T contiguous free cells, or -1. */
+int64_t llm_kv_cells_find(const llm_kv_cells *c, int64_t T);
+/* Write the batch's rows into cells [loc, loc+T) (positions and sequence sets). */
+void llm_kv_cells_apply(llm_kv_cells *c, const loom_batch *b, int64_t loc);
+/* Undo llm_kv_cells_apply (the cells become empty). */
+void llm_kv_cells_unapply(llm_kv_cells *c, int64_t loc, int64_t T);
+/* Visible range for batch b placed at loc: min..max cells holding any of the batch's
+ * sequences (and the batch's own cells), min rounded down and max + 1 up to pad. */
+void llm_kv_cells_range(const llm_kv_cells *c, const loom_batch *b, int64_t loc, int64_t *start,
+                        int64_t *L);
+/* Mask [L, tpad] (row i = batch row i; rows >= T are padding, all -inf) of a batch
+ * already applied, visible range [start, start + L). */
+void llm_kv_cells_mask(const llm_kv_cells *c, const loom_batch *b, int64_t start, int64_t L,
+                       int64_t tpad, float *out);
+/* Sequence edits (metadata only). */
+void llm_kv_cells_seq_remove(llm_kv_cells *c, int s, int32_t p0, int32_t p1);
+void llm_kv_cells_seq_copy(llm_kv_cells *c, int src, int dst, int32_t p0, int32_t p1);
+void llm_kv_cells_seq_keep(llm_kv_cells *c, int s);
+/* Sliding window: drop the cells of s that no later token of s can see (positions
+ * below pos_max(s) + 1 - window). */
+void llm_kv_cells_seq_evict(llm_kv_cells *c, int s);
+/* Compaction plan: moves (src[i] -> dst[i], i < *n_moves) that leave the used cells
+ * contiguous from 0 in their order. src/dst need c->n entries. Metadata is not changed
+ * (llm_kv_cells_move does it). */
+void llm_kv_cells_compact_plan(const llm_kv_cells *c, int64_t *src, int64_t *dst, int64_t *n_moves);
+void llm_kv_cells_move(llm_kv_cells *c, const int64_t *src, const int64_t *dst, int64_t n_moves);
+/* Count the cells of s with positions in [p0, p1) (p1 < 0 = to the end). */
+int64_t llm_kv_cells_count_range(const llm_kv_cells *c, int s, int32_t p0, int32_t p1);
+void llm_kv_cell_set(llm_kv_cells *c, int64_t i, int s);
+void llm_kv_cell_unset(llm_kv_cells *c, int64_t i, int s);
+
+/* One group's tensors and metadata. */
+typedef struct llm_kv_group {
+    llm_kv_cells cells;
+    int n_layers;           /* layers in the group */
+    float *mask;            /* host staging of the current mask (mask_cap floats) */
+    size_t mask_cap;
+} llm_kv_group;
+
 typedef struct llm_kv_cache {
     loom_ctx *ctx;          /* long-lived context that owns K/V (Layer(i) => Cache[i]) */
     int n_layer;
-    int64_t cells;          /* round_up(n_ctx, padding) */
+    int n_seq, n_ctx, n_batch;
     loom_type type;
     int64_t dk, dv, hkv;
     loom_cache_config cfg;
-    loom_tensor **k;        /* [n_layer] K [dk, hkv, cells] */
+    int n_groups;
+    llm_kv_group grp[LLM_KV_MAX_GROUPS];
+    int *layer_group;       /* [n_layer] */
+    loom_tensor **k;        /* [n_layer] K [dk, hkv, cells of its group] */
     loom_tensor **v;        /* [n_layer] V [cells, dv, hkv] (permuted) or [dv, hkv, cells] */
+    int64_t cells;          /* cells of the largest group */
+    uint64_t epoch;         /* bumped whenever a graph moved or copied cells */
 } llm_kv_cache;
 
 /* Handles into a built graph to what changes from one decode step to the next, so
  * generate.c can compute the same graph again (no build, no plan) with new inputs. */
 typedef struct llm_graph_io {
     loom_tensor *tok, *pos, *outs; /* input leafs */
-    loom_tensor *mask;             /* the F32 input leaf of the mask */
+    loom_tensor *mask[LLM_KV_MAX_GROUPS]; /* the F32 input leaf of each group's mask */
     loom_tensor **store;           /* [4 * n_layer]: per layer the K view, K copy, V view, V copy */
-    loom_tensor *mask_swa;         /* the F32 input leaf of the sliding-window mask (or NULL) */
     loom_tensor *attn_temp;        /* the query temperature leaf [1, 1, T] (or NULL) */
 } llm_graph_io;
 
 /* What one forward graph evaluates. */
 typedef struct llm_batch {
     int n_tokens;           /* T */
-    int n_past;             /* position of the first token (= first cache cell) */
-    const int32_t *tokens;  /* [T] (NULL in reserve mode) */
+    const loom_batch *rows; /* token, position, sequences of each row (NULL in reserve mode) */
     int n_outputs;          /* rows whose logits are computed */
     const int32_t *out_ids; /* [n_outputs] indices into the batch (NULL in reserve mode) */
     bool reserve;           /* worst case: whole cache visible, inputs uninitialised */
@@ -94,14 +192,17 @@ struct loom_model {
     loom_tensor *tok_embd, *output_norm, *output;
     llm_layer *layers;
 
+    llm_kv_layer_type *kv_types; /* [n_layer] attention type of each layer (see above) */
     llm_kv_cache kv;
-    int n_past;
+    int n_seq_max;
+    bool ctx_shift;
+    int32_t n_keep;
 
     /* host scratch (grown rarely; decode steps reuse it) */
-    int32_t *pos;           /* [n_batch] */
     int32_t *out_ids;       /* [n_batch] */
-    float *mask;            /* mask_cap floats */
-    size_t mask_cap;
+    int32_t *row_out;       /* [n_batch] batch row -> logits row of the last decode, -1 */
+    int32_t n_rows;         /* rows of the last successful loom_model_decode, 0 = none */
+    loom_batch eb;          /* loom_model_eval's rows (capacity n_batch, one sequence) */
     float *logits;          /* logits_cap floats */
     size_t logits_cap;
     int n_logits;
@@ -117,14 +218,13 @@ struct loom_model {
     struct {
         loom_ctx *ctx;
         loom_tensor *logits;
-        int64_t L;
+        int64_t T, n_out, start[LLM_KV_MAX_GROUPS], L[LLM_KV_MAX_GROUPS];
         llm_graph_io io; /* io.store allocated at open */
     } dec;
 
     /* architecture (arch.c) and its extra hyperparameters */
     const struct llm_arch *arch;
     llm_hparams_x hx;
-    float *mask_swa;        /* host scratch of the sliding-window mask (mask_cap floats) */
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
 };
 
@@ -151,37 +251,48 @@ loom_status llm_get_float_key(const loom_gguf *g, const char *arch, const char *
  * NULL when absent and not required; *st set (once) on a missing or misshapen tensor. */
 loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
                              loom_error *err, loom_status *st, const char *fmt, int il);
-/* llm_graph.c: the sliding-window mask of a batch (F32, as llm_kv_mask_fill) into host. */
-void llm_swa_mask_fill(const loom_model *m, int64_t L, int n_past, int T, float *host);
-/* llm_graph.c: query temperatures of positions n_past .. n_past+T-1 into host (mistral3). */
-void llm_attn_temp_fill(const loom_model *m, int n_past, int T, float *host);
+/* llm_graph.c: query temperatures of the T positions pos into host (mistral3). */
+void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host);
 /* The llama family's weights (llama.c). */
 loom_status llm_bind_llama(loom_model *m, loom_error *err);
 
 /* kvcache.c */
+/* n_ctx tokens per sequence, n_seq sequences, batches up to n_batch; types [n_layer]
+ * (NULL = all full). */
 loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hparams *hp,
-                        int n_ctx, loom_type type, loom_error *err);
+                        const llm_kv_layer_type *types, int n_ctx, int n_seq, int n_batch,
+                        loom_type type, loom_error *err);
 void llm_kv_free(llm_kv_cache *kv);
-/* Visible history for a batch ending at n_end tokens: round_up(n_end, padding) <= cells. */
-int64_t llm_kv_n_visible(const llm_kv_cache *kv, int64_t n_end);
-/* Copy k_cur [dk, hkv, T] and v_cur [dv, hkv, T] into cells [loc, loc+T) of layer il;
- * the copies are forwarded into ctx (so they precede later reads in graph order). */
+void llm_kv_clear(llm_kv_cache *kv);
+/* Place a checked batch: per group a slot of T contiguous cells (compacting the group
+ * with a graph when none is free or holes widen the range; LOOM_ERR_CONTEXT_FULL when
+ * even that finds none), metadata applied, ranges and host masks computed. On error
+ * nothing is applied (a compaction may have happened: same contents, other cells). */
+loom_status llm_kv_prepare(llm_kv_cache *kv, loom_backend *be, const loom_batch *b, loom_error *err);
+/* Undo the metadata of the last llm_kv_prepare (failed compute). */
+void llm_kv_unprepare(llm_kv_cache *kv, const loom_batch *b);
+/* After a successful decode: sliding-window groups drop what no later token sees. */
+void llm_kv_commit(llm_kv_cache *kv, const loom_batch *b);
+/* Reserve mode: every group's slot at its end, the whole cache visible. */
+void llm_kv_prepare_reserve(llm_kv_cache *kv, int T);
 void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loom_tensor *v_cur,
-                int64_t loc, loom_tensor **store);
-/* Byte offsets in layer il's K and V tensors of the views llm_kv_put writes cell loc
- * through (store, when not NULL, receives {K view, K copy, V view, V copy}: moving all
- * four to the offsets of another loc retargets the copies). */
+                loom_tensor **store);
+/* Byte offsets in layer il's K and V of the cell views llm_kv_put writes at cell loc. */
 void llm_kv_store_offsets(const llm_kv_cache *kv, int il, int64_t loc, size_t *k_off, size_t *v_off);
-/* Views of the first L cells of layer il: K [dk, hkv, L], V [L, dv, hkv] or [dv, hkv, L]. */
-void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, int64_t L, loom_tensor **k,
-                loom_tensor **v);
-/* Causal mask [L, round_up(T, mask_batch_padding)] of the configured type. In reserve mode
- * the tensor is left uninitialised. host must hold L * Tpad floats (unused in reserve). */
-loom_tensor *llm_kv_mask(loom_ctx *ctx, const llm_kv_cache *kv, int64_t L, int n_past, int T,
-                         bool reserve, float *host, loom_tensor **leaf);
-/* The mask's values (F32, L * Tpad) for a batch of T tokens after n_past into host. */
-void llm_kv_mask_fill(const llm_kv_cache *kv, int64_t L, int n_past, int T, float *host);
-size_t llm_kv_mask_floats(const llm_kv_cache *kv, int64_t L, int T);
+void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor **k, loom_tensor **v);
+/* The mask input of every group (F32 leaf into io->mask when io; cast to the config's
+ * type). T rows padded to mask_batch_padding. */
+void llm_kv_build_masks(loom_ctx *ctx, llm_kv_cache *kv, int T, bool reserve,
+                        loom_tensor **masks, llm_graph_io *io);
+static inline loom_tensor *llm_kv_layer_mask(const llm_kv_cache *kv, loom_tensor *const *masks, int il) {
+    return masks[kv->layer_group[il]];
+}
+size_t llm_kv_mask_floats(const llm_kv_cache *kv, int g, int T);
+/* Copy the K/V of cells src[i] -> dst[i] of group g (one graph per bounded batch). */
+loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const int64_t *src,
+                              const int64_t *dst, int64_t n, loom_error *err);
+/* Compact group g (moves + metadata). */
+loom_status llm_kv_defrag(llm_kv_cache *kv, loom_backend *be, int g, loom_error *err);
 
 /* llama.c: builds the graph of one batch and returns the logits [n_vocab, n_outputs]
  * (poison on error: check loom_ctx_status). Forwards KV copies into ctx itself. */
@@ -195,10 +306,11 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
                              const llm_arch **arch, loom_error *err);
 loom_status llm_bind_weights(loom_model *m, loom_error *err);
 
-/* generate.c: run one batch (T <= n_batch) and store the logits (appended at row
- * logit_row of m->logits, which must have room). */
-loom_status llm_decode_batch(loom_model *m, const int32_t *tokens, int T, bool all_logits,
-                             int logit_row, loom_error *err);
+/* generate.c: run one checked batch (T <= n_batch) and store the logits of the rows
+ * that ask for them at row logit_row.. of m->logits (which must have room). */
+loom_status llm_decode_rows(loom_model *m, const loom_batch *b, int logit_row, loom_error *err);
+/* Check a batch against the cache (errors of loom_model_decode); nothing changes. */
+loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char *who, loom_error *err);
 /* Free the kept single-token decode graph, if any (before the backend closes, or
  * when the cache or callbacks change). */
 void llm_decode_drop(loom_model *m);

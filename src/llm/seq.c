@@ -1,59 +1,382 @@
 /*
- * seq.c - per-sequence cache operations (public loom_model_seq_* API).
- * Stub implementations while the multi-sequence cache is being built.
+ * seq.c - per-sequence cache operations (public loom_model_seq_* API): remove, copy,
+ * keep, shift (RoPE re-rotation of cached keys, contract §7.6), context shift and
+ * prefix reuse. Metadata edits apply to every cell group (kvcells.c); shifts run a
+ * graph per group over the cached K.
  */
+#include <string.h>
+
 #include "model_internal.h"
+#include "quant/alloc.h"
 
-#define STUB(name) loom_error_set(err, LOOM_ERR_UNSUPPORTED, name ": not implemented yet")
+static loom_status check_seq(const loom_model *m, int32_t seq, bool allow_all, const char *who, loom_error *err) {
+    if (!m) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: model is NULL", who);
+    if (m->dry_run) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: model was opened as a dry run", who);
+    if ((allow_all && seq == -1) || (seq >= 0 && seq < m->n_seq_max)) return LOOM_OK;
+    return loom_error_set(err, LOOM_ERR_RANGE, "%s: sequence id %d is outside [0, n_seq_max = %d)", who, (int)seq,
+                          m->n_seq_max);
+}
 
-loom_status loom_model_decode(loom_model *m, const loom_batch *b, loom_error *err) {
-    (void)m, (void)b;
-    return STUB("loom_model_decode");
+static const llm_kv_cells *main_cells(const llm_kv_cache *kv) {
+    for (int g = 0; g < kv->n_groups; g++)
+        if (kv->grp[g].cells.window == 0) return &kv->grp[g].cells;
+    return &kv->grp[0].cells;
 }
-const float *loom_model_batch_logits(const loom_model *m, int32_t i) {
-    (void)m, (void)i;
-    return NULL;
-}
-int32_t loom_model_batch_argmax(const loom_model *m, int32_t i) {
-    const float *l = loom_model_batch_logits(m, i);
-    return l ? llm_argmax_f32(l, m->hp.n_vocab) : -1;
-}
+
 loom_status loom_model_seq_remove(loom_model *m, int32_t seq, int32_t p0, int32_t p1, loom_error *err) {
-    (void)m, (void)seq, (void)p0, (void)p1;
-    return STUB("loom_model_seq_remove");
+    loom_status s = check_seq(m, seq, true, "loom_model_seq_remove", err);
+    if (s) return s;
+    for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, p0, p1);
+    return LOOM_OK;
 }
+
 loom_status loom_model_seq_copy(loom_model *m, int32_t src, int32_t dst, int32_t p0, int32_t p1, loom_error *err) {
-    (void)m, (void)src, (void)dst, (void)p0, (void)p1;
-    return STUB("loom_model_seq_copy");
+    loom_status s = check_seq(m, src, false, "loom_model_seq_copy", err);
+    if (!s) s = check_seq(m, dst, false, "loom_model_seq_copy", err);
+    if (s || src == dst) return s;
+    const llm_kv_cells *mc = main_cells(&m->kv);
+    int64_t after = llm_kv_cells_count(mc, dst) - llm_kv_cells_count_range(mc, dst, p0, p1) +
+                    llm_kv_cells_count_range(mc, src, p0, p1);
+    if (after > m->n_ctx)
+        return loom_error_set(err, LOOM_ERR_CONTEXT_FULL, "loom_model_seq_copy: sequence %d would hold %lld > n_ctx = %d tokens",
+                              (int)dst, (long long)after, m->n_ctx);
+    for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_copy(&m->kv.grp[g].cells, src, dst, p0, p1);
+    return LOOM_OK;
 }
+
 loom_status loom_model_seq_keep(loom_model *m, int32_t seq, loom_error *err) {
-    (void)m, (void)seq;
-    return STUB("loom_model_seq_keep");
+    loom_status s = check_seq(m, seq, false, "loom_model_seq_keep", err);
+    if (s) return s;
+    for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_keep(&m->kv.grp[g].cells, seq);
+    return LOOM_OK;
 }
-loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t p1, int32_t delta,
-                                 loom_error *err) {
-    (void)m, (void)seq, (void)p0, (void)p1, (void)delta;
-    return STUB("loom_model_seq_shift");
-}
+
 int32_t loom_model_seq_pos_max(const loom_model *m, int32_t seq) {
-    return m && seq == 0 && m->n_past > 0 ? m->n_past - 1 : -1;
+    if (!m || m->dry_run || seq < 0 || seq >= m->n_seq_max) return -1;
+    return llm_kv_cells_pos_max(main_cells(&m->kv), seq);
 }
+
 int32_t loom_model_seq_pos_min(const loom_model *m, int32_t seq) {
-    return m && seq == 0 && m->n_past > 0 ? 0 : -1;
+    if (!m || m->dry_run || seq < 0 || seq >= m->n_seq_max) return -1;
+    return llm_kv_cells_pos_min(main_cells(&m->kv), seq);
 }
+
 int32_t loom_model_seq_n_tokens(const loom_model *m, int32_t seq) {
-    return m && seq == 0 ? m->n_past : 0;
+    if (!m || m->dry_run || seq < 0 || seq >= m->n_seq_max) return 0;
+    return (int32_t)llm_kv_cells_count(main_cells(&m->kv), seq);
 }
+
+/* ------------------------------------------------------------------ shift */
+
+/* Rotate the cached K of cells [c0, c0 + n) of group g by delta positions (RoPE of
+ * the layer's rule): one graph per group. */
+static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_t n_cells, int32_t delta,
+                              loom_error *err) {
+    llm_kv_cache *kv = &m->kv;
+    const loom_model_hparams *hp = &m->hp;
+    if (n_cells == 0 || kv->grp[g].n_layers == 0) return LOOM_OK;
+    /* runs of consecutive cells */
+    int64_t n_runs = 0;
+    for (int64_t i = 0; i < n_cells; i++)
+        if (i == 0 || cells[i] != cells[i - 1] + 1) n_runs++;
+    int64_t per_run = 10 * (int64_t)kv->grp[g].n_layers;
+    int64_t max_runs = (loom_backend_max_nodes(m->be) - 64) / per_run;
+    if (max_runs < 1) max_runs = 1;
+    int32_t *pos = loom_malloc((size_t)n_cells * sizeof *pos);
+    int32_t *rows = loom_malloc((size_t)n_cells * (size_t)kv->hkv * sizeof *rows);
+    if (!pos || !rows) {
+        loom_free(pos);
+        loom_free(rows);
+        return loom_error_set(err, LOOM_ERR_NOMEM, "shift: out of host memory");
+    }
+    for (int64_t i = 0; i < n_cells; i++) pos[i] = delta;
+    for (int64_t i = 0; i < n_cells; i++)
+        for (int64_t h = 0; h < kv->hkv; h++) rows[i * kv->hkv + h] = (int32_t)(cells[i] * kv->hkv + h);
+    const bool q = kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32;
+    loom_rope_opts ro = loom_rope_default_opts();
+    ro.mode = hp->rope_mode;
+    loom_status s = LOOM_OK;
+    kv->epoch++;
+    int64_t i = 0;
+    while (i < n_cells && !s) {
+        loom_ctx *ctx;
+        s = loom_backend_ctx_new(m->be, 0, &ctx, err);
+        if (s) break;
+        loom_ctx *in = loom_ctx_input(ctx);
+        int64_t runs = 0;
+        while (i < n_cells && runs < max_runs) {
+            int64_t j = i + 1;
+            while (j < n_cells && cells[j] == cells[j - 1] + 1) j++;
+            int64_t len = j - i, c0 = cells[i];
+            int64_t ne1 = len;
+            loom_tensor *pt = loom_from_i32(in, pos + i, (size_t)len, 1, &ne1);
+            loom_tensor *rt = NULL;
+            if (q) {
+                int64_t nr = len * kv->hkv;
+                rt = loom_from_i32(in, rows + i * kv->hkv, (size_t)nr, 1, &nr);
+            }
+            for (int il = 0; il < hp->n_layer; il++) {
+                if (kv->layer_group[il] != g) continue;
+                loom_tensor *K = kv->k[il];
+                size_t cb = loom_tensor_nb(K, 2);
+                int64_t args[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv, (int64_t)cb, len};
+                loom_tensor *view = loom_view(ctx, K, cb * (size_t)c0, 5, args);
+                loom_tensor *src = view;
+                if (q) {
+                    int64_t ne2[2] = {kv->dk, kv->hkv * loom_tensor_ne(K, 2)};
+                    loom_tensor *rowsv = loom_get_rows(ctx, loom_reshape(ctx, K, 2, ne2), rt);
+                    int64_t ne3[3] = {kv->dk, kv->hkv, len};
+                    src = loom_reshape(ctx, rowsv, 3, ne3);
+                }
+                ro.factors = m->layers[il].rope_freqs;
+                loom_tensor *r = loom_rope(ctx, src, pt, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+                loom_ctx_forward(ctx, loom_cpy(ctx, r, view));
+            }
+            runs++;
+            i = j;
+        }
+        s = loom_ctx_status(ctx);
+        if (!s) s = loom_ctx_compute(ctx, 0, NULL);
+        if (s) loom_error_set(err, s, "shift: re-rotating cached keys: %s",
+                              *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
+        loom_ctx_free(ctx);
+    }
+    loom_free(pos);
+    loom_free(rows);
+    return s;
+}
+
+loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t p1, int32_t delta, loom_error *err) {
+    loom_status s = check_seq(m, seq, false, "loom_model_seq_shift", err);
+    if (s || delta == 0) return s;
+    if (p0 < 0) p0 = 0;
+    if (p1 < 0) p1 = INT32_MAX;
+    if (p0 >= p1) return LOOM_OK;
+    llm_kv_cache *kv = &m->kv;
+    /* order: the shifted tokens stay between the tokens of seq outside the range */
+    const llm_kv_cells *mc = main_cells(kv);
+    int32_t in_lo = -1, in_hi = -1, below = -1, above = -1;
+    for (int64_t i = 0; i < mc->n; i++) {
+        int32_t q = mc->pos[i];
+        if (q < 0 || !llm_kv_cell_has(mc, i, seq)) continue;
+        if (q >= p0 && q < p1) {
+            if (q + (int64_t)delta < 0) continue; /* removed */
+            if (in_lo < 0 || q < in_lo) in_lo = q;
+            if (q > in_hi) in_hi = q;
+        } else if (q < p0) {
+            if (q > below) below = q;
+        } else if (above < 0 || q < above) {
+            above = q;
+        }
+    }
+    if (in_lo < 0) { /* nothing left after the shift: only removals */
+        for (int g = 0; g < kv->n_groups; g++) llm_kv_cells_seq_remove(&kv->grp[g].cells, seq, p0, p1);
+        return LOOM_OK;
+    }
+    if ((below >= 0 && (int64_t)in_lo + delta <= below) || (above >= 0 && (int64_t)in_hi + delta >= above) ||
+        (int64_t)in_hi + delta > LOOM_POS_MAX)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "loom_model_seq_shift: shifting positions [%d, %d] of sequence %d by %d would pass "
+                              "its other tokens",
+                              (int)in_lo, (int)in_hi, (int)seq, (int)delta);
+    /* per group: cells to rotate; shared cells are first copied to free cells */
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        int64_t n_shared = 0, n_free = c->n - c->used;
+        for (int64_t i = 0; i < c->n; i++) {
+            int32_t q = c->pos[i];
+            if (q < p0 || q >= p1 || !llm_kv_cell_has(c, i, seq) || q + (int64_t)delta < 0) continue;
+            for (int w = 0; w < c->nw; w++) {
+                uint64_t other = c->seq[i * c->nw + w];
+                if (w == (seq >> 6)) other &= ~((uint64_t)1 << (seq & 63));
+                if (other) {
+                    n_shared++;
+                    break;
+                }
+            }
+        }
+        if (n_shared > n_free)
+            return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                                  "loom_model_seq_shift: no room to unshare %lld cells of sequence %d",
+                                  (long long)n_shared, (int)seq);
+    }
+    llm_decode_drop(m);
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        int64_t *buf = loom_malloc((size_t)c->n * 3 * sizeof *buf);
+        if (!buf) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_seq_shift: out of host memory");
+        int64_t *src = buf, *dst = buf + c->n, *rot = buf + 2 * c->n;
+        int64_t n_cp = 0, n_rot = 0, hole = 0;
+        for (int64_t i = 0; i < c->n; i++) {
+            int32_t q = c->pos[i];
+            if (q < p0 || q >= p1 || !llm_kv_cell_has(c, i, seq) || q + (int64_t)delta < 0) continue;
+            bool shared = false;
+            for (int w = 0; w < c->nw && !shared; w++) {
+                uint64_t other = c->seq[i * c->nw + w];
+                if (w == (seq >> 6)) other &= ~((uint64_t)1 << (seq & 63));
+                shared = other != 0;
+            }
+            if (!shared) {
+                rot[n_rot++] = i;
+                continue;
+            }
+            while (c->pos[hole] >= 0) hole++; /* counted above: enough free cells */
+            src[n_cp] = i;
+            dst[n_cp++] = hole++;
+        }
+        s = llm_kv_copy_cells(kv, m->be, g, src, dst, n_cp, err);
+        if (!s) {
+            for (int64_t k = 0; k < n_cp; k++) {
+                c->pos[dst[k]] = c->pos[src[k]];
+                c->tok[dst[k]] = c->tok[src[k]];
+                memset(c->seq + dst[k] * c->nw, 0, (size_t)c->nw * sizeof *c->seq);
+                llm_kv_cell_set(c, dst[k], seq);
+                c->used++;
+                llm_kv_cell_unset(c, src[k], seq);
+                rot[n_rot++] = dst[k];
+            }
+            /* rotation wants increasing cells (runs) */
+            for (int64_t a = 1; a < n_rot; a++)
+                for (int64_t b = a; b > 0 && rot[b - 1] > rot[b]; b--) {
+                    int64_t t = rot[b];
+                    rot[b] = rot[b - 1];
+                    rot[b - 1] = t;
+                }
+            s = rope_cells(m, g, rot, n_rot, delta, err);
+        }
+        if (!s) {
+            for (int64_t k = 0; k < n_rot; k++) c->pos[rot[k]] += delta;
+            /* tokens shifted below 0 go */
+            for (int64_t i = 0; i < c->n; i++) {
+                int32_t q = c->pos[i];
+                if (q >= p0 && q < p1 && q + (int64_t)delta < 0 && llm_kv_cell_has(c, i, seq))
+                    llm_kv_cell_unset(c, i, seq);
+            }
+        }
+        loom_free(buf);
+        if (s) return s;
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_model_seq_context_shift(loom_model *m, int32_t seq, int32_t n_keep, int32_t *n_discarded,
                                          loom_error *err) {
-    (void)m, (void)seq, (void)n_keep;
     if (n_discarded) *n_discarded = 0;
-    return STUB("loom_model_seq_context_shift");
+    loom_status s = check_seq(m, seq, false, "loom_model_seq_context_shift", err);
+    if (s) return s;
+    int32_t n_ctx = m->n_ctx;
+    if (n_keep < 0) n_keep = 0;
+    if (n_keep > n_ctx - 1) n_keep = n_ctx - 1;
+    int32_t n_tok = loom_model_seq_n_tokens(m, seq);
+    int32_t discard = (n_ctx - n_keep) / 2 - (n_ctx - n_tok);
+    if (discard < 0) discard = 0;
+    if (discard == 0 && n_tok >= n_ctx) discard = 1;
+    if (discard == 0) return LOOM_OK;
+    /* positions of the sequence as they are (0.. after earlier shifts) */
+    const llm_kv_cells *mc = main_cells(&m->kv);
+    int32_t pmin = llm_kv_cells_pos_min(mc, seq);
+    int32_t k0 = pmin + n_keep, k1 = k0 + discard;
+    /* remove [k0, k1) then shift [k1, end) down: done as a shift by -discard of [k1, end)
+     * after the removal, which cannot fail the order check */
+    llm_kv_cache *kv = &m->kv;
+    /* check the shift first so that a failure leaves the cache unchanged: the only
+     * failures are room for unsharing and compute errors */
+    llm_kv_cells *saved[LLM_KV_MAX_GROUPS] = {0};
+    int32_t *savep[LLM_KV_MAX_GROUPS] = {0};
+    uint64_t *saves[LLM_KV_MAX_GROUPS] = {0};
+    for (int g = 0; g < kv->n_groups; g++) {
+        llm_kv_cells *c = &kv->grp[g].cells;
+        savep[g] = loom_malloc((size_t)c->n * sizeof *savep[g]);
+        saves[g] = loom_malloc((size_t)c->n * (size_t)c->nw * sizeof *saves[g]);
+        saved[g] = c;
+        if (!savep[g] || !saves[g]) {
+            s = loom_error_set(err, LOOM_ERR_NOMEM, "context shift: out of host memory");
+            break;
+        }
+        memcpy(savep[g], c->pos, (size_t)c->n * sizeof *c->pos);
+        memcpy(saves[g], c->seq, (size_t)c->n * (size_t)c->nw * sizeof *c->seq);
+    }
+    int64_t used[LLM_KV_MAX_GROUPS] = {0};
+    for (int g = 0; g < kv->n_groups; g++) used[g] = kv->grp[g].cells.used;
+    if (!s) {
+        for (int g = 0; g < kv->n_groups; g++) llm_kv_cells_seq_remove(&kv->grp[g].cells, seq, k0, k1);
+        s = loom_model_seq_shift(m, seq, k1, -1, -discard, err);
+        if (s) /* metadata back (K rows were not changed when the shift failed early) */
+            for (int g = 0; g < kv->n_groups; g++) {
+                llm_kv_cells *c = saved[g];
+                memcpy(c->pos, savep[g], (size_t)c->n * sizeof *c->pos);
+                memcpy(c->seq, saves[g], (size_t)c->n * (size_t)c->nw * sizeof *c->seq);
+                c->used = used[g];
+            }
+    }
+    for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
+        loom_free(savep[g]);
+        loom_free(saves[g]);
+    }
+    if (!s && n_discarded) *n_discarded = discard;
+    return s;
 }
+
+/* ------------------------------------------------------------------ prefix reuse */
+
+/* Length of the prefix of tokens[0..n) that sequence s holds at positions 0, 1, ...
+ * (tok: scratch [n], -1 filled). */
+static int32_t cached_prefix(const llm_kv_cells *c, int s, const int32_t *tokens, int32_t n, int32_t *tok) {
+    for (int32_t i = 0; i < n; i++) tok[i] = -1;
+    for (int64_t i = 0; i < c->n; i++)
+        if (c->pos[i] >= 0 && c->pos[i] < n && llm_kv_cell_has(c, i, s)) tok[c->pos[i]] = c->tok[i];
+    int32_t k = 0;
+    while (k < n && tok[k] >= 0 && tok[k] == tokens[k]) k++;
+    return k;
+}
+
+/* Sliding-window groups hold the window before position k for s? */
+static bool window_cached(const llm_kv_cache *kv, int s, int32_t k, int32_t *tok) {
+    for (int g = 0; g < kv->n_groups; g++) {
+        const llm_kv_cells *c = &kv->grp[g].cells;
+        if (c->window <= 0 || k == 0) continue;
+        int32_t lo = k - c->window > 0 ? k - c->window : 0;
+        for (int32_t p = lo; p < k; p++) tok[p - lo] = 0;
+        for (int64_t i = 0; i < c->n; i++)
+            if (c->pos[i] >= lo && c->pos[i] < k && llm_kv_cell_has(c, i, s)) tok[c->pos[i] - lo] = 1;
+        for (int32_t p = lo; p < k; p++)
+            if (!tok[p - lo]) return false;
+    }
+    return true;
+}
+
 loom_status loom_model_seq_reuse_prefix(loom_model *m, int32_t seq, const int32_t *tokens, int32_t n,
                                         int32_t *n_cached, loom_error *err) {
-    (void)m, (void)seq, (void)tokens, (void)n;
     if (n_cached) *n_cached = 0;
-    return STUB("loom_model_seq_reuse_prefix");
+    if (!tokens || !n_cached || n <= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_model_seq_reuse_prefix: NULL argument or n = %d",
+                              (int)n);
+    loom_status s = check_seq(m, seq, false, "loom_model_seq_reuse_prefix", err);
+    if (s) return s;
+    const llm_kv_cells *mc = main_cells(&m->kv);
+    int32_t *tok = loom_malloc((size_t)n * sizeof *tok);
+    if (!tok) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_seq_reuse_prefix: out of host memory");
+    int32_t best = cached_prefix(mc, seq, tokens, n, tok), from = seq;
+    if (best > n - 1) best = n - 1;
+    if (!window_cached(&m->kv, seq, best, tok)) best = 0;
+    for (int o = 0; o < m->n_seq_max; o++) {
+        if (o == seq) continue;
+        int32_t k = cached_prefix(mc, o, tokens, n, tok);
+        if (k > n - 1) k = n - 1;
+        if (k > best && window_cached(&m->kv, o, k, tok)) {
+            best = k;
+            from = o;
+        }
+    }
+    loom_free(tok);
+    if (from == seq) {
+        for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, best, -1);
+    } else {
+        for (int g = 0; g < m->kv.n_groups; g++) {
+            llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, -1, -1);
+            llm_kv_cells_seq_copy(&m->kv.grp[g].cells, from, seq, 0, best);
+        }
+    }
+    *n_cached = best;
+    return LOOM_OK;
 }
-int loom_model_n_seq_max(const loom_model *m) { return m ? 1 : 0; }

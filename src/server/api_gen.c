@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "quant/alloc.h"
+#include "server/chatout.h"
 #include "server/server_internal.h"
+#include "server/toolgram.h"
 
 struct srv_stream {
     loom_server *s;
@@ -25,7 +27,11 @@ struct srv_stream {
     int64_t t_start, load_ns;
     bool ka_set;
     int64_t ka_ns;
-    srv_buf full;           /* the whole answer (not streaming) */
+    srv_buf full;           /* the whole answer (not streaming, without the chat parser) */
+    bool use_co;            /* the answer goes through the chat output parser */
+    srv_chatout co;
+    bool co_failed;
+    char co_err[512];
     int status;             /* 200, or the error's once done */
     char err[256];
     const char *method, *path;
@@ -75,6 +81,17 @@ static void stream_release(srv_stream *st) {
     st->inst = NULL;
 }
 
+/* One streamed chunk. */
+static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *d) {
+    if (is_openai(st->api)) {
+        int first_index = st->co.n_calls - (int)json_array_size(d->tool_calls);
+        srv_oai_chunk_d(out, &st->oai, d, !st->first_sent, first_index);
+    } else {
+        srv_ollama_chunk_d(out, st->api, st->model, srv_now_ns(), d);
+    }
+    st->first_sent = true;
+}
+
 /* Format what the task has produced since the last call into out. */
 static bool stream_pump(srv_stream *st, srv_buf *out) {
     srv_task *t = st->task;
@@ -97,34 +114,62 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         const char *p = text.data + prev;
         size_t n = seg[i] - prev;
         prev = seg[i];
+        if (st->use_co) { /* thinking and tool calls out of the text */
+            if (st->co_failed) continue;
+            srv_delta d;
+            srv_err ce = {0};
+            if (!srv_chatout_push(&st->co, p, n, &d, &ce)) {
+                st->co_failed = true;
+                snprintf(st->co_err, sizeof st->co_err, "%s", ce.msg);
+                continue;
+            }
+            if (st->stream && !srv_delta_empty(&d)) stream_emit(st, out, &d);
+            continue;
+        }
         if (!st->stream) {
             srv_buf_append(&st->full, p, n);
             continue;
         }
-        /* One chunk per token's text. The tool-calls-and-thinking parsers (a later
-         * issue) sit here: they turn the text into deltas with thinking and tool
-         * calls (srv_delta), which the encoders already frame for both APIs. */
+        /* one chunk per token's text */
         srv_delta d = {.content = p, .content_len = n};
-        if (is_openai(st->api)) srv_oai_chunk_d(out, &st->oai, &d, !st->first_sent, 0);
-        else srv_ollama_chunk_d(out, st->api, st->model, srv_now_ns(), &d);
-        st->first_sent = true;
+        stream_emit(st, out, &d);
     }
     srv_buf_free(&text);
     loom_free(seg);
     if (!done || st->final_done) return done;
     /* the end */
     st->final_done = true;
-    if (t->reason == SRV_DONE_ERROR) {
-        st->status = t->err_status;
-        snprintf(st->err, sizeof st->err, "%s", t->err);
-        if (st->stream) {
-            if (is_openai(st->api)) srv_oai_stream_error(out, t->err_status, t->err);
-            else srv_ollama_error(out, t->err, true);
+    srv_delta whole = {.content = st->full.data ? st->full.data : "", .content_len = st->full.len};
+    if (st->use_co && !st->co_failed && (t->reason == SRV_DONE_STOP || t->reason == SRV_DONE_LENGTH)) {
+        srv_delta d;
+        srv_err ce = {0};
+        if (!srv_chatout_finish(&st->co, &d, &ce)) {
+            st->co_failed = true;
+            snprintf(st->co_err, sizeof st->co_err, "%s", ce.msg);
+        } else if (st->stream && !srv_delta_empty(&d)) {
+            stream_emit(st, out, &d);
         }
-    } else if (t->reason != SRV_DONE_CANCEL) {
+        srv_chatout_whole(&st->co, &whole);
+    }
+    srv_done reason = t->reason;
+    int err_status = t->err_status;
+    const char *err_msg = t->err;
+    if (st->co_failed && reason != SRV_DONE_CANCEL) { /* the parser failed (out of memory): an error */
+        reason = SRV_DONE_ERROR;
+        err_status = 500;
+        err_msg = st->co_err;
+    }
+    if (reason == SRV_DONE_ERROR) {
+        st->status = err_status;
+        snprintf(st->err, sizeof st->err, "%.255s", err_msg);
+        if (st->stream) {
+            if (is_openai(st->api)) srv_oai_stream_error(out, err_status, err_msg);
+            else srv_ollama_error(out, err_msg, true);
+        }
+    } else if (reason != SRV_DONE_CANCEL) {
         int64_t now = srv_mono_ns();
         srv_final f = {0};
-        f.done_reason = reason_str(t->reason);
+        f.done_reason = reason_str(reason);
         f.total_ns = now - st->t_start;
         f.load_ns = st->load_ns;
         f.prompt_count = t->n_prompt;
@@ -144,12 +189,13 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         atomic_fetch_add(&st->s->metrics.tokens_prompt, (unsigned long long)(t->n_prompt - t->n_cached));
         atomic_fetch_add(&st->s->metrics.tokens_gen, (unsigned long long)t->n_eval);
         if (is_openai(st->api)) {
-            if (st->stream) srv_oai_stream_end(out, &st->oai, f.done_reason, t->n_prompt, t->n_eval);
-            else srv_oai_final(out, &st->oai, st->full.data ? st->full.data : "", st->full.len, f.done_reason,
-                               t->n_prompt, t->n_eval);
+            /* OpenAI: "tool_calls" when the answer has calls (a cut-off answer stays "length") */
+            const char *finish = st->use_co && st->co.n_calls > 0 && reason == SRV_DONE_STOP ? "tool_calls"
+                                                                                                : f.done_reason;
+            if (st->stream) srv_oai_stream_end(out, &st->oai, finish, t->n_prompt, t->n_eval);
+            else srv_oai_final_d(out, &st->oai, &whole, finish, t->n_prompt, t->n_eval);
         } else {
-            srv_ollama_final(out, st->api, st->model, srv_now_ns(), st->stream ? "" : st->full.data,
-                             st->stream ? 0 : st->full.len, &f, st->stream);
+            srv_ollama_final_d(out, st->api, st->model, srv_now_ns(), st->stream ? NULL : &whole, &f, st->stream);
         }
         loom_free(ctx);
     } else {
@@ -192,6 +238,7 @@ void srv_stream_close(srv_stream *st, bool gone) {
     stream_log(st);
     srv_task_unref(t);
     srv_buf_free(&st->full);
+    if (st->use_co) srv_chatout_free(&st->co);
     loom_free(st);
 }
 
@@ -304,7 +351,9 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     const char *tmpl = r.template_text ? r.template_text
                        : in->info.template_text ? in->info.template_text
                                                 : srv_render_template(in->render);
-    if (r.tools && json_array_size(r.tools) && !(tmpl && strstr(tmpl, "tools"))) {
+    bool chat = api == SRV_API_CHAT || api == SRV_API_OAI_CHAT;
+    bool tools_on = chat && r.tools && json_array_size(r.tools) && r.tool_choice != SRV_TOOL_CHOICE_NONE;
+    if (tools_on && !(tmpl && strstr(tmpl, "tools"))) {
         srv_err_set(&e, 400, "model '%s' does not support tools (its template has none)", r.model);
         goto error;
     }
@@ -338,9 +387,48 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
         }
     }
 
-    /* structured output: Ollama's format ("json" or a JSON schema), OpenAI's response_format */
+    /* tool calls and thinking: the chat output parser, for templates whose syntax has them */
+    loom_chat_syntax syn = loom_chat_detect(tmpl && !srv_is_go_template(tmpl) ? tmpl : NULL,
+                                            tmpl && !srv_is_go_template(tmpl) ? strlen(tmpl) : 0);
+    bool use_co = (chat || (api == SRV_API_GENERATE && !r.raw)) && srv_chatout_wanted(&syn, tools_on);
+    char tail[4096];
+    size_t tail_len = 0;
+    /* the prompt's end as text: does the answer start inside a thinking block? (fewer
+     * tokens when their text does not fit) */
+    for (int k = 64; use_co && k >= 4; k /= 2) {
+        int from = n_toks > k ? n_toks - k : 0;
+        if (loom_detokenize(in->tok, toks + from, n_toks - from, LOOM_DETOK_SPECIAL | LOOM_DETOK_NO_STRIP, tail,
+                            sizeof tail, &tail_len) == LOOM_OK)
+            break;
+        tail_len = 0;
+    }
+    /* forced calls: a grammar of the family's call syntax and the tools' schemas */
     const loom_grammar_vocab *gvocab = NULL;
-    if (r.format) {
+    if (tools_on && (r.tool_choice == SRV_TOOL_CHOICE_REQUIRED || r.tool_choice == SRV_TOOL_CHOICE_FUNCTION)) {
+        srv_buf gb = {0};
+        srv_err te = {0};
+        bool in_think = srv_prompt_in_thinking(&syn, tail, tail_len);
+        if (srv_tool_gbnf(&syn, tmpl, r.tools, r.tool_choice_name, r.parallel_tool_calls, in_think, in->tok, &gb, &te)) {
+            loom_error gerr = {0};
+            loom_status gs = loom_grammar_new(gb.data, gb.len, SRV_TOOL_ROOT, in->tok, &grammar, &gerr);
+            srv_buf_free(&gb);
+            if (gs) {
+                srv_err_set(&e, gs == LOOM_ERR_NOMEM ? 500 : 400, "tool_choice: %s", gerr.msg);
+                goto error;
+            }
+            if (!(gvocab = srv_inst_grammar_vocab(in, &e))) goto error;
+        } else {
+            srv_buf_free(&gb);
+            if (te.status) {
+                e = te;
+                goto error;
+            }
+            /* a syntax Loom does not force (docs/server.md): the model decides, as "auto" */
+        }
+    }
+    /* structured output: Ollama's format ("json" or a JSON schema), OpenAI's response_format
+     * (forced tool calls take precedence) */
+    if (r.format && !grammar) {
         loom_error gerr = {0};
         loom_status gs;
         if (json_is_string(r.format)) {
@@ -383,6 +471,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     t->grammar = grammar;
     t->gvocab = gvocab;
     grammar = NULL; /* the task owns it */
+    t->render_special = use_co; /* the parser reads the syntax's control tokens */
     if (o.n_stop) {
         t->stop = loom_calloc((size_t)o.n_stop, sizeof *t->stop);
         if (!t->stop) {
@@ -424,6 +513,16 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     st->method = rq->method;
     st->path = rq->path;
     if (is_openai(api)) srv_oai_ctx_init(&st->oai, api, st->model, r.include_usage);
+    if (use_co) {
+        srv_chatout_params cp = {.syntax = syn, .prompt = tail, .prompt_len = tail_len, .parse_tools = tools_on,
+                                 .hide_thinking = r.think == 0, .tools = r.tools, .id_seed = srv_engine_random_seed()};
+        srv_err ce = {0};
+        if (!srv_chatout_init(&st->co, &cp, &ce)) { /* out of memory: report it at the end */
+            st->co_failed = true;
+            snprintf(st->co_err, sizeof st->co_err, "%s", ce.msg);
+        }
+        st->use_co = true;
+    }
     in = NULL; /* the stream releases it */
     t = NULL;  /* and owns the task reference */
     if (r.stream) {

@@ -240,7 +240,7 @@ static void slot_assign(srv_engine *e, eng_slot *s, srv_task *t) {
         int from = sp.penalty_last_n > 0 && t->n_prompt > sp.penalty_last_n ? t->n_prompt - sp.penalty_last_n : 0;
         for (int i = from; i < t->n_prompt; i++) loom_sampler_accept_prompt(s->smp, t->prompt[i]);
     }
-    loom_detok_stream_init(&s->ds, e->tok, LOOM_DETOK_NO_STRIP);
+    loom_detok_stream_init(&s->ds, e->tok, LOOM_DETOK_NO_STRIP | (t->render_special ? LOOM_DETOK_SPECIAL : 0u));
     srv_textout_init(&s->tout, t->stop, t->n_stop);
     int cap = e->max_gen_cap;
     s->max_gen = t->num_predict >= 0 ? t->num_predict : cap;
@@ -510,6 +510,11 @@ loom_status srv_engine_new(srv_llm *l, const loom_tokenizer *tok, const srv_engi
     if (e->chunk < 1) e->chunk = 1;
     e->max_gen_cap = p && p->max_gen > 0 ? p->max_gen : 10 * e->n_ctx;
     e->piece_cap = loom_tokenizer_max_piece_len(tok) + 8;
+    for (int32_t i = 0, nv = loom_tokenizer_n_vocab(tok); i < nv; i++) { /* special tokens' texts too */
+        const char *tt;
+        size_t tl;
+        if (loom_token_text(tok, i, &tt, &tl) == LOOM_OK && tl + 8 > e->piece_cap) e->piece_cap = tl + 8;
+    }
     e->piece = loom_malloc(e->piece_cap);
     e->slots = loom_calloc((size_t)e->n_slots, sizeof *e->slots);
     size_t nb = (size_t)e->n_batch;

@@ -47,6 +47,7 @@ struct srv_task {
     bool keep_tokens;       /* record generated token ids (generate's "context") */
     loom_grammar *grammar;  /* structured output (owned; NULL = none) */
     const loom_grammar_vocab *gvocab; /* the model's (borrowed: the model outlives its tasks) */
+    bool render_special;    /* output control tokens as their text (chat syntaxes made of them) */
 
     /* ---- shared with the reader (under mu) */
     pthread_mutex_t mu;

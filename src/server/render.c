@@ -293,9 +293,12 @@ bool srv_render_prompt(const srv_render *rd, const srv_gen_req *rq, const char *
     if (n_messages) *n_messages = (int)nm;
     conv = json_pack("{s:O,s:b}", "messages", msgs, "add_generation_prompt", !prefill);
     if (!conv) goto oom;
-    if (rq->tools && json_array_size(rq->tools)) json_object_set(conv, "tools", rq->tools);
+    if (rq->tools && json_array_size(rq->tools) && rq->tool_choice != SRV_TOOL_CHOICE_NONE)
+        json_object_set(conv, "tools", rq->tools); /* tool_choice "none" hides them */
     json_t *kw = json_object();
-    if (rq->think >= 0) json_object_set_new(kw, "enable_thinking", json_boolean(rq->think));
+    /* as llama.cpp: enable_thinking is true unless thinking is turned off (think: false,
+     * reasoning_effort "none", chat_template_kwargs.enable_thinking false) */
+    json_object_set_new(kw, "enable_thinking", json_boolean(rq->think != 0));
     if (rq->think_level) json_object_set_new(kw, "reasoning_effort", json_string(rq->think_level));
     json_object_set_new(conv, "kwargs", kw);
 

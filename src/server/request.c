@@ -429,7 +429,7 @@ static json_t *content_text(const json_t *c, size_t idx, srv_err *e) {
     return s;
 }
 
-/* tool_calls of a message into Ollama's form [{function: {name, arguments: {...}}, id?}];
+/* tool_calls of a message into Ollama's form [{id?, type, function: {name, arguments: {...}}}];
  * OpenAI's arguments are JSON text and are parsed (Ollama: "invalid tool call arguments"). */
 static json_t *norm_tool_calls(const json_t *tc, size_t idx, const srv_limits *lim, srv_err *e) {
     if (!json_is_array(tc)) {
@@ -469,13 +469,19 @@ static json_t *norm_tool_calls(const json_t *tc, size_t idx, const srv_limits *l
             return NULL;
         }
         json_t *fn = json_pack("{s:O,s:o}", "name", name, "arguments", a);
-        json_t *call = fn ? json_pack("{s:o}", "function", fn) : NULL;
-        if (!call) {
+        /* {"id"?, "type", "function"}: templates read tool_call.type (DeepSeek R1 writes
+         * tool['type'] + ...), which Ollama's form lacks: "function" when absent */
+        json_t *call = json_object();
+        const json_t *id = json_object_get(c, "id");
+        const json_t *type = json_object_get(c, "type");
+        if (call && json_is_string(id)) json_object_set(call, "id", (json_t *)id);
+        if (call) json_object_set_new(call, "type", json_is_string(type) ? json_incref((json_t *)type) : json_string("function"));
+        if (!call || !fn || json_object_set_new(call, "function", fn)) {
+            if (!call) json_decref(fn);
+            json_decref(call);
             json_decref(out);
             goto oom;
         }
-        const json_t *id = json_object_get(c, "id");
-        if (json_is_string(id)) json_object_set(call, "id", (json_t *)id);
         const json_t *index = json_object_get(f, "index");
         if (json_is_integer(index)) json_object_set(fn, "index", (json_t *)index);
         json_array_append_new(out, call);
@@ -607,6 +613,60 @@ static bool decode_think(const json_t *body, srv_gen_req *r, srv_err *e) {
     return true;
 }
 
+/* OpenAI tool_choice ("none" | "auto" | "required" | {"type": "function", "function":
+ * {"name": X}}) and parallel_tool_calls; a named function must be one of the tools. */
+static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
+    r->parallel_tool_calls = true;
+    if (!opt_bool(body, "parallel_tool_calls", &r->parallel_tool_calls, NULL, e)) return false;
+    const json_t *tc = json_object_get(body, "tool_choice");
+    if (!tc || json_is_null(tc)) return true;
+    if (json_is_string(tc)) {
+        const char *s = json_string_value(tc);
+        if (!strcmp(s, "auto")) r->tool_choice = SRV_TOOL_CHOICE_AUTO;
+        else if (!strcmp(s, "none")) r->tool_choice = SRV_TOOL_CHOICE_NONE;
+        else if (!strcmp(s, "required")) r->tool_choice = SRV_TOOL_CHOICE_REQUIRED;
+        else {
+            srv_err_set(e, 400, "\"tool_choice\": expected \"none\", \"auto\", \"required\" or a function (got \"%.64s\")", s);
+            return false;
+        }
+    } else {
+        const json_t *f = json_is_object(tc) ? json_object_get(tc, "function") : NULL;
+        const json_t *name = json_is_object(f) ? json_object_get(f, "name") : NULL;
+        if (!json_is_string(name) || !json_string_length(name)) {
+            srv_err_set(e, 400, "\"tool_choice\" must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return false;
+        }
+        r->tool_choice = SRV_TOOL_CHOICE_FUNCTION;
+        if (!(r->tool_choice_name = srv_json_strdup(name, NULL))) {
+            srv_err_set(e, 500, "out of memory");
+            return false;
+        }
+    }
+    if (r->tool_choice == SRV_TOOL_CHOICE_REQUIRED || r->tool_choice == SRV_TOOL_CHOICE_FUNCTION) {
+        size_t nt = json_array_size(r->tools);
+        if (!nt) {
+            srv_err_set(e, 400, "\"tool_choice\": \"%s\" needs \"tools\"",
+                        r->tool_choice_name ? r->tool_choice_name : "required");
+            return false;
+        }
+        for (size_t i = 0; i < nt; i++) {
+            const json_t *t = json_array_get(r->tools, i);
+            const json_t *f = json_is_object(t) ? json_object_get(t, "function") : NULL;
+            const json_t *n = json_is_object(f) ? json_object_get(f, "name") : NULL;
+            if (!json_is_string(n)) {
+                srv_err_set(e, 400, "\"tools\"[%zu].function.name must be a string", i);
+                return false;
+            }
+            if (r->tool_choice_name && !strcmp(json_string_value(n), r->tool_choice_name)) return true;
+        }
+        if (r->tool_choice_name) {
+            srv_err_set(e, 400, "\"tool_choice\": no tool named \"%.128s\" in \"tools\"", r->tool_choice_name);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool decode_ollama(const json_t *body, const srv_limits *lim, srv_gen_req *r, srv_err *e) {
     bool chat = r->api == SRV_API_CHAT;
     r->stream = true;
@@ -674,6 +734,9 @@ static bool decode_ollama(const json_t *body, const srv_limits *lim, srv_gen_req
         }
         r->tools = json_incref((json_t *)tools);
     }
+    /* Ollama has no tool_choice: Loom reads OpenAI's tool_choice / parallel_tool_calls
+     * here too (an extension; absent = "auto", Ollama's behaviour) */
+    if (chat && !decode_tool_choice(body, r, e)) return false;
     if (!decode_think(body, r, e)) return false;
     if (!opt_bool(body, "truncate", &r->truncate, &r->truncate_set, e)) return false;
     if (!opt_bool(body, "logprobs", &r->logprobs, NULL, e)) return false;
@@ -723,6 +786,23 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
                 return false;
             }
             r->tools = json_incref((json_t *)tools);
+        }
+        if (!decode_tool_choice(body, r, e)) return false;
+        /* llama.cpp's chat_template_kwargs: enable_thinking maps to think */
+        const json_t *kw = json_object_get(body, "chat_template_kwargs");
+        if (kw && !json_is_null(kw)) {
+            if (!json_is_object(kw)) {
+                srv_err_set(e, 400, "\"chat_template_kwargs\" must be an object (got %s)", type_name(kw));
+                return false;
+            }
+            const json_t *et = json_object_get(kw, "enable_thinking");
+            if (et && !json_is_null(et)) {
+                if (!json_is_boolean(et)) {
+                    srv_err_set(e, 400, "\"chat_template_kwargs.enable_thinking\" must be a boolean");
+                    return false;
+                }
+                r->think = json_is_true(et);
+            }
         }
         const json_t *re = json_object_get(body, "reasoning");
         const json_t *eff = json_is_object(re) ? json_object_get(re, "effort") : json_object_get(body, "reasoning_effort");
@@ -829,6 +909,7 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
     memset(r, 0, sizeof *r);
     r->api = api;
     r->think = -1;
+    r->parallel_tool_calls = true;
     if (!json_is_object(body)) {
         srv_err_set(e, 400, "the request body must be a JSON object");
         return false;
@@ -867,6 +948,7 @@ void srv_gen_req_free(srv_gen_req *r) {
     loom_free(r->template_text);
     loom_free(r->context);
     loom_free(r->think_level);
+    loom_free(r->tool_choice_name);
     json_decref(r->messages);
     json_decref(r->tools);
     json_decref(r->format);

@@ -88,6 +88,14 @@ bool srv_options_parse(const json_t *obj, const srv_limits *lim, srv_options *o,
 bool srv_options_merge(srv_options *dst, const srv_options *src);
 void srv_options_free(srv_options *o);
 
+/* OpenAI tool_choice. */
+enum {
+    SRV_TOOL_CHOICE_AUTO = 0,   /* "auto" (and Ollama requests): the model decides */
+    SRV_TOOL_CHOICE_NONE,       /* "none": the tools are hidden from the template */
+    SRV_TOOL_CHOICE_REQUIRED,   /* "required": at least one call (grammar-constrained) */
+    SRV_TOOL_CHOICE_FUNCTION    /* {"type":"function","function":{"name":X}}: a call of X */
+};
+
 typedef struct srv_gen_req {
     srv_api api;
     char *model;            /* as given (not canonicalised) */
@@ -106,6 +114,9 @@ typedef struct srv_gen_req {
      * parts of type "text" flattened into a string; images refused). Owned. */
     json_t *messages;
     json_t *tools;          /* NULL or an array (owned) */
+    int tool_choice;        /* SRV_TOOL_CHOICE_*: OpenAI tool_choice (Ollama: always auto) */
+    char *tool_choice_name; /* SRV_TOOL_CHOICE_FUNCTION: the function (owned) */
+    bool parallel_tool_calls; /* OpenAI parallel_tool_calls (default true) */
     json_t *format;         /* NULL, "json" or a schema object (owned) */
     int think;              /* -1 unset, 0 false, 1 true */
     char *think_level;      /* "high" | "medium" | "low" (think given as a string) */

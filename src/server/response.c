@@ -213,7 +213,9 @@ static json_t *oai_choice(const srv_oai_ctx *c, bool chunk, const srv_delta *d, 
         json_object_set_new(ch, "index", json_integer(0));
         json_t *m = json_object();
         if (role || !chunk) json_object_set_new(m, "role", json_string("assistant"));
-        if (with_content && (!chunk || n || !d || !(d->thinking || d->tool_calls)))
+        bool calls = d && d->tool_calls && json_array_size(d->tool_calls);
+        if (!chunk && !n && calls) json_object_set_new(m, "content", json_null()); /* as OpenAI: calls, no text */
+        else if (with_content && (!chunk || n || !d || !(d->thinking || calls)))
             json_object_set_new(m, "content", srv_json_text(text, n));
         if (d && d->thinking) json_object_set_new(m, "reasoning_content", srv_json_text(d->thinking, d->thinking_len));
         if (d && d->tool_calls && json_array_size(d->tool_calls))

@@ -276,5 +276,108 @@ await test('concurrent streams give their solo greedy answers', async () => {
   await waitIdle();
 });
 
+// ---- tool calls and thinking (issue #24): "qwen3" = stories260K + Qwen3's template
+// (Hermes-style <tool_call>, <think>), "r1" = stories260K + DeepSeek-R1's (the answer
+// starts inside <think> unless thinking is off).
+const weatherSchema = {
+  type: 'object',
+  properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['celsius', 'fahrenheit'] },
+                days: { type: 'integer', minimum: 1, maximum: 7 } },
+  required: ['city', 'unit'], additionalProperties: false,
+};
+const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: weatherSchema } }];
+const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+// The schema above, checked by hand (the HTTP test checks with Python's jsonschema).
+function assertWeatherArgs(a) {
+  assert.equal(typeof a, 'object');
+  for (const k of Object.keys(a)) assert.ok(['city', 'unit', 'days'].includes(k), `unexpected property ${k}`);
+  assert.equal(typeof a.city, 'string');
+  assert.ok([...a.city].length <= 12, a.city);
+  assert.ok(['celsius', 'fahrenheit'].includes(a.unit), String(a.unit));
+  if (a.days !== undefined) assert.ok(Number.isInteger(a.days) && a.days >= 1 && a.days <= 7, String(a.days));
+}
+
+await test('openai tools: tool_choice required gives a valid call; the turn with its result runs', async () => {
+  const c = await openai.chat.completions.create({ model: 'qwen3', messages: ask, tools, tool_choice: 'required',
+    parallel_tool_calls: false, seed: 3, temperature: 0.9, max_tokens: 160 });
+  const ch = c.choices[0];
+  assert.equal(ch.finish_reason, 'tool_calls');
+  assert.equal(ch.message.tool_calls.length, 1);
+  const call = ch.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  assert.match(call.id, /^call_/);
+  assert.equal(typeof call.function.arguments, 'string');
+  assertWeatherArgs(JSON.parse(call.function.arguments));
+  const next = await openai.chat.completions.create({ model: 'qwen3', tools, temperature: 0, max_tokens: 8,
+    messages: [...ask, ch.message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 24 degrees' }] });
+  assert.equal(next.choices[0].message.role, 'assistant');
+  assert.ok(next.usage.prompt_tokens > c.usage.prompt_tokens + 10, `${next.usage.prompt_tokens} vs ${c.usage.prompt_tokens}`);
+});
+
+await test('openai tools streaming: tool_calls deltas with index and id, no call syntax as text', async () => {
+  const stream = await openai.chat.completions.create({ model: 'qwen3', messages: ask, tools, tool_choice: 'required',
+    parallel_tool_calls: false, seed: 4, temperature: 0.9, max_tokens: 160, stream: true });
+  const calls = [];
+  let finish = null, text = '';
+  for await (const ch of stream) {
+    const d = ch.choices[0]?.delta ?? {};
+    if (d.content) text += d.content;
+    for (const t of d.tool_calls ?? []) {
+      if (!calls[t.index]) calls[t.index] = { id: t.id, name: '', args: '' };
+      if (t.id) assert.equal(t.id, calls[t.index].id);
+      calls[t.index].name += t.function?.name ?? '';
+      calls[t.index].args += t.function?.arguments ?? '';
+    }
+    if (ch.choices[0]?.finish_reason) finish = ch.choices[0].finish_reason;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].name, 'get_weather');
+  assertWeatherArgs(JSON.parse(calls[0].args));
+  assert.ok(!text.includes('<tool_call') && !text.includes('{'), text);
+});
+
+await test('ollama tools: message.tool_calls (tool_choice is Loom\'s extension); the turn with the result runs', async () => {
+  const r = await ollama.chat({ model: 'qwen3', messages: ask, tools, tool_choice: 'required', parallel_tool_calls: false,
+    options: { seed: 3, temperature: 0.9, num_predict: 160 } });
+  assert.equal(r.done_reason, 'stop');
+  assert.equal(r.message.tool_calls.length, 1);
+  const f = r.message.tool_calls[0].function;
+  assert.equal(f.name, 'get_weather');
+  assertWeatherArgs(f.arguments);
+  const next = await ollama.chat({ model: 'qwen3', tools, options: { temperature: 0, num_predict: 8 },
+    messages: [...ask, r.message, { role: 'tool', content: 'sunny, 24 degrees', tool_name: 'get_weather' }] });
+  assert.equal(next.message.role, 'assistant');
+  assert.ok(next.prompt_eval_count > r.prompt_eval_count + 10);
+  // streamed: the call arrives whole in one chunk
+  const parts = [];
+  for await (const p of await ollama.chat({ model: 'qwen3', messages: ask, tools, tool_choice: 'required',
+    parallel_tool_calls: false, stream: true, options: { seed: 3, temperature: 0.9, num_predict: 160 } })) parts.push(p);
+  const streamed = parts.flatMap((p) => p.message.tool_calls ?? []);
+  assert.deepEqual(streamed.map((c) => c.function), r.message.tool_calls.map((c) => c.function));
+  assert.ok(parts.every((p) => !p.message.content.includes('<tool')));
+});
+
+await test('ollama think: true returns message.thinking, false hides it', async () => {
+  const msgs = [{ role: 'user', content: 'Tell me a story.' }];
+  const opt = { temperature: 0, num_predict: 16 };
+  const t = await ollama.chat({ model: 'r1', messages: msgs, think: true, options: opt });
+  assert.ok(t.message.thinking && t.message.thinking.length > 0, JSON.stringify(t.message));
+  const parts = [];
+  for await (const p of await ollama.chat({ model: 'r1', messages: msgs, think: true, options: opt, stream: true })) parts.push(p);
+  assert.equal(parts.map((p) => p.message.thinking ?? '').join(''), t.message.thinking);
+  assert.equal(parts.map((p) => p.message.content).join(''), t.message.content);
+  const f = await ollama.chat({ model: 'r1', messages: msgs, think: false, options: opt });
+  assert.ok(!f.message.thinking, JSON.stringify(f.message));
+  assert.ok(f.message.content.length > 0);
+  const q = await ollama.chat({ model: 'qwen3', messages: msgs, think: false, options: opt });
+  assert.ok(!q.message.thinking && q.message.content.length > 0);
+  // OpenAI: reasoning_content
+  const o = await openai.chat.completions.create({ model: 'r1', messages: msgs, temperature: 0, max_tokens: 16 });
+  assert.equal(o.choices[0].message.reasoning_content, t.message.thinking);
+});
+
 console.log(`clients: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -1,0 +1,398 @@
+/* Sequence operations on the multi-sequence KV cache, each checked against a fresh
+ * decode of what the sequence should hold afterwards (a model holding one sequence,
+ * given the tokens at their positions):
+ *   remove then re-decode == fresh decode; a copied sequence continues exactly as its
+ *   source (and shares its cells); shift (RoPE re-rotation of cached keys) == the
+ *   sequence decoded at the shifted positions; context shift == the kept tokens
+ *   decoded at their new positions; compaction (defrag) leaves logits unchanged;
+ *   prefix reuse finds the cached prefix in the sequence itself or in another one;
+ *   bad batches fail with the cache unchanged.
+ * With and without flash attention (stories260K, F32 cache). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llm/model_internal.h"
+#include "test_util.h"
+
+/* Re-rotated keys (RoPE by delta of RoPE by p) vs keys roped once at p + delta:
+ * float rounding of the rotations, measured max ~1e-6 relative on the logits. */
+#define TOL_SHIFT 3e-6
+/* Same graph shapes, other cells: measured 0 to ~1e-6. */
+#define TOL 5e-6
+
+static loom_model_params g_p;
+static int32_t g_nv;
+static float *g_ref;
+
+static loom_model *open_m(int n_seq, int n_ctx) {
+    loom_model_params p = g_p;
+    p.n_seq_max = n_seq;
+    p.n_ctx = n_ctx;
+    loom_model *m = NULL;
+    loom_error err = {0};
+    if (loom_model_open(&p, &m, &err)) printf("open: %s\n", err.msg);
+    return m;
+}
+
+static loom_status add_rows(loom_model *m, int32_t seq, const int32_t *tok, const int32_t *pos, int n,
+                            loom_error *err) {
+    loom_batch b;
+    loom_status s = loom_batch_init(&b, n, 1, err);
+    if (s) return s;
+    for (int i = 0; i < n; i++) loom_batch_add(&b, tok[i], pos[i], &seq, 1, i == n - 1, err);
+    s = loom_model_decode(m, &b, err);
+    loom_batch_free(&b);
+    return s;
+}
+
+/* Logits of the last of n tokens at positions pos, decoded alone into g_ref. */
+static void reference(const int32_t *tok, const int32_t *pos, int n) {
+    loom_model *m = open_m(1, 64);
+    CHECK(m != NULL);
+    if (!m) return;
+    loom_error err = {0};
+    CHECK(add_rows(m, 0, tok, pos, n, &err) == LOOM_OK);
+    const float *l = loom_model_batch_logits(m, n - 1);
+    CHECK(l != NULL);
+    if (l) memcpy(g_ref, l, (size_t)g_nv * sizeof *g_ref);
+    loom_model_close(m);
+}
+
+static double rel_err(const float *a, const float *b) {
+    if (!a || !b) return INFINITY;
+    double num = 0, den = 0;
+    for (int i = 0; i < g_nv; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > num) num = d;
+        if (fabs((double)b[i]) > den) den = fabs((double)b[i]);
+    }
+    return num / den;
+}
+
+static void iota(int32_t *p, int n, int32_t from) {
+    for (int i = 0; i < n; i++) p[i] = from + i;
+}
+
+static int32_t g_P[32], g_Q[32], g_pos[64];
+
+static void test_remove_copy(const char *tag) {
+    loom_error err = {0};
+    loom_model *m = open_m(4, 64);
+    if (!m) return;
+    /* seq 0: P[0..16); roll back to 10 and decode P[10..16) again */
+    CHECK(add_rows(m, 0, g_P, g_pos, 16, &err) == LOOM_OK);
+    CHECK(loom_model_seq_remove(m, 0, 10, -1, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 9);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 0), 10);
+    CHECK(add_rows(m, 0, g_P + 10, g_pos + 10, 6, &err) == LOOM_OK);
+    reference(g_P, g_pos, 16);
+    double e1 = rel_err(loom_model_batch_logits(m, 5), g_ref);
+    CHECK_MSG(e1 <= TOL, "%s: remove + redecode: %g", tag, e1);
+
+    /* copy 0 -> 1 (shared cells), then both continue with the same token together */
+    CHECK(loom_model_seq_copy(m, 0, 1, -1, -1, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 1), 16);
+    CHECK_EQ_INT(m->kv.grp[0].cells.used, 16); /* shared, not duplicated */
+    loom_batch b;
+    CHECK(loom_batch_init(&b, 8, 1, &err) == LOOM_OK);
+    int32_t s0 = 0, s1 = 1;
+    loom_batch_add(&b, g_P[16], 16, &s0, 1, true, &err);
+    loom_batch_add(&b, g_P[16], 16, &s1, 1, true, &err);
+    CHECK(loom_model_decode(m, &b, &err) == LOOM_OK);
+    reference(g_P, g_pos, 17);
+    double e2 = rel_err(loom_model_batch_logits(m, 0), g_ref), e3 = rel_err(loom_model_batch_logits(m, 1), g_ref);
+    CHECK_MSG(e2 <= TOL && e3 <= TOL, "%s: copy: %g %g", tag, e2, e3);
+    /* sequence edits keep the last decode's logits (a server samples every row after
+     * finishing some sequences) */
+    CHECK(loom_model_seq_remove(m, 3, -1, -1, &err) == LOOM_OK);
+    CHECK(loom_model_batch_logits(m, 1) != NULL);
+    /* greedy continuation: identical in source and copy */
+    int32_t t0 = loom_model_batch_argmax(m, 0), t1 = loom_model_batch_argmax(m, 1);
+    int same = 0;
+    for (int i = 0; i < 8; i++) {
+        loom_batch_clear(&b);
+        loom_batch_add(&b, t0, 17 + i, &s0, 1, true, &err);
+        loom_batch_add(&b, t1, 17 + i, &s1, 1, true, &err);
+        if (loom_model_decode(m, &b, &err)) break;
+        same += t0 == t1 && rel_err(loom_model_batch_logits(m, 0), loom_model_batch_logits(m, 1)) <= TOL;
+        t0 = loom_model_batch_argmax(m, 0);
+        t1 = loom_model_batch_argmax(m, 1);
+    }
+    CHECK_EQ_INT(same, 8);
+    /* keep: only seq 1 is left, with its 25 tokens */
+    CHECK(loom_model_seq_keep(m, 1, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 0), 0);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 1), 25);
+    CHECK_EQ_INT(m->kv.grp[0].cells.used, 25);
+    printf("  %-6s remove+redecode %.3g, copy %.3g/%.3g, greedy copy == source %d/8\n", tag, e1, e2, e3, same);
+    loom_batch_free(&b);
+    loom_model_close(m);
+}
+
+static void test_shift(const char *tag) {
+    loom_error err = {0};
+    loom_model *m = open_m(2, 64);
+    if (!m) return;
+    float *got = malloc((size_t)g_nv * sizeof *got);
+    int32_t pos[32];
+    /* Attention depends on relative positions only, so a whole sequence shifted by
+     * delta (its cached keys re-rotated) continues exactly like the same tokens
+     * decoded at the shifted positions. seq 1 holds other tokens meanwhile. */
+    CHECK(add_rows(m, 1, g_Q, g_pos, 5, &err) == LOOM_OK);
+    CHECK(add_rows(m, 0, g_P, g_pos, 12, &err) == LOOM_OK);
+    CHECK(loom_model_seq_shift(m, 0, -1, -1, 5, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_min(m, 0), 5);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 16);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 1), 4);
+    iota(pos, 32, 5);
+    CHECK(add_rows(m, 0, g_P + 12, pos + 12, 1, &err) == LOOM_OK);
+    memcpy(got, loom_model_batch_logits(m, 0), (size_t)g_nv * sizeof *got);
+    reference(g_P, pos, 13);
+    double e1 = rel_err(got, g_ref);
+    CHECK_MSG(e1 <= TOL_SHIFT, "%s: shift: %g", tag, e1);
+
+    /* a part moved away and back (+3 then -3): the keys round-trip */
+    CHECK(loom_model_seq_shift(m, 0, 9, -1, 3, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 20);
+    /* order kept: moving positions 12.. down by 5 would pass position 8 */
+    CHECK_EQ_INT(loom_model_seq_shift(m, 0, 12, -1, -5, &err), LOOM_ERR_INVALID_ARG);
+    CHECK(loom_model_seq_shift(m, 0, 12, -1, -3, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 17);
+    CHECK(add_rows(m, 0, g_P + 13, pos + 13, 1, &err) == LOOM_OK);
+    memcpy(got, loom_model_batch_logits(m, 0), (size_t)g_nv * sizeof *got);
+    reference(g_P, pos, 14);
+    double e2 = rel_err(got, g_ref);
+    CHECK_MSG(e2 <= TOL_SHIFT, "%s: shift round trip: %g", tag, e2);
+
+    /* a shared cell is unshared: seq 1 becomes a copy of seq 0 and moves by +2;
+     * seq 0 keeps its positions, and both continue like fresh decodes */
+    CHECK(loom_model_seq_copy(m, 0, 1, -1, -1, &err) == LOOM_OK);
+    CHECK_EQ_INT(m->kv.grp[0].cells.used, 14);
+    CHECK(loom_model_seq_shift(m, 1, -1, -1, 2, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 18);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 1), 20);
+    CHECK_EQ_INT(m->kv.grp[0].cells.used, 28);
+    CHECK(add_rows(m, 0, g_P + 14, pos + 14, 1, &err) == LOOM_OK);
+    memcpy(got, loom_model_batch_logits(m, 0), (size_t)g_nv * sizeof *got);
+    reference(g_P, pos, 15);
+    double e3 = rel_err(got, g_ref);
+    int32_t p21 = 21;
+    CHECK(add_rows(m, 1, g_P + 14, &p21, 1, &err) == LOOM_OK);
+    memcpy(got, loom_model_batch_logits(m, 0), (size_t)g_nv * sizeof *got);
+    iota(pos, 32, 7);
+    reference(g_P, pos, 15);
+    double e4 = rel_err(got, g_ref);
+    CHECK_MSG(e3 <= TOL_SHIFT && e4 <= TOL_SHIFT, "%s: shared shift: %g %g", tag, e3, e4);
+    loom_model_close(m);
+
+    /* Context shift: n_ctx 16 full; keep 2, discard (16 - 2) / 2 = 7, shift the rest
+     * down by 7. The kept tokens' hidden states still reflect the discarded ones, so
+     * no fresh decode is a reference: it must equal the same edit done by hand
+     * (remove [2, 9), shift [9, end) by -7), bit for bit, and loom_model_eval with
+     * ctx_shift must do the same by itself. */
+    float *hand = malloc((size_t)g_nv * sizeof *hand);
+    int32_t t17 = g_P[16], p9 = 9, p16 = 16;
+    m = open_m(1, 16);
+    if (m) {
+        CHECK(add_rows(m, 0, g_P, g_pos, 16, &err) == LOOM_OK);
+        CHECK(loom_model_seq_remove(m, 0, 2, 9, &err) == LOOM_OK);
+        CHECK(loom_model_seq_shift(m, 0, 9, -1, -7, &err) == LOOM_OK);
+        CHECK(add_rows(m, 0, &t17, &p9, 1, &err) == LOOM_OK);
+        memcpy(hand, loom_model_batch_logits(m, 0), (size_t)g_nv * sizeof *hand);
+        loom_model_close(m);
+    }
+    m = open_m(1, 16);
+    double e5 = INFINITY, e6 = INFINITY;
+    if (m) {
+        CHECK(add_rows(m, 0, g_P, g_pos, 16, &err) == LOOM_OK);
+        CHECK_EQ_INT(add_rows(m, 0, &t17, &p16, 1, &err), LOOM_ERR_CONTEXT_FULL);
+        int32_t nd = -1;
+        CHECK(loom_model_seq_context_shift(m, 0, 2, &nd, &err) == LOOM_OK);
+        CHECK_EQ_INT(nd, 7);
+        CHECK_EQ_INT(loom_model_seq_n_tokens(m, 0), 9);
+        CHECK_EQ_INT(loom_model_seq_pos_max(m, 0), 8);
+        CHECK(add_rows(m, 0, &t17, &p9, 1, &err) == LOOM_OK);
+        e5 = rel_err(loom_model_batch_logits(m, 0), hand);
+        CHECK_MSG(e5 == 0, "%s: context shift: %g", tag, e5);
+        loom_model_close(m);
+    }
+    loom_model_params q = g_p;
+    q.n_ctx = 16;
+    q.ctx_shift = true;
+    q.n_keep = 2;
+    m = NULL;
+    CHECK(loom_model_open(&q, &m, &err) == LOOM_OK);
+    if (m) {
+        CHECK(loom_model_eval(m, g_P, 16, false, &err) == LOOM_OK);
+        CHECK(loom_model_eval(m, &t17, 1, false, &err) == LOOM_OK);
+        e6 = rel_err(loom_model_logits(m, 0), hand);
+        CHECK_MSG(e6 == 0, "%s: eval with ctx_shift: %g", tag, e6);
+        CHECK_EQ_INT(loom_model_n_past(m), 10);
+        loom_model_close(m);
+    }
+    printf("  %-6s shift %.3g, round trip %.3g, shared-cell shift %.3g/%.3g, context shift %.3g/%.3g\n", tag, e1,
+           e2, e3, e4, e5, e6);
+    free(hand);
+    free(got);
+}
+
+static void test_defrag_reuse(const char *tag) {
+    loom_error err = {0};
+    loom_model *m = open_m(2, 64);
+    if (!m) return;
+    /* interleave two sequences token by token, then drop seq 1: holes every other cell */
+    loom_batch b;
+    CHECK(loom_batch_init(&b, 8, 1, &err) == LOOM_OK);
+    int32_t s0 = 0, s1 = 1;
+    for (int i = 0; i < 12; i++) {
+        loom_batch_clear(&b);
+        loom_batch_add(&b, g_P[i], i, &s0, 1, true, &err);
+        loom_batch_add(&b, g_Q[i], i, &s1, 1, true, &err);
+        CHECK(loom_model_decode(m, &b, &err) == LOOM_OK);
+    }
+    CHECK(loom_model_seq_remove(m, 1, -1, -1, &err) == LOOM_OK);
+    llm_kv_cells *c = &m->kv.grp[0].cells;
+    CHECK_EQ_INT(c->used, 12);
+    CHECK_EQ_INT(c->pos[22], 11);
+    CHECK(llm_kv_defrag(&m->kv, m->be, 0, &err) == LOOM_OK);
+    int contiguous = 0;
+    for (int i = 0; i < 12; i++) contiguous += c->pos[i] >= 0;
+    CHECK_EQ_INT(contiguous, 12);
+    CHECK(add_rows(m, 0, g_P + 12, g_pos + 12, 1, &err) == LOOM_OK);
+    reference(g_P, g_pos, 13);
+    double e1 = rel_err(loom_model_batch_logits(m, 0), g_ref);
+    CHECK_MSG(e1 <= TOL, "%s: after defrag: %g", tag, e1);
+
+    /* prefix reuse: seq 1 asks for P[0..8) + Q[0..4): 8 come from seq 0 (shared) */
+    int32_t req[12];
+    memcpy(req, g_P, 8 * sizeof *req);
+    memcpy(req + 8, g_Q, 4 * sizeof *req);
+    int32_t nc = -1;
+    CHECK(loom_model_seq_reuse_prefix(m, 1, req, 12, &nc, &err) == LOOM_OK);
+    CHECK_EQ_INT(nc, 8);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 1), 8);
+    CHECK_EQ_INT(c->used, 13);
+    CHECK(add_rows(m, 1, req + 8, g_pos + 8, 4, &err) == LOOM_OK);
+    reference(req, g_pos, 12);
+    double e2 = rel_err(loom_model_batch_logits(m, 3), g_ref);
+    CHECK_MSG(e2 <= TOL, "%s: prefix reuse: %g", tag, e2);
+    /* the whole request again: all but the last token are cached */
+    CHECK(loom_model_seq_reuse_prefix(m, 1, req, 12, &nc, &err) == LOOM_OK);
+    CHECK_EQ_INT(nc, 11);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 1), 11);
+    /* a different start: nothing reused, the sequence emptied */
+    int32_t other[3] = {g_Q[5], g_Q[6], g_Q[7]};
+    CHECK(loom_model_seq_reuse_prefix(m, 1, other, 3, &nc, &err) == LOOM_OK);
+    CHECK_EQ_INT(nc, 0);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 1), 0);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 0), 13);
+    printf("  %-6s after defrag %.3g, prefix reuse %.3g\n", tag, e1, e2);
+    loom_batch_free(&b);
+    loom_model_close(m);
+}
+
+typedef struct snap {
+    int32_t pos[256];
+    uint64_t seq[256];
+    int64_t used;
+} snap;
+static void take(const loom_model *m, snap *s) {
+    const llm_kv_cells *c = &m->kv.grp[0].cells;
+    memset(s, 0, sizeof *s);
+    for (int64_t i = 0; i < c->n && i < 256; i++) {
+        s->pos[i] = c->pos[i];
+        s->seq[i] = c->seq[i * c->nw];
+    }
+    s->used = c->used;
+}
+
+static void test_bad_input(const char *tag) {
+    loom_error err = {0};
+    loom_model *m = open_m(2, 8);
+    if (!m) return;
+    CHECK(add_rows(m, 0, g_P, g_pos, 4, &err) == LOOM_OK);
+    snap before, after;
+    take(m, &before);
+    const float *l0 = loom_model_batch_logits(m, 3);
+    CHECK(l0 != NULL);
+    loom_batch b;
+    CHECK(loom_batch_init(&b, 64, 2, &err) == LOOM_OK);
+    int32_t s0 = 0, bad_id = 2, both[2] = {0, 0};
+    struct {
+        const char *what;
+        loom_status want;
+    } cases[] = {
+        {"token in no sequence", LOOM_ERR_INVALID_ARG}, {"sequence id >= n_seq_max", LOOM_ERR_RANGE},
+        {"position going backwards", LOOM_ERR_INVALID_ARG}, {"batch > n_batch", LOOM_ERR_INVALID_ARG},
+        {"sequence past n_ctx", LOOM_ERR_CONTEXT_FULL},     {"sequence listed twice", LOOM_ERR_INVALID_ARG},
+        {"token id out of range", LOOM_ERR_RANGE},           {"position repeated in batch", LOOM_ERR_INVALID_ARG},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        loom_batch_clear(&b);
+        loom_batch_add(&b, g_P[4], 4, &s0, 1, true, &err);
+        switch (k) {
+        case 0: loom_batch_add(&b, 5, 5, &s0, 1, true, &err); b.n_seq[1] = 0; break;
+        case 1: loom_batch_add(&b, 5, 0, &bad_id, 1, true, &err); break;
+        case 2: loom_batch_add(&b, 5, 2, &s0, 1, true, &err); break;
+        case 3: for (int i = 0; i < 20; i++) loom_batch_add(&b, 5, 5 + i, &s0, 1, true, &err); break;
+        case 4: for (int i = 0; i < 4; i++) loom_batch_add(&b, 5, 5 + i, &s0, 1, true, &err); break;
+        case 5: loom_batch_add(&b, 5, 5, both, 2, true, &err); break;
+        case 6: loom_batch_add(&b, g_nv, 5, &s0, 1, true, &err); break;
+        case 7: loom_batch_add(&b, 5, 4, &s0, 1, true, &err); break;
+        }
+        loom_error e = {0};
+        loom_status s = loom_model_decode(m, &b, &e);
+        CHECK_MSG(s == cases[k].want, "%s: %s: got %s (%s)", tag, cases[k].what, loom_status_name(s), e.msg);
+        CHECK_MSG(e.msg[0] != 0, "%s: no message", cases[k].what);
+        take(m, &after);
+        CHECK_MSG(!memcmp(&before, &after, sizeof before), "%s: %s changed the cache", tag, cases[k].what);
+        CHECK_MSG(loom_model_batch_logits(m, 3) == l0, "%s: %s changed the logits", tag, cases[k].what);
+    }
+    /* seq ops: ids out of range */
+    CHECK_EQ_INT(loom_model_seq_remove(m, 2, 0, -1, &err), LOOM_ERR_RANGE);
+    CHECK_EQ_INT(loom_model_seq_copy(m, 0, 5, 0, -1, &err), LOOM_ERR_RANGE);
+    CHECK_EQ_INT(loom_model_seq_keep(m, -1, &err), LOOM_ERR_RANGE);
+    CHECK_EQ_INT(loom_model_seq_shift(m, 7, 0, -1, 1, &err), LOOM_ERR_RANGE);
+    take(m, &after);
+    CHECK(!memcmp(&before, &after, sizeof before));
+    /* still decodes correctly */
+    CHECK(add_rows(m, 0, g_P + 4, g_pos + 4, 1, &err) == LOOM_OK);
+    reference(g_P, g_pos, 5);
+    CHECK(rel_err(loom_model_batch_logits(m, 0), g_ref) <= TOL);
+    loom_batch_free(&b);
+    loom_model_close(m);
+}
+
+int main(void) {
+    g_p = loom_model_default_params();
+    g_p.path = test_path("models/stories260K.gguf");
+    g_p.n_batch = 32;
+    g_p.n_threads = 1;
+    g_p.cache_type = LOOM_TYPE_F32;
+    loom_model *m = open_m(1, 16);
+    if (!m) return test_finish("test_llm_seq_ops");
+    g_nv = loom_model_n_vocab(m);
+    loom_model_close(m);
+    g_ref = malloc((size_t)g_nv * sizeof *g_ref);
+    uint32_t rng = 777;
+    for (int i = 0; i < 32; i++) {
+        rng = rng * 1103515245u + 12345u;
+        g_P[i] = 2 + (int32_t)((rng >> 8) % (uint32_t)(g_nv - 2));
+        rng = rng * 1103515245u + 12345u;
+        g_Q[i] = 2 + (int32_t)((rng >> 8) % (uint32_t)(g_nv - 2));
+    }
+    g_P[0] = g_Q[0] = 1;
+    iota(g_pos, 64, 0);
+    for (int fa = 0; fa < 2; fa++) {
+        g_p.flash_attn = fa;
+        const char *tag = fa ? "flash" : "plain";
+        test_remove_copy(tag);
+        test_shift(tag);
+        test_defrag_reuse(tag);
+        test_bad_input(tag);
+    }
+    free(g_ref);
+    return test_finish("test_llm_seq_ops");
+}
