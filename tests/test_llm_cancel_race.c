@@ -7,7 +7,8 @@
  *     ends (5 s timeout). Under TSan (CI) this is also the data-race check of the
  *     cancel flag. Before the fix the eval cleared the flag on entry, so cancels that
  *     landed between evals were dropped and part 2 timed out.
- *  3. loom_model_reset discards a pending cancel. */
+ *  3. loom_model_reset discards a pending cancel.
+ *  4. part 2 again with batched decoding: two sequences per loom_model_decode. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 
 static loom_model *open_model(void) {
     loom_model_params p = loom_model_default_params();
+    p.n_seq_max = 2;
     p.path = test_path(MODEL);
     p.n_ctx = 4096; /* far more than the evals between two cancels */
     p.n_threads = 1;
@@ -59,13 +61,28 @@ typedef struct race {
     atomic_int done;       /* canceller finished */
     atomic_int lost;       /* a cancel was not observed in time */
     int evals;
+    bool batched;          /* loom_model_decode of two sequences instead of loom_model_eval */
 } race;
+
+/* One step of two sequences; the logits of row 0 pick the next token. */
+static loom_status batched_step(loom_model *m, loom_batch *b, int32_t *tok) {
+    loom_batch_clear(b);
+    for (int32_t s = 0; s < 2; s++) loom_batch_add(b, *tok, loom_model_seq_pos_max(m, s) + 1, &s, 1, true, NULL);
+    loom_status st = loom_model_decode(m, b, NULL);
+    if (!st) *tok = 1 + (loom_model_batch_argmax(m, 0) % 100);
+    return st;
+}
 
 static void *decoder(void *arg) {
     race *r = arg;
     int32_t tok = 1;
+    loom_batch b = {0};
+    if (r->batched && loom_batch_init(&b, 2, 1, NULL)) {
+        atomic_store(&r->lost, -1000);
+        return NULL;
+    }
     while (!atomic_load(&r->done)) {
-        loom_status s = loom_model_eval(r->m, &tok, 1, false, NULL);
+        loom_status s = r->batched ? batched_step(r->m, &b, &tok) : loom_model_eval(r->m, &tok, 1, false, NULL);
         r->evals++;
         if (s == LOOM_ERR_CANCELLED) {
             /* Reset (which discards a pending cancel) only here, before the observation is
@@ -77,8 +94,9 @@ static void *decoder(void *arg) {
             atomic_store(&r->lost, -1000); /* unexpected failure */
             break;
         }
-        tok = 1 + (loom_model_argmax(r->m, -1) % 100);
+        if (!r->batched) tok = 1 + (loom_model_argmax(r->m, -1) % 100);
     }
+    loom_batch_free(&b);
     return NULL;
 }
 
@@ -88,9 +106,9 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void test_race(loom_model *m) {
+static void test_race(loom_model *m, bool batched) {
     loom_model_reset(m);
-    race r = {.m = m};
+    race r = {.m = m, .batched = batched};
     pthread_t th;
     CHECK(pthread_create(&th, NULL, decoder, &r) == 0);
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -116,14 +134,15 @@ static void test_race(loom_model *m) {
     CHECK_MSG(lost == 0, lost < 0 ? "an eval failed with an unexpected status"
                                   : "cancel %d was never observed (lost)", lost);
     CHECK_EQ_INT(atomic_load(&r.observed), N_CANCELS);
-    printf("  %d cancels, each observed; %d evals in all\n", N_CANCELS, r.evals);
+    printf("  %d cancels, each observed; %d %s in all\n", N_CANCELS, r.evals, batched ? "batched decodes" : "evals");
 }
 
 int main(void) {
     loom_model *m = open_model();
     if (!m) return test_finish("test_llm_cancel_race");
     test_pending(m);
-    test_race(m);
+    test_race(m, false);
+    test_race(m, true);
     loom_model_close(m);
     return test_finish("test_llm_cancel_race");
 }

@@ -84,6 +84,24 @@ int64_t llm_kv_cells_count(const llm_kv_cells *c, int s) {
     return r;
 }
 
+void llm_kv_cells_seq_stats(const llm_kv_cells *c, const uint64_t *want, int32_t *pos_max, int32_t *count) {
+    for (int w = 0; w < c->nw; w++)
+        for (uint64_t b = want[w]; b; b &= b - 1) {
+            int s = w * 64 + __builtin_ctzll(b);
+            pos_max[s] = -1;
+            count[s] = 0;
+        }
+    for (int64_t i = 0; i < c->n; i++) {
+        if (c->pos[i] < 0) continue;
+        for (int w = 0; w < c->nw; w++)
+            for (uint64_t b = c->seq[i * c->nw + w] & want[w]; b; b &= b - 1) {
+                int s = w * 64 + __builtin_ctzll(b);
+                count[s]++;
+                if (c->pos[i] > pos_max[s]) pos_max[s] = c->pos[i];
+            }
+    }
+}
+
 int64_t llm_kv_cells_find(const llm_kv_cells *c, int64_t T) {
     int64_t run = 0;
     for (int64_t i = 0; i < c->n; i++) {
