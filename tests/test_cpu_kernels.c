@@ -597,6 +597,53 @@ static void test_env_override(const char *self) {
     }
 }
 
+/* IQ/TQ types without an integer kernel: every level dots a weight row (random codes,
+ * a finite block scale) with an F32 activation row in place; the result must be the
+ * float64 dot of the reference dequantization within the float rounding bound. */
+static void test_dequant_dot_types(void) {
+    static const struct { loom_type t; int d_off; } ts[] = {
+        {LOOM_TYPE_IQ2_XXS, 0}, {LOOM_TYPE_IQ2_XS, 0}, {LOOM_TYPE_IQ2_S, 0}, {LOOM_TYPE_IQ3_XXS, 0},
+        {LOOM_TYPE_IQ3_S, 0},   {LOOM_TYPE_IQ1_S, 0},  {LOOM_TYPE_IQ1_M, -1}, {LOOM_TYPE_TQ1_0, 52},
+        {LOOM_TYPE_TQ2_0, 64}};
+    const char *const *lv = loom_kernels_levels();
+    enum { K = 1024 };
+    static uint8_t w[K / 256 * 110];
+    static float act[K], wf[K];
+    for (size_t ti = 0; ti < sizeof ts / sizeof ts[0]; ti++) {
+        const loom_type t = ts[ti].t;
+        const size_t bb = loom_type_get(t)->block_bytes;
+        for (size_t i = 0; i < bb * (K / 256); i++) w[i] = (uint8_t)rnd();
+        for (int b = 0; b < K / 256; b++) {
+            uint8_t *blk = w + b * bb;
+            if (ts[ti].d_off >= 0) {
+                u16put(blk + ts[ti].d_off, (uint16_t)(0x2C00 + (rnd() & 0x3FF)));
+            } else { /* IQ1_M: the f16 scale 0x2C00 is the top nibbles of the 4 scale words */
+                blk[49] &= 0x0F, blk[51] &= 0x0F;
+                blk[53] = (uint8_t)((blk[53] & 0x0F) | 0xC0), blk[55] = (uint8_t)((blk[55] & 0x0F) | 0x20);
+            }
+        }
+        for (int i = 0; i < K; i++) act[i] = (float)gauss();
+        CHECK_EQ_INT(loom_dequantize_row(t, w, wf, K), LOOM_OK);
+        double dd = 0, mag = 0;
+        for (int i = 0; i < K; i++) {
+            dd += (double)wf[i] * act[i];
+            mag += fabs((double)wf[i] * act[i]);
+        }
+        const double tol = 2.0 * (K + 4) * ldexp(1.0, -24) * mag + 1e-30;
+        for (int li = 0; lv[li]; li++) {
+            const loom_kernels *kt = loom_kernels_for(lv[li]);
+            if (!kt) continue;
+            CHECK_MSG(kt->dot[t].vec_dot && kt->dot[t].vec_dot_type == LOOM_TYPE_F32, "%s %s", lv[li],
+                      loom_type_name(t));
+            if (!kt->dot[t].vec_dot) continue;
+            float v = NAN;
+            kt->dot[t].vec_dot(K, &v, w, act);
+            CHECK_MSG(mag > 0 && fabs(v - dd) <= tol, "%s %s: %.9g vs f64 %.9g (tol %.3g)", lv[li], loom_type_name(t),
+                      v, dd, tol);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--print-isa") == 0) {
         printf("%s\n", loom_kernels_get()->name);
@@ -614,6 +661,7 @@ int main(int argc, char **argv) {
     test_from_float_special();
     test_kquant_low_exact();
     test_f32_helpers();
+    test_dequant_dot_types();
     test_env_override(self);
     return test_finish("test_cpu_kernels");
 }
