@@ -715,4 +715,5 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
     loom_kernels_fill_repack_avx512vnni(k);
+    loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
 }

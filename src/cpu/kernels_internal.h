@@ -58,6 +58,7 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k);
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx512vnni */
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
+void loom_kernels_fill_iq4_avx512vnni(loom_kernels *k);    /* called by fill_avx512vnni */
 void loom_kernels_fill_neon(loom_kernels *k);
 void loom_kernels_fill_neon_dotprod(loom_kernels *k); /* needs dotprod + fp16 */
 
