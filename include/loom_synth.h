@@ -52,6 +52,19 @@ typedef struct loom_synth_params {
     float rms_eps;          /* default 1e-5 */
     int n_threads;          /* quantizing threads; 0 = online CPUs (max 64) */
     bool exact;             /* quantize every row (slow) instead of drawing pooled blocks */
+    /* Embedding encoders (loom_embed.h), with the keys and tensor names llama.cpp's
+     * converter writes: arch NULL or "llama" (default), "bert" (position_embd of n_ctx
+     * rows, token_types, separate q/k/v with biases, GELU FFN with biases) or
+     * "nomic-bert" (fused attn_qkv, SwiGLU FFN, rope.freq_base); both with
+     * token_embd_norm, attn_output_norm, layer_output_norm (weight + bias),
+     * attention.causal false and attention.layer_norm_epsilon (norm_eps). n_kv_heads
+     * must equal n_heads. Biases are 0.02 * z; biases, position_embd and token_types
+     * are F32 in every scheme (as the converter writes them). The vocab should be a
+     * WordPiece one. */
+    const char *arch;
+    int pooling_type;       /* <arch>.pooling_type for bert/nomic-bert (default 1 = mean;
+                               -1 = not written) */
+    float norm_eps;         /* LayerNorm epsilon (default 1e-12) */
 } loom_synth_params;
 
 loom_synth_params loom_synth_default_params(void);

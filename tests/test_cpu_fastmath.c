@@ -1,7 +1,7 @@
 /* The kernel table's softmax/attention helpers at every compiled-in level:
  * exp_sum_f32 against float64 exp (relative error, -inf -> 0, NaN stays NaN, the
  * returned sum), f16_to_f32 against the reference conversion for all 65536 halves,
- * silu_f32 against float64. */
+ * silu_f32 and gelu_f32 against float64. */
 #include "cpu/kernels.h"
 #include "test_util.h"
 
@@ -100,6 +100,47 @@ static void test_silu(const loom_kernels *k, const char *lv) {
     CHECK_MSG(t[3] == 9.0f && t[4] == 9.0f && fabsf(t[0] - 0.7310586f) < 1e-6f, "%s: short row", lv);
 }
 
+/* GELU (tanh form) against float64 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+ * within 2e-6 relative or 1e-6 absolute (the reference level's 1 + tanhf loses the
+ * low bits of the tiny negative tail), NaN and infinities, in place, tails. */
+static void test_gelu(const loom_kernels *k, const char *lv) {
+    enum { N = 1003 };
+    static float x[N], y[N], z[N];
+    uint32_t seed = 4242;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        double u = (double)(seed >> 8) / (double)(1u << 24);
+        x[i] = (float)(i % 2 ? 200.0 * u - 100.0 : 12.0 * u - 6.0);
+    }
+    x[0] = 0.0f; x[1] = -0.0f; x[2] = 1e-30f; x[3] = 50.0f; x[4] = -50.0f; x[5] = -3.0f;
+    x[6] = INFINITY; x[7] = -INFINITY; x[8] = NAN; x[9] = 1e15f; x[10] = -1e15f;
+    k->gelu_f32(N, x, y);
+    memcpy(z, x, sizeof z);
+    k->gelu_f32(N, z, z);
+    CHECK_MSG(memcmp(y, z, sizeof y) == 0, "%s: gelu in place differs", lv);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        if (isnan(x[i])) {
+            CHECK_MSG(isnan(y[i]), "%s: gelu(NaN) = %g", lv, (double)y[i]);
+            continue;
+        }
+        double xd = x[i];
+        if (isinf(xd)) {
+            CHECK_MSG(xd > 0 ? y[i] == INFINITY : (y[i] == 0.0f || isnan(y[i])), "%s: gelu(%g) = %g", lv, xd,
+                      (double)y[i]);
+            continue;
+        }
+        double r = 0.5 * xd * (1.0 + tanh(0.7978845608028654 * (xd + 0.044715 * xd * xd * xd)));
+        double err = fabs((double)y[i] - r) / fmax(fabs(r) * 2e-6, 1e-6);
+        if (err > worst) worst = err;
+    }
+    CHECK_MSG(worst <= 1.0, "%s: gelu error %g x tolerance", lv, worst);
+    float t[5] = {1.0f, 2.0f, -1.0f, 9.0f, 9.0f};
+    k->gelu_f32(3, t, t);
+    CHECK_MSG(t[3] == 9.0f && t[4] == 9.0f && fabsf(t[0] - 0.8411920f) < 1e-6f && fabsf(t[2] + 0.1588080f) < 1e-6f,
+              "%s: short row %.9g %.9g", lv, (double)t[0], (double)t[2]);
+}
+
 int main(void) {
     const char *const *lv = loom_kernels_levels();
     for (int i = 0; lv[i]; i++) {
@@ -111,6 +152,8 @@ int main(void) {
         test_f16(k, lv[i]);
         CHECK(k->silu_f32 != NULL);
         if (k->silu_f32) test_silu(k, lv[i]);
+        CHECK(k->gelu_f32 != NULL);
+        if (k->gelu_f32) test_gelu(k, lv[i]);
     }
     return test_finish("test_cpu_fastmath");
 }

@@ -26,7 +26,11 @@ static void gen_usage(FILE *f) {
             "  --tied           no output.weight (token_embd is reused)\n"
             "  --exact          quantize every row (slow); default draws each block of a\n"
             "                   big matrix from a pool of 2^20 quantized random values\n"
-            "  -t, --threads N  quantizing threads (default: online CPUs)\n");
+            "  -t, --threads N  quantizing threads (default: online CPUs)\n"
+            "  --arch A         llama (default), bert or nomic-bert (embedding encoders:\n"
+            "                   kv-heads = heads, use a WordPiece vocab)\n"
+            "  --pooling P      bert/nomic-bert pooling_type: none, mean (default), cls, last\n"
+            "  --rope-base F    rope.freq_base (llama, nomic-bert; default 10000)\n");
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -72,6 +76,25 @@ int loom_cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "--vocab")) p.vocab_path = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--type")) p.type_name = v;
+        else if (!strcmp(a, "--arch")) p.arch = v;
+        else if (!strcmp(a, "--rope-base")) {
+            double d;
+            if (!cli_parse_double(v, &d) || !(d > 1 && d < 1e12)) {
+                fprintf(stderr, "loom gen: --rope-base needs a number > 1, got '%s'\n", v);
+                return 2;
+            }
+            p.rope_base = (float)d;
+        }
+        else if (!strcmp(a, "--pooling")) {
+            static const char *const pn[] = {"none", "mean", "cls", "last"};
+            p.pooling_type = -2;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(v, pn[k])) p.pooling_type = k;
+            if (p.pooling_type < 0) {
+                fprintf(stderr, "loom gen: --pooling needs none, mean, cls or last, got '%s'\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim);
         else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers);
         else if (!strcmp(a, "--heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_heads);
@@ -103,6 +126,7 @@ int loom_cmd_gen(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     loom_synth_result r;
     loom_error err = {0};
+    if (p.arch && strcmp(p.arch, "llama")) p.n_kv_heads = p.n_heads; /* encoders: no grouped heads */
     loom_status st = loom_synth_write(&p, out, &r, &err);
     if (st != LOOM_OK) {
         /* the library's messages start with "gen: " already */
@@ -114,9 +138,9 @@ int loom_cmd_gen(int argc, char **argv) {
     char params[32], size[32];
     cli_format_count(params, sizeof params, r.n_params);
     cli_format_bytes(size, sizeof size, r.file_bytes);
-    printf("wrote %s: llama dim %lld, %lld layers, %lld/%lld heads, ffn %lld, vocab %lld, %s%s\n"
+    printf("wrote %s: %s dim %lld, %lld layers, %lld/%lld heads, ffn %lld, vocab %lld, %s%s\n"
            "  %lld tensors, %s params, %s, file_type %u, %.1f s\n",
-           out, (long long)p.dim, (long long)p.n_layers, (long long)p.n_heads,
+           out, p.arch ? p.arch : "llama", (long long)p.dim, (long long)p.n_layers, (long long)p.n_heads,
            (long long)p.n_kv_heads, (long long)p.ffn, (long long)r.n_vocab, p.type_name,
            p.tied ? ", tied output" : "", (long long)r.n_tensors, params, size, r.file_type, s);
     return 0;

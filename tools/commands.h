@@ -12,6 +12,7 @@ int loom_cmd_bench(int argc, char **argv);    /* bench/cmd_bench.c */
 int loom_cmd_serve(int argc, char **argv);    /* tools/cmd_serve.c (LOOM_HAVE_SERVER) */
 int loom_cmd_chat(int argc, char **argv);     /* tools/cmd_chat.c (LOOM_HAVE_SERVER) */
 int loom_cmd_template(int argc, char **argv); /* tools/cmd_template.c */
+int loom_cmd_embed(int argc, char **argv);    /* tools/cmd_embed.c */
 
 /* Path of the bundled default model (models/stories260K.gguf next to the build,
  * or LOOM_MODEL from the environment). */

@@ -33,6 +33,7 @@ static void usage(FILE *f) {
             "  chat MODEL [--system TEXT] [...]   interactive chat (one answer when stdin is not a terminal)\n"
 #endif
             "  template (MODEL.gguf | FILE.jinja) --messages FILE.json   render a chat template\n"
+            "  embed MODEL.gguf (TEXT... | --file F | --tokens 1,2,3)   embedding vectors\n"
             "Run `loom <command> --help` for a command's options.\n");
 }
 
@@ -52,6 +53,7 @@ int main(int argc, char **argv) {
 #ifdef LOOM_HAVE_TEMPLATE
         {"template", loom_cmd_template},
 #endif
+        {"embed", loom_cmd_embed},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cli_close_stdout(cmd, cmds[i].fn(argc - 1, argv + 1));

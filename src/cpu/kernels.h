@@ -62,6 +62,11 @@ typedef struct loom_kernels {
     /* y[i] = x[i] / (1 + exp(-x[i])) (SiLU) for n floats; x == y allowed. SIMD levels
      * use the polynomial exp above (relative error about 3e-7). Never NULL. */
     void (*silu_f32)(int64_t n, const float *x, float *y);
+    /* GELU, tanh form: y[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) for n
+     * floats; x == y allowed. The reference evaluates that expression with tanhf; SIMD
+     * levels the equal x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) with the
+     * polynomial exp (relative error about 3e-7). Never NULL. */
+    void (*gelu_f32)(int64_t n, const float *x, float *y);
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring

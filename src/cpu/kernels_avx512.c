@@ -139,6 +139,26 @@ static void silu_f32(int64_t n, const float *x, float *y) {
     }
 }
 
+/* GELU (tanh form) as x / (1 + exp(-2k (x + 0.044715 x^3))), k = sqrt(2/pi): the
+ * argument of exp clamped as in silu_f32 (overflow gives x / inf = -0 for very
+ * negative x, the limit); NaN stays NaN. */
+static void gelu_f32(int64_t n, const float *x, float *y) {
+    const __m512 one = _mm512_set1_ps(1.0f), c1 = _mm512_set1_ps(-2.0f * 0.7978845608028654f),
+                 c3 = _mm512_set1_ps(0.044715f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
+        const __m512 x2 = _mm512_mul_ps(xv, xv);
+        __m512 a = _mm512_mul_ps(_mm512_mul_ps(c1, xv), _mm512_fmadd_ps(c3, x2, one)); /* -2k(x + c x^3) */
+        const __mmask16 big = _mm512_cmp_ps_mask(a, _mm512_set1_ps(88.7f), _CMP_GT_OQ);
+        a = _mm512_min_ps(_mm512_max_ps(a, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
+        __m512 e = _mm512_mask_mov_ps(exp_clamped(a), big, _mm512_set1_ps(INFINITY));
+        __m512 v = _mm512_div_ps(xv, _mm512_add_ps(one, e));
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(xv, xv, _CMP_UNORD_Q), xv);
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
 static float exp_sum_f32(int64_t n, float *x, float max) {
     const __m512 vm = _mm512_set1_ps(max);
     __m512 acc = _mm512_setzero_ps();
@@ -156,6 +176,7 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
     k->silu_f32 = silu_f32;
+    k->gelu_f32 = gelu_f32;
     k->from_float[LOOM_TYPE_F16] = ff_f16;
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;

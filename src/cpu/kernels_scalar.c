@@ -276,6 +276,14 @@ static void silu_f32_ref(int64_t n, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
+static void gelu_f32_ref(int64_t n, const float *x, float *y) {
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+    }
+}
+
 static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -430,4 +438,5 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->f16_to_f32 = f16_to_f32_ref;
     k->exp_sum_f32 = exp_sum_f32_ref;
     k->silu_f32 = silu_f32_ref;
+    k->gelu_f32 = gelu_f32_ref;
 }

@@ -149,7 +149,9 @@ UNARY_KERNEL(sigmoid, u_sigmoid)
 /* SiLU: contiguous F32 rows through the kernel table (vectorised exp) */
 UNARY_KERNEL_ROWS(silu, u_silu, loom_kernels_get()->silu_f32)
 UNARY_KERNEL(relu, u_relu)
-UNARY_KERNEL(gelu, u_gelu)
+/* GELU: contiguous F32 rows through the kernel table (vectorised exp at SIMD levels)
+ * when the op has no parameter (a variant selected by op param 0 stays scalar) */
+UNARY_KERNEL_ROWS(gelu, u_gelu, (loom_get_op_param_f32(dst, 0) == 0.0f ? loom_kernels_get()->gelu_f32 : NULL))
 UNARY_KERNEL(quick_gelu, u_quick_gelu)
 UNARY_KERNEL(clamp, u_clamp)
 

@@ -25,6 +25,8 @@ loom_synth_params loom_synth_default_params(void) {
     p.seed = 1;
     p.rope_base = 10000.0f;
     p.rms_eps = 1e-5f;
+    p.pooling_type = 1;
+    p.norm_eps = 1e-12f;
     return p;
 }
 
@@ -111,7 +113,10 @@ loom_status loom_synth_tensor_type(const char *type_name, const char *name, int6
     if (!name || !out || ne0 <= 0 || !scheme_parse(type_name, &base, &mix)) return LOOM_ERR_TYPE;
     size_t len = strlen(name);
     bool is_norm = len >= 11 && !strcmp(name + len - 11, "norm.weight");
-    if (is_norm) {
+    bool is_bias = len >= 5 && !strcmp(name + len - 5, ".bias");
+    /* llama.cpp's converter keeps these F32 (and llama-quantize leaves them) */
+    bool keep_f32 = !strcmp(name, "position_embd.weight") || !strcmp(name, "token_types.weight");
+    if (is_norm || is_bias || keep_f32) {
         *out = LOOM_TYPE_F32;
         return LOOM_OK;
     }
@@ -192,7 +197,11 @@ static loom_status plan_add(syn_plan *p, const loom_synth_params *sp, const char
         t->row_bytes > UINT64_MAX / (uint64_t)t->ne[1])
         return loom_error_set(err, LOOM_ERR_RANGE, "gen: tensor %s: size overflows", name);
     t->size = (uint64_t)t->row_bytes * (uint64_t)t->ne[1];
-    if (n_dims == 1) {
+    size_t nl = strlen(name);
+    if (nl >= 5 && !strcmp(name + nl - 5, ".bias")) {
+        t->mean = 0.0f;
+        t->std = 0.02f;
+    } else if (n_dims == 1) {
         t->mean = 1.0f;
         t->std = 0.02f;
     } else {
@@ -203,8 +212,65 @@ static loom_status plan_add(syn_plan *p, const loom_synth_params *sp, const char
     return LOOM_OK;
 }
 
-static loom_status build_plan(const loom_synth_params *sp, int64_t n_vocab, syn_plan *p,
+typedef enum syn_arch { SYN_LLAMA = 0, SYN_BERT, SYN_NOMIC } syn_arch;
+
+static syn_arch arch_of(const loom_synth_params *sp) {
+    if (sp->arch && !strcmp(sp->arch, "bert")) return SYN_BERT;
+    if (sp->arch && !strcmp(sp->arch, "nomic-bert")) return SYN_NOMIC;
+    return SYN_LLAMA;
+}
+
+/* bert / nomic-bert tensors in the order llama.cpp's converter writes them. */
+static loom_status build_plan_encoder(const loom_synth_params *sp, int64_t n_vocab, int64_t n_types,
+                                      syn_plan *p, loom_error *err) {
+    const bool bert = arch_of(sp) == SYN_BERT;
+    int64_t dim = sp->dim, ffn = sp->ffn;
+    loom_status st = plan_add(p, sp, "token_embd.weight", 2, dim, n_vocab, err);
+    if (st == LOOM_OK && bert) st = plan_add(p, sp, "position_embd.weight", 2, dim, sp->n_ctx, err);
+    if (st == LOOM_OK) st = plan_add(p, sp, "token_types.weight", 2, dim, n_types, err);
+    if (st == LOOM_OK) st = plan_add(p, sp, "token_embd_norm.weight", 1, dim, 1, err);
+    if (st == LOOM_OK) st = plan_add(p, sp, "token_embd_norm.bias", 1, dim, 1, err);
+    char nm[64];
+#define ADD(suffix, nd, a, b)                                                 \
+    do {                                                                      \
+        snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)il);           \
+        if (st == LOOM_OK) st = plan_add(p, sp, nm, nd, a, b, err);           \
+    } while (0)
+    for (int64_t il = 0; il < sp->n_layers && st == LOOM_OK; il++) {
+        if (bert) {
+            ADD("attn_q.weight", 2, dim, dim);
+            ADD("attn_q.bias", 1, dim, 1);
+            ADD("attn_k.weight", 2, dim, dim);
+            ADD("attn_k.bias", 1, dim, 1);
+            ADD("attn_v.weight", 2, dim, dim);
+            ADD("attn_v.bias", 1, dim, 1);
+            ADD("attn_output.weight", 2, dim, dim);
+            ADD("attn_output.bias", 1, dim, 1);
+        } else {
+            ADD("attn_qkv.weight", 2, dim, 3 * dim);
+            ADD("attn_output.weight", 2, dim, dim);
+        }
+        ADD("attn_output_norm.weight", 1, dim, 1);
+        ADD("attn_output_norm.bias", 1, dim, 1);
+        ADD("ffn_up.weight", 2, dim, ffn);
+        if (bert) ADD("ffn_up.bias", 1, ffn, 1);
+        else ADD("ffn_gate.weight", 2, dim, ffn);
+        ADD("ffn_down.weight", 2, ffn, dim);
+        if (bert) ADD("ffn_down.bias", 1, dim, 1);
+        ADD("layer_output_norm.weight", 1, dim, 1);
+        ADD("layer_output_norm.bias", 1, dim, 1);
+    }
+#undef ADD
+    return st;
+}
+
+static loom_status build_plan(const loom_synth_params *sp, int64_t n_vocab, int64_t n_types, syn_plan *p,
                               loom_error *err) {
+    if (arch_of(sp) != SYN_LLAMA) {
+        loom_status est = build_plan_encoder(sp, n_vocab, n_types, p, err);
+        if (est != LOOM_OK) return est;
+        goto offsets;
+    }
     int64_t dim = sp->dim, kv_dim = sp->dim / sp->n_heads * sp->n_kv_heads, ffn = sp->ffn;
     loom_status st = plan_add(p, sp, "token_embd.weight", 2, dim, n_vocab, err);
     char nm[64];
@@ -228,6 +294,7 @@ static loom_status build_plan(const loom_synth_params *sp, int64_t n_vocab, syn_
     if (st == LOOM_OK) st = plan_add(p, sp, "output_norm.weight", 1, dim, 1, err);
     if (st == LOOM_OK && !sp->tied) st = plan_add(p, sp, "output.weight", 2, dim, n_vocab, err);
     if (st != LOOM_OK) return st;
+offsets:;
     uint64_t off = 0;
     for (int64_t i = 0; i < p->n; i++) {
         off = (off + SYN_ALIGN - 1) / SYN_ALIGN * SYN_ALIGN;
@@ -533,8 +600,24 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
                               (unsigned long long)n_vocab);
     }
 
+    const syn_arch arch = arch_of(sp);
+    if (sp->arch && arch == SYN_LLAMA && strcmp(sp->arch, "llama")) {
+        loom_gguf_close(voc);
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "gen: unknown architecture '%s' (llama, bert, nomic-bert)",
+                              sp->arch);
+    }
+    if (arch != SYN_LLAMA && (sp->n_kv_heads != sp->n_heads || sp->pooling_type < -1 || sp->pooling_type > 3)) {
+        loom_gguf_close(voc);
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                              "gen: %s needs kv-heads == heads and a pooling type in -1..3", sp->arch);
+    }
+    /* token types: the vocab's tokenizer.ggml.token_type_count, else 2 (written then) */
+    uint32_t n_types = 2;
+    bool vocab_has_types = loom_gguf_get_u32(voc, "tokenizer.ggml.token_type_count", &n_types) == LOOM_OK;
+    if (!vocab_has_types || n_types < 1 || n_types > 64) n_types = 2;
+
     syn_plan plan = {0};
-    st = build_plan(sp, (int64_t)n_vocab, &plan, err);
+    st = build_plan(sp, (int64_t)n_vocab, (int64_t)n_types, &plan, err);
     FILE *f = NULL;
     loom_file_out fout = {0};
     uint8_t *chunk = NULL;
@@ -579,12 +662,38 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
     int64_t n_tok_kv = 0;
     for (int64_t i = 0; i < loom_gguf_kv_count(voc); i++)
         if (!strncmp(loom_gguf_kv_key(voc, i), "tokenizer.", 10)) n_tok_kv++;
+    uint32_t file_type = scheme_file_type(base, mix);
+    if (arch != SYN_LLAMA) {
+        const char *an = arch == SYN_BERT ? "bert" : "nomic-bert";
+        int n_own = 11 + (arch == SYN_NOMIC) + (sp->pooling_type >= 0) + !vocab_has_types;
+        char k[96];
+        out_u32(&o, 0x46554747u);
+        out_u32(&o, 3);
+        out_u64(&o, (uint64_t)plan.n);
+        out_u64(&o, (uint64_t)(n_own + n_tok_kv));
+        kv_string(&o, "general.architecture", an);
+        kv_string(&o, "general.name", "loom-synthetic");
+        kv_u32(&o, "general.file_type", file_type);
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, an), k)
+        kv_u32(&o, KEY("context_length"), (uint32_t)sp->n_ctx);
+        kv_u32(&o, KEY("embedding_length"), (uint32_t)sp->dim);
+        kv_u32(&o, KEY("feed_forward_length"), (uint32_t)sp->ffn);
+        kv_u32(&o, KEY("block_count"), (uint32_t)sp->n_layers);
+        kv_u32(&o, KEY("attention.head_count"), (uint32_t)sp->n_heads);
+        kv_f32(&o, KEY("attention.layer_norm_epsilon"), sp->norm_eps > 0 ? sp->norm_eps : 1e-12f);
+        kv_key(&o, KEY("attention.causal"), LOOM_GGUF_BOOL);
+        out_bytes(&o, "\0", 1);
+        if (sp->pooling_type >= 0) kv_u32(&o, KEY("pooling_type"), (uint32_t)sp->pooling_type);
+        if (arch == SYN_NOMIC) kv_f32(&o, KEY("rope.freq_base"), sp->rope_base > 0 ? sp->rope_base : 10000.0f);
+        kv_u32(&o, KEY("vocab_size"), (uint32_t)n_vocab);
+#undef KEY
+        if (!vocab_has_types) kv_u32(&o, "tokenizer.ggml.token_type_count", n_types);
+    } else {
     const int n_own_kv = 13;
     out_u32(&o, 0x46554747u);
     out_u32(&o, 3);
     out_u64(&o, (uint64_t)plan.n);
     out_u64(&o, (uint64_t)(n_own_kv + n_tok_kv));
-    uint32_t file_type = scheme_file_type(base, mix);
     kv_string(&o, "general.architecture", "llama");
     kv_string(&o, "general.name", "loom-synthetic");
     kv_u32(&o, "general.file_type", file_type);
@@ -598,6 +707,7 @@ loom_status loom_synth_write(const loom_synth_params *sp, const char *path,
     kv_f32(&o, "llama.rope.freq_base", sp->rope_base > 0 ? sp->rope_base : 10000.0f);
     kv_f32(&o, "llama.attention.layer_norm_rms_epsilon", sp->rms_eps > 0 ? sp->rms_eps : 1e-5f);
     kv_u32(&o, "llama.vocab_size", (uint32_t)n_vocab);
+    }
     for (int64_t i = 0; i < loom_gguf_kv_count(voc) && st == LOOM_OK; i++)
         if (!strncmp(loom_gguf_kv_key(voc, i), "tokenizer.", 10)) st = copy_kv(&o, voc, i, err);
     if (st != LOOM_OK) goto done;

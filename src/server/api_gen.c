@@ -275,6 +275,9 @@ static void load_only(loom_server *s, srv_api api, const srv_gen_req *r, const s
         int64_t load_ns;
         srv_inst *in = srv_models_acquire(s->models, info, lo, &load_ns, &e);
         if (!in) {
+            if (srv_gguf_is_embedding(info->gguf) && (e.status = 0) == 0)
+                srv_err_set(&e, 400, "\"%s\" is an embedding model: it does not support generate or chat "
+                                     "(use /api/embed)", r->model);
             srv_api_error(out, api, e.status, e.msg);
             return;
         }
@@ -345,7 +348,12 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     }
     int64_t load_ns = 0;
     in = srv_models_acquire(s->models, &info, &lo, &load_ns, &e);
-    if (!in) goto error;
+    if (!in) {
+        if (srv_gguf_is_embedding(info.gguf) && (e.status = 0) == 0) /* replaces the load error */
+            srv_err_set(&e, 400, "\"%s\" is an embedding model: it does not support generate or chat (use "
+                                 "/api/embed)", r.model);
+        goto error;
+    }
 
     /* the prompt */
     const char *tmpl = r.template_text ? r.template_text

@@ -1,7 +1,7 @@
 /*
  * api_misc.c - the model-management and operations endpoints: /api/tags, /api/show,
  * /api/ps, /api/delete, /api/copy, /api/create, /api/pull|push (refused),
- * /api/embed(dings) (refused until an embedding model exists), /v1/models,
+ * /v1/models,
  * /health and /metrics.
  */
 #include <ctype.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "loom_embed.h"
 #include "quant/alloc.h"
 #include "server/server_internal.h"
 
@@ -259,12 +260,17 @@ void srv_api_show(loom_server *s, const srv_request *rq, srv_response *out) {
     int64_t v;
     bool fim = !loom_gguf_get_int(g, "tokenizer.ggml.fim_pre_token_id", &v) ||
                !loom_gguf_get_int(g, "tokenizer.ggml.prefix_token_id", &v);
+    loom_gguf_str ga = {"", 0};
+    char arch[64] = "";
+    if (loom_gguf_get_str(g, "general.architecture", &ga) == LOOM_OK && ga.len < sizeof arch)
+        memcpy(arch, ga.ptr, ga.len), arch[ga.len] = 0;
+    const bool embedding = loom_embed_arch_supported(arch);
     loom_gguf_close(g);
 
     const char *tmpl = m.template_text ? m.template_text : gguf_tmpl;
     const char *source = m.template_text ? "manifest" : gguf_tmpl ? "gguf:tokenizer.chat_template" : "none";
     json_t *caps = json_array();
-    json_array_append_new(caps, json_string("completion"));
+    json_array_append_new(caps, json_string(embedding ? "embedding" : "completion"));
     if (tmpl && strstr(tmpl, "tools")) json_array_append_new(caps, json_string("tools"));
     if (fim) json_array_append_new(caps, json_string("insert"));
     if (srv_template_thinks(tmpl)) json_array_append_new(caps, json_string("thinking"));
@@ -451,23 +457,6 @@ void srv_api_store_op(loom_server *s, const srv_request *rq, const char *op, srv
                        op, n ? n : "");
         srv_api_error(out, SRV_API_CHAT, 501, msg.data ? msg.data : "no registry");
         srv_buf_free(&msg);
-        json_decref(b);
-        return;
-    }
-    if (!strcmp(op, "embed")) {
-        const char *n = name_field(b);
-        srv_model_info m;
-        srv_api api = rq->path[1] == 'v' ? SRV_API_OAI_CHAT : SRV_API_CHAT;
-        if (!n) {
-            srv_api_error(out, api, 400, "model is required");
-        } else if (!srv_store_find(s->store, n, &m, false, &e)) {
-            srv_api_error(out, api, e.status, e.msg);
-        } else {
-            char msg[400];
-            snprintf(msg, sizeof msg, "\"%s\" does not support embeddings", n);
-            srv_api_error(out, api, 400, msg);
-            srv_model_info_free(&m);
-        }
         json_decref(b);
         return;
     }

@@ -113,7 +113,8 @@ loom_status loom_server_new(const loom_server_params *pp, loom_server **out, loo
     s->p.origins = NULL;
     if (ok) s->store = srv_store_new(s->models_dir, s->ollama_dir);
     if (ok && s->store) s->models = srv_models_new(s);
-    if (!ok || !s->store || !s->models) {
+    if (ok) s->embeds = srv_embeds_new();
+    if (!ok || !s->store || !s->models || !s->embeds) {
         loom_server_free(s);
         return loom_error_set(err, LOOM_ERR_NOMEM, "out of memory");
     }
@@ -129,6 +130,7 @@ void loom_server_free(loom_server *s) {
     if (!s) return;
     srv_http_stop(s);
     srv_models_free(s->models);
+    srv_embeds_free(s->embeds);
     srv_store_free(s->store);
     for (int i = 0; i < s->n_origins; i++) loom_free(s->origins[i]);
     loom_free(s->origins);
@@ -269,8 +271,12 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
         const char *path, *method, *op;
     } ops[] = {{"/api/delete", "DELETE", "delete"},     {"/api/copy", "POST", "copy"},
                {"/api/create", "POST", "create"},       {"/api/pull", "POST", "pull"},
-               {"/api/push", "POST", "push"},           {"/api/embed", "POST", "embed"},
-               {"/api/embeddings", "POST", "embed"},    {"/v1/embeddings", "POST", "embed"}};
+               {"/api/push", "POST", "push"}};
+    if (!strcmp(p, "/api/embed") || !strcmp(p, "/api/embeddings") || !strcmp(p, "/v1/embeddings")) {
+        if (IS("POST")) srv_api_embed(s, rq, out);
+        else method_not_allowed(out, "POST");
+        return;
+    }
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (strcmp(p, ops[i].path)) continue;
         if (IS(ops[i].method)) srv_api_store_op(s, rq, ops[i].op, out);

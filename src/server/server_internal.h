@@ -107,6 +107,7 @@ struct loom_server {
     FILE *log;
     pthread_mutex_t log_mu;
     int64_t started_ns;
+    struct srv_embeds *embeds;  /* open embedding models (api_embed.c) */
 };
 
 /* ------------------------------------------------------------------ request handling */
@@ -173,6 +174,13 @@ void srv_api_model_get(loom_server *s, const char *name, srv_response *out);
 void srv_api_store_op(loom_server *s, const srv_request *rq, const char *op, srv_response *out);
 void srv_api_metrics(loom_server *s, srv_response *out);
 void srv_api_health(loom_server *s, srv_response *out);
+
+/* Embedding models (api_embed.c): their cache, the endpoints, and whether a GGUF is one. */
+typedef struct srv_embeds srv_embeds;
+srv_embeds *srv_embeds_new(void);
+void srv_embeds_free(srv_embeds *m);
+void srv_api_embed(loom_server *s, const srv_request *rq, srv_response *out);
+bool srv_gguf_is_embedding(const char *path);
 
 /* Text of a JSON body response. */
 void srv_respond_json(srv_response *out, int status, json_t *j);

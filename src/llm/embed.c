@@ -1,0 +1,604 @@
+/*
+ * embed.c - embedding models (loom_embed.h): hyperparameters and weights of the
+ * BERT encoders, the worst-case reserve, packing sequences into graphs, pooling
+ * and normalization, input tokenization. The graphs are in bert.c / nomic_bert.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embed_internal.h"
+#include "quant/alloc.h"
+
+#define EMB_MAX_DIM ((int64_t)1 << 20)
+#define EMB_MAX_CTX 8192 /* longest input (and graph): the attention scores are [T, T, heads] */
+
+const char *loom_pooling_name(loom_pooling p) {
+    switch (p) {
+    case LOOM_POOLING_UNSPECIFIED: return "unspecified";
+    case LOOM_POOLING_NONE: return "none";
+    case LOOM_POOLING_MEAN: return "mean";
+    case LOOM_POOLING_CLS: return "cls";
+    case LOOM_POOLING_LAST: return "last";
+    }
+    return "?";
+}
+
+bool loom_pooling_from_name(const char *s, loom_pooling *out) {
+    static const loom_pooling all[] = {LOOM_POOLING_NONE, LOOM_POOLING_MEAN, LOOM_POOLING_CLS, LOOM_POOLING_LAST};
+    if (!s || !out) return false;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(s, loom_pooling_name(all[i]))) {
+            *out = all[i];
+            return true;
+        }
+    return false;
+}
+
+loom_embed_params loom_embed_default_params(void) {
+    loom_embed_params p;
+    memset(&p, 0, sizeof p);
+    p.pooling = LOOM_POOLING_UNSPECIFIED;
+    return p;
+}
+
+bool loom_embed_arch_supported(const char *arch) {
+    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert"));
+}
+
+/* ------------------------------------------------------------------ shared graph pieces */
+
+loom_tensor *emb_named(loom_tensor *t, const char *what, int il) {
+    char name[LOOM_MAX_NAME];
+    if (il >= 0) snprintf(name, sizeof name, "%s-%d", what, il);
+    else snprintf(name, sizeof name, "%s", what);
+    return loom_tensor_set_name(t, name);
+}
+
+void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor **tok, loom_tensor **pos,
+                loom_tensor **mask) {
+    loom_ctx *in = loom_ctx_input(ctx);
+    const int64_t T = b->n_tokens;
+    int64_t ne_t[1] = {T}, ne_m[2] = {T, T};
+    (void)e;
+    if (b->reserve) {
+        *tok = loom_zeros(in, LOOM_TYPE_I32, 1, ne_t);
+        *pos = loom_zeros(in, LOOM_TYPE_I32, 1, ne_t);
+        *mask = loom_zeros(in, LOOM_TYPE_F32, 2, ne_m);
+    } else {
+        *tok = loom_from_i32(in, b->tokens, (size_t)T, 1, ne_t);
+        *pos = loom_from_i32(in, b->pos, (size_t)T, 1, ne_t);
+        *mask = loom_from_f32(in, b->mask, (size_t)(T * T), 2, ne_m);
+    }
+    loom_tensor_set_name(*tok, "inp_tokens");
+    loom_tensor_set_name(*pos, "inp_pos");
+    loom_tensor_set_name(*mask, "inp_mask");
+}
+
+loom_tensor *emb_out_ids(loom_ctx *ctx, const emb_batch *b) {
+    if (!b->out_ids && !b->reserve) return NULL;
+    if (b->reserve && b->n_outputs >= b->n_tokens) return NULL;
+    int64_t ne[1] = {b->n_outputs};
+    loom_ctx *in = loom_ctx_input(ctx);
+    loom_tensor *t = b->reserve ? loom_zeros(in, LOOM_TYPE_I32, 1, ne)
+                                : loom_from_i32(in, b->out_ids, (size_t)b->n_outputs, 1, ne);
+    return loom_tensor_set_name(t, "inp_out_ids");
+}
+
+loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
+                           loom_tensor *mask, int T) {
+    const int64_t D = e->hp.head_dim, H = e->hp.n_head;
+    /* with flash attention loom_sdpa takes V as [D, H, T]; without, as [T, D, H] (PermutedV) */
+    loom_tensor *vp = loom_ctx_flash_attn(ctx) ? v : loom_cont(ctx, loom_permute(ctx, v, 1, 2, 0, 3));
+    loom_tensor *a = loom_sdpa(ctx, q, k, vp, mask, 1.0f / sqrtf((float)D));
+    int64_t ne_a[2] = {D * H, T};
+    return loom_reshape(ctx, a, 2, ne_a);
+}
+
+/* ------------------------------------------------------------------ hyperparameters */
+
+static loom_status key_int(const loom_gguf *g, const char *arch, const char *key, bool required, int64_t def,
+                           int64_t lo, int64_t hi, int64_t *out, loom_error *err) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t ki = loom_gguf_find_key(g, full);
+    if (ki < 0) {
+        if (required) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: required key '%s' is missing", full);
+        *out = def;
+        return LOOM_OK;
+    }
+    int64_t v;
+    if (loom_gguf_kv_int(g, ki, &v))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be an integer (is %s)", full,
+                              loom_gguf_vtype_name(loom_gguf_kv_type(g, ki)));
+    if (v < lo || v > hi)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s = %lld is out of range [%lld, %lld]", full,
+                              (long long)v, (long long)lo, (long long)hi);
+    *out = v;
+    return LOOM_OK;
+}
+
+static loom_status key_float(const loom_gguf *g, const char *arch, const char *key, double def, double *out,
+                             loom_error *err) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t ki = loom_gguf_find_key(g, full);
+    if (ki < 0) {
+        *out = def;
+        return LOOM_OK;
+    }
+    double v;
+    if (loom_gguf_kv_float(g, ki, &v)) {
+        int64_t iv;
+        if (loom_gguf_kv_int(g, ki, &iv))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be a number", full);
+        v = (double)iv;
+    }
+    if (!isfinite(v)) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' is not finite", full);
+    *out = v;
+    return LOOM_OK;
+}
+
+static loom_status load_hparams(loom_embedder *e, loom_error *err) {
+    const loom_gguf *g = loom_backend_gguf(e->be);
+    const char *arch = loom_backend_arch(e->be);
+    emb_hparams *hp = &e->hp;
+    if (!arch || !*arch)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: key 'general.architecture' is missing");
+    if (!strcmp(arch, "bert")) hp->arch = EMB_BERT;
+    else if (!strcmp(arch, "nomic-bert")) hp->arch = EMB_NOMIC_BERT;
+    else
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "embed: architecture '%s' is not an embedding model (bert, nomic-bert)", arch);
+    int64_t E, L, H, F, ctx_train, pool, rot;
+    loom_status s;
+    if ((s = key_int(g, arch, "embedding_length", true, 0, 1, EMB_MAX_DIM, &E, err))) return s;
+    if ((s = key_int(g, arch, "block_count", true, 0, 1, 4096, &L, err))) return s;
+    if (L != loom_backend_block_count(e->be))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: block_count %lld disagrees with the backend (%d)",
+                              (long long)L, loom_backend_block_count(e->be));
+    if ((s = key_int(g, arch, "attention.head_count", true, 0, 1, 65536, &H, err))) return s;
+    if (E % H)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
+                              (long long)E, (long long)H);
+    int64_t hkv;
+    if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, 65536, &hkv, err))) return s;
+    if (hkv != H)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: head_count_kv %lld != head_count %lld",
+                              (long long)hkv, (long long)H);
+    if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
+    if ((s = key_int(g, arch, "context_length", hp->arch == EMB_BERT, 512, 1, 1 << 24, &ctx_train, err)))
+        return s;
+    if ((s = key_int(g, arch, "pooling_type", false, LOOM_POOLING_MEAN, 0, 1000, &pool, err))) return s;
+    if (pool > LOOM_POOLING_LAST)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.pooling_type %lld is not supported (0-3)", arch,
+                              (long long)pool);
+    if ((s = key_int(g, arch, "rope.dimension_count", false, E / H, 0, E / H, &rot, err))) return s;
+    if (rot % 2) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.dimension_count %lld is odd", arch, (long long)rot);
+    char key[160];
+    snprintf(key, sizeof key, "%s.attention.causal", arch);
+    bool causal = false;
+    if (loom_gguf_find_key(g, key) >= 0) {
+        if (loom_gguf_get_bool(g, key, &causal))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be a boolean", key);
+        if (causal)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s with causal attention is not supported", arch);
+    }
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    loom_gguf_str st;
+    if (loom_gguf_get_str(g, key, &st) == LOOM_OK && !(st.len == 4 && !memcmp(st.ptr, "none", 4)))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: rope scaling '%.*s' is not supported",
+                              (int)(st.len > 32 ? 32 : st.len), st.ptr);
+    double eps, base;
+    if ((s = key_float(g, arch, "attention.layer_norm_epsilon", 1e-12, &eps, err))) return s;
+    if (!(eps > 0 && eps < 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.layer_norm_epsilon = %g is out of range", arch,
+                              eps);
+    if ((s = key_float(g, arch, "rope.freq_base", 10000.0, &base, err))) return s;
+    if (!(base > 1)) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.freq_base = %g is out of range", arch, base);
+    hp->n_embd = (int)E;
+    hp->n_layer = (int)L;
+    hp->n_head = (int)H;
+    hp->head_dim = (int)(E / H);
+    hp->n_ff = (int)F;
+    hp->n_rot = (int)rot;
+    hp->n_ctx_train = (int32_t)ctx_train;
+    hp->norm_eps = (float)eps;
+    hp->rope_base = (float)base;
+    hp->rope_freq_scale = 1.0f;
+    e->pooling = (loom_pooling)pool;
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, loom_error *err,
+                         loom_status *st, const char *fmt, int il) {
+    char name[LOOM_GGUF_MAX_NAME];
+    snprintf(name, sizeof name, fmt, il);
+    if (*st) return NULL;
+    loom_tensor *t = loom_backend_get_tensor(be, name);
+    if (!t) {
+        if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor '%s' is missing", name);
+        return NULL;
+    }
+    int64_t want[4] = {ne0, ne1, 1, 1};
+    for (int i = 0; i < 4; i++)
+        if (loom_tensor_ne(t, i) != want[i]) {
+            *st = loom_error_set(err, LOOM_ERR_FORMAT,
+                                 "embed: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
+                                 (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
+                                 (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3), (long long)ne0,
+                                 (long long)ne1);
+            return NULL;
+        }
+    return t;
+}
+
+static loom_status bind_weights(loom_embedder *e, loom_error *err) {
+    const loom_backend *be = e->be;
+    emb_hparams *hp = &e->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    const bool bert = hp->arch == EMB_BERT;
+    loom_status st = LOOM_OK;
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int32_t)V;
+    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    loom_tensor *tt = loom_backend_get_tensor(be, "token_types.weight");
+    int64_t n_types = tt ? loom_tensor_ne(tt, 1) : 1;
+    if (n_types < 1) n_types = 1;
+    e->type_embd = bind(be, false, E, n_types, err, &st, "token_types.weight", 0);
+    if (bert) e->pos_embd = bind(be, true, E, hp->n_ctx_train, err, &st, "position_embd.weight", 0);
+    e->tok_norm = bind(be, true, E, 1, err, &st, "token_embd_norm.weight", 0);
+    e->tok_norm_b = bind(be, true, E, 1, err, &st, "token_embd_norm.bias", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        emb_layer *L = &e->layers[il];
+        if (bert || !loom_backend_get_tensor(be, "blk.0.attn_qkv.weight")) {
+            L->wq = bind(be, true, E, E, err, &st, "blk.%d.attn_q.weight", il);
+            L->wk = bind(be, true, E, E, err, &st, "blk.%d.attn_k.weight", il);
+            L->wv = bind(be, true, E, E, err, &st, "blk.%d.attn_v.weight", il);
+            L->bq = bind(be, false, E, 1, err, &st, "blk.%d.attn_q.bias", il);
+            L->bk = bind(be, false, E, 1, err, &st, "blk.%d.attn_k.bias", il);
+            L->bv = bind(be, false, E, 1, err, &st, "blk.%d.attn_v.bias", il);
+        } else {
+            L->wqkv = bind(be, true, E, 3 * E, err, &st, "blk.%d.attn_qkv.weight", il);
+            L->bqkv = bind(be, false, 3 * E, 1, err, &st, "blk.%d.attn_qkv.bias", il);
+        }
+        L->wo = bind(be, true, E, E, err, &st, "blk.%d.attn_output.weight", il);
+        L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
+        L->attn_out_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.weight", il);
+        L->attn_out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.bias", il);
+        L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+        if (bert) {
+            L->ffn_up_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_up.bias", il);
+            L->ffn_down_b = bind(be, false, E, 1, err, &st, "blk.%d.ffn_down.bias", il);
+        } else {
+            L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+        }
+        L->out_norm = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.weight", il);
+        L->out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.bias", il);
+    }
+    if (!st && loom_backend_get_tensor(be, "blk.1.ffn_gate_inp.weight"))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: mixture-of-experts encoders are not supported");
+    if (!st && !bert && !e->layers[0].wqkv)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'blk.0.attn_qkv.weight' is missing");
+    return st;
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+static bool abort_cb(void *user) {
+    loom_embedder *e = user;
+    return atomic_load(&e->cancel);
+}
+
+static loom_status build(loom_embedder *e, const emb_batch *b, loom_ctx **ctx_out, loom_tensor **out,
+                         loom_error *err) {
+    loom_ctx *ctx;
+    loom_status s = loom_backend_ctx_new(e->be, 0, &ctx, err);
+    if (s) return s;
+    loom_tensor *h = e->hp.arch == EMB_BERT ? emb_build_bert(e, ctx, b) : emb_build_nomic_bert(e, ctx, b);
+    loom_ctx_forward(ctx, h);
+    s = loom_ctx_status(ctx);
+    if (s) {
+        loom_error_set(err, s, "embed graph: %s", loom_ctx_error(ctx));
+        loom_ctx_free(ctx);
+        return s;
+    }
+    *ctx_out = ctx;
+    *out = h;
+    return LOOM_OK;
+}
+
+static loom_status reserve(loom_embedder *e, loom_error *err) {
+    emb_batch b = {0};
+    b.n_tokens = e->n_batch;
+    b.n_outputs = e->n_batch; /* the worst case keeps every row */
+    b.reserve = true;
+    loom_ctx *ctx;
+    loom_tensor *h;
+    loom_status s = build(e, &b, &ctx, &h, err);
+    if (s) return s;
+    s = loom_ctx_reserve(ctx);
+    if (s) loom_error_set(err, s, "embed: reserving the worst-case graph (%d tokens): %s", e->n_batch, loom_ctx_error(ctx));
+    loom_ctx_free(ctx);
+    return s;
+}
+
+/* Hidden states of T packed tokens (e->tok, e->pos, e->mask) into e->hidden: every
+ * row, or the n_out rows e->out_ids (n_out < T). */
+static loom_status run_graph(loom_embedder *e, int T, int n_out, loom_error *err) {
+    emb_batch b = {0};
+    b.n_tokens = T;
+    b.tokens = e->tok;
+    b.pos = e->pos;
+    b.mask = e->mask;
+    b.n_outputs = n_out;
+    b.out_ids = n_out < T ? e->out_ids : NULL;
+    loom_ctx *ctx;
+    loom_tensor *h;
+    loom_status s = build(e, &b, &ctx, &h, err);
+    if (s) return s;
+    loom_ctx_set_abort_callback(ctx, abort_cb, e);
+    s = loom_ctx_compute(ctx, 1, &h);
+    if (s)
+        loom_error_set(err, s, "embed: computing %d tokens: %s", T,
+                       *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
+    else if ((s = loom_tensor_read_f32(h, e->hidden, (size_t)n_out * (size_t)e->hp.n_embd)))
+        loom_error_set(err, s, "embed: reading the hidden states failed");
+    loom_ctx_free(ctx);
+    return s;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static bool repack_filter(const char *name, void *user) {
+    (void)user;
+    static const char *const mm[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight",
+                                     "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+    if (strncmp(name, "blk.", 4) != 0) return false;
+    const char *p = name + 4;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == name + 4 || *p != '.') return false;
+    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
+        if (!strcmp(p + 1, mm[i])) return true;
+    return false;
+}
+
+loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out, loom_error *err) {
+    if (!out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_open: out is NULL");
+    *out = NULL;
+    if (!params || !params->path) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_open: no model path");
+    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_open: negative n_ctx/n_batch/n_threads");
+    if (params->pooling < LOOM_POOLING_UNSPECIFIED || params->pooling > LOOM_POOLING_LAST)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_open: unknown pooling %d", (int)params->pooling);
+    loom_embedder *e = loom_calloc(1, sizeof *e);
+    if (!e) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of memory");
+    atomic_init(&e->cancel, false);
+
+    loom_backend_params bp = loom_backend_default_params();
+    bp.n_threads = params->n_threads;
+    bp.no_mmap = params->no_mmap;
+    bp.flash_attn = params->flash_attn;
+    bp.repack_filter = repack_filter;
+    loom_status s = loom_backend_open(params->path, &bp, &e->be, err);
+    if (s) goto fail;
+    if ((s = load_hparams(e, err))) goto fail;
+    if (params->pooling != LOOM_POOLING_UNSPECIFIED) e->pooling = params->pooling;
+    e->layers = loom_calloc((size_t)e->hp.n_layer, sizeof *e->layers);
+    if (!e->layers) {
+        s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of memory");
+        goto fail;
+    }
+    if ((s = bind_weights(e, err))) goto fail;
+
+    int64_t n_ctx = params->n_ctx ? params->n_ctx : e->hp.n_ctx_train;
+    if (n_ctx > EMB_MAX_CTX && !params->n_ctx) n_ctx = EMB_MAX_CTX;
+    if (n_ctx > EMB_MAX_CTX || (e->hp.arch == EMB_BERT && n_ctx > e->hp.n_ctx_train)) {
+        s = loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                           "loom_embed_open: n_ctx %lld is too large (%s: at most %d)", (long long)n_ctx,
+                           loom_backend_arch(e->be),
+                           e->hp.arch == EMB_BERT ? (int)e->hp.n_ctx_train : EMB_MAX_CTX);
+        goto fail;
+    }
+    int64_t n_batch = params->n_batch ? params->n_batch : n_ctx;
+    if (n_batch < n_ctx) n_batch = n_ctx;
+    if (n_batch > EMB_MAX_CTX) n_batch = EMB_MAX_CTX;
+    e->n_ctx = (int)n_ctx;
+    e->n_batch = (int)n_batch;
+
+    e->tok = loom_malloc((size_t)n_batch * sizeof *e->tok);
+    e->pos = loom_malloc((size_t)n_batch * sizeof *e->pos);
+    e->mask = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->mask);
+    e->hidden = loom_malloc((size_t)n_batch * (size_t)e->hp.n_embd * sizeof *e->hidden);
+    e->out_ids = loom_malloc((size_t)n_batch * sizeof *e->out_ids);
+    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids) {
+        s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of host memory (n_batch %lld)",
+                           (long long)n_batch);
+        goto fail;
+    }
+    if ((s = reserve(e, err))) goto fail;
+    if ((s = loom_backend_load(e->be, params->progress, params->progress_user, err))) goto fail;
+    *out = e;
+    return LOOM_OK;
+fail:
+    loom_embed_close(e);
+    return s;
+}
+
+void loom_embed_close(loom_embedder *e) {
+    if (!e) return;
+    loom_tokenizer_free(e->tokzr);
+    loom_backend_close(e->be);
+    loom_free(e->layers);
+    loom_free(e->tok);
+    loom_free(e->pos);
+    loom_free(e->mask);
+    loom_free(e->hidden);
+    loom_free(e->out_ids);
+    loom_free(e);
+}
+
+int32_t loom_embed_n_embd(const loom_embedder *e) { return e ? e->hp.n_embd : 0; }
+int32_t loom_embed_n_ctx(const loom_embedder *e) { return e ? e->n_ctx : 0; }
+int32_t loom_embed_n_batch(const loom_embedder *e) { return e ? e->n_batch : 0; }
+int32_t loom_embed_n_vocab(const loom_embedder *e) { return e ? e->hp.n_vocab : 0; }
+loom_pooling loom_embed_pooling(const loom_embedder *e) { return e ? e->pooling : LOOM_POOLING_UNSPECIFIED; }
+const char *loom_embed_arch(const loom_embedder *e) {
+    return !e ? "" : e->hp.arch == EMB_BERT ? "bert" : "nomic-bert";
+}
+loom_backend *loom_embed_backend(const loom_embedder *e) { return e ? e->be : NULL; }
+
+void loom_embed_cancel(loom_embedder *e) {
+    if (!e) return;
+    atomic_store(&e->cancel, true);
+    if (e->be) loom_backend_cancel(e->be);
+}
+
+loom_status loom_embed_tokenizer(loom_embedder *e, const loom_tokenizer **out, loom_error *err) {
+    if (!e || !out) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_tokenizer: NULL argument");
+    *out = NULL;
+    if (!e->tokzr) {
+        loom_status s = loom_tokenizer_new_from_gguf(loom_backend_gguf(e->be), &e->tokzr, err);
+        if (s) return s;
+    }
+    *out = e->tokzr;
+    return LOOM_OK;
+}
+
+loom_status loom_embed_tokenize(loom_embedder *e, const char *text, size_t len, bool truncate, int32_t *ids,
+                                int32_t max, int32_t *n_out, loom_error *err) {
+    if (!e || (!text && len) || !ids || !n_out || max < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_tokenize: NULL argument");
+    *n_out = 0;
+    const loom_tokenizer *tk;
+    loom_status s = loom_embed_tokenizer(e, &tk, err);
+    if (s) return s;
+    int32_t n = 0;
+    /* e->tok is n_batch >= n_ctx ids of scratch (one thread uses an embedder) */
+    s = loom_tokenize(tk, text ? text : "", len, true, false, e->tok, e->n_ctx, &n, err);
+    if (s == LOOM_ERR_RANGE) {
+        loom_error_clear(err);
+        if (!truncate)
+            return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                                  "embed: the input has %lld tokens, more than the context (%d); "
+                                  "shorten it or ask for truncation",
+                                  n > 0 ? (long long)n : (long long)len, e->n_ctx);
+        n = e->n_ctx;
+        int32_t sep = loom_tokenizer_sep(tk);
+        if (loom_tokenizer_add_sep(tk) && sep >= 0) e->tok[n - 1] = sep;
+    } else if (s) {
+        return s;
+    }
+    if (n < 1) return loom_error_set(err, LOOM_ERR_INVALID_ARG, "embed: the input has no tokens");
+    if (n > max) {
+        *n_out = n;
+        return loom_error_set(err, LOOM_ERR_RANGE, "loom_embed_tokenize: %d ids do not fit in %d", n, max);
+    }
+    memcpy(ids, e->tok, (size_t)n * sizeof *ids);
+    *n_out = n;
+    return LOOM_OK;
+}
+
+/* ------------------------------------------------------------------ compute */
+
+static void normalize_vec(float *v, int n) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)v[i] * v[i];
+    double norm = sqrt(ss);
+    double inv = norm > 0 ? 1.0 / norm : 0.0;
+    for (int i = 0; i < n; i++) v[i] = (float)(v[i] * inv);
+}
+
+loom_status loom_embed_compute(loom_embedder *e, const int32_t *const *tokens, const int32_t *n_tokens,
+                               int32_t n_seq, bool normalize, float *out, size_t out_floats, loom_error *err) {
+    if (!e || !tokens || !n_tokens || !out || n_seq < 1)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_compute: NULL argument or no sequences");
+    const int E = e->hp.n_embd;
+    size_t total = 0;
+    for (int32_t i = 0; i < n_seq; i++) {
+        if (n_tokens[i] < 1 || !tokens[i])
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG, "embed: sequence %d is empty", i);
+        if (n_tokens[i] > e->n_ctx)
+            return loom_error_set(err, LOOM_ERR_CONTEXT_FULL,
+                                  "embed: sequence %d has %d tokens, more than the context (%d)", i, n_tokens[i],
+                                  e->n_ctx);
+        for (int32_t j = 0; j < n_tokens[i]; j++)
+            if (tokens[i][j] < 0 || tokens[i][j] >= e->hp.n_vocab)
+                return loom_error_set(err, LOOM_ERR_RANGE,
+                                      "embed: sequence %d token %d has id %d, outside the vocabulary [0, %d)", i, j,
+                                      tokens[i][j], e->hp.n_vocab);
+        total += (size_t)n_tokens[i];
+    }
+    const bool none = e->pooling == LOOM_POOLING_NONE;
+    size_t need = (none ? total : (size_t)n_seq) * (size_t)E;
+    if (out_floats < need)
+        return loom_error_set(err, LOOM_ERR_INVALID_ARG, "loom_embed_compute: out holds %zu floats, %zu needed",
+                              out_floats, need);
+    if (atomic_exchange(&e->cancel, false))
+        return loom_error_set(err, LOOM_ERR_CANCELLED, "embed: cancelled before it started (loom_embed_cancel)");
+
+    float *o = out;
+    for (int32_t i = 0; i < n_seq;) {
+        /* pack whole sequences into one graph of at most n_batch tokens */
+        int32_t j = i;
+        int T = 0;
+        while (j < n_seq && T + n_tokens[j] <= e->n_batch) {
+            memcpy(e->tok + T, tokens[j], (size_t)n_tokens[j] * sizeof *e->tok);
+            for (int32_t p = 0; p < n_tokens[j]; p++) e->pos[T + p] = p;
+            T += n_tokens[j++];
+        }
+        /* mask: row t (query) sees the columns (keys) of its own sequence */
+        for (int t = 0, s0 = 0, k = i; k < j; s0 += n_tokens[k++])
+            for (int r = 0; r < n_tokens[k]; r++, t++) {
+                float *row = e->mask + (size_t)t * (size_t)T;
+                for (int c = 0; c < T; c++) row[c] = c >= s0 && c < s0 + n_tokens[k] ? 0.0f : -INFINITY;
+            }
+        /* cls / last pooling: only those rows go past the last attention */
+        const bool one_row = e->pooling == LOOM_POOLING_CLS || e->pooling == LOOM_POOLING_LAST;
+        int n_out = T;
+        if (one_row) {
+            n_out = 0;
+            for (int32_t k = i, s0 = 0; k < j; s0 += n_tokens[k++])
+                e->out_ids[n_out++] = e->pooling == LOOM_POOLING_CLS ? s0 : s0 + n_tokens[k] - 1;
+        }
+        loom_status s = run_graph(e, T, n_out, err);
+        if (s == LOOM_ERR_CANCELLED) atomic_store(&e->cancel, false);
+        if (s) return s;
+        const float *hid = e->hidden;
+        for (int32_t k = i; k < j; k++) {
+            const int n = one_row ? 1 : n_tokens[k]; /* rows of this sequence in hid */
+            switch (e->pooling) {
+            case LOOM_POOLING_NONE:
+                memcpy(o, hid, (size_t)n * (size_t)E * sizeof *o);
+                if (normalize)
+                    for (int r = 0; r < n; r++) normalize_vec(o + (size_t)r * E, E);
+                o += (size_t)n * E;
+                break;
+            case LOOM_POOLING_MEAN:
+                for (int c = 0; c < E; c++) {
+                    double acc = 0;
+                    for (int r = 0; r < n; r++) acc += hid[(size_t)r * E + c];
+                    o[c] = (float)(acc / n);
+                }
+                break;
+            case LOOM_POOLING_CLS:
+            case LOOM_POOLING_LAST:
+            default: memcpy(o, hid, (size_t)E * sizeof *o); break;
+            }
+            if (!none) {
+                if (normalize) normalize_vec(o, E);
+                o += E;
+            }
+            hid += (size_t)n * E;
+        }
+        i = j;
+    }
+    return LOOM_OK;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""make_model.py - small bert / nomic-bert GGUF files made independently of Loom's
+synthetic-model writer (src/llm/synth.c): plain Python (no numpy), the tensor order
+and names of llama.cpp's converter (convert_hf_to_gguf.py, BertModel /
+NomicBertModel: HF state-dict order), its keys, Gaussian weights from Python's
+random module, and the first NV tokens of the bert-bge WordPiece vocabulary.
+
+  make_model.py VOCAB.gguf bert|nomic-bert OUT.gguf [NV DIM CTX]
+
+Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
+"""
+import random
+import struct
+import sys
+
+NV = 2000          # vocabulary rows kept (ids 0..1999: [PAD], [unused*], [CLS]=101, [SEP]=102 ...)
+DIM, LAYERS, HEADS, FFN, CTX = 32, 2, 2, 64, 64
+
+# ---- GGUF reading (only what the vocabulary file needs) ----
+T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
+FMT = {T_U8: "B", T_I8: "b", T_U16: "H", T_I16: "h", T_U32: "I", T_I32: "i", T_F32: "f", T_BOOL: "?",
+       T_U64: "Q", T_I64: "q", T_F64: "d"}
+
+
+def read_kvs(path):
+    f = open(path, "rb").read()
+    assert f[:4] == b"GGUF"
+    o = 8
+    _nt, nk = struct.unpack_from("<QQ", f, o)
+    o += 16
+
+    def rstr(o):
+        n = struct.unpack_from("<Q", f, o)[0]
+        return f[o + 8:o + 8 + n], o + 8 + n
+
+    def rval(t, o):
+        if t == T_STR:
+            return rstr(o)
+        if t == T_ARR:
+            et, n = struct.unpack_from("<IQ", f, o)
+            o += 12
+            vals = []
+            for _ in range(n):
+                v, o = rval(et, o)
+                vals.append(v)
+            return (et, vals), o
+        sz = struct.calcsize(FMT[t])
+        return struct.unpack_from("<" + FMT[t], f, o)[0], o + sz
+
+    kvs = []
+    for _ in range(nk):
+        k, o = rstr(o)
+        t = struct.unpack_from("<I", f, o)[0]
+        o += 4
+        v, o = rval(t, o)
+        kvs.append((k.decode(), t, v))
+    return kvs
+
+
+# ---- GGUF writing ----
+def wstr(s):
+    b = s if isinstance(s, bytes) else s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def wval(t, v):
+    if t == T_STR:
+        return wstr(v)
+    if t == T_ARR:
+        et, vals = v
+        return struct.pack("<IQ", et, len(vals)) + b"".join(wval(et, x) for x in vals)
+    return struct.pack("<" + FMT[t], v)
+
+
+def main():
+    global NV, DIM, FFN, CTX
+    vocab, arch, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    if len(sys.argv) == 7:  # smaller files (the fuzzer's seeds)
+        NV, DIM, CTX = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+        FFN = 2 * DIM
+    nomic = arch == "nomic-bert"
+    rng = random.Random(20240601 + (1 if nomic else 0))
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch)]
+    a = arch + "."
+    kvs += [(a + "block_count", T_U32, LAYERS), (a + "context_length", T_U32, CTX),
+            (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+            (a + "attention.head_count", T_U32, HEADS), (a + "attention.layer_norm_epsilon", T_F32, 1e-12),
+            ("general.file_type", T_U32, 0), (a + "attention.causal", T_BOOL, False),
+            (a + "pooling_type", T_U32, 2 if not nomic else 1)]
+    if nomic:
+        kvs.append((a + "rope.freq_base", T_F32, 1000.0))
+    for k, t, v in read_kvs(vocab):
+        if not k.startswith("tokenizer."):
+            continue
+        if t == T_ARR and len(v[1]) > NV:
+            v = (v[0], v[1][:NV])
+        kvs.append((k, t, v))
+
+    def gauss(n, std, mean=0.0):
+        return [rng.gauss(mean, std) for _ in range(n)]
+
+    tensors = []  # (name, dims, values)
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, gauss(n, std, mean)))
+
+    add("token_embd.weight", [DIM, NV], 1.0)
+    if not nomic:
+        add("position_embd.weight", [DIM, CTX], 0.5)
+    add("token_types.weight", [DIM, 2], 0.5)
+    add("token_embd_norm.weight", [DIM], 0.1, 1.0)
+    add("token_embd_norm.bias", [DIM], 0.1)
+    w = DIM ** -0.5
+    for i in range(LAYERS):
+        b = "blk.%d." % i
+        if nomic:
+            add(b + "attn_qkv.weight", [DIM, 3 * DIM], w)
+        else:
+            for x in ("q", "k", "v"):
+                add(b + "attn_%s.weight" % x, [DIM, DIM], w)
+                add(b + "attn_%s.bias" % x, [DIM], 0.1)
+        add(b + "attn_output.weight", [DIM, DIM], w)
+        if not nomic:
+            add(b + "attn_output.bias", [DIM], 0.1)
+        add(b + "attn_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "attn_output_norm.bias", [DIM], 0.1)
+        if nomic:
+            add(b + "ffn_gate.weight", [DIM, FFN], w)
+        add(b + "ffn_up.weight", [DIM, FFN], w)
+        if not nomic:
+            add(b + "ffn_up.bias", [FFN], 0.1)
+        add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+        if not nomic:
+            add(b + "ffn_down.bias", [DIM], 0.1)
+        add(b + "layer_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "layer_output_norm.bias", [DIM], 0.1)
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    for k, t, v in kvs:
+        head += wstr(k) + struct.pack("<I", t) + wval(t, v)
+    off = 0
+    data = b""
+    for name, dims, vals in tensors:
+        head += wstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        head += struct.pack("<IQ", 0, off)
+        blob = struct.pack("<%df" % len(vals), *vals)
+        pad = (-len(blob)) % 32
+        data += blob + b"\0" * pad
+        off += len(blob) + pad
+    head += b"\0" * ((-len(head)) % 32)
+    with open(out, "wb") as fo:
+        fo.write(head + data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+/* Embedding models against llama.cpp (tests/data/embed/, made by make_ref.sh with
+ * embed_ref.c against llama.h; README.md there): for the synthetic bert / nomic-bert
+ * models (F32 and F16, regenerated here bit for bit: their FNV-1a hashes are in
+ * models.txt) and the independently made indep-*.gguf files, every pooling (none,
+ * mean, cls, last) of the same sequences decoded together: pooled vectors within
+ * cosine 0.9999 of llama.cpp's, token-level hidden states within nrmse 1e-3. Also
+ * Loom's tokenization of texts.txt equals llama.cpp's (tokens-bge.txt). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embed_test_common.h"
+#include "test_util.h"
+
+#define MAXSEQ 8
+#define MAXTOK 256
+
+typedef struct seqs {
+    int n;
+    int32_t len[MAXSEQ];
+    int32_t ids[MAXSEQ][MAXTOK];
+} seqs;
+
+static bool read_seqs(const char *rel, seqs *s) {
+    FILE *f = fopen(test_path(rel), "r");
+    if (!f) return false;
+    char line[8192];
+    s->n = 0;
+    while (s->n < MAXSEQ && fgets(line, sizeof line, f)) {
+        int n = 0;
+        for (char *p = line; *p && *p != '\n' && n < MAXTOK;) {
+            s->ids[s->n][n++] = (int32_t)strtol(p, &p, 10);
+            if (*p == ',') p++;
+        }
+        if (n) s->len[s->n++] = n;
+    }
+    fclose(f);
+    return s->n > 0;
+}
+
+/* int32 n, int32 E, float32 [n][E] */
+static float *read_ref(const char *name, const char *pool, int *n, int *E) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/data/embed/%s.%s.bin", name, pool);
+    FILE *f = fopen(test_path(rel), "rb");
+    if (!f) return NULL;
+    int32_t h[2];
+    float *v = NULL;
+    if (fread(h, 4, 2, f) == 2 && h[0] > 0 && h[1] > 0 && h[0] < 100000 && h[1] < 100000) {
+        v = malloc((size_t)h[0] * h[1] * sizeof *v);
+        if (v && fread(v, 4, (size_t)h[0] * h[1], f) != (size_t)h[0] * h[1]) {
+            free(v);
+            v = NULL;
+        }
+        *n = h[0];
+        *E = h[1];
+    }
+    fclose(f);
+    return v;
+}
+
+static double g_min_cos = 1.0, g_max_nrmse = 0.0;
+
+static void check_model(const char *path, const char *name, const seqs *s) {
+    static const char *const pools[4] = {"none", "mean", "cls", "last"};
+    const int32_t *ptr[MAXSEQ];
+    int total = 0;
+    for (int i = 0; i < s->n; i++) {
+        ptr[i] = s->ids[i];
+        total += s->len[i];
+    }
+    for (int pi = 0; pi < 4; pi++) {
+        int n = 0, E = 0;
+        float *ref = read_ref(name, pools[pi], &n, &E);
+        CHECK_MSG(ref != NULL, "%s.%s.bin missing or short", name, pools[pi]);
+        if (!ref) continue;
+        loom_embed_params p = loom_embed_default_params();
+        p.path = path;
+        p.n_threads = 2;
+        loom_pooling_from_name(pools[pi], &p.pooling);
+        loom_embedder *e = NULL;
+        loom_error err = {0};
+        CHECK_MSG(loom_embed_open(&p, &e, &err) == LOOM_OK, "%s: %s", name, err.msg);
+        if (!e) {
+            free(ref);
+            continue;
+        }
+        CHECK_EQ_INT(E, loom_embed_n_embd(e));
+        CHECK_EQ_INT(n, pi == 0 ? total : s->n);
+        size_t cnt = (size_t)(pi == 0 ? total : s->n) * (size_t)loom_embed_n_embd(e);
+        float *out = calloc(cnt, sizeof *out);
+        CHECK_MSG(loom_embed_compute(e, ptr, s->len, s->n, false, out, cnt, &err) == LOOM_OK, "%s", err.msg);
+        if (E == loom_embed_n_embd(e) && n == (pi == 0 ? total : s->n)) {
+            if (pi == 0) {
+                double se = 0, sr = 0;
+                for (size_t i = 0; i < cnt; i++) {
+                    se += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]);
+                    sr += (double)ref[i] * ref[i];
+                }
+                double nr = sqrt(se / sr);
+                printf("%-22s none: token-level nrmse %.3g\n", name, nr);
+                if (nr > g_max_nrmse) g_max_nrmse = nr;
+                CHECK_MSG(nr <= 1e-3, "%s nrmse %g", name, nr);
+            } else {
+                double mc = 1.0;
+                for (int i = 0; i < n; i++) {
+                    double r64[4096];
+                    for (int c = 0; c < E && c < 4096; c++) r64[c] = ref[(size_t)i * E + c];
+                    double cs = et_cosine(out + (size_t)i * E, r64, E);
+                    if (cs < mc) mc = cs;
+                    CHECK_MSG(cs >= 0.9999, "%s %s seq %d cosine %.9f", name, pools[pi], i, cs);
+                }
+                printf("%-22s %-4s: min cosine %.9f (1 - %.2g)\n", name, pools[pi], mc, 1 - mc);
+                if (mc < g_min_cos) g_min_cos = mc;
+            }
+        }
+        free(out);
+        free(ref);
+        loom_embed_close(e);
+    }
+}
+
+int main(void) {
+    if (!et_vocab()) return test_skip("test_llm_embed_llamacpp", "bert-bge vocab missing (tests/data/vocab)");
+    seqs bge, indep;
+    CHECK(read_seqs("tests/data/embed/tokens-bge.txt", &bge));
+    CHECK(read_seqs("tests/data/embed/tokens-indep.txt", &indep));
+    FILE *mf = fopen(test_path("tests/data/embed/models.txt"), "r");
+    CHECK(mf != NULL);
+    char name[64], hash[32];
+    bool first = true;
+    while (mf && fscanf(mf, "%63s %31s", name, hash) == 2) {
+        /* syn-<arch>-<type> */
+        char arch[32] = "", type[8] = "";
+        const char *dash = strrchr(name, '-');
+        if (strncmp(name, "syn-", 4) || !dash) continue;
+        snprintf(arch, sizeof arch, "%.*s", (int)(dash - name - 4), name + 4);
+        snprintf(type, sizeof type, "%s", dash + 1);
+        char path[256];
+        snprintf(path, sizeof path, "/tmp/loom_test_embed_ref_%ld_%s.gguf", (long)getpid(), name);
+        loom_error err = {0};
+        CHECK_MSG(et_make_model(arch, type, path, &err) == LOOM_OK, "%s", err.msg);
+        char got[32];
+        snprintf(got, sizeof got, "%016llx", (unsigned long long)et_file_hash(path));
+        CHECK_MSG(!strcmp(got, hash), "%s regenerated with hash %s, the references are of %s", name, got, hash);
+        if (first) { /* Loom's tokenization = llama.cpp's */
+            first = false;
+            loom_embed_params p = loom_embed_default_params();
+            p.path = path;
+            loom_embedder *e = NULL;
+            CHECK(loom_embed_open(&p, &e, &err) == LOOM_OK);
+            FILE *tf = fopen(test_path("tests/data/embed/texts.txt"), "r");
+            char line[1024];
+            for (int i = 0; e && tf && fgets(line, sizeof line, tf) && i < bge.n; i++) {
+                line[strcspn(line, "\n")] = 0;
+                int32_t ids[MAXTOK], n = 0;
+                CHECK(loom_embed_tokenize(e, line, strlen(line), false, ids, MAXTOK, &n, &err) == LOOM_OK);
+                CHECK_MSG(n == bge.len[i] && !memcmp(ids, bge.ids[i], (size_t)n * sizeof *ids),
+                          "text %d tokenizes differently", i);
+            }
+            if (tf) fclose(tf);
+            loom_embed_close(e);
+        }
+        check_model(path, name, &bge);
+        unlink(path);
+    }
+    if (mf) fclose(mf);
+    char ip[4096]; /* test_path's buffer is reused by check_model */
+    snprintf(ip, sizeof ip, "%s", test_path("tests/data/embed/indep-bert.gguf"));
+    check_model(ip, "indep-bert", &indep);
+    snprintf(ip, sizeof ip, "%s", test_path("tests/data/embed/indep-nomic-bert.gguf"));
+    check_model(ip, "indep-nomic-bert", &indep);
+    printf("overall: min cosine %.9f, max token-level nrmse %.3g\n", g_min_cos, g_max_nrmse);
+    return test_finish("test_llm_embed_llamacpp");
+}
