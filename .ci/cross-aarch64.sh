@@ -58,7 +58,7 @@ echo "== qemu: quant, op, model, llama.cpp-file (every NEON level) and corpus-re
 for t in test_quant_formats test_core_graph test_cpu_block test_cpu_pool test_cpu_ops_basic test_cpu_ops_nn \
          test_cpu_ops_nn_attn test_cpu_ops_nn_conv test_gguf_read test_backend_sched test_llm_kvcache \
          test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant \
-         test_gguf_llamacpp test_llm_llamacpp; do
+         test_gguf_llamacpp test_llm_llamacpp test_cpu_ops_sinks test_llm_arch; do
   if [ -x "$BUILD/bin/$t" ]; then run "$t" -- "$BUILD/bin/$t"; else echo "  $t: not built (skipped)"; fi
 done
 for f in "$BUILD"/bin/corpus_*; do # every fuzz corpus and crash reproducer, replayed

@@ -285,10 +285,19 @@ int loom_bench_model(int argc, char **argv) {
 
     const loom_gguf *g = loom_model_gguf(m);
     const loom_model_hparams *hp = loom_model_get_hparams(m);
-    uint64_t model_bytes = 0, n_params = 0, embd_bytes = 0;
+    uint64_t model_bytes = 0, n_params = 0, embd_bytes = 0, expert_bytes = 0;
+    /* MoE: a token reads only the experts it is routed to (expert_used_count of
+     * expert_count) of the stacked expert tensors ("*_exps.*") */
+    uint32_t n_exp = 0, n_exp_used = 0;
+    char key[96];
+    snprintf(key, sizeof key, "%s.expert_count", hp->arch);
+    if (loom_gguf_get_u32(g, key, &n_exp) != LOOM_OK) n_exp = 0;
+    snprintf(key, sizeof key, "%s.expert_used_count", hp->arch);
+    if (loom_gguf_get_u32(g, key, &n_exp_used) != LOOM_OK || n_exp_used > n_exp) n_exp_used = n_exp;
     for (int64_t i = 0; i < loom_gguf_tensor_count(g); i++) {
         const loom_gguf_tensor_info *t = loom_gguf_tensor(g, i);
         model_bytes += t->size;
+        if (n_exp > 0 && strstr(t->name, "_exps.")) expert_bytes += t->size;
         n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         if (!strcmp(t->name, "token_embd.weight")) embd_bytes = t->size;
     }
@@ -300,6 +309,7 @@ int loom_bench_model(int argc, char **argv) {
     /* plus the KV cache read by attention: average context (n_gen+1)/2, F16 K and V */
     double kv_bytes_tok = (double)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) *
                           2.0 * (n_gen + 1) / 2.0;
+    if (n_exp > 0) weight_bytes_tok -= expert_bytes - expert_bytes / n_exp * n_exp_used;
     double bytes_tok = (double)weight_bytes_tok + kv_bytes_tok;
 
     int n_vocab = loom_model_n_vocab(m);

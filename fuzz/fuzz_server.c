@@ -92,8 +92,9 @@ static void fuzz_request(srv_api api, const char *body, size_t n) {
      * it is built (a tool's schema the subset cannot express is a 400 with a message) */
     if (json_array_size(r.tools)) {
         static const loom_chat_format fmts[] = {LOOM_CHAT_FORMAT_HERMES, LOOM_CHAT_FORMAT_MISTRAL,
-                                                LOOM_CHAT_FORMAT_DEEPSEEK_R1, LOOM_CHAT_FORMAT_KIMI_K2};
-        loom_chat_syntax syn = {fmts[n % 4], LOOM_CHAT_THINKING_THINK_TAGS, NULL, NULL};
+                                                LOOM_CHAT_FORMAT_DEEPSEEK_R1, LOOM_CHAT_FORMAT_KIMI_K2,
+                                                LOOM_CHAT_FORMAT_XML_FUNCTION, LOOM_CHAT_FORMAT_MINIMAX};
+        loom_chat_syntax syn = {fmts[n % 6], LOOM_CHAT_THINKING_THINK_TAGS, NULL, NULL};
         srv_buf gb = {0};
         srv_err te = {0};
         if (srv_tool_gbnf(&syn, NULL, r.tools, r.tool_choice_name, r.parallel_tool_calls, n % 3 == 0, g_tok, &gb,

@@ -204,6 +204,10 @@ loom_tensor *loom_silu(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u);
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a);       /* tanh form */
+/* GELU (tanh form) as ggml's CPU computes it from its F16 table: the input rounded to F16,
+ * the result rounded to F16, 0 for x <= -10 and x for x >= 10 (for models checked against
+ * llama.cpp, whose Gemma FFNs use it). CPU only. */
+loom_tensor *loom_gelu_f16(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a); /* x*sigmoid(1.702x) */
 loom_tensor *loom_clamp(loom_ctx *ctx, loom_tensor *a, float lo, float hi);
 
@@ -215,6 +219,10 @@ loom_tensor *loom_stddev(loom_ctx *ctx, loom_tensor *a);
 loom_tensor *loom_softmax(loom_ctx *ctx, loom_tensor *a);
 /* softmax(a*scale + mask) per row; mask F32/F16 [ne0, >=ne1] broadcast over dims 2,3; may be NULL. */
 loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale);
+/* The same with attention sinks: sinks F32 [a.ne2] (one logit per head, dim 2) joins each
+ * row's normaliser only: y_i = exp(x_i) / (sum_j exp(x_j) + exp(sinks[i2])). NULL = plain. */
+loom_tensor *loom_softmax_ext_sinks(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale,
+                                    loom_tensor *sinks);
 /* (x-mean)/sqrt(var+eps), then *w if w, then +b if w and b. */
 loom_tensor *loom_layer_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, loom_tensor *b, float eps);
 /* x/sqrt(mean(x^2)+eps), then *w if w. */

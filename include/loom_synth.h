@@ -101,6 +101,33 @@ loom_status loom_synth_tensor_type(const char *type_name, const char *name, int6
 loom_status loom_synth_write(const loom_synth_params *params, const char *path,
                              loom_synth_result *result, loom_error *err);
 
+/* Tiny F32 models of other architectures, with the keys and tensor names llama.cpp's
+ * converter writes (for reference tests against llama.cpp): 64 wide, 4 heads of 16, 2 KV
+ * heads, sliding window 8, 2 blocks (gemma3: 6, so that its 5:1 pattern has a global
+ * layer). arch: "gemma2" "gemma3" "phi3" (original context 4096: short LongRoPE factors
+ * at n_ctx <= 4096) "phi3-long" (original context 128: long factors above it)
+ * "mistral3" (YaRN, query temperature) "qwen3moe" (8 experts, top 2) "gpt-oss" (4
+ * experts, top 2, sinks, biases, YaRN). The bytes depend only on (arch, seed, the vocab
+ * file). drop / expert_count / sliding_window make deliberately bad files for tests. */
+typedef struct loom_synth_arch_params {
+    const char *arch;
+    const char *vocab_path;  /* GGUF whose tokenizer.* keys are copied */
+    uint64_t seed;           /* default 1 */
+    const char *drop;        /* a key ("gemma2.attention.sliding_window") or tensor name left out */
+    int64_t expert_count;    /* written instead of the true expert count when > 0 */
+    int64_t sliding_window;  /* written instead of 8 when > 0 */
+    /* shape overrides for benchmarks (0: the tiny defaults): width (a multiple of 64;
+     * heads of 16), blocks, FFN (dense) or expert FFN length, experts, experts used */
+    int64_t dim, n_layers, ffn, n_experts, n_experts_used;
+} loom_synth_arch_params;
+
+loom_synth_arch_params loom_synth_arch_default_params(void);
+/* "gemma2 gemma3 ..." (static) */
+const char *loom_synth_arch_names(void);
+/* Write the model to path (atomically). Errors: LOOM_ERR_INVALID_ARG (unknown arch, NULL
+ * arguments), what loom_gguf_open returns for the vocab, LOOM_ERR_IO, LOOM_ERR_NOMEM. */
+loom_status loom_synth_arch_write(const loom_synth_arch_params *params, const char *path, loom_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,24 @@ int main(void) {
     CHECK(run(cmd) != 0 && strstr(g_out, "nonexistent"));
     snprintf(cmd, sizeof cmd, "%s bench %s -r 0 2>&1", bin, path);
     CHECK(run(cmd) != 0 && strstr(g_out, "-r"));
+
+    /* --arch: another architecture's tiny model, readable and runnable */
+    snprintf(cmd, sizeof cmd, "%s gen --arch gpt-oss --vocab %s -o %s 2>&1", bin, test_path("models/stories260K.gguf"),
+             path);
+    CHECK_MSG(run(cmd) == 0, "%s", g_out);
+    g = NULL;
+    CHECK_MSG(loom_gguf_open(path, NULL, &g, &err) == LOOM_OK, "%s", err.msg);
+    if (g) {
+        uint32_t v = 0;
+        CHECK(loom_gguf_get_u32(g, "gpt-oss.expert_count", &v) == LOOM_OK && v == 4);
+        CHECK(loom_gguf_find_tensor(g, "blk.1.attn_sinks.weight") >= 0);
+        loom_gguf_close(g);
+    }
+    snprintf(cmd, sizeof cmd, "%s run %s -p \"Once upon a time\" -n 4 -t 1 2>&1", bin, path);
+    CHECK_MSG(run(cmd) == 0, "%s", g_out);
+    snprintf(cmd, sizeof cmd, "%s gen --arch nosuch --vocab %s -o %s 2>&1", bin, test_path("models/stories260K.gguf"),
+             path);
+    CHECK(run(cmd) != 0 && strstr(g_out, "nosuch") && strstr(g_out, "gemma2"));
     unlink(path);
     return test_finish("test_llm_synth_cli");
 }

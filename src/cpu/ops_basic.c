@@ -78,9 +78,16 @@ static inline float u_sigmoid(float x, float p0, float p1) { (void)p0; (void)p1;
 static inline float u_silu(float x, float p0, float p1) { (void)p0; (void)p1; return x / (1.0f + expf(-x)); }
 static inline float u_relu(float x, float p0, float p1) { (void)p0; (void)p1; return x > 0.0f ? x : 0.0f; }
 static inline float u_gelu(float x, float p0, float p1) {
-    (void)p0;
     (void)p1;
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    if (p0 != 0.0f) {
+        /* loom_gelu_f16: ggml's CPU table (input and result rounded to F16, saturating
+         * outside (-10, 10)) */
+        if (x <= -10.0f) return 0.0f;
+        if (x >= 10.0f) return x;
+        x = loom_fp16_to_fp32(loom_fp32_to_fp16(x));
+        return loom_fp16_to_fp32(loom_fp32_to_fp16(0.5f * x * (1.0f + tanhf(k * x * (1.0f + 0.044715f * x * x)))));
+    }
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 static inline float u_quick_gelu(float x, float p0, float p1) {
@@ -195,7 +202,9 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         const char *ra = loom_row_ptr(a, i1, i2, i3);
         float *d = (float *)loom_row_ptr(dst, i1, i2, i3);
         const char *rm = m ? loom_row_ptr(m, i1, i2 % m->ne[2], i3 % m->ne[3]) : NULL;
-        float mx = -INFINITY;
+        /* attention sink: one more logit per head (dim 2) in the normaliser only */
+        const float *snk = dst->src[2] ? (const float *)dst->src[2]->data + i2 : NULL;
+        float mx = snk ? *snk : -INFINITY;
         for (int64_t i = 0; i < ne0; i++) {
             float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
             if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
@@ -207,6 +216,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
             continue;
         }
         double sum = loom_kernels_get()->exp_sum_f32(ne0, d, mx);
+        if (snk) sum += exp((double)*snk - (double)mx);
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
     }

@@ -19,7 +19,7 @@ static loom_status build(loom_model *m, const llm_batch *b, loom_ctx **ctx_out, 
     loom_ctx *ctx;
     loom_status s = loom_backend_ctx_new(m->be, 0, &ctx, err);
     if (s) return s;
-    loom_tensor *out = llm_build_llama(m, ctx, b);
+    loom_tensor *out = m->arch->build(m, ctx, b);
     loom_ctx_forward(ctx, out);
     s = loom_ctx_status(ctx);
     if (s) {
@@ -57,6 +57,12 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t scores = fa ? 0 : 2 * L * T * H * 4 + conv;
     uint64_t attn = proj > scores ? proj : scores;
     uint64_t ffn = 3 * F * T * 4;
+    if (m->hx.n_expert > 0) {
+        /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
+         * the down projection before the weighted sum */
+        const uint64_t K = (uint64_t)m->hx.n_expert_used, FE = (uint64_t)m->hx.n_ff_exp;
+        ffn = (2 * (uint64_t)m->hx.n_expert + 3 * FE * K + E * K) * T * 4;
+    }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */
     /* CPU inputs: tokens/positions/ids, the embeddings, and the KQ mask twice (the
@@ -189,6 +195,10 @@ static loom_status dec_retarget(loom_model *m, const loom_batch *rows, int n_out
     if (!s) s = loom_tensor_write(io->outs, m->out_ids, (size_t)n_out * sizeof *m->out_ids);
     for (int g = 0; g < m->kv.n_groups && !s; g++)
         s = loom_tensor_write(io->mask[g], m->kv.grp[g].mask, llm_kv_mask_floats(&m->kv, g, T) * sizeof(float));
+    if (!s && io->attn_temp) {
+        llm_attn_temp_fill(m, rows->pos, T, m->attn_temp);
+        s = loom_tensor_write(io->attn_temp, m->attn_temp, (size_t)T * sizeof(float));
+    }
     for (int il = 0; il < m->hp.n_layer && !s; il++) {
         size_t k_off, v_off;
         llm_kv_store_offsets(&m->kv, il, m->kv.grp[m->kv.layer_group[il]].cells.loc, &k_off, &v_off);

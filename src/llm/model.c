@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "llm_graph.h"
 #include "quant/alloc.h"
 
 #define LLM_MAX_DIM ((int64_t)1 << 24) /* sanity bound on every hyperparameter */
@@ -21,21 +21,9 @@ loom_model_params loom_model_default_params(void) {
 
 /* ------------------------------------------------------------------ hyperparameters */
 
-typedef struct arch_desc {
-    const char *name;
-    loom_rope_mode rope_mode;
-} arch_desc;
-
-static const arch_desc k_archs[] = {
-    {"llama", LOOM_ROPE_NORMAL},
-    {"mistral", LOOM_ROPE_NORMAL},
-    {"qwen2", LOOM_ROPE_NEOX},
-    {"qwen3", LOOM_ROPE_NEOX},
-};
-
 /* Integer key "<arch>.<key>"; an array of equal integers (per-layer values) is
  * accepted too. Absent: *out = def, or NOT_FOUND when required. */
-static loom_status get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
+loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
                                int64_t def, int64_t *out, loom_error *err) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", arch, key);
@@ -70,7 +58,7 @@ static loom_status get_int_key(const loom_gguf *g, const char *arch, const char 
     return LOOM_OK;
 }
 
-static loom_status get_float_key(const loom_gguf *g, const char *arch, const char *key, double def,
+loom_status llm_get_float_key(const loom_gguf *g, const char *arch, const char *key, double def,
                                  double *out, bool *present, loom_error *err) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", arch, key);
@@ -101,44 +89,44 @@ static loom_status check_range(const char *what, int64_t v, int64_t lo, int64_t 
     return LOOM_OK;
 }
 
-loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loom_error *err) {
+loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm_hparams_x *hx,
+                             const llm_arch **arch_out, loom_error *err) {
     const loom_gguf *g = loom_backend_gguf(be);
     memset(hp, 0, sizeof *hp);
+    memset(hx, 0, sizeof *hx);
     const char *arch = loom_backend_arch(be);
     if (!arch || !*arch)
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: key 'general.architecture' is missing");
-    const arch_desc *ad = NULL;
-    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++)
-        if (!strcmp(arch, k_archs[i].name)) ad = &k_archs[i];
+    const llm_arch *ad = llm_arch_find(arch);
     if (!ad)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "model: architecture '%s' is not supported (llama, mistral, qwen2, qwen3)",
-                              arch);
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: architecture '%s' is not supported (%s)",
+                              arch, llm_arch_names());
+    *arch_out = ad;
     snprintf(hp->arch, sizeof hp->arch, "%s", arch);
     hp->rope_mode = ad->rope_mode;
 
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, dk, dv, n_rot, n_ctx_train;
     loom_status s;
-    if ((s = get_int_key(g, arch, "embedding_length", true, 0, &n_embd, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "embedding_length", true, 0, &n_embd, err))) return s;
     if ((s = check_range("embedding_length", n_embd, 1, LLM_MAX_DIM, err))) return s;
-    if ((s = get_int_key(g, arch, "block_count", true, 0, &n_layer, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "block_count", true, 0, &n_layer, err))) return s;
     if ((s = check_range("block_count", n_layer, 1, 4096, err))) return s;
     if (n_layer != loom_backend_block_count(be))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: block_count %lld disagrees with backend (%d)",
                               (long long)n_layer, loom_backend_block_count(be));
-    if ((s = get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
-    if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, &n_head_kv, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "attention.head_count_kv", false, n_head, &n_head_kv, err))) return s;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
     if (n_head % n_head_kv)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: head_count %lld is not a multiple of head_count_kv %lld",
                               (long long)n_head, (long long)n_head_kv);
-    if ((s = get_int_key(g, arch, "feed_forward_length", true, 0, &n_ff, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "feed_forward_length", true, 0, &n_ff, err))) return s;
     if ((s = check_range("feed_forward_length", n_ff, 1, LLM_MAX_DIM, err))) return s;
     int64_t def_dk = n_embd / n_head;
-    if ((s = get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;
-    if ((s = get_int_key(g, arch, "attention.value_length", false, dk, &dv, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "attention.value_length", false, dk, &dv, err))) return s;
     if ((s = check_range("attention.key_length", dk, 1, 65536, err))) return s;
     if ((s = check_range("attention.value_length", dv, 1, 65536, err))) return s;
     if (dk == def_dk && def_dk * n_head != n_embd)
@@ -146,21 +134,21 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loo
                               "model: embedding_length %lld is not a multiple of head_count %lld "
                               "and attention.key_length is absent",
                               (long long)n_embd, (long long)n_head);
-    if ((s = get_int_key(g, arch, "rope.dimension_count", false, dk, &n_rot, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "rope.dimension_count", false, dk, &n_rot, err))) return s;
     if ((s = check_range("rope.dimension_count", n_rot, 0, dk, err))) return s;
     if (n_rot % 2)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: rope.dimension_count %lld is odd",
                               (long long)n_rot);
-    if ((s = get_int_key(g, arch, "context_length", false, 0, &n_ctx_train, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "context_length", false, 0, &n_ctx_train, err))) return s;
     if (n_ctx_train < 0 || n_ctx_train > ((int64_t)1 << 30)) n_ctx_train = 0;
 
     double eps, base, scale_factor = 1.0, scale_linear = 1.0;
     bool has_factor = false, has_linear = false;
-    if ((s = get_float_key(g, arch, "attention.layer_norm_rms_epsilon", 1e-5, &eps, NULL, err))) return s;
+    if ((s = llm_get_float_key(g, arch, "attention.layer_norm_rms_epsilon", 1e-5, &eps, NULL, err))) return s;
     if (!(eps > 0 && eps < 1))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.layer_norm_rms_epsilon = %g is out of range",
                               arch, eps);
-    if ((s = get_float_key(g, arch, "rope.freq_base", 10000.0, &base, NULL, err))) return s;
+    if ((s = llm_get_float_key(g, arch, "rope.freq_base", 10000.0, &base, NULL, err))) return s;
     if (!(base > 1))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base = %g is out of range", arch, base);
     double freq_scale = 1.0;
@@ -170,12 +158,14 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loo
     bool linear = false;
     if (loom_gguf_get_str(g, key, &st) == LOOM_OK) {
         if (st.len == 6 && !memcmp(st.ptr, "linear", 6)) linear = true;
+        else if (st.len == 4 && !memcmp(st.ptr, "yarn", 4)) linear = hx->yarn = true;
+        else if (st.len == 8 && !memcmp(st.ptr, "longrope", 8)) hx->longrope = true;
         else if (!(st.len == 4 && !memcmp(st.ptr, "none", 4)))
             return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: rope scaling type '%.*s' is not supported",
                                   (int)(st.len > 32 ? 32 : st.len), st.ptr);
     }
-    if ((s = get_float_key(g, arch, "rope.scaling.factor", 1.0, &scale_factor, &has_factor, err))) return s;
-    if ((s = get_float_key(g, arch, "rope.scale_linear", 1.0, &scale_linear, &has_linear, err))) return s;
+    if ((s = llm_get_float_key(g, arch, "rope.scaling.factor", 1.0, &scale_factor, &has_factor, err))) return s;
+    if ((s = llm_get_float_key(g, arch, "rope.scale_linear", 1.0, &scale_linear, &has_linear, err))) return s;
     if (has_linear && !(scale_linear > 0))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scale_linear = %g is out of range", arch, scale_linear);
     if (has_factor && !(scale_factor > 0))
@@ -196,13 +186,32 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loo
     hp->rope_base = (float)base;
     hp->rope_freq_scale = (float)freq_scale;
     hp->tied_output = loom_gguf_find_tensor(g, "output.weight") < 0;
-    return LOOM_OK;
+    hx->rope_attn_factor = 1.0f;
+    hx->rope_scale_swa = 1.0f;
+    hx->rope_base_swa = hp->rope_base;
+    hx->n_ctx_orig = hp->n_ctx_train;
+    hx->yarn_beta_fast = 32.0f;
+    hx->yarn_beta_slow = 1.0f;
+    int64_t orig;
+    if ((s = llm_get_int_key(g, arch, "rope.scaling.original_context_length", false, 0, &orig, err))) return s;
+    if ((s = check_range("rope.scaling.original_context_length", orig, 0, (int64_t)1 << 30, err))) return s;
+    if (orig > 0) hx->n_ctx_orig = (int)orig;
+    double af;
+    bool has_af;
+    if ((s = llm_get_float_key(g, arch, "rope.scaling.attn_factor", 1.0, &af, &has_af, err))) return s;
+    if (!(af > 0 && af < 1e3))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scaling.attn_factor = %g is out of range", arch, af);
+    hx->rope_attn_factor = (float)af;
+    if ((hx->yarn || hx->longrope) && ad->build == llm_build_llama)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.rope.scaling.type '%s' is not supported for %s",
+                              arch, hx->yarn ? "yarn" : "longrope", arch);
+    return ad->hparams ? ad->hparams(g, hp, hx, err) : LOOM_OK;
 }
 
 /* ------------------------------------------------------------------ weights */
 
-static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1,
-                         loom_error *err, loom_status *st, const char *fmt, int il) {
+loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                             loom_error *err, loom_status *st, const char *fmt, int il) {
     char name[LOOM_GGUF_MAX_NAME];
     snprintf(name, sizeof name, fmt, il);
     if (*st) return NULL;
@@ -211,15 +220,15 @@ static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int
         if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor '%s' is missing", name);
         return NULL;
     }
-    int64_t want[4] = {ne0, ne1, 1, 1};
+    int64_t want[4] = {ne0, ne1, ne2, 1};
     for (int i = 0; i < 4; i++) {
         if (loom_tensor_ne(t, i) != want[i]) {
             *st = loom_error_set(err, LOOM_ERR_FORMAT,
                                  "model: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
-                                 "[%lld, %lld]",
+                                 "[%lld, %lld, %lld]",
                                  name, (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
                                  (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3),
-                                 (long long)ne0, (long long)ne1);
+                                 (long long)ne0, (long long)ne1, (long long)ne2);
             return NULL;
         }
     }
@@ -227,6 +236,18 @@ static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int
 }
 
 loom_status llm_bind_weights(loom_model *m, loom_error *err) {
+    loom_status s = m->arch->bind(m, err);
+    /* sliding-window layers: the cache's window W counts the positions before the
+     * token (masked iff q < p - W), llama.cpp's n_swa the token too (masked iff
+     * p - q >= n_swa): W = n_swa - 1 */
+    for (int il = 0; !s && m->kv_types && il < m->hp.n_layer; il++)
+        if (llm_layer_is_swa(&m->hx, il)) m->kv_types[il].window = m->hx.n_swa - 1;
+    return s;
+}
+
+#define bind(be, req, a, b, err, st, fmt, il) llm_bind_tensor(be, req, a, b, 1, err, st, fmt, il)
+
+loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     loom_model_hparams *hp = &m->hp;
     loom_status st = LOOM_OK;
@@ -332,7 +353,7 @@ loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, in
     loom_model *m = loom_calloc(1, sizeof *m);
     if (!m) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
     m->be = be;
-    loom_status s = llm_load_hparams(be, &m->hp, err);
+    loom_status s = llm_load_hparams(be, &m->hp, &m->hx, &m->arch, err);
     if (!s) {
         m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
         m->kv_types = loom_calloc((size_t)m->hp.n_layer, sizeof *m->kv_types);
@@ -398,7 +419,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     loom_status s = loom_backend_open(params->path, &bp, &m->be, err);
     if (s) goto fail;
 
-    if ((s = llm_load_hparams(m->be, &m->hp, err))) goto fail;
+    if ((s = llm_load_hparams(m->be, &m->hp, &m->hx, &m->arch, err))) goto fail;
     m->layers = loom_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     m->kv_types = loom_calloc((size_t)m->hp.n_layer, sizeof *m->kv_types);
     if (!m->layers || !m->kv_types) {
@@ -416,10 +437,11 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
 
     m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
     m->row_out = loom_malloc((size_t)m->n_batch * sizeof *m->row_out);
+    m->attn_temp = loom_malloc((size_t)m->n_batch * sizeof *m->attn_temp);
     m->logits_cap = (size_t)m->hp.n_vocab;
     m->logits = loom_malloc(m->logits_cap * sizeof *m->logits);
     m->dec.io.store = loom_calloc(4 * (size_t)m->hp.n_layer, sizeof *m->dec.io.store);
-    if (!m->out_ids || !m->row_out || !m->logits || !m->dec.io.store ||
+    if (!m->out_ids || !m->row_out || !m->attn_temp || !m->logits || !m->dec.io.store ||
         loom_batch_init(&m->eb, m->n_batch, 1, NULL)) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
         goto fail;
@@ -457,6 +479,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->kv_types);
     loom_free(m->out_ids);
     loom_free(m->row_out);
+    loom_free(m->attn_temp);
     loom_batch_free(&m->eb);
     loom_free(m->logits);
     loom_free(m);

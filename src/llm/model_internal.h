@@ -18,6 +18,14 @@ typedef struct llm_layer {
     loom_tensor *rope_freqs;          /* optional */
     loom_tensor *ffn_norm;
     loom_tensor *ffn_gate, *ffn_up, *ffn_down;
+    /* other architectures (arch_*.c) */
+    loom_tensor *wqkv, *bqkv;                   /* phi3: fused q|k|v rows */
+    loom_tensor *attn_post_norm, *ffn_post_norm; /* gemma2/3 */
+    loom_tensor *rope_long, *rope_short;        /* phi3 LongRoPE (per-layer copies) */
+    loom_tensor *sinks;                         /* gpt-oss attention sinks [n_head] */
+    loom_tensor *ffn_gate_inp, *ffn_gate_inp_b; /* MoE router [E, n_expert] */
+    loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;   /* [.., .., n_expert] */
+    loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -138,6 +146,7 @@ typedef struct llm_graph_io {
     loom_tensor *tok, *pos, *outs; /* input leafs */
     loom_tensor *mask[LLM_KV_MAX_GROUPS]; /* the F32 input leaf of each group's mask */
     loom_tensor **store;           /* [4 * n_layer]: per layer the K view, K copy, V view, V copy */
+    loom_tensor *attn_temp;        /* the query temperature leaf [1, 1, T] (or NULL) */
 } llm_graph_io;
 
 /* What one forward graph evaluates. */
@@ -149,6 +158,30 @@ typedef struct llm_batch {
     bool reserve;           /* worst case: whole cache visible, inputs uninitialised */
     llm_graph_io *io;       /* filled by the builder when not NULL */
 } llm_batch;
+
+/* Hyperparameters beyond loom_model_hparams, for the architectures of arch_*.c (0 = off). */
+typedef struct llm_hparams_x {
+    int n_expert, n_expert_used, n_ff_exp;  /* MoE */
+    int n_swa;               /* attention.sliding_window (0: no sliding layers) */
+    int swa_period;          /* sliding layers: il % period < period - 1 (llama.cpp's rule) */
+    float rope_base_swa;     /* rope.freq_base_swa (sliding layers) */
+    float rope_scale_swa;    /* freq scale of sliding layers (1: no scaling) */
+    float attn_softcap;      /* attn_logit_softcapping */
+    float final_softcap;     /* final_logit_softcapping */
+    float q_scale;           /* query scale before attention (then kq scale 1); 0: 1/sqrt(Dk) on kq */
+    float embd_scale;        /* input embeddings * embd_scale (0: none) */
+    int n_ctx_orig;          /* rope.scaling.original_context_length (0: n_ctx_train) */
+    float rope_attn_factor;  /* rope.scaling.attn_factor (default 1) */
+    bool yarn;               /* rope.scaling.type == yarn */
+    float yarn_log_mul;      /* rope.scaling.yarn_log_multiplier (0: none) */
+    float yarn_beta_fast, yarn_beta_slow;
+    bool longrope;           /* phi3 rope_factors_long/short present */
+    float attn_temp_scale;   /* mistral3 / llama4 query temperature (0: off) */
+    int attn_temp_floor;     /* attention.temperature_length */
+    float swiglu_limit;      /* gpt-oss clamped SwiGLU limit (0: plain SwiGLU) */
+} llm_hparams_x;
+
+struct llm_arch;
 
 struct loom_model {
     loom_backend *be;
@@ -188,7 +221,40 @@ struct loom_model {
         int64_t T, n_out, start[LLM_KV_MAX_GROUPS], L[LLM_KV_MAX_GROUPS];
         llm_graph_io io; /* io.store allocated at open */
     } dec;
+
+    /* architecture (arch.c) and its extra hyperparameters */
+    const struct llm_arch *arch;
+    llm_hparams_x hx;
+    float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
 };
+
+/* An architecture: name, rope mode, its extra keys, weight binding and graph. */
+typedef struct llm_arch {
+    const char *name;
+    loom_rope_mode rope_mode;
+    /* extra keys after the common ones (NULL: none) */
+    loom_status (*hparams)(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+    loom_status (*bind)(loom_model *m, loom_error *err);
+    loom_tensor *(*build)(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+} llm_arch;
+
+/* arch.c: the architecture called name, or NULL; the supported names for messages. */
+const llm_arch *llm_arch_find(const char *name);
+const char *llm_arch_names(void);
+
+/* model.c key and tensor helpers for arch_*.c. Keys are "<arch>.<key>". */
+loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
+                            int64_t def, int64_t *out, loom_error *err);
+loom_status llm_get_float_key(const loom_gguf *g, const char *arch, const char *key, double def,
+                              double *out, bool *present, loom_error *err);
+/* The tensor name (printf fmt with the layer il) of shape [ne0, ne1, ne2] (ne2 = 1 for 2-D),
+ * NULL when absent and not required; *st set (once) on a missing or misshapen tensor. */
+loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                             loom_error *err, loom_status *st, const char *fmt, int il);
+/* llm_graph.c: query temperatures of the T positions pos into host (mistral3). */
+void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host);
+/* The llama family's weights (llama.c). */
+loom_status llm_bind_llama(loom_model *m, loom_error *err);
 
 /* kvcache.c */
 /* n_ctx tokens per sequence, n_seq sequences, batches up to n_batch; types [n_layer]
@@ -236,7 +302,8 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* Index of the first largest of n values (NaN never wins; 0 when x[0] is NaN or no
  * value exceeds -inf); -1 for n <= 0. */
 int32_t llm_argmax_f32(const float *x, int32_t n);
-loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, loom_error *err);
+loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm_hparams_x *hx,
+                             const llm_arch **arch, loom_error *err);
 loom_status llm_bind_weights(loom_model *m, loom_error *err);
 
 /* generate.c: run one checked batch (T <= n_batch) and store the logits of the rows

@@ -105,7 +105,8 @@ typedef enum {
     W_JSON_NAME_ARGS,   /* {"name": N, "arguments": A} */
     W_JSON_NAME_PARAMS, /* {"name": N, "parameters": A} (Llama 3) */
     W_JSON_TOOL_NAME,   /* {"tool_name": N, "parameters": A} (Command-R7B) */
-    W_ARGS              /* the arguments only; the name is written by the wrapper */
+    W_ARGS,             /* the arguments only; the name is written by the wrapper */
+    W_XML               /* one parameter per element (xml-function, glm, minimax) */
 } what;
 
 /* The schema rule of tool i (prefix "t<i>-"): a call object or the arguments. */
@@ -142,6 +143,137 @@ static bool put_tool_rules(srv_buf *b, int i, const char *name, const json_t *pa
     return true;
 }
 
+/* Whether a property's value is written as raw text in the XML styles (the parser
+ * keeps it a string): type "string", or an enum of strings only. */
+static bool raw_text_value(const json_t *ps) {
+    const json_t *ty = json_object_get(ps, "type");
+    if (json_is_string(ty)) return !strcmp(json_string_value(ty), "string");
+    const json_t *en = json_object_get(ps, "enum");
+    if (!json_is_array(en) || !json_array_size(en) || ty) return false;
+    for (size_t i = 0; i < json_array_size(en); i++)
+        if (!json_is_string(json_array_get(en, i))) return false;
+    return true;
+}
+
+/* One call in an XML style: loom-tool-call-<n> (and the rules of its values). Values
+ * of string parameters are raw text without '<' (an enum: its values; maxLength and
+ * minLength bound it); others follow the property's schema as JSON. Properties come in
+ * the order of "properties", the required ones mandatory, the others optional. */
+static bool put_xml_call(srv_buf *b, const loom_chat_syntax *syn, const char *tmpl, const loom_tokenizer *tok, int i,
+                         int n, const char *name, const json_t *params, srv_err *e) {
+    const json_t *props = json_object_get(params, "properties");
+    const json_t *req = json_object_get(params, "required");
+    const char *key;
+    const json_t *ps;
+    int j = 0;
+    /* the value rules */
+    json_object_foreach((json_t *)props, key, ps) {
+        srv_buf_printf(b, "t%d-v%d ::= ", i, j);
+        if (raw_text_value(ps)) {
+            const json_t *en = json_object_get(ps, "enum");
+            if (json_is_array(en) && json_array_size(en)) {
+                for (size_t k = 0; k < json_array_size(en); k++) {
+                    if (k) srv_buf_puts(b, "| ");
+                    const char *v = json_string_value(json_array_get(en, k));
+                    put_lit(b, v, strlen(v));
+                }
+            } else {
+                const json_t *mx = json_object_get(ps, "maxLength"), *mn = json_object_get(ps, "minLength");
+                long lo = json_is_integer(mn) && json_integer_value(mn) > 0 ? (long)json_integer_value(mn) : 0;
+                long hi = json_is_integer(mx) && json_integer_value(mx) >= 0 ? (long)json_integer_value(mx) : -1;
+                if (lo > 2000) lo = 2000;
+                if (hi > 2000) hi = -1;
+                if (hi >= 0 && hi < lo) hi = lo;
+                if (hi >= 0) srv_buf_printf(b, "[^<]{%ld,%ld}", lo, hi);
+                else if (lo) srv_buf_printf(b, "[^<]{%ld,}", lo);
+                else srv_buf_puts(b, "[^<]*");
+            }
+            srv_buf_puts(b, "\n");
+        } else {
+            char pre[40];
+            snprintf(pre, sizeof pre, "t%d-p%d-", i, j);
+            srv_buf_printf(b, "%sroot\n", pre);
+            char *text = json_dumps(ps, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *g = NULL;
+            size_t gl = 0;
+            loom_error err = {0};
+            loom_status st = text ? loom_json_schema_to_gbnf(text, strlen(text), &g, &gl, &err) : LOOM_ERR_NOMEM;
+            free(text);
+            if (st) {
+                srv_err_set(e, st == LOOM_ERR_NOMEM ? 500 : 400,
+                            "tools: the parameters of \"%.128s\" cannot be enforced: %s", name, err.msg);
+                return false;
+            }
+            put_prefixed(b, g, gl, pre);
+            free(g);
+        }
+        j++;
+    }
+    /* the call */
+    size_t nl = strlen(name);
+    srv_buf_printf(b, "loom-tool-call-%d ::= ", n);
+    const char *tag = tmpl && strstr(tmpl, "<seed:tool_call>") ? "seed:tool_call" : "tool_call";
+    char t1[40], t2[40];
+    snprintf(t1, sizeof t1, "<%s>", tag);
+    snprintf(t2, sizeof t2, "</%s>", tag);
+    if (syn->format == LOOM_CHAT_FORMAT_XML_FUNCTION) {
+        put_marker(b, tok, t1);
+        put_lit(b, "\n<function=", 11);
+        put_lit(b, name, nl);
+        put_lit(b, ">\n", 2);
+    } else if (syn->format == LOOM_CHAT_FORMAT_GLM) {
+        put_marker(b, tok, "<tool_call>");
+        put_lit(b, name, nl);
+        put_lit(b, "\n", 1);
+    } else {
+        put_marker(b, tok, "<minimax:tool_call>");
+        put_lit(b, "\n<invoke name=\"", 15);
+        put_lit(b, name, nl);
+        put_lit(b, "\">\n", 3);
+    }
+    j = 0;
+    json_object_foreach((json_t *)props, key, ps) {
+        bool required = false;
+        for (size_t k = 0; k < json_array_size(req); k++)
+            if (json_is_string(json_array_get(req, k)) && !strcmp(json_string_value(json_array_get(req, k)), key))
+                required = true;
+        size_t kl = strlen(key);
+        if (!required) srv_buf_puts(b, "( ");
+        if (syn->format == LOOM_CHAT_FORMAT_XML_FUNCTION) {
+            put_lit(b, "<parameter=", 11);
+            put_lit(b, key, kl);
+            put_lit(b, ">\n", 2);
+            srv_buf_printf(b, "t%d-v%d ", i, j);
+            put_lit(b, "\n</parameter>\n", 14);
+        } else if (syn->format == LOOM_CHAT_FORMAT_GLM) {
+            put_lit(b, "<arg_key>", 9);
+            put_lit(b, key, kl);
+            put_lit(b, "</arg_key>\n<arg_value>", 22);
+            srv_buf_printf(b, "t%d-v%d ", i, j);
+            put_lit(b, "</arg_value>\n", 13);
+        } else {
+            put_lit(b, "<parameter name=\"", 17);
+            put_lit(b, key, kl);
+            put_lit(b, "\">", 2);
+            srv_buf_printf(b, "t%d-v%d ", i, j);
+            put_lit(b, "</parameter>\n", 13);
+        }
+        if (!required) srv_buf_puts(b, ")? ");
+        j++;
+    }
+    if (syn->format == LOOM_CHAT_FORMAT_XML_FUNCTION) {
+        put_lit(b, "</function>\n", 12);
+        put_marker(b, tok, t2);
+    } else if (syn->format == LOOM_CHAT_FORMAT_GLM) {
+        put_marker(b, tok, "</tool_call>");
+    } else {
+        put_lit(b, "</invoke>\n", 10);
+        put_marker(b, tok, "</minimax:tool_call>");
+    }
+    srv_buf_puts(b, "\n");
+    return true;
+}
+
 bool srv_tool_gbnf(const loom_chat_syntax *syn, const char *tmpl, const json_t *tools, const char *only,
                    bool parallel, bool close_think, const loom_tokenizer *tok, srv_buf *b, srv_err *e) {
     what w;
@@ -158,7 +290,10 @@ bool srv_tool_gbnf(const loom_chat_syntax *syn, const char *tmpl, const json_t *
     case LOOM_CHAT_FORMAT_FUNCTIONARY_V3_2:
     case LOOM_CHAT_FORMAT_KIMI_K2:
     case LOOM_CHAT_FORMAT_HARMONY: w = W_ARGS; break;
-    default: e->status = 0; return false; /* plain, xml-function, glm, minimax: not forced */
+    case LOOM_CHAT_FORMAT_XML_FUNCTION:
+    case LOOM_CHAT_FORMAT_GLM:
+    case LOOM_CHAT_FORMAT_MINIMAX: w = W_XML; break;
+    default: e->status = 0; return false; /* plain: not forced */
     }
     if (syn->format == LOOM_CHAT_FORMAT_HARMONY) parallel = false; /* one call per message */
     if (syn->format == LOOM_CHAT_FORMAT_JSON_ARRAY_TAG && (!syn->open_tag || !syn->close_tag)) {
@@ -177,6 +312,16 @@ bool srv_tool_gbnf(const loom_chat_syntax *syn, const char *tmpl, const json_t *
         const json_t *params = json_object_get(f, "parameters");
         json_t *dflt = NULL;
         if (!json_is_object(params)) params = dflt = json_pack("{s:s}", "type", "object");
+        if (w == W_XML) {
+            bool ok = params && put_xml_call(b, syn, tmpl, tok, (int)i, n_used, name, params, e);
+            json_decref(dflt);
+            if (!ok) {
+                if (!params) srv_err_set(e, 500, "out of memory");
+                return false;
+            }
+            n_used++;
+            continue;
+        }
         bool ok = params && put_tool_rules(b, (int)i, name, params, w, e);
         json_decref(dflt);
         if (!ok) {

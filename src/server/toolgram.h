@@ -12,9 +12,11 @@
  *
  * Families: hermes (Qwen 2.5/3, Hermes, SmolLM3...), llama3 (JSON), mistral (both
  * forms), deepseek-r1, deepseek-v3.1, granite, functionary v3.1 / v3.2, command-r7b,
- * json-array-tag, kimi-k2, harmony (one call), xml-function. glm and minimax (and
- * plain) are not forced: srv_tool_gbnf returns false with e->status 0, and the caller
- * falls back to "auto". Pure; thread-safe.
+ * json-array-tag, kimi-k2, harmony (one call), and the XML styles xml-function
+ * (Qwen3-Coder, Seed-OSS), glm and minimax (string parameters as raw text without
+ * '<', bounded by maxLength; other values as JSON by their schema). plain is not
+ * forced: srv_tool_gbnf returns false with e->status 0, and the caller falls back to
+ * "auto". Pure; thread-safe.
  */
 #ifndef LOOM_SERVER_TOOLGRAM_H
 #define LOOM_SERVER_TOOLGRAM_H

@@ -645,6 +645,7 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
     case LOOM_OP_COS: case LOOM_OP_TANH: case LOOM_OP_SIGMOID: case LOOM_OP_SILU: case LOOM_OP_RELU:
     case LOOM_OP_GELU: case LOOM_OP_QUICK_GELU: case LOOM_OP_CLAMP:
         if (t->op == LOOM_OP_SILU && t->src[1] && t->src[1]->type != LOOM_TYPE_F32) return false;
+        if (t->op == LOOM_OP_GELU && loom_get_op_param_f32(t, 0) != 0.0f) return false; /* gelu_f16 */
         return all_fit(d, t) && is_plain_float(t->src[0]->type) && is_plain_float(t->type) &&
                loom_nelements(t) <= UINT32_MAX;
     case LOOM_OP_DUP: case LOOM_OP_CPY: return copy_supported(d, t) && loom_nelements(t) <= UINT32_MAX;
@@ -655,6 +656,7 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
         return all_fit(d, t);
     case LOOM_OP_SOFT_MAX:
         if (t->src[0]->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
+        if (t->src[2]) return false; /* attention sinks: CPU only */
         if (t->src[1] && ((t->src[1]->type != LOOM_TYPE_F32 && t->src[1]->type != LOOM_TYPE_F16) ||
                           t->src[1]->nb[0] != loom_type_size(t->src[1]->type)))
             return false;

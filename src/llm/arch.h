@@ -1,0 +1,39 @@
+/*
+ * arch.h (internal) - the architectures of arch_*.c (see arch.c for the table).
+ */
+#ifndef LOOM_LLM_ARCH_H
+#define LOOM_LLM_ARCH_H
+
+#include "llm_graph.h"
+
+/* rope.scaling.yarn_beta_fast / yarn_beta_slow / yarn_log_multiplier */
+loom_status llm_arch_yarn_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
+                               loom_error *err);
+/* MoE keys: expert_count, expert_used_count, expert_feed_forward_length (required). */
+loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
+                              loom_error *err);
+/* attention.sliding_window (required or not, default def) and sliding_window_pattern
+ * (default period); a window < 1 is an error naming the key. */
+loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
+                              int64_t def, int period, loom_error *err);
+
+loom_status llm_qwen3moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_qwen3moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
+loom_status llm_phi3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_phi3_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
+loom_status llm_gemma2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gemma3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gemma_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_gemma_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
+loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
+loom_status llm_gptoss_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gptoss_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_gptoss_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * arch_mistral3.c - Mistral Small 3.x / Ministral 3 (text): the llama graph (llama.c)
+ * with llm_graph.h's blocks, so that YaRN (rope.scaling.*) and the position-dependent
+ * query temperature apply. Kept apart from llama.c so that file stays as it was.
+ *
+ *   h = token_embd[tokens]                                     [E, T]
+ *   per layer il:
+ *     x = rms_norm(h) * attn_norm
+ *     q = Wq x (+bq) -> [Dk, H, T]   k = Wk x (+bk) -> [Dk, Hkv, T]   v = Wv x (+bv) -> [Dv, Hkv, T]
+ *     (qwen3: q, k = rms_norm per head * q_norm / k_norm)
+ *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen)
+ *     (mistral3: YaRN; q *= 1 + temperature_scale * log(floor(pos / original_ctx) + 1))
+ *     cache[il] <- k, v;  K, V = cache[il][0 .. L)
+ *     a = sdpa(q, K, V, mask, 1/sqrt(Dk)) -> [Dv*H, T]
+ *     x = Wo a (+bo);  (last layer: keep only the output rows of x and h)
+ *     h = h + x
+ *     x = rms_norm(h) * ffn_norm;  h = h + Wdown (silu(Wgate x) * (Wup x))
+ *   logits = Woutput (rms_norm(h) * output_norm)               [V, n_outputs]
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "arch.h"
+
+#define named llm_named
+#define linear llm_linear
+
+loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens, E = hp->n_embd;
+    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *pos = in.pos, *outs = in.outs, *mask = in.mask;
+
+    const float kq_scale = 1.0f / sqrtf((float)DK);
+    loom_tensor *h = named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
+
+        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+        loom_tensor *q = loom_reshape(ctx, linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
+        loom_tensor *k = loom_reshape(ctx, linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
+        loom_tensor *v = loom_reshape(ctx, linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+        if (ly->q_norm) q = named(loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps), "q_norm", il);
+        if (ly->k_norm) k = named(loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps), "k_norm", il);
+        q = named(llm_rope(m, ctx, q, pos, il, ly->rope_freqs), "q", il);
+        k = named(llm_rope(m, ctx, k, pos, il, ly->rope_freqs), "k", il);
+        named(v, "v", il);
+        /* mistral3 / llama4: position-dependent query temperature */
+        if (in.attn_temp) q = named(loom_mul(ctx, q, in.attn_temp), "q_temp", il);
+
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, mask, kq_scale, 0.0f, NULL);
+        x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+
+        if (il == hp->n_layer - 1) {
+            /* only the requested rows continue past the last attention */
+            x = loom_get_rows(ctx, x, outs);
+            r = loom_get_rows(ctx, r, outs);
+        }
+        h = named(loom_add(ctx, x, r), "ffn_inp", il);
+        x = named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
+        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
+        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
+        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+        h = named(loom_add(ctx, x, h), "l_out", il);
+    }
+    (void)E;
+    h = named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "result_norm", -1);
+    return named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+}

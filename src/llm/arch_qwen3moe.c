@@ -1,0 +1,86 @@
+/*
+ * arch_qwen3moe.c - Qwen3-MoE: the qwen3 attention (q/k RMS norms per head, NEOX rope)
+ * and a mixture-of-experts FFN: softmax over all experts, top-k, weights renormalised
+ * to sum 1 (llama.cpp passes norm_w = true for this architecture; no key states it).
+ *
+ *   h = token_embd[tokens]
+ *   per layer: x = rms_norm(h) * attn_norm; q, k, v; q, k = rms_norm per head * q/k_norm;
+ *     rope; h += Wo attn(q, k, v)
+ *     x = rms_norm(h) * ffn_norm; h += moe(x)
+ *   logits = Woutput (rms_norm(h) * output_norm)
+ */
+#include <math.h>
+
+#include "arch.h"
+
+loom_status llm_qwen3moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    return llm_arch_moe_keys(g, hp, hx, err);
+}
+
+loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    loom_status st = LOOM_OK;
+    const int64_t E = hp->n_embd, DK = hp->head_dim_k, NE = hx->n_expert, FE = hx->n_ff_exp;
+    const int64_t HQ = hp->n_head * DK, HK = hp->n_head_kv * DK, HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int)V;
+    m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
+    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.weight", 0);
+    m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, &st, "blk.%d.attn_q.weight", il);
+        L->wk = llm_bind_tensor(be, true, E, HK, 1, err, &st, "blk.%d.attn_k.weight", il);
+        L->wv = llm_bind_tensor(be, true, E, HV, 1, err, &st, "blk.%d.attn_v.weight", il);
+        L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+        L->q_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
+        L->k_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+        L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
+        L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
+        L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+    }
+    return st;
+}
+
+loom_tensor *llm_qwen3moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens, H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    const float kq_scale = 1.0f / sqrtf((float)DK);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
+        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+        loom_tensor *q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq, x), 3, ne_q);
+        loom_tensor *k = loom_reshape(ctx, loom_mul_mat(ctx, ly->wk, x), 3, ne_k);
+        loom_tensor *v = loom_reshape(ctx, loom_mul_mat(ctx, ly->wv, x), 3, ne_v);
+        q = loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps);
+        k = loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps);
+        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
+        x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            r = loom_get_rows(ctx, r, in.outs);
+        }
+        h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+        x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
+        x = llm_moe_ffn(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true, 0.0f, il);
+        h = llm_named(loom_add(ctx, x, h), "l_out", il);
+    }
+    h = llm_named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "result_norm", -1);
+    return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+}

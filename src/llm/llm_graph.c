@@ -1,0 +1,203 @@
+/*
+ * llm_graph.c - graph building blocks shared by the architectures (llm_graph.h).
+ * Facts about what llama.cpp computes are cited where a rule is not stated by a key.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "llm_graph.h"
+
+loom_tensor *llm_named(loom_tensor *t, const char *what, int il) {
+    /* "%s-%d" by hand: snprintf was a visible part of the per-token graph build */
+    char name[LOOM_MAX_NAME];
+    size_t n = 0;
+    for (; n < 40 && what[n]; n++) name[n] = what[n];
+    if (il >= 0) {
+        char dig[12];
+        int nd = 0;
+        unsigned v = (unsigned)il;
+        do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 11);
+        name[n++] = '-';
+        while (nd > 0) name[n++] = dig[--nd];
+    }
+    name[n] = '\0';
+    return loom_tensor_set_name(t, name);
+}
+
+loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x) {
+    loom_tensor *y = loom_mul_mat(ctx, w, x);
+    return b ? loom_add(ctx, y, b) : y;
+}
+
+loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
+    return loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, x, 1.0f / cap)), cap);
+}
+
+bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
+    if (hx->n_swa <= 0) return false;
+    int p = hx->swa_period;
+    if (p <= 1) return true;
+    return il % p < p - 1;
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host) {
+    /* llama.cpp (llm_graph_input_attn_temp): 1 + scale * log(floor(pos / floor_len) + 1) */
+    for (int i = 0; i < T; i++)
+        host[i] = (float)(log(floor((double)pos[i] / (double)m->hx.attn_temp_floor) + 1.0) * m->hx.attn_temp_scale + 1.0);
+}
+
+void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inputs *in) {
+    const int64_t T = b->n_tokens;
+    loom_ctx *ic = loom_ctx_input(ctx);
+    memset(in, 0, sizeof *in);
+    int64_t ne_t[1] = {T}, ne_o[1] = {b->n_outputs}, ne_s[3] = {1, 1, T};
+    if (b->reserve) {
+        in->tok = loom_zeros(ic, LOOM_TYPE_I32, 1, ne_t);
+        in->pos = loom_zeros(ic, LOOM_TYPE_I32, 1, ne_t);
+        in->outs = loom_zeros(ic, LOOM_TYPE_I32, 1, ne_o);
+        if (m->hx.attn_temp_scale != 0) in->attn_temp = loom_zeros(ic, LOOM_TYPE_F32, 3, ne_s);
+    } else {
+        in->tok = loom_from_i32(ic, b->rows->token, (size_t)T, 1, ne_t);
+        in->pos = loom_from_i32(ic, b->rows->pos, (size_t)T, 1, ne_t);
+        in->outs = loom_from_i32(ic, b->out_ids, (size_t)b->n_outputs, 1, ne_o);
+        if (m->hx.attn_temp_scale != 0) {
+            llm_attn_temp_fill(m, b->rows->pos, (int)T, m->attn_temp);
+            in->attn_temp = loom_from_f32(ic, m->attn_temp, (size_t)T, 3, ne_s);
+        }
+    }
+    loom_tensor_set_name(in->tok, "inp_tokens");
+    loom_tensor_set_name(in->pos, "inp_pos");
+    loom_tensor_set_name(in->outs, "inp_out_ids");
+    if (in->attn_temp) loom_tensor_set_name(in->attn_temp, "attn_temp");
+    if (b->io) {
+        b->io->tok = in->tok;
+        b->io->pos = in->pos;
+        b->io->outs = in->outs;
+        b->io->attn_temp = b->reserve ? NULL : in->attn_temp;
+    }
+    llm_kv_build_masks(ctx, &m->kv, (int)T, b->reserve, in->masks, b->io);
+}
+
+/* ------------------------------------------------------------------ rope */
+
+static float yarn_mscale(float scale, float mscale) {
+    return scale <= 1.0f ? 1.0f : 0.1f * mscale * logf(scale) + 1.0f;
+}
+
+loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
+                      loom_tensor *factors) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const bool swa = llm_layer_is_swa(hx, il);
+    loom_rope_opts ro = loom_rope_default_opts();
+    ro.mode = hp->rope_mode;
+    ro.factors = factors;
+    ro.orig_ctx = hx->n_ctx_orig > 0 ? hx->n_ctx_orig : hp->n_ctx_train;
+    ro.beta_fast = hx->yarn_beta_fast;
+    ro.beta_slow = hx->yarn_beta_slow;
+    float attn_factor = 1.0f;
+    if (hx->yarn) {
+        /* llama.cpp (llama_context): ext_factor 1; the magnitude factor of the context's
+         * (global) scale, divided by the 1 + 0.1 ln(factor) the rope kernel applies */
+        const float factor = 1.0f / hp->rope_freq_scale;
+        ro.ext_factor = 1.0f;
+        if (hx->yarn_log_mul != 0.0f) attn_factor = yarn_mscale(factor, 1.0f) / yarn_mscale(factor, hx->yarn_log_mul);
+        else attn_factor = yarn_mscale(factor, 1.0f);
+        attn_factor *= 1.0f / (1.0f + 0.1f * logf(factor));
+    }
+    ro.attn_factor = attn_factor * hx->rope_attn_factor;
+    const float base = swa ? hx->rope_base_swa : hp->rope_base;
+    const float scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
+    return loom_rope(ctx, x, pos, hp->n_rot, base, scale, &ro);
+}
+
+/* ------------------------------------------------------------------ attention */
+
+loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
+                           loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask, float kq_scale,
+                           float softcap, loom_tensor *sinks) {
+    llm_kv_cache *kv = &m->kv;
+    const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->dv;
+    (void)mask; /* the cache gives each layer the mask of its type (full or window) */
+    mask = llm_kv_layer_mask(kv, in->masks, il);
+    llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
+    loom_tensor *kc, *vc, *a;
+    llm_kv_get(ctx, kv, il, &kc, &vc);
+    if (softcap <= 0.0f && !sinks) {
+        a = loom_sdpa(ctx, q, kc, vc, mask, kq_scale);
+    } else {
+        /* scores, soft-cap, softmax (with sinks), p.V as separate nodes (as llama.cpp's
+         * non-flash path: cap applied before the softmax scale) */
+        loom_tensor *qp = loom_permute(ctx, q, 0, 2, 1, 3);  /* [Dk,T,H] */
+        loom_tensor *kp = loom_permute(ctx, kc, 0, 2, 1, 3); /* [Dk,L,Hkv] */
+        loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, qp); /* [L,T,H] */
+        if (softcap > 0.0f) kq = llm_softcap(ctx, kq, softcap);
+        kq = loom_softmax_ext_sinks(ctx, kq, mask, kq_scale, sinks);
+        loom_tensor *vt = vc; /* PermutedV [L,Dv,Hkv] without flash attention */
+        if (loom_ctx_flash_attn(ctx)) vt = loom_cont(ctx, loom_permute(ctx, vc, 1, 2, 0, 3));
+        loom_tensor *kqv = loom_mul_mat(ctx, vt, kq); /* [Dv,T,H] */
+        a = loom_cont(ctx, loom_permute(ctx, kqv, 0, 2, 1, 3));
+    }
+    int64_t ne_a[2] = {DV * H, T};
+    return loom_reshape(ctx, llm_named(a, "kqv", il), 2, ne_a);
+}
+
+/* ------------------------------------------------------------------ mixture of experts */
+
+/* b [n, n_expert] rows picked per (slot, token) of sel [k, T] -> [n, k, T] */
+static loom_tensor *expert_bias(loom_ctx *ctx, loom_tensor *y, loom_tensor *bias, loom_tensor *sel_flat) {
+    if (!bias) return y;
+    loom_tensor *rows = loom_get_rows(ctx, bias, sel_flat); /* [n, k*T] */
+    return loom_add(ctx, y, loom_reshape(ctx, rows, 3, (const int64_t[3]){loom_tensor_ne(y, 0), loom_tensor_ne(y, 1), loom_tensor_ne(y, 2)}));
+}
+
+loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                         llm_moe_gating gating, bool norm_w, float swiglu_limit, int il) {
+    const int64_t E = loom_tensor_ne(x, 0), T = loom_tensor_ne(x, 1), K = n_used;
+    loom_tensor *logits = llm_named(llm_linear(ctx, ly->ffn_gate_inp, ly->ffn_gate_inp_b, x), "ffn_moe_logits", il);
+    loom_tensor *probs = gating == LLM_MOE_SOFTMAX ? loom_softmax(ctx, logits) : logits; /* [n_expert, T] */
+    loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, probs, n_used));                 /* [K, T] */
+    llm_named(sel, "ffn_moe_topk", il);
+    const int64_t ne_p[3] = {1, n_expert, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_flat[1] = {K * T};
+    loom_tensor *w = loom_get_rows(ctx, loom_reshape(ctx, probs, 3, ne_p), sel); /* [1, K, T] */
+    if (gating == LLM_MOE_TOPK_SOFTMAX)
+        w = loom_reshape(ctx, loom_softmax(ctx, loom_reshape(ctx, w, 2, ne_kt)), 3, ne_1kt);
+    if (norm_w) {
+        /* llama.cpp: the sum clamped to the smallest F16 normal before dividing */
+        loom_tensor *w2 = loom_reshape(ctx, w, 2, ne_kt);
+        loom_tensor *sum = loom_clamp(ctx, loom_sum_rows(ctx, w2), 6.103515625e-5f, INFINITY);
+        w = loom_reshape(ctx, loom_div(ctx, w2, sum), 3, ne_1kt);
+    }
+    llm_named(w, "ffn_moe_weights", il);
+    loom_tensor *sel_flat = (ly->ffn_up_exps_b || ly->ffn_gate_exps_b || ly->ffn_down_exps_b)
+                                ? loom_reshape(ctx, sel, 1, ne_flat) : NULL;
+    const int64_t ne_x[3] = {E, 1, T};
+    loom_tensor *xr = loom_reshape(ctx, x, 3, ne_x);
+    loom_tensor *up = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel), ly->ffn_up_exps_b, sel_flat);
+    loom_tensor *gate = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat);
+    loom_tensor *act;
+    if (swiglu_limit > 0.0f) {
+        /* gpt-oss (llama.cpp's swiglu_oai, alpha 1.702 and limit hard-coded there):
+         * g = min(gate, limit); u = clamp(up, -limit, limit); g * sigmoid(alpha g) * (u + 1) */
+        loom_tensor *g = loom_clamp(ctx, gate, -INFINITY, swiglu_limit);
+        loom_tensor *u = loom_clamp(ctx, up, -swiglu_limit, swiglu_limit);
+        loom_tensor *glu = loom_mul(ctx, g, loom_sigmoid(ctx, loom_scale(ctx, g, 1.702f)));
+        const float one = 1.0f;
+        const int64_t ne1[1] = {1};
+        loom_tensor *c1 = loom_from_f32(loom_ctx_input(ctx), &one, 1, 1, ne1);
+        act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
+    } else {
+        act = loom_swiglu(ctx, gate, up);
+    }
+    loom_tensor *down = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_down_exps, act, sel), ly->ffn_down_exps_b, sel_flat);
+    down = loom_mul(ctx, down, w); /* [E, K, T] */
+    loom_tensor *out = NULL;
+    for (int64_t e = 0; e < K; e++) {
+        const int64_t args[3] = {E, (int64_t)loom_tensor_nb(down, 2), T};
+        loom_tensor *ve = loom_view(ctx, down, (size_t)e * loom_tensor_nb(down, 1), 3, args);
+        out = out ? loom_add(ctx, out, ve) : (K == 1 ? loom_cont(ctx, ve) : ve);
+    }
+    return llm_named(out, "ffn_moe_out", il);
+}

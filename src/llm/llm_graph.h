@@ -1,0 +1,58 @@
+/*
+ * llm_graph.h (internal) - building blocks the architecture graphs (llama.c, arch_*.c)
+ * share, written only against the public engine API (loom.h): batch inputs and masks,
+ * the sliding-window rule, rope per layer, attention with soft-capping and sinks, the
+ * mixture-of-experts FFN.
+ */
+#ifndef LOOM_LLM_GRAPH_H
+#define LOOM_LLM_GRAPH_H
+
+#include "model_internal.h"
+
+/* The inputs of one batch. */
+typedef struct llm_inputs {
+    loom_tensor *tok, *pos, *outs; /* I32 [T], [T], [n_outputs] */
+    loom_tensor *masks[LLM_KV_MAX_GROUPS]; /* one mask per cache group (llm_kv_layer_mask) */
+    loom_tensor *mask, *mask_swa;  /* unused: kept so arch files read as before the merge */
+    loom_tensor *attn_temp;        /* query temperature [1, 1, T] (NULL when off) */
+} llm_inputs;
+
+/* Token ids, positions, output rows and masks (recorded in b->io when not NULL). */
+void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inputs *in);
+
+/* Whether layer il is a sliding-window layer (llama.cpp's set_swa_pattern: with period
+ * p, layers il % p < p - 1 slide; p = 0 or 1 is read as "every layer"). */
+bool llm_layer_is_swa(const llm_hparams_x *hx, int il);
+/* Whether the query at position pq may not see the key at position pk because of the
+ * window (the one place the window rule lives: llama.cpp's LLAMA_SWA_TYPE_STANDARD). */
+static inline bool llm_swa_masked(int n_swa, int64_t pq, int64_t pk) { return pq - pk >= n_swa; }
+
+loom_tensor *llm_named(loom_tensor *t, const char *what, int il);
+/* y = W x (+ b) */
+loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x);
+/* cap * tanh(x / cap) */
+loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
+/* rope of x [D, heads, T] for layer il: sliding layers use rope.freq_base_swa without
+ * scaling; YaRN and the rope attention factor as llama.cpp derives them. */
+loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
+                      loom_tensor *factors);
+
+/* Attention of layer il: stores k [Dk, Hkv, T] and v [Dv, Hkv, T] in the cache, reads the
+ * L visible cells and returns [Dv*H, T]. softcap > 0 caps the scaled scores; sinks
+ * (F32 [H]) joins the softmax normaliser. mask: in->mask or in->mask_swa. */
+loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
+                           loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask, float kq_scale,
+                           float softcap, loom_tensor *sinks);
+
+typedef enum llm_moe_gating {
+    LLM_MOE_SOFTMAX,      /* softmax over all experts, then top-k (qwen3moe) */
+    LLM_MOE_TOPK_SOFTMAX  /* top-k of the router logits, softmax over the k (gpt-oss) */
+} llm_moe_gating;
+
+/* Mixture of experts on x [E, T]: the router (ffn_gate_inp, + bias), top-k experts per
+ * token, each expert's gated FFN through MulmatID (+ per-expert biases), weighted sum.
+ * swiglu_limit > 0: gpt-oss's clamped SwiGLU (alpha 1.702), else silu(gate) * up. */
+loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                         llm_moe_gating gating, bool norm_w, float swiglu_limit, int il);
+
+#endif

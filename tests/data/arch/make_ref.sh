@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Regenerates tests/data/arch/ (see README.md) with llama.cpp.
+#   tests/data/arch/make_ref.sh LLAMA_SRC LLAMA_BUILD LOOM_BUILD
+# LLAMA_SRC: a llama.cpp checkout (headers), LLAMA_BUILD: its CMake build (static libs,
+# bin/llama-quantize), LOOM_BUILD: a Loom build (bin/test_llm_arch --write ARCH OUT writes
+# the synthetic model exactly as the test regenerates it). Writes into this directory.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$1 build=$2 loom=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+g++ -O2 -x c -std=c11 -I"$src/include" -I"$src/ggml/include" "$here/gen_arch_ref.c" -c -o "$work/gen.o"
+g++ -o "$work/gen" "$work/gen.o" "$build/src/libllama.a" "$build/ggml/src/libggml.a" \
+  "$build/ggml/src/libggml-cpu.a" "$build/ggml/src/libggml-base.a" -lgomp -lm -lpthread
+gen=$work/gen
+ids=$(cat "$here/tokens.txt")
+
+: >"$here/hashes.txt"
+: >"$here/measured.txt"
+run() { # run NAME MODEL: both llama.cpp runs and their difference
+  local name=$1 model=$2
+  "$gen" logits "$model" "$ids" "$here/$name.default.bin" default 2>"$work/$name.log"
+  "$gen" logits "$model" "$ids" "$here/$name.f32.bin" f32 2>>"$work/$name.log"
+  echo "$name f32-run vs default: $("$gen" cmp "$here/$name.default.bin" "$here/$name.f32.bin")" >>"$here/measured.txt"
+}
+for a in qwen3moe phi3 phi3-long gemma2 gemma3 mistral3 gpt-oss; do
+  "$loom/bin/test_llm_arch" --write "$a" "$work/$a.gguf"
+  echo "$a $("$gen" fnv "$work/$a.gguf")" >>"$here/hashes.txt"
+  run "$a" "$work/$a.gguf"
+done
+
+# quantized variants by llama-quantize (1 thread); committed with their logits
+: >"$here/quantized.txt"
+q() { # q ARCH TYPE NAME [options]
+  local a=$1 type=$2 name=$3; shift 3
+  "$build/bin/llama-quantize" "$@" "$work/$a.gguf" "$here/$name.gguf" "$type" 1 >"$work/$name.qlog" 2>&1
+  run "$name" "$here/$name.gguf"
+  echo "$name" >>"$here/quantized.txt"
+}
+if [ "${QUANT:-1}" = 1 ]; then
+  q qwen3moe Q8_0      qwen3moe-q8_0
+  q qwen3moe Q4_K_M    qwen3moe-q4_k_m
+  q gemma2   Q4_K_M    gemma2-q4_k_m
+  q phi3     Q8_0      phi3-q8_0
+  q gpt-oss  MXFP4_MOE gpt-oss-mxfp4
+fi
+echo "done: $(du -cb "$here"/*.gguf "$here"/*.bin 2>/dev/null | tail -n 1)"
