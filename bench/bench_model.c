@@ -32,7 +32,8 @@ static void bm_usage(FILE *f) {
     fprintf(f,
             "usage: loom bench [MODEL.gguf] [options]   (default: the bundled model)\n"
             "  -p N            prompt tokens for the pp test (default 512; 0 skips it)\n"
-            "  --parallel N    N sequences: N prompts of -p tokens, then N tokens per decode step;\n"
+            "  --parallel N    N sequences: N prompts of -p tokens (packed into -b batches), then\n"
+            "                  N tokens per decode step;\n"
             "                  rates are aggregate (\"parallel\": N and tg_tps_per_seq in --json)\n"
             "  -n N            generated tokens for the tg test (default 128; 0 skips it)\n"
             "  -b N            batch size for pp (default 512)\n"
@@ -140,7 +141,7 @@ static uint64_t bm_rng(uint64_t *s) {
 /* ------------------------------------------------------------ main */
 
 /* --parallel: per repetition, the prompts of n_par sequences (each its own tokens,
- * in batches of n_batch), then n_gen steps decoding one token of every sequence in one
+ * packed together into batches of n_batch rows), then n_gen steps decoding one token of every sequence in one
  * batch. Rates are aggregate (all sequences' tokens per second). */
 static int bm_parallel(loom_model *m, const int32_t *toks, int n_prompt, int n_gen, int n_par, int reps, double *pp,
                        double *tg, loom_error *err) {
@@ -153,18 +154,23 @@ static int bm_parallel(loom_model *m, const int32_t *toks, int n_prompt, int n_g
         int np = r < 0 && n_prompt > 8 ? 8 : n_prompt, ng = r < 0 && n_gen > 4 ? 4 : n_gen;
         loom_model_reset(m);
         double t0 = bm_now();
-        for (int32_t s = 0; s < n_par && !rc; s++) {
-            next[s] = toks[s % (n_prompt + 1)];
-            for (int off = 0; off < np && !rc; off += nb) {
-                int T = np - off < nb ? np - off : nb;
-                loom_batch_clear(&b);
-                for (int i = 0; i < T; i++) {
-                    int32_t t = (int32_t)(((int64_t)toks[off + i] + 7 * s) % nv);
-                    loom_batch_add(&b, t, off + i, &s, 1, off + i == np - 1, err);
-                }
-                rc = loom_model_decode(m, &b, err) != LOOM_OK;
-                if (!rc && off + T == np) next[s] = loom_model_batch_argmax(m, T - 1);
+        /* prompts: rows of consecutive sequences packed into batches of up to n_batch
+         * (as a server feeds several new requests at once) */
+        for (int32_t s = 0; s < n_par; s++) next[s] = toks[s % (n_prompt + 1)];
+        int64_t total = (int64_t)n_par * np, done = 0;
+        while (done < total && !rc) {
+            loom_batch_clear(&b);
+            int64_t T = total - done < nb ? total - done : nb;
+            for (int64_t k = 0; k < T; k++) {
+                int32_t s = (int32_t)((done + k) / np);
+                int i = (int)((done + k) % np);
+                int32_t t = (int32_t)(((int64_t)toks[i] + 7 * s) % nv);
+                loom_batch_add(&b, t, i, &s, 1, i == np - 1, err);
             }
+            rc = loom_model_decode(m, &b, err) != LOOM_OK;
+            for (int64_t k = 0; k < T && !rc; k++)
+                if ((done + k) % np == np - 1) next[(done + k) / np] = loom_model_batch_argmax(m, (int32_t)k);
+            done += T;
         }
         if (r >= 0 && n_prompt > 0) pp[r] = (double)n_par * n_prompt / (bm_now() - t0);
         t0 = bm_now();
