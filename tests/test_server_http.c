@@ -64,6 +64,15 @@ static double metric(int port, const char *name) {
     return sum;
 }
 
+/* Reads and discards a socket until it is shut down or closed by the peer. */
+static void *drain_socket(void *arg) {
+    int fd = *(const int *)arg;
+    char buf[4096];
+    while (recv(fd, buf, sizeof buf, 0) > 0) {
+    }
+    return NULL;
+}
+
 /* Wait until no slot is active and nothing is queued; returns the seconds waited or -1. */
 static double wait_idle(int port, double limit_s) {
     double t0 = now_s();
@@ -402,8 +411,8 @@ static void test_concurrency(int port) {
     CHECK(wait_idle(port, 30) >= 0);
     /* a long prompt arriving while streams run is fed in chunks between their steps */
     if (slots > 1) {
-        /* A is not read while B runs: when its socket buffer fills first, the engine
-         * pauses A (slow client) and B's prompt runs alone. The premise (A still
+        /* A is read by a thread while B runs, so that the engine never pauses it as a
+         * slow client (B's prompt would then run alone). The premise (A still
          * generating) is retried a few times, each B with a new first word so that
          * no prefix is reused. */
         char *lb = gen_body("noise", "Once upon a time", "\"options\":{\"num_predict\":-1,\"num_ctx\":2048}");
@@ -417,10 +426,15 @@ static void test_concurrency(int port) {
             int fa = test_http_send(port, "POST", "/api/generate", lb, NULL);
             char buf[512];
             CHECK(recv(fa, buf, sizeof buf, 0) > 0); /* A is generating */
+            pthread_t drain;
+            int drain_ok = pthread_create(&drain, NULL, drain_socket, &fa) == 0;
+            CHECK(drain_ok);
             test_http r;
             CHECK(test_http_do(port, "POST", "/api/generate", bb, NULL, &r) && r.status == 200);
             test_http_free(&r);
             free(bb);
+            shutdown(fa, SHUT_RDWR); /* ends the drain thread's recv */
+            if (drain_ok) pthread_join(drain, NULL);
             close(fa);
             mixed = metric(port, "loom_decode_max_mixed_prompt_tokens{model=\"noise:latest\"}");
             chunk = metric(port, "loom_decode_prompt_chunk_tokens{model=\"noise:latest\"}");
