@@ -210,6 +210,16 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
 
 /* ------------------------------------------------------------------ weights */
 
+bool llm_blk_tensor_in(const char *name, const char *const *names, size_t n) {
+    if (strncmp(name, "blk.", 4) != 0) return false;
+    const char *p = name + 4;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == name + 4 || *p != '.') return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p + 1, names[i])) return true;
+    return false;
+}
+
 loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
                              loom_error *err, loom_status *st, const char *fmt, int il) {
     char name[LOOM_GGUF_MAX_NAME];
@@ -379,13 +389,7 @@ static bool llm_repack_filter(const char *name, void *user) {
     static const char *const mm[] = {"attn_q.weight",   "attn_k.weight", "attn_v.weight",  "attn_output.weight",
                                      "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
     if (!strcmp(name, "output.weight")) return true;
-    if (strncmp(name, "blk.", 4) != 0) return false;
-    const char *p = name + 4;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p == name + 4 || *p != '.') return false;
-    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
-        if (!strcmp(p + 1, mm[i])) return true;
-    return false;
+    return llm_blk_tensor_in(name, mm, sizeof mm / sizeof mm[0]);
 }
 
 loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err) {
