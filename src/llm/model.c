@@ -245,6 +245,22 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
     return t;
 }
 
+loom_status llm_bind_embd_output(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd;
+    loom_status st = LOOM_OK;
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int)V;
+    m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
+    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.weight", 0);
+    m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
+    return st;
+}
+
 loom_status llm_bind_weights(loom_model *m, loom_error *err) {
     loom_status s = m->arch->bind(m, err);
     /* sliding-window layers: the cache's window W counts the positions before the
@@ -267,14 +283,7 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
     const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
 
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int)V;
-    m->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
-    m->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
-    m->output = bind(be, true, E, V, err, &st, "output.weight", 0);
+    if ((st = llm_bind_embd_output(m, err))) return st;
     bool qwen3 = !strcmp(hp->arch, "qwen3");
     bool qwen2 = !strcmp(hp->arch, "qwen2");
     for (int il = 0; il < hp->n_layer && !st; il++) {
