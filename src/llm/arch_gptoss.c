@@ -41,9 +41,7 @@ loom_status llm_gptoss_bind(loom_model *m, loom_error *err) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
-        L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, &st, "blk.%d.attn_q.weight", il);
-        L->wk = llm_bind_tensor(be, true, E, HK, 1, err, &st, "blk.%d.attn_k.weight", il);
-        L->wv = llm_bind_tensor(be, true, E, HV, 1, err, &st, "blk.%d.attn_v.weight", il);
+        llm_bind_attn_qkv(be, hp, L, il, err, &st);
         L->bq = llm_bind_tensor(be, false, HQ, 1, 1, err, &st, "blk.%d.attn_q.bias", il);
         L->bk = llm_bind_tensor(be, false, HK, 1, 1, err, &st, "blk.%d.attn_k.bias", il);
         L->bv = llm_bind_tensor(be, false, HV, 1, 1, err, &st, "blk.%d.attn_v.bias", il);

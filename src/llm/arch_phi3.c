@@ -38,9 +38,7 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
         if (L->wqkv) {
             L->bqkv = llm_bind_tensor(be, false, HQ + HK + HV, 1, 1, err, &st, "blk.%d.attn_qkv.bias", il);
         } else {
-            L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, &st, "blk.%d.attn_q.weight", il);
-            L->wk = llm_bind_tensor(be, true, E, HK, 1, err, &st, "blk.%d.attn_k.weight", il);
-            L->wv = llm_bind_tensor(be, true, E, HV, 1, err, &st, "blk.%d.attn_v.weight", il);
+            llm_bind_attn_qkv(be, hp, L, il, err, &st);
         }
         L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);

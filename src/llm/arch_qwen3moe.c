@@ -22,19 +22,12 @@ loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err) {
     loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
     loom_status st = LOOM_OK;
-    const int64_t E = hp->n_embd, DK = hp->head_dim_k, NE = hx->n_expert, FE = hx->n_ff_exp;
-    const int64_t HQ = hp->n_head * DK, HK = hp->n_head_kv * DK, HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
+    const int64_t E = hp->n_embd, NE = hx->n_expert, FE = hx->n_ff_exp;
     if ((st = llm_bind_embd_output(m, err))) return st;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
-        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, &st, "blk.%d.attn_q.weight", il);
-        L->wk = llm_bind_tensor(be, true, E, HK, 1, err, &st, "blk.%d.attn_k.weight", il);
-        L->wv = llm_bind_tensor(be, true, E, HV, 1, err, &st, "blk.%d.attn_v.weight", il);
-        L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
-        L->q_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
-        L->k_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+        llm_bind_attn(be, hp, L, il, err, &st);
+        llm_bind_qk_norm(be, hp, L, il, true, err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
         L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
