@@ -55,19 +55,8 @@ loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, mask, kq_scale, 0.0f, NULL);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        if (il == hp->n_layer - 1) {
-            /* only the requested rows continue past the last attention */
-            x = loom_get_rows(ctx, x, outs);
-            r = loom_get_rows(ctx, r, outs);
-        }
-        h = named(loom_add(ctx, x, r), "ffn_inp", il);
-        x = named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
-        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
-        h = named(loom_add(ctx, x, h), "l_out", il);
+        h = llm_llama_ffn(ctx, hp, ly, x, r, outs, il);
     }
     (void)E;
-    h = named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "result_norm", -1);
-    return named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+    return llm_llama_output(m, ctx, h);
 }

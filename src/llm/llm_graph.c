@@ -29,6 +29,26 @@ loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tens
     return b ? loom_add(ctx, y, b) : y;
 }
 
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
+                           loom_tensor *r, loom_tensor *outs, int il) {
+    if (il == hp->n_layer - 1) {
+        /* only the requested rows continue past the last attention */
+        x = loom_get_rows(ctx, x, outs);
+        r = loom_get_rows(ctx, r, outs);
+    }
+    loom_tensor *h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+    x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
+    loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
+    loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
+    x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+    return llm_named(loom_add(ctx, x, h), "l_out", il);
+}
+
+loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
+    h = llm_named(loom_rms_norm(ctx, h, m->output_norm, m->hp.rms_eps), "result_norm", -1);
+    return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+}
+
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
     return loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, x, 1.0f / cap)), cap);
 }

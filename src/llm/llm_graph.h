@@ -30,6 +30,12 @@ static inline bool llm_swa_masked(int n_swa, int64_t pq, int64_t pk) { return pq
 loom_tensor *llm_named(loom_tensor *t, const char *what, int il);
 /* y = W x (+ b) */
 loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x);
+/* The llama block after attention x (residual r): on the last layer only the rows outs of
+ * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm. */
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
+                           loom_tensor *r, loom_tensor *outs, int il);
+/* logits = Woutput (rms_norm(h) * output_norm), named result_norm / result_output. */
+loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 /* cap * tanh(x / cap) */
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
 /* rope of x [D, heads, T] for layer il: sliding layers use rope.freq_base_swa without
