@@ -27,7 +27,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     llm_kv_cache *kv = &m->kv;
     const int64_t T = b->n_tokens, E = hp->n_embd;
-    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t H = hp->n_head, DK = hp->head_dim_k, DV = hp->head_dim_v;
     loom_ctx *in = loom_ctx_input(ctx);
 
     /* inputs: token ids, positions, output rows, causal mask */
@@ -63,12 +63,8 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *r = h;
         loom_tensor *x = named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
 
-        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        loom_tensor *q = loom_reshape(ctx, linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
-        loom_tensor *k = loom_reshape(ctx, linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
-        loom_tensor *v = loom_reshape(ctx, linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
-        if (ly->q_norm) q = named(loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps), "q_norm", il);
-        if (ly->k_norm) k = named(loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps), "k_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
         ro.factors = ly->rope_freqs;
         q = named(loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "q", il);
         k = named(loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "k", il);
