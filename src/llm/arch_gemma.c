@@ -64,29 +64,13 @@ loom_status llm_gemma_bind(loom_model *m, loom_error *err) {
     loom_model_hparams *hp = &m->hp;
     loom_status st = LOOM_OK;
     const bool g3 = hp->arch[5] == '3';
-    const int64_t E = hp->n_embd, F = hp->n_ff, DK = hp->head_dim_k;
-    const int64_t HQ = hp->n_head * DK, HK = hp->n_head_kv * DK, HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int)V;
-    m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
-    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.weight", 0);
-    m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    if ((st = llm_bind_embd_output(m, err))) return st;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
-        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, &st, "blk.%d.attn_q.weight", il);
-        L->wk = llm_bind_tensor(be, true, E, HK, 1, err, &st, "blk.%d.attn_k.weight", il);
-        L->wv = llm_bind_tensor(be, true, E, HV, 1, err, &st, "blk.%d.attn_v.weight", il);
-        L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+        llm_bind_attn(be, hp, L, il, err, &st);
         L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
-        if (g3) {
-            L->q_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
-            L->k_norm = llm_bind_tensor(be, true, DK, 1, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
-        }
+        if (g3) llm_bind_qk_norm(be, hp, L, il, true, err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);

@@ -28,7 +28,7 @@
 loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     const int64_t T = b->n_tokens, E = hp->n_embd;
-    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t DK = hp->head_dim_k;
     llm_inputs in;
     llm_graph_inputs(m, ctx, b, &in);
     loom_tensor *pos = in.pos, *outs = in.outs, *mask = in.mask;
@@ -40,12 +40,8 @@ loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
         loom_tensor *r = h;
         loom_tensor *x = named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
 
-        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        loom_tensor *q = loom_reshape(ctx, linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
-        loom_tensor *k = loom_reshape(ctx, linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
-        loom_tensor *v = loom_reshape(ctx, linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
-        if (ly->q_norm) q = named(loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps), "q_norm", il);
-        if (ly->k_norm) k = named(loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps), "k_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
         q = named(llm_rope(m, ctx, q, pos, il, ly->rope_freqs), "q", il);
         k = named(llm_rope(m, ctx, k, pos, il, ly->rope_freqs), "k", il);
         named(v, "v", il);
@@ -55,19 +51,8 @@ loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, mask, kq_scale, 0.0f, NULL);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        if (il == hp->n_layer - 1) {
-            /* only the requested rows continue past the last attention */
-            x = loom_get_rows(ctx, x, outs);
-            r = loom_get_rows(ctx, r, outs);
-        }
-        h = named(loom_add(ctx, x, r), "ffn_inp", il);
-        x = named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
-        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
-        h = named(loom_add(ctx, x, h), "l_out", il);
+        h = llm_llama_ffn(ctx, hp, ly, x, r, outs, il);
     }
     (void)E;
-    h = named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "result_norm", -1);
-    return named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+    return llm_llama_output(m, ctx, h);
 }

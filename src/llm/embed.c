@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "embed_internal.h"
+#include "model_internal.h"
 #include "quant/alloc.h"
 
 #define EMB_MAX_DIM ((int64_t)1 << 20)
@@ -361,13 +362,7 @@ static bool repack_filter(const char *name, void *user) {
     (void)user;
     static const char *const mm[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight",
                                      "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
-    if (strncmp(name, "blk.", 4) != 0) return false;
-    const char *p = name + 4;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p == name + 4 || *p != '.') return false;
-    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
-        if (!strcmp(p + 1, mm[i])) return true;
-    return false;
+    return llm_blk_tensor_in(name, mm, sizeof mm / sizeof mm[0]);
 }
 
 loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out, loom_error *err) {

@@ -18,36 +18,16 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "model_internal.h"
+#include "llm_graph.h"
 
-static loom_tensor *named(loom_tensor *t, const char *what, int il) {
-    /* "%s-%d" by hand: snprintf was a visible part of the per-token graph build */
-    char name[LOOM_MAX_NAME];
-    size_t n = 0;
-    for (; n < 40 && what[n]; n++) name[n] = what[n];
-    if (il >= 0) {
-        char dig[12];
-        int nd = 0;
-        unsigned v = (unsigned)il;
-        do dig[nd++] = (char)('0' + v % 10); while ((v /= 10) && nd < 11);
-        name[n++] = '-';
-        while (nd > 0) name[n++] = dig[--nd];
-    }
-    name[n] = '\0';
-    return loom_tensor_set_name(t, name);
-}
-
-/* y = W x (+ b) */
-static loom_tensor *linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x) {
-    loom_tensor *y = loom_mul_mat(ctx, w, x);
-    return b ? loom_add(ctx, y, b) : y;
-}
+#define named llm_named
+#define linear llm_linear
 
 loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     llm_kv_cache *kv = &m->kv;
     const int64_t T = b->n_tokens, E = hp->n_embd;
-    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t H = hp->n_head, DK = hp->head_dim_k, DV = hp->head_dim_v;
     loom_ctx *in = loom_ctx_input(ctx);
 
     /* inputs: token ids, positions, output rows, causal mask */
@@ -83,12 +63,8 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *r = h;
         loom_tensor *x = named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
 
-        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        loom_tensor *q = loom_reshape(ctx, linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
-        loom_tensor *k = loom_reshape(ctx, linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
-        loom_tensor *v = loom_reshape(ctx, linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
-        if (ly->q_norm) q = named(loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps), "q_norm", il);
-        if (ly->k_norm) k = named(loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps), "k_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
         ro.factors = ly->rope_freqs;
         q = named(loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "q", il);
         k = named(loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "k", il);
@@ -102,19 +78,8 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        if (il == hp->n_layer - 1) {
-            /* only the requested rows continue past the last attention */
-            x = loom_get_rows(ctx, x, outs);
-            r = loom_get_rows(ctx, r, outs);
-        }
-        h = named(loom_add(ctx, x, r), "ffn_inp", il);
-        x = named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
-        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
-        h = named(loom_add(ctx, x, h), "l_out", il);
+        h = llm_llama_ffn(ctx, hp, ly, x, r, outs, il);
     }
     (void)E;
-    h = named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "result_norm", -1);
-    return named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+    return llm_llama_output(m, ctx, h);
 }

@@ -29,6 +29,37 @@ loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tens
     return b ? loom_add(ctx, y, b) : y;
 }
 
+void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T, int il,
+                   loom_tensor **q, loom_tensor **k, loom_tensor **v) {
+    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+    *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
+    *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
+    *v = loom_reshape(ctx, llm_linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+    if (ly->q_norm) *q = llm_named(loom_rms_norm(ctx, *q, ly->q_norm, hp->rms_eps), "q_norm", il);
+    if (ly->k_norm) *k = llm_named(loom_rms_norm(ctx, *k, ly->k_norm, hp->rms_eps), "k_norm", il);
+}
+
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
+                           loom_tensor *r, loom_tensor *outs, int il) {
+    if (il == hp->n_layer - 1) {
+        /* only the requested rows continue past the last attention */
+        x = loom_get_rows(ctx, x, outs);
+        r = loom_get_rows(ctx, r, outs);
+    }
+    loom_tensor *h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+    x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
+    loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
+    loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
+    x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+    return llm_named(loom_add(ctx, x, h), "l_out", il);
+}
+
+loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
+    h = llm_named(loom_rms_norm(ctx, h, m->output_norm, m->hp.rms_eps), "result_norm", -1);
+    return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+}
+
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
     return loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, x, 1.0f / cap)), cap);
 }

@@ -30,6 +30,16 @@ static inline bool llm_swa_masked(int n_swa, int64_t pq, int64_t pk) { return pq
 loom_tensor *llm_named(loom_tensor *t, const char *what, int il);
 /* y = W x (+ b) */
 loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x);
+/* The llama attention inputs of x [n_embd, T]: q [Dk, H, T], k [Dk, Hkv, T], v [Dv, Hkv, T]
+ * (W x (+ b) each), q and k rms-normed per head when the layer has q_norm / k_norm. */
+void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T, int il,
+                   loom_tensor **q, loom_tensor **k, loom_tensor **v);
+/* The llama block after attention x (residual r): on the last layer only the rows outs of
+ * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm. */
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
+                           loom_tensor *r, loom_tensor *outs, int il);
+/* logits = Woutput (rms_norm(h) * output_norm), named result_norm / result_output. */
+loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 /* cap * tanh(x / cap) */
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
 /* rope of x [D, heads, T] for layer il: sliding layers use rope.freq_base_swa without

@@ -210,6 +210,16 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
 
 /* ------------------------------------------------------------------ weights */
 
+bool llm_blk_tensor_in(const char *name, const char *const *names, size_t n) {
+    if (strncmp(name, "blk.", 4) != 0) return false;
+    const char *p = name + 4;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p == name + 4 || *p != '.') return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p + 1, names[i])) return true;
+    return false;
+}
+
 loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
                              loom_error *err, loom_status *st, const char *fmt, int il) {
     char name[LOOM_GGUF_MAX_NAME];
@@ -235,6 +245,46 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
     return t;
 }
 
+loom_status llm_bind_embd_output(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd;
+    loom_status st = LOOM_OK;
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int)V;
+    m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
+    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.weight", 0);
+    m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
+    return st;
+}
+
+void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                       loom_status *st) {
+    const int64_t E = hp->n_embd;
+    const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k, HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    L->wq = llm_bind_tensor(be, true, E, HQ, 1, err, st, "blk.%d.attn_q.weight", il);
+    L->wk = llm_bind_tensor(be, true, E, HK, 1, err, st, "blk.%d.attn_k.weight", il);
+    L->wv = llm_bind_tensor(be, true, E, HV, 1, err, st, "blk.%d.attn_v.weight", il);
+}
+
+void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                   loom_status *st) {
+    const int64_t E = hp->n_embd, HO = (int64_t)hp->n_head * hp->head_dim_v;
+    L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, st, "blk.%d.attn_norm.weight", il);
+    llm_bind_attn_qkv(be, hp, L, il, err, st);
+    L->wo = llm_bind_tensor(be, true, HO, E, 1, err, st, "blk.%d.attn_output.weight", il);
+}
+
+void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,
+                      loom_error *err, loom_status *st) {
+    L->q_norm = llm_bind_tensor(be, required, hp->head_dim_k, 1, 1, err, st, "blk.%d.attn_q_norm.weight", il);
+    L->k_norm = llm_bind_tensor(be, required, hp->head_dim_k, 1, 1, err, st, "blk.%d.attn_k_norm.weight", il);
+}
+
 loom_status llm_bind_weights(loom_model *m, loom_error *err) {
     loom_status s = m->arch->bind(m, err);
     /* sliding-window layers: the cache's window W counts the positions before the
@@ -255,31 +305,18 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k;
     const int64_t HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
 
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int)V;
-    m->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
-    m->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
-    m->output = bind(be, true, E, V, err, &st, "output.weight", 0);
+    if ((st = llm_bind_embd_output(m, err))) return st;
     bool qwen3 = !strcmp(hp->arch, "qwen3");
     bool qwen2 = !strcmp(hp->arch, "qwen2");
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
-        L->attn_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        L->wq = bind(be, true, E, HQ, err, &st, "blk.%d.attn_q.weight", il);
-        L->wk = bind(be, true, E, HK, err, &st, "blk.%d.attn_k.weight", il);
-        L->wv = bind(be, true, E, HV, err, &st, "blk.%d.attn_v.weight", il);
-        L->wo = bind(be, true, HO, E, err, &st, "blk.%d.attn_output.weight", il);
+        llm_bind_attn(be, hp, L, il, err, &st);
         L->bq = bind(be, qwen2, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
         L->bk = bind(be, qwen2, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
         L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
         L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
-        L->q_norm = bind(be, qwen3, hp->head_dim_k, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
-        L->k_norm = bind(be, qwen3, hp->head_dim_k, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+        llm_bind_qk_norm(be, hp, L, il, qwen3, err, &st);
         L->ffn_norm = bind(be, true, E, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
@@ -379,13 +416,7 @@ static bool llm_repack_filter(const char *name, void *user) {
     static const char *const mm[] = {"attn_q.weight",   "attn_k.weight", "attn_v.weight",  "attn_output.weight",
                                      "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
     if (!strcmp(name, "output.weight")) return true;
-    if (strncmp(name, "blk.", 4) != 0) return false;
-    const char *p = name + 4;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p == name + 4 || *p != '.') return false;
-    for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
-        if (!strcmp(p + 1, mm[i])) return true;
-    return false;
+    return llm_blk_tensor_in(name, mm, sizeof mm / sizeof mm[0]);
 }
 
 loom_status loom_model_open(const loom_model_params *params, loom_model **out, loom_error *err) {

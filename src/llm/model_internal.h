@@ -251,6 +251,20 @@ loom_status llm_get_float_key(const loom_gguf *g, const char *arch, const char *
  * NULL when absent and not required; *st set (once) on a missing or misshapen tensor. */
 loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
                              loom_error *err, loom_status *st, const char *fmt, int il);
+/* Sets hp->n_vocab from token_embd.weight and binds tok_embd, output_norm and output
+ * (the first error, naming the tensor, is returned). */
+loom_status llm_bind_embd_output(loom_model *m, loom_error *err);
+/* Layer il's attn_q/k/v.weight ([n_embd, n_head * head_dim_k], [n_embd, n_head_kv * head_dim_k],
+ * [n_embd, n_head_kv * head_dim_v]), required; llm_bind_attn: attn_norm.weight, those and
+ * attn_output.weight; llm_bind_qk_norm: attn_q/k_norm.weight [head_dim_k]. Errors as llm_bind_tensor. */
+void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                       loom_status *st);
+void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                   loom_status *st);
+void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,
+                      loom_error *err, loom_status *st);
+/* Whether name is "blk.<N>.<one of the n names>" (N decimal digits). */
+bool llm_blk_tensor_in(const char *name, const char *const *names, size_t n);
 /* llm_graph.c: query temperatures of the T positions pos into host (mistral3). */
 void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host);
 /* The llama family's weights (llama.c). */
