@@ -1,7 +1,7 @@
 /*
  * arch_mistral3.c - Mistral Small 3.x / Ministral 3 (text): the llama graph (llama.c)
  * with llm_graph.h's blocks, so that YaRN (rope.scaling.*) and the position-dependent
- * query temperature apply. Kept apart from llama.c so that file stays as it was.
+ * query temperature apply. It shares llama.c's q/k/v, FFN and output blocks (llm_graph.h).
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:

@@ -1,6 +1,6 @@
 /*
  * llama.c - the llama-family forward graph (llama, mistral, qwen2, qwen3), written
- * only against the public engine API (loom.h).
+ * against the public engine API (loom.h) and the shared blocks of llm_graph.h.
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
