@@ -6,7 +6,8 @@
 #   bench/serve_vs_llama.sh MODEL.gguf [ROUNDS=3] [CLIENTS=8] [N=32] [REQUESTS=1] [THREADS=2]
 #
 # Env: LOOM (default build/bin/loom), LLAMA_SERVER (default
-# /work/llama/src/build/bin/llama-server), PORT_BASE (default 18200).
+# /work/llama/src/build/bin/llama-server), PORT_BASE (default 18200), LLAMA_EXTRA (more
+# llama-server options, e.g. "-nr" where its repacked/AMX kernels fault on the CPU).
 # loom serve: --parallel CLIENTS --ctx 512 -t THREADS (the first, untimed request of each
 # client loads the model); llama-server: -np CLIENTS -c CLIENTS*512 -t THREADS (timed
 # once /health answers), its other options at their defaults. Prints one JSON line per
@@ -51,7 +52,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 
   port=$((port + 1))
   "$LLAMA_SERVER" -m "$DIR/m.gguf" -np "$CLIENTS" -c $((CLIENTS * 512)) -t "$THREADS" --host 127.0.0.1 \
-    --port $port >"$DIR/llama.log" 2>&1 &
+    --port $port ${LLAMA_EXTRA:-} >"$DIR/llama.log" 2>&1 &
   pid=$!
   wait_health "http://127.0.0.1:$port"
   printf '{"server":"llama-server","round":%d,"result":' "$r"
