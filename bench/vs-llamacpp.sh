@@ -1,0 +1,255 @@
+#!/bin/sh
+# Side-by-side speed of `loom bench` and llama.cpp's `llama-bench` on the same GGUF files,
+# threads and sizes, interleaved (loom, llama, loom, llama, ...), ROUNDS rounds per file.
+# Prints one markdown table per file: medians of pp and tg, ratios Loom/llama.cpp, and
+# every round's value.
+#
+#   bench/vs-llamacpp.sh [-t THREADS] [-r ROUNDS] [-p P] [-n N] [-d DEPTH] [-f] MODEL.gguf...
+#
+#   -t THREADS  threads for both (default $THREADS or 2)
+#   -r ROUNDS   interleaved rounds per file (default $ROUNDS or 3); each run is one repetition
+#   -p P        prompt tokens of the pp test (default 512; 0 skips it)
+#   -n N        generated tokens of the tg test (default 128; 0 skips it)
+#   -d DEPTH    also run the tests with DEPTH tokens already in the cache (llama-bench -d).
+#               `loom bench` has no such option yet: its column says n/a for those rows.
+#   -f          flash attention on for both (default off for both: llama-bench -fa off)
+#
+# Env:
+#   LOOM               loom binary (default build/bin/loom)
+#   LLAMA_BENCH        llama-bench binary; when unset, it is built once (see below)
+#   LOOM_LLAMA_CACHE   cache directory for that build (default $HOME/.cache/loom-llama)
+#   LLAMA_EXTRA        more llama-bench options, word-split (e.g. "-ub 256"; see bench/README.md)
+#   LOOM_EXTRA         more loom bench options
+#
+# The build: `npm pack node-llama-cpp@3.21.1` in the cache directory, its llama.cpp git
+# bundle (package/llama/gitRelease.bundle) cloned to src/, CMake Release with
+# -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF (tests, server, examples off),
+# target llama-bench only. Skipped when $CACHE/src/build/bin/llama-bench exists.
+set -eu
+
+NODE_LLAMA_VERSION=3.21.1
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+P=512
+N=128
+DEPTH=0
+FA=0
+LOOM=${LOOM:-build/bin/loom}
+CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama}
+OLDPWD_VS=$(pwd)
+
+die() {
+  printf 'vs-llamacpp: error: %s\n' "$*" >&2
+  exit 1
+}
+
+usage() {
+  sed -n '7,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+while getopts t:r:p:n:d:fh opt; do
+  case $opt in
+    t) THREADS=$OPTARG ;;
+    r) ROUNDS=$OPTARG ;;
+    p) P=$OPTARG ;;
+    n) N=$OPTARG ;;
+    d) DEPTH=$OPTARG ;;
+    f) FA=1 ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || usage
+for v in "$THREADS" "$ROUNDS" "$P" "$N" "$DEPTH"; do
+  case $v in
+    '' | *[!0-9]*) die "not a non-negative integer: '$v'" ;;
+  esac
+done
+[ "$ROUNDS" -ge 1 ] || die "ROUNDS must be >= 1"
+[ "$THREADS" -ge 1 ] || die "THREADS must be >= 1"
+[ "$P" -gt 0 ] || [ "$N" -gt 0 ] || die "-p and -n are both 0: nothing to measure"
+for f in "$@"; do
+  [ -f "$f" ] || die "no such model file: $f"
+done
+[ -x "$LOOM" ] || die "loom binary not found: $LOOM (build it, or set LOOM=path)"
+command -v python3 >/dev/null 2>&1 || die "python3 is needed to parse the JSON outputs"
+
+build_llama() {
+  bin=$CACHE/src/build/bin/llama-bench
+  if [ -x "$bin" ]; then
+    LLAMA_BENCH=$bin
+    return 0
+  fi
+  command -v npm >/dev/null 2>&1 || die "npm not found (needed once to fetch llama.cpp; or set LLAMA_BENCH=path)"
+  command -v git >/dev/null 2>&1 || die "git not found"
+  command -v cmake >/dev/null 2>&1 || die "cmake not found"
+  mkdir -p "$CACHE"
+  printf 'vs-llamacpp: building llama-bench from node-llama-cpp@%s in %s (once)\n' \
+    "$NODE_LLAMA_VERSION" "$CACHE" >&2
+  # every step checks its status: set -e does not apply inside an `||` list
+  cd "$CACHE" || die "cannot enter $CACHE"
+  tgz=node-llama-cpp-$NODE_LLAMA_VERSION.tgz
+  if [ ! -f "$tgz" ]; then
+    npm pack "node-llama-cpp@$NODE_LLAMA_VERSION" >/dev/null || die "npm pack node-llama-cpp@$NODE_LLAMA_VERSION failed"
+  fi
+  rm -rf package
+  tar xzf "$tgz" || die "cannot unpack $CACHE/$tgz"
+  [ -f package/llama/gitRelease.bundle ] || die "package/llama/gitRelease.bundle missing from $tgz"
+  if [ ! -d src/.git ]; then
+    git clone -q package/llama/gitRelease.bundle src || die "git clone of the llama.cpp bundle failed"
+  fi
+  jobs=$(nproc 2>/dev/null || echo 2)
+  cmake -S src -B src/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF >build.log 2>&1 ||
+    die "cmake configure failed, see $CACHE/build.log"
+  cmake --build src/build -j "$jobs" --target llama-bench >>build.log 2>&1 ||
+    die "llama-bench build failed, see $CACHE/build.log"
+  cd "$OLDPWD_VS" || die "cannot return to $OLDPWD_VS"
+  [ -x "$bin" ] || die "build finished but $bin is missing"
+  LLAMA_BENCH=$bin
+}
+
+if [ -n "${LLAMA_BENCH:-}" ]; then
+  [ -x "$LLAMA_BENCH" ] || die "LLAMA_BENCH is not an executable: $LLAMA_BENCH"
+else
+  build_llama
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/loom-vs-llama-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+if [ "$FA" = 1 ]; then
+  LOOM_FA=-fa
+  LLAMA_FA=on
+else
+  LOOM_FA=
+  LLAMA_FA=off
+fi
+
+# run OUT ERR NAME CMD... : run a benchmark, stop with its stderr's tail when it fails
+run() {
+  out=$1
+  err=$2
+  name=$3
+  shift 3
+  rc=0
+  "$@" >"$out" 2>"$err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    {
+      printf 'vs-llamacpp: error: %s failed (exit status %s):\n  %s\n' "$name" "$rc" "$*"
+      tail -n 15 "$err" | sed 's/^/  | /'
+      if [ "$rc" -eq 132 ]; then
+        printf '  (SIGILL: an instruction the CPU or VM does not allow, e.g. llama.cpp AMX kernels; see bench/README.md)\n'
+      fi
+    } >&2
+    exit 1
+  fi
+}
+
+printf '# loom bench vs llama-bench\n\n'
+printf -- '- loom: %s\n- llama-bench: %s\n' "$LOOM" "$LLAMA_BENCH"
+printf -- '- threads %s, rounds %s (interleaved, 1 repetition per run), -p %s, -n %s, depth %s, flash attention %s\n' \
+  "$THREADS" "$ROUNDS" "$P" "$N" "$DEPTH" "$LLAMA_FA"
+[ -z "${LLAMA_EXTRA:-}" ] || printf -- '- LLAMA_EXTRA: %s\n' "$LLAMA_EXTRA"
+[ -z "${LOOM_EXTRA:-}" ] || printf -- '- LOOM_EXTRA: %s\n' "$LOOM_EXTRA"
+printf -- '- host: %s, %s CPUs\n' "$(uname -m)" "$(nproc 2>/dev/null || echo '?')"
+
+i=0
+for model in "$@"; do
+  i=$((i + 1))
+  r=1
+  while [ "$r" -le "$ROUNDS" ]; do
+    printf 'vs-llamacpp: %s round %s/%s\n' "$model" "$r" "$ROUNDS" >&2
+    # shellcheck disable=SC2086 # LOOM_FA, LOOM_EXTRA: word splitting intended
+    run "$TMP/loom.$i.$r.json" "$TMP/err" "loom bench" \
+      "$LOOM" bench "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 --bw-mib 0 $LOOM_FA ${LOOM_EXTRA:-} --json
+    # shellcheck disable=SC2086 # LLAMA_EXTRA: word splitting intended
+    run "$TMP/llama.$i.$r.json" "$TMP/err" "llama-bench" \
+      "$LLAMA_BENCH" -m "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 -fa "$LLAMA_FA" \
+      ${LLAMA_EXTRA:-} -o json
+    if [ "$DEPTH" -gt 0 ]; then
+      # shellcheck disable=SC2086
+      run "$TMP/llamad.$i.$r.json" "$TMP/err" "llama-bench -d $DEPTH" \
+        "$LLAMA_BENCH" -m "$model" -p "$P" -n "$N" -d "$DEPTH" -t "$THREADS" -r 1 -fa "$LLAMA_FA" \
+        ${LLAMA_EXTRA:-} -o json
+    fi
+    r=$((r + 1))
+  done
+  python3 - "$TMP" "$i" "$ROUNDS" "$model" "$P" "$N" "$DEPTH" <<'EOF' || die "could not parse the results of $model (see above)"
+import json, os, statistics, sys
+
+tmp, i, rounds, model, P, N, depth = sys.argv[1:8]
+rounds, P, N, depth = int(rounds), int(P), int(N), int(depth)
+
+def load(path):
+    with open(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        sys.exit("vs-llamacpp: error: %s is not JSON (%s): %r" % (path, e, text[:200]))
+
+def llama_ts(doc, kind, d):
+    # llama-bench -o json: a list of tests; pp has n_gen 0, tg has n_prompt 0
+    for t in doc:
+        if t.get("n_depth", 0) != d:
+            continue
+        if kind == "pp" and t["n_prompt"] == P and t["n_gen"] == 0:
+            return float(t["avg_ts"])
+        if kind == "tg" and t["n_gen"] == N and t["n_prompt"] == 0:
+            return float(t["avg_ts"])
+    sys.exit("vs-llamacpp: error: no %s test (depth %d) in llama-bench's output" % (kind, d))
+
+rows = []  # (label, loom values or None, llama values)
+kinds = [k for k, size in (("pp", P), ("tg", N)) if size > 0]
+meta = None
+for kind in kinds:
+    lo, ll = [], []
+    for r in range(1, rounds + 1):
+        doc = load(os.path.join(tmp, "loom.%s.%d.json" % (i, r)))
+        meta = doc
+        v = doc.get(kind + "_tps")
+        if v is None:
+            sys.exit("vs-llamacpp: error: no %s_tps in loom bench --json output" % kind)
+        lo.append(float(v))
+        ll.append(llama_ts(load(os.path.join(tmp, "llama.%s.%d.json" % (i, r))), kind, 0))
+    rows.append(("%s%d" % (kind, P if kind == "pp" else N), lo, ll))
+if depth > 0:
+    for kind in kinds:
+        ll = [llama_ts(load(os.path.join(tmp, "llamad.%s.%d.json" % (i, r))), kind, depth)
+              for r in range(1, rounds + 1)]
+        rows.append(("%s%d @ d%d" % (kind, P if kind == "pp" else N, depth), None, ll))
+
+def f(x):
+    return "%.1f" % x
+
+name = os.path.basename(model)
+lmeta = load(os.path.join(tmp, "llama.%s.1.json" % i))[0]
+desc = ""
+if meta:
+    desc = " (%s, %s, %.1f MiB)" % (meta.get("arch", "?"), meta.get("file_type", "?"),
+                                    meta.get("model_bytes", 0) / 1048576.0)
+print()
+print("## %s%s" % (name, desc))
+print()
+print("llama.cpp build %s (%s), Loom %d threads, llama.cpp %d threads." % (
+    lmeta.get("build_commit", "?"), lmeta.get("cpu_info", "?"),
+    meta.get("n_threads", 0) if meta else 0, lmeta.get("n_threads", 0)))
+print()
+print("| test | llama.cpp t/s | Loom t/s | Loom/llama.cpp | llama.cpp rounds | Loom rounds |")
+print("|---|---:|---:|---:|---|---|")
+for label, lo, ll in rows:
+    mll = statistics.median(ll)
+    if lo is None:
+        mlo, ratio, rlo = "n/a", "n/a", "n/a (loom bench has no depth option)"
+    else:
+        m = statistics.median(lo)
+        mlo = f(m)
+        ratio = "%.2f" % (m / mll) if mll > 0 else "n/a"
+        rlo = " ".join(f(x) for x in lo)
+    print("| %s | %s | %s | %s | %s | %s |" % (label, f(mll), mlo, ratio,
+                                               " ".join(f(x) for x in ll), rlo))
+EOF
+done
