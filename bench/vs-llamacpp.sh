@@ -20,6 +20,11 @@
 #   LOOM_LLAMA_CACHE   cache directory for that build (default $HOME/.cache/loom-llama)
 #   LLAMA_EXTRA        more llama-bench options, word-split (e.g. "-ub 256"; see bench/README.md)
 #   LOOM_EXTRA         more loom bench options
+#   LLAMA_NO_AMX=1     build llama.cpp native but without AMX (-mno-amx-*; GCC lets those win
+#                      over -march=native), default cache $HOME/.cache/loom-llama-noamx: for
+#                      hosts that advertise AMX but fault on it (SIGILL in ggml_backend_amx_mul_mat)
+#   LLAMA_CMAKE_EXTRA  more CMake options for the llama.cpp build (word-split; a build is only
+#                      made when the cache has none: use a fresh LOOM_LLAMA_CACHE to change it)
 #
 # The build: `npm pack node-llama-cpp@3.21.1` in the cache directory, its llama.cpp git
 # bundle (package/llama/gitRelease.bundle) cloned to src/, CMake Release with
@@ -35,7 +40,12 @@ N=128
 DEPTH=0
 FA=0
 LOOM=${LOOM:-build/bin/loom}
-CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama}
+NO_AMX=${LLAMA_NO_AMX:-0}
+if [ "$NO_AMX" = 1 ]; then
+  CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama-noamx}
+else
+  CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama}
+fi
 OLDPWD_VS=$(pwd)
 
 die() {
@@ -91,18 +101,21 @@ build_llama() {
   cd "$CACHE" || die "cannot enter $CACHE"
   tgz=node-llama-cpp-$NODE_LLAMA_VERSION.tgz
   if [ ! -f "$tgz" ]; then
-    npm pack "node-llama-cpp@$NODE_LLAMA_VERSION" >/dev/null || die "npm pack node-llama-cpp@$NODE_LLAMA_VERSION failed"
+    npm pack "node-llama-cpp@$NODE_LLAMA_VERSION" >npm.log 2>&1 || die "npm pack node-llama-cpp@$NODE_LLAMA_VERSION failed, see $CACHE/npm.log"
   fi
   rm -rf package
   tar xzf "$tgz" || die "cannot unpack $CACHE/$tgz"
   [ -f package/llama/gitRelease.bundle ] || die "package/llama/gitRelease.bundle missing from $tgz"
   if [ ! -d src/.git ]; then
-    git clone -q package/llama/gitRelease.bundle src || die "git clone of the llama.cpp bundle failed"
+    git -c advice.detachedHead=false clone -q package/llama/gitRelease.bundle src || die "git clone of the llama.cpp bundle failed"
   fi
   jobs=$(nproc 2>/dev/null || echo 2)
-  cmake -S src -B src/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  noamx=
+  [ "$NO_AMX" != 1 ] || noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  # shellcheck disable=SC2086 # LLAMA_CMAKE_EXTRA: word splitting intended
+  cmake -S src -B src/build -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF >build.log 2>&1 ||
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF ${LLAMA_CMAKE_EXTRA:-} >build.log 2>&1 ||
     die "cmake configure failed, see $CACHE/build.log"
   cmake --build src/build -j "$jobs" --target llama-bench >>build.log 2>&1 ||
     die "llama-bench build failed, see $CACHE/build.log"
