@@ -264,5 +264,27 @@ for label, lo, ll in rows:
         rlo = " ".join(f(x) for x in lo)
     print("| %s | %s | %s | %s | %s | %s |" % (label, f(mll), mlo, ratio,
                                                " ".join(f(x) for x in ll), rlo))
+
+# one summary row per file (the issue-22 layout), printed after the last file
+cells = []
+for label, lo, ll in rows:
+    mll = statistics.median(ll)
+    if lo is None:
+        cells += [f(mll), "n/a", "n/a"]
+    else:
+        m = statistics.median(lo)
+        cells += [f(mll), f(m), "%.2f" % (m / mll) if mll > 0 else "n/a"]
+with open(os.path.join(tmp, "summary"), "a") as out:
+    if i == "1":
+        out.write("| file | type | " + " | ".join(
+            "llama.cpp %s | Loom %s | ratio" % (l, l) for l, _, _ in rows) + " |\n")
+        out.write("|---|---|" + "---:|---:|---:|" * len(rows) + "\n")
+    out.write("| %s | %s | %s |\n" % (name, meta.get("file_type", "?") if meta else "?",
+                                      " | ".join(cells)))
 EOF
 done
+
+if [ "$#" -gt 1 ]; then
+  printf '\n## Summary (medians of %s rounds, %s threads)\n\n' "$ROUNDS" "$THREADS"
+  cat "$TMP/summary"
+fi
