@@ -131,7 +131,9 @@ else
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/loom-vs-llama-XXXXXX")
-trap 'rm -rf "$TMP"' EXIT INT TERM
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ "$FA" = 1 ]; then
   LOOM_FA=-fa
