@@ -14,39 +14,20 @@
 #include <unistd.h>
 
 #include "loom_model.h"
-
-static int g_fd = -1;
-static char g_path[64];
+#include "fuzz_memfd.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    g_fd = memfd_create("loom_fuzz_model", 0);
-    if (g_fd < 0) {
-        perror("memfd_create");
-        abort();
-    }
-    snprintf(g_path, sizeof g_path, "/proc/self/fd/%d", g_fd);
+    fuzz_memfd_init("loom_fuzz_model");
     return 0;
 }
 
-static void check_error(loom_status s, const loom_error *e) {
-    if (s == LOOM_OK) return;
-    if (e->msg[0] == '\0' || s == LOOM_ERR_INTERNAL) {
-        fprintf(stderr, "fuzz_model: status %s, message '%s'\n", loom_status_name(s), e->msg);
-        abort();
-    }
-}
+static void check_error(loom_status s, const loom_error *e) { fuzz_check_error("fuzz_model", s, e); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (1u << 20)) return 0;
-    if (ftruncate(g_fd, 0) != 0) abort();
-    size_t off = 0;
-    while (off < size) {
-        ssize_t w = pwrite(g_fd, data + off, size - off, (off_t)off);
-        if (w <= 0) abort();
-        off += (size_t)w;
-    }
+    fuzz_memfd_write(data, size);
     loom_model_params p = loom_model_default_params();
     p.path = g_path;
     p.n_ctx = 8;
