@@ -9,9 +9,9 @@
  *            (i2, i3) slice; thread ith takes tiles ith, ith+nth, ... The tile grid
  *            depends only on the shapes, and every dst element is one vec_dot (or the
  *            gemm tile function), so results do not depend on the thread count.
- * MUL_MAT_ID: activations converted as above; thread 0 groups the (slot, token)
- *   pairs by expert; each expert's matrix is then streamed once (row chunks split
- *   over the threads), applied to all pairs routed to it.
+ * MUL_MAT_ID: the (slot, token) pairs grouped by expert; prompt shapes gather each
+ *   expert's activation rows contiguously and run the gemm tile function over them;
+ *   decode shapes split the active experts' rows over the threads (see below).
  */
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
@@ -391,34 +391,124 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
 
 /* -------------------------------------------------------------------- MUL_MAT_ID */
 
-/* Work buffer: [activations][header: int64 bad][counts int64 E][offsets int64 E+1][pairs int32 2*S*T] */
+/* MUL_MAT_ID: dst[:, s, t] = a[:, :, ids[s, t]]^T x b[:, s % B1, t] (S slots per token).
+ *
+ * Prompt shapes (more than MMID_VEC_PAIRS (slot, token) pairs): thread 0 groups the
+ * pairs by expert (counting sort: stable, so the order is a function of ids only);
+ * barrier; the threads convert the pairs' activation rows into vec_dot_type, gathered
+ * contiguously per expert in the work buffer; barrier; then tiles of (active expert,
+ * row chunk, column panel of its pairs) go to the gemm tile function exactly as
+ * MUL_MAT's, into a per-thread scratch tile that is scattered to dst. The tile grid
+ * depends on the shapes and ids only, so results do not depend on the thread count.
+ * Decode shapes (few pairs): every thread groups the pairs and converts the b rows
+ * into its own part of the work buffer (no barrier); tiles of (active expert, row
+ * chunk) -- the active experts only, so threads share the weights actually read --
+ * run the tile function one pair (column) at a time straight into dst. */
+#define MMID_VEC_PAIRS 16
+#define MMID_RC 64 /* rows per prompt tile (a multiple of 4: the gemm micro-tile height) */
+
+/* Work buffer: grouping [bad][counts E][offs E+1][active E][tile_start E+1][pairs 2*S*T],
+ * then activations (prompt: S*T gathered rows; decode: B1*T converted rows), then
+ * (prompt) nth scratch tiles of MMID_RC x MM_PANEL_COLS floats. Decode: one
+ * grouping+activation region per thread. */
 typedef struct mmid_layout {
-    size_t act, hdr, counts, offs, pairs, total;
+    bool vec;                            /* decode shape */
+    size_t rb;                           /* activation row bytes (0: unsupported type) */
+    size_t counts, offs, active, tstart, pairs, act, region; /* offsets inside a region */
+    size_t scratch;                      /* prompt: offset of the scratch tiles */
+    size_t total;
 } mmid_layout;
 
-static mmid_layout mmid_plan(const loom_tensor *dst, const loom_kernels *kt) {
+static mmid_layout mmid_plan(const loom_tensor *dst, const loom_kernels *kt, int nth) {
     const loom_tensor *a = dst->src[0], *b = dst->src[1], *ids = dst->src[2];
     mmid_layout L;
-    size_t E = (size_t)a->ne[2], ST = (size_t)(ids->ne[0] * ids->ne[1]);
-    L.act = 0;
+    memset(&L, 0, sizeof L);
+    const size_t E = (size_t)a->ne[2], ST = (size_t)(ids->ne[0] * ids->ne[1]);
     const loom_kernel_entry *e = &kt->dot[a->type];
-    size_t ab = 0;
-    if (e->vec_dot && e->vec_dot_type != LOOM_TYPE_F32) {
+    L.rb = 0;
+    if (e->vec_dot) {
         size_t rb = row_bytes(e->vec_dot_type, a->ne[0]);
-        if (rb != SIZE_MAX) ab = align_up(mul_sz(rb, (size_t)loom_nrows(b)));
+        if (rb != SIZE_MAX) L.rb = rb;
     }
-    L.hdr = ab;
-    L.counts = add_sz(L.hdr, MM_ALIGN);
-    L.offs = add_sz(L.counts, align_up(mul_sz(E, sizeof(int64_t))));
-    L.pairs = add_sz(L.offs, align_up(mul_sz(E + 1, sizeof(int64_t))));
-    L.total = add_sz(L.pairs, align_up(mul_sz(ST, 2 * sizeof(int32_t))));
+    L.vec = ST <= MMID_VEC_PAIRS;
+    const size_t eb = align_up(mul_sz(E + 1, sizeof(int64_t)));
+    L.counts = MM_ALIGN;
+    L.offs = add_sz(L.counts, eb);
+    L.active = add_sz(L.offs, eb);
+    L.tstart = add_sz(L.active, eb);
+    L.pairs = add_sz(L.tstart, eb);
+    L.act = add_sz(L.pairs, align_up(mul_sz(ST, 2 * sizeof(int32_t))));
+    const size_t act_rows = L.vec ? (size_t)loom_nrows(b) : ST;
+    L.region = add_sz(L.act, align_up(mul_sz(L.rb, act_rows)));
+    const size_t nt = nth > 1 ? (size_t)nth : 1;
+    if (L.vec) {
+        L.scratch = 0;
+        L.total = mul_sz(L.region, nt);
+    } else {
+        L.scratch = L.region;
+        L.total = add_sz(L.region, mul_sz(nt, (size_t)MMID_RC * MM_PANEL_COLS * sizeof(float)));
+    }
     return L;
 }
 
 size_t loom_cpu_work_size_mul_mat_id(const loom_tensor *dst, int nth) {
-    (void)nth;
     if (!dst->src[0] || !dst->src[1] || !dst->src[2]) return 0;
-    return mmid_plan(dst, loom_kernels_get()).total;
+    return mmid_plan(dst, loom_kernels_get(), nth).total;
+}
+
+/* Group the (slot, token) pairs by expert into the region at wd; returns false on an
+ * out-of-range id. Also lists the active experts and the prefix sums of their tiles
+ * (n_rchunks row chunks x panels of pc pairs; pc = 0: one tile per row chunk). */
+static bool mmid_group(const loom_tensor *ids, int64_t E, const mmid_layout *L, char *wd, int64_t n_rchunks,
+                       int64_t pc, int64_t *n_active, int64_t *n_tiles) {
+    int64_t *counts = (int64_t *)(wd + L->counts), *offs = (int64_t *)(wd + L->offs);
+    int64_t *active = (int64_t *)(wd + L->active), *tstart = (int64_t *)(wd + L->tstart);
+    int32_t *pairs = (int32_t *)(wd + L->pairs);
+    const int64_t S = ids->ne[0], T = ids->ne[1];
+    bool ok = true;
+    for (int64_t x = 0; x < E; x++) counts[x] = 0;
+    for (int64_t t = 0; t < T; t++) {
+        const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
+        for (int64_t s = 0; s < S; s++) {
+            int32_t x = row[s];
+            if (x < 0 || x >= E) ok = false;
+            else counts[x]++;
+        }
+    }
+    offs[0] = 0;
+    int64_t na = 0;
+    tstart[0] = 0;
+    for (int64_t x = 0; x < E; x++) {
+        offs[x + 1] = offs[x] + counts[x];
+        if (counts[x] > 0) {
+            int64_t np = pc > 0 ? (counts[x] + pc - 1) / pc : 1;
+            active[na] = x;
+            tstart[na + 1] = tstart[na] + n_rchunks * np;
+            na++;
+        }
+    }
+    for (int64_t x = 0; x < E; x++) counts[x] = offs[x]; /* reuse as fill cursor */
+    for (int64_t t = 0; t < T; t++) {
+        const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
+        for (int64_t s = 0; s < S; s++) {
+            int32_t x = row[s];
+            if (x < 0 || x >= E) continue;
+            int64_t at = counts[x]++;
+            pairs[2 * at] = (int32_t)s;
+            pairs[2 * at + 1] = (int32_t)t;
+        }
+    }
+    *n_active = na;
+    *n_tiles = tstart[na];
+    return ok;
+}
+
+/* One activation row: b row (bj, t) -> vec_dot_type (or copied when that is F32). */
+static void mmid_convert(const loom_tensor *b, loom_from_float_fn ff, bool in_place, int64_t bj, int64_t t,
+                         void *out, int64_t K) {
+    const float *src = (const float *)loom_row_ptr(b, bj, t, 0);
+    if (in_place) memcpy(out, src, (size_t)K * sizeof(float));
+    else ff(src, out, K);
 }
 
 void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
@@ -426,84 +516,122 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
     const loom_kernels *kt = loom_kernels_get();
     const loom_kernel_entry *e = &kt->dot[a->type];
     const int64_t K = a->ne[0], M = a->ne[1], E = a->ne[2];
-    const int64_t B1 = b->ne[1], S = ids->ne[0], T = ids->ne[1];
+    const int64_t B1 = b->ne[1], T = ids->ne[1];
     if (loom_nelements(dst) == 0) return;
     const loom_type vdt = e->vec_dot_type;
-    const size_t rb = e->vec_dot ? row_bytes(vdt, K) : SIZE_MAX;
     const bool in_place = vdt == LOOM_TYPE_F32;
-    mmid_layout L = mmid_plan(dst, kt);
+    const mmid_layout L = mmid_plan(dst, kt, p->nth);
     if (a->flags & LOOM_TF_REPACKED) { /* expert matrices are never repacked */
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
         return;
     }
-    if (!e->vec_dot || rb == SIZE_MAX || (!in_place && !kt->from_float[vdt]) || p->wsize < L.total) {
+    if (!e->vec_dot || (K > 0 && L.rb == 0) || (!in_place && !kt->from_float[vdt]) || p->wsize < L.total) {
         loom_cpu_fail(p, e->vec_dot ? LOOM_ERR_INTERNAL : LOOM_ERR_UNSUPPORTED);
         return;
     }
-    char *wd = (char *)p->wdata;
-    int64_t *bad = (int64_t *)(wd + L.hdr);
-    int64_t *counts = (int64_t *)(wd + L.counts);
-    int64_t *offs = (int64_t *)(wd + L.offs);
-    int32_t *pairs = (int32_t *)(wd + L.pairs);
+    const size_t rb = L.rb;
+    const loom_from_float_fn ff = in_place ? NULL : kt->from_float[vdt];
+    const size_t w_stride = a->nb[1];
+    _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
+#define MMID_NEXT(tile) (ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : (tile) + p->nth)
+    int64_t na = 0, n_tiles = 0;
 
-    if (!in_place && K > 0) convert_rows(b, kt->from_float[vdt], wd, rb, K, p->ith, p->nth);
-    if (p->ith == 0) {
-        /* group (s, t) pairs by expert (counting sort: stable, deterministic) */
-        *bad = 0;
-        for (int64_t x = 0; x < E; x++) counts[x] = 0;
-        for (int64_t t = 0; t < T; t++) {
-            const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
-            for (int64_t s = 0; s < S; s++) {
-                int32_t x = row[s];
-                if (x < 0 || x >= E) {
-                    *bad = 1;
-                    continue;
+    if (L.vec) {
+        /* ---- decode: private grouping and activations, no barrier */
+        char *wd = (char *)p->wdata + (p->nth > 1 ? (size_t)p->ith * L.region : 0);
+        int64_t rc = 16;
+        /* row chunks: about 8 tiles per thread over the active experts, whole 16-row
+         * units so tiles never share an output cache line */
+        {
+            int64_t na_max = ids->ne[0] * T < E ? ids->ne[0] * T : E;
+            int64_t want = 8 * (int64_t)p->nth;
+            int64_t per = (M * na_max + want - 1) / want;
+            rc = (per + 15) & ~(int64_t)15;
+            if (rc < 16) rc = 16;
+        }
+        const int64_t n_rchunks = (M + rc - 1) / rc;
+        if (!mmid_group(ids, E, &L, wd, n_rchunks, 0, &na, &n_tiles)) {
+            loom_cpu_fail(p, LOOM_ERR_RANGE);
+            return;
+        }
+        const int64_t *offs = (const int64_t *)(wd + L.offs), *active = (const int64_t *)(wd + L.active);
+        const int32_t *pairs = (const int32_t *)(wd + L.pairs);
+        char *act = wd + L.act;
+        if (K > 0)
+            for (int64_t r = 0; r < B1 * T; r++) mmid_convert(b, ff, in_place, r % B1, r / B1, act + (size_t)r * rb, K);
+        for (int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith; tile < n_tiles;
+             tile = MMID_NEXT(tile)) {
+            const int64_t x = active[tile / n_rchunks], rchunk = tile % n_rchunks;
+            const int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
+            const char *w = (const char *)a->data + (size_t)x * a->nb[2];
+            for (int64_t q = offs[x]; q < offs[x + 1]; q++) {
+                const int64_t s = pairs[2 * q], t = pairs[2 * q + 1];
+                const char *ar = act + (size_t)(s % B1 + B1 * t) * rb;
+                float *o = (float *)((char *)dst->data + (size_t)s * dst->nb[1] + (size_t)t * dst->nb[2]);
+                if (K == 0) {
+                    for (int64_t i = i0; i < i1; i++) o[i] = 0.0f;
+                } else if (!kt->gemm || !kt->gemm(a->type, K, w, w_stride, ar, rb, o, (size_t)M, i0, i1, 0, 1)) {
+                    for (int64_t i = i0; i < i1; i++) e->vec_dot(K, &o[i], w + (size_t)i * w_stride, ar);
                 }
-                counts[x]++;
             }
         }
-        offs[0] = 0;
-        for (int64_t x = 0; x < E; x++) offs[x + 1] = offs[x] + counts[x];
-        for (int64_t x = 0; x < E; x++) counts[x] = offs[x]; /* reuse as fill cursor */
-        for (int64_t t = 0; t < T; t++) {
-            const int32_t *row = (const int32_t *)loom_row_ptr(ids, t, 0, 0);
-            for (int64_t s = 0; s < S; s++) {
-                int32_t x = row[s];
-                if (x < 0 || x >= E) continue;
-                int64_t at = counts[x]++;
-                pairs[2 * at] = (int32_t)s;
-                pairs[2 * at + 1] = (int32_t)t;
-            }
-        }
+        return;
+    }
+
+    /* ---- prompt: shared grouping, gathered activations, gemm tiles */
+    char *wd = (char *)p->wdata;
+    int64_t *bad = (int64_t *)wd;
+    const int64_t rc = MMID_RC, n_rchunks = (M + rc - 1) / rc, pc = MM_PANEL_COLS;
+    const int64_t *offs = (const int64_t *)(wd + L.offs), *active = (const int64_t *)(wd + L.active);
+    const int64_t *tstart = (const int64_t *)(wd + L.tstart);
+    const int32_t *pairs = (const int32_t *)(wd + L.pairs);
+    char *act = wd + L.act;
+    if (p->ith == 0) {
+        *bad = !mmid_group(ids, E, &L, wd, n_rchunks, pc, &na, &n_tiles);
         if (*bad) loom_cpu_fail(p, LOOM_ERR_RANGE);
     }
     loom_cpu_barrier(p);
     if (*bad) return;
-
-    /* tiles: (expert, row chunk); a thread takes tiles ith, ith+nth, ... */
-    const int64_t rc = 16;
-    const int64_t n_rchunks = (M + rc - 1) / rc;
-    const int64_t n_tiles = E * n_rchunks;
-    for (int64_t tile = p->ith; tile < n_tiles; tile += p->nth) {
-        int64_t x = tile / n_rchunks, rchunk = tile % n_rchunks;
-        int64_t n_pairs = offs[x + 1] - offs[x];
-        if (n_pairs == 0) continue;
-        int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M;
-        const char *w = (const char *)a->data + (size_t)x * a->nb[2];
-        for (int64_t q0 = offs[x]; q0 < offs[x + 1]; q0 += MM_COL_BLOCK) {
-            int64_t q1 = q0 + MM_COL_BLOCK < offs[x + 1] ? q0 + MM_COL_BLOCK : offs[x + 1];
-            for (int64_t i = i0; i < i1; i++) {
-                const void *wr = w + (size_t)i * a->nb[1];
-                for (int64_t q = q0; q < q1; q++) {
-                    int64_t s = pairs[2 * q], t = pairs[2 * q + 1];
-                    int64_t bj = s % B1;
-                    const void *act = in_place ? (const void *)loom_row_ptr(b, bj, t, 0)
-                                               : (const void *)(wd + (size_t)(bj + B1 * t) * rb);
-                    float *o = (float *)((char *)dst->data + (size_t)s * dst->nb[1] + (size_t)t * dst->nb[2]) + i;
-                    if (K == 0) *o = 0.0f;
-                    else e->vec_dot(K, o, wr, act);
-                }
+    const int64_t n_pairs = offs[E];
+    if (K > 0) {
+        int64_t q0, q1;
+        loom_cpu_split(n_pairs, p->ith, p->nth, &q0, &q1);
+        for (int64_t q = q0; q < q1; q++)
+            mmid_convert(b, ff, in_place, pairs[2 * q] % B1, pairs[2 * q + 1], act + (size_t)q * rb, K);
+    }
+    loom_cpu_barrier(p);
+    /* counts of active experts / tiles, read back from the shared grouping */
+    na = 0;
+    for (int64_t x = 0; x < E; x++) na += offs[x + 1] > offs[x];
+    n_tiles = tstart[na];
+    float *scr = (float *)(wd + L.scratch) + (size_t)p->ith * MMID_RC * MM_PANEL_COLS;
+    int64_t ai = 0;
+    for (int64_t tile = ctr ? atomic_fetch_add_explicit(ctr, 1, memory_order_relaxed) : p->ith; tile < n_tiles;
+         tile = MMID_NEXT(tile)) {
+        while (tile >= tstart[ai + 1]) ai++; /* tiles are claimed in increasing order */
+        const int64_t x = active[ai], cnt = offs[x + 1] - offs[x];
+        const int64_t np = (cnt + pc - 1) / pc, lt = tile - tstart[ai];
+        const int64_t rchunk = lt / np, panel = lt % np;
+        const int64_t i0 = rchunk * rc, i1 = i0 + rc < M ? i0 + rc : M, nr = i1 - i0;
+        const int64_t q0 = offs[x] + panel * pc, q1 = q0 + pc < offs[x + 1] ? q0 + pc : offs[x + 1];
+        const char *w = (const char *)a->data + (size_t)x * a->nb[2] + (size_t)i0 * w_stride;
+        const char *ab = act + (size_t)q0 * rb;
+        const int64_t nq = q1 - q0;
+        if (K == 0) {
+            for (int64_t j = 0; j < nq * nr; j++) scr[j] = 0.0f;
+        } else if (!kt->gemm || !kt->gemm(a->type, K, w, w_stride, ab, rb, scr, (size_t)nr, 0, nr, 0, nq)) {
+            for (int64_t j0 = 0; j0 < nq; j0 += MM_COL_BLOCK) {
+                const int64_t j1 = j0 + MM_COL_BLOCK < nq ? j0 + MM_COL_BLOCK : nq;
+                for (int64_t i = 0; i < nr; i++)
+                    for (int64_t j = j0; j < j1; j++)
+                        e->vec_dot(K, &scr[j * nr + i], w + (size_t)i * w_stride, ab + (size_t)j * rb);
             }
         }
+        for (int64_t j = 0; j < nq; j++) {
+            const int64_t s = pairs[2 * (q0 + j)], t = pairs[2 * (q0 + j) + 1];
+            float *o = (float *)((char *)dst->data + (size_t)s * dst->nb[1] + (size_t)t * dst->nb[2]);
+            memcpy(o + i0, scr + j * nr, (size_t)nr * sizeof(float));
+        }
     }
+#undef MMID_NEXT
 }
