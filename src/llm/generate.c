@@ -45,7 +45,11 @@ static void account_graph_estimate(loom_model *m) {
     const uint64_t E = (uint64_t)hp->n_embd, F = (uint64_t)hp->n_ff, V = (uint64_t)hp->n_vocab;
     const uint64_t H = (uint64_t)hp->n_head, HKV = (uint64_t)hp->n_head_kv;
     const uint64_t DK = (uint64_t)hp->head_dim_k, DV = (uint64_t)hp->head_dim_v;
-    bool fa = loom_backend_flash_attn(m->be);
+    /* soft-capped scores (gemma2) and attention sinks (gpt-oss) take the explicit
+     * scores path (llm_attention) with flash attention on too */
+    bool fa = loom_backend_flash_attn(m->be) && !(m->hx.attn_softcap > 0.0f);
+    for (int il = 0; fa && m->layers && il < hp->n_layer; il++)
+        if (m->layers[il].sinks) fa = false;
     uint64_t act = E * T * 4;
     uint64_t qkv = (H * DK + 2 * HKV * DK) * T * 4 * 2;
     uint64_t proj = qkv + H * DV * T * 4 * 2;
