@@ -541,7 +541,9 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
         char *wd = (char *)p->wdata + (p->nth > 1 ? (size_t)p->ith * L.region : 0);
         int64_t rc = 16;
         /* row chunks: about 8 tiles per thread over the active experts, whole 16-row
-         * units so tiles never share an output cache line */
+         * units so tiles never share an output cache line (qwen3moe 64x top 8 Q4_K_M
+         * tg128, 2 threads, 3 interleaved rounds on the loaded VM: 2 / 8 / 32 tiles per
+         * thread = 25.7-28.2 / 28.5-34.7 / 25.6-32.5 t/s) */
         {
             int64_t na_max = ids->ne[0] * T < E ? ids->ne[0] * T : E;
             int64_t want = 8 * (int64_t)p->nth;
