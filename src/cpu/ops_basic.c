@@ -195,6 +195,10 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *a = dst->src[0], *m = dst->src[1];
     float scale = loom_get_op_param_f32(dst, 0);
     int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const loom_kernels *kt = loom_kernels_get();
+    const bool fast = a->type == LOOM_TYPE_F32 && a->nb[0] == sizeof(float) &&
+                      (!m || (m->type == LOOM_TYPE_F16 && m->nb[0] == 2) ||
+                       (m->type == LOOM_TYPE_F32 && m->nb[0] == sizeof(float)));
     int64_t r0, r1;
     loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -205,17 +209,41 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         /* attention sink: one more logit per head (dim 2) in the normaliser only */
         const float *snk = dst->src[2] ? (const float *)dst->src[2]->data + i2 : NULL;
         float mx = snk ? *snk : -INFINITY;
-        for (int64_t i = 0; i < ne0; i++) {
-            float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
-            if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
-            d[i] = v;
-            if (v > mx) mx = v;
+        if (fast) {
+            /* contiguous F32 row, F32/F16 mask: in chunks, the mask through the table's
+             * f16_to_f32 into a local buffer, scale * x added by its axpy_f32, copied to d
+             * (x may be d: a chunk of x is read before that chunk of d is written), then
+             * eight independent max chains */
+            const float *x = (const float *)ra;
+            float mk[256], m8[8] = {mx, mx, mx, mx, mx, mx, mx, mx};
+            for (int64_t i0 = 0; i0 < ne0; i0 += 256) {
+                const int64_t n = ne0 - i0 < 256 ? ne0 - i0 : 256;
+                float *dd = d + i0;
+                const float *xx = x + i0;
+                if (!rm) memset(mk, 0, (size_t)n * sizeof(float));
+                else if (m->type == LOOM_TYPE_F16) kt->f16_to_f32(n, (const uint16_t *)rm + i0, mk);
+                else memcpy(mk, (const float *)rm + i0, (size_t)n * sizeof(float));
+                kt->axpy_f32(n, scale, xx, mk); /* mk += scale * x (SIMD levels: one rounding) */
+                memcpy(dd, mk, (size_t)n * sizeof(float));
+                int64_t k = 0;
+                for (; k + 8 <= n; k += 8)
+                    for (int l = 0; l < 8; l++) m8[l] = dd[k + l] > m8[l] ? dd[k + l] : m8[l];
+                for (; k < n; k++) m8[0] = dd[k] > m8[0] ? dd[k] : m8[0];
+            }
+            for (int l = 0; l < 8; l++) mx = m8[l] > mx ? m8[l] : mx;
+        } else {
+            for (int64_t i = 0; i < ne0; i++) {
+                float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
+                if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
+                d[i] = v;
+                if (v > mx) mx = v;
+            }
         }
         if (mx == -INFINITY) {
             for (int64_t i = 0; i < ne0; i++) d[i] = 0.0f;
             continue;
         }
-        double sum = loom_kernels_get()->exp_sum_f32(ne0, d, mx);
+        double sum = kt->exp_sum_f32(ne0, d, mx);
         if (snk) sum += exp((double)*snk - (double)mx);
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
