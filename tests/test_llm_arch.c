@@ -10,7 +10,8 @@
  * configurations, must lie within 1.5x that floor of the default run at every position
  * and agree on the top token at >= 95% of positions (85% for quantized files). A
  * token-by-token decode must reproduce the batch. Bad files fail with errors naming
- * the key or tensor.
+ * the key or tensor. The same check runs on models of each architecture written by an
+ * independent plain-Python writer (tests/data/arch/make_indep.py, indep.txt).
  */
 #include <math.h>
 #include <stdint.h>
@@ -159,7 +160,10 @@ static void compare(const char *what, const float *x, const logits_t *ref, const
     CHECK_MSG(top1 >= top1_min, "%s: top-1 agreement %.3f < %.2f", what, top1, top1_min);
 }
 
-static void check_model(const char *name, const char *path, double top1_min, bool is_float) {
+/* is_float: float weights (fewer F16-cache exceptions); tight_f32: also require the F32-cache
+ * run to match llama.cpp's F32-cache run to float noise (F32 weights only: with F16/BF16
+ * weights llama.cpp rounds the activations to the weight type, Loom need not) */
+static void check_model(const char *name, const char *path, double top1_min, bool is_float, bool tight_f32) {
     char a[128], b[128];
     logits_t ref, ref32;
     snprintf(a, sizeof a, "%s.default.bin", name);
@@ -186,7 +190,7 @@ static void check_model(const char *name, const char *path, double top1_min, boo
         CHECK_EQ_INT(nv, ref.nv);
         /* float weights, F32 cache: the same computation as llama.cpp's F32-cache run up to
          * summation order (Gemma: also F16 roundings of the GELU table that flip) */
-        double tight = is_float && cfg[c].cache == LOOM_TYPE_F32 ? 2e-4 : -1;
+        double tight = tight_f32 && cfg[c].cache == LOOM_TYPE_F32 ? 2e-4 : -1;
         /* Every position within 1.5x, except: MoE routers flip on near-ties (two experts'
          * scores within an F16 cache's rounding pick differently in two correct runs, a
          * jump no floor predicts: llama.cpp's own two runs of gpt-oss-mxfp4 differ by 0.75
@@ -225,7 +229,7 @@ static void float_models(void) {
         uint64_t want = recorded_hash(archs[i]), got = fnv_file(g_tmp);
         CHECK_MSG(want && want == got, "%s: the regenerated model hashes to %016llx, llama.cpp read %016llx",
                   archs[i], (unsigned long long)got, (unsigned long long)want);
-        if (want == got) check_model(archs[i], g_tmp, 0.95, true);
+        if (want == got) check_model(archs[i], g_tmp, 0.95, true, true);
         unlink(g_tmp);
     }
 }
@@ -239,9 +243,30 @@ static void quantized_models(void) {
         char rel[256], path[4096];
         snprintf(rel, sizeof rel, "%s/%s.gguf", ARCH_DIR, name);
         snprintf(path, sizeof path, "%s", test_path(rel)); /* test_path's buffer is reused */
-        check_model(name, path, 0.85, false);
+        check_model(name, path, 0.85, false, false);
     }
     fclose(f);
+}
+
+/* Models written by make_indep.py (an independent plain-Python writer following llama.cpp's
+ * converter: head_dim != n_embd / n_head, other GQA ratios, F16 / BF16 matrices, MXFP4
+ * experts); indep.txt lists "name top1_min float|quantized" per line. */
+static void independent_models(void) {
+    FILE *f = fopen(test_path(ARCH_DIR "/indep.txt"), "r");
+    CHECK_MSG(f != NULL, "cannot read %s/indep.txt", ARCH_DIR);
+    if (!f) return;
+    char name[128], kind[32];
+    double top1_min;
+    int n = 0;
+    while (fscanf(f, "%127s %lf %31s", name, &top1_min, kind) == 3) {
+        char rel[256], path[4096];
+        snprintf(rel, sizeof rel, "%s/%s.gguf", ARCH_DIR, name);
+        snprintf(path, sizeof path, "%s", test_path(rel)); /* test_path's buffer is reused */
+        check_model(name, path, top1_min, !strcmp(kind, "float"), false);
+        n++;
+    }
+    fclose(f);
+    CHECK_MSG(n >= 6, "indep.txt lists %d models, expected the 6 architectures", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -306,6 +331,7 @@ int main(int argc, char **argv) {
     if (g_ntok > 16) {
         float_models();
         quantized_models();
+        independent_models();
     }
     bad_files();
     return test_finish("test_llm_arch");

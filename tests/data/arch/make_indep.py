@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""make_indep.py - small models of the test_llm_arch architectures made independently of
+Loom's synthetic-model writer (src/llm/synth_arch.c): plain Python (no numpy), the keys,
+tensor names, tensor types and shapes that llama.cpp's converter (convert_hf_to_gguf.py and
+its conversion/*.py classes) writes for the real Hugging Face models, and shapes unlike the
+synthetic ones: head_dim != n_embd / n_head where the real models have it (Gemma, Qwen3-MoE,
+Mistral 3, gpt-oss), other GQA ratios, expert counts that are not powers of two, F16 / BF16
+matrices with F32 norms, biases and router (the converter's rules), MXFP4 experts written
+here block by block.
+
+  make_indep.py VOCAB.gguf ARCH OUT.gguf
+  ARCH: gemma2 gemma3 phi3 mistral3 qwen3moe gpt-oss
+
+Conventions followed (from the converter, read for facts):
+- 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
+  ffn_gate_inp (router) is F32; other matrices take the output type (F16 here; BF16 for
+  gemma3); gpt-oss experts stay MXFP4 (the converter repacks the checkpoint's MXFP4 blocks).
+- Gemma: the +1 of Gemma's RMSNorm is already in the norm weights; no output.weight (tied);
+  gemma2 writes attn/final_logit_softcapping and sliding_window; gemma3 writes
+  rope.freq_base (global layers), linear rope scaling, sliding_window, no soft-caps, and no
+  rope.freq_base_swa (older converters do not write it: the reader's default 10000 applies).
+- Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
+  rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
+  rope.dimension_count, sliding_window (ignored by llama.cpp).
+- Mistral 3 (Ministral 3): the llama writer (vocab_size, rope.dimension_count = head_dim,
+  key/value_length) plus YaRN keys, yarn_log_multiplier and attention.temperature_scale.
+- Qwen3-MoE: feed_forward_length (dense intermediate, unused), expert_feed_forward_length,
+  expert_count / expert_used_count, key/value_length, q/k norms.
+- gpt-oss: biases everywhere, attn_sinks.weight (F32), post_attention_norm as the FFN norm,
+  YaRN (factor 32 over 4096, betas 32/1), sliding_window, expert_feed_forward_length.
+Weights: Gaussian from Python's random module with a fixed seed per architecture.
+"""
+import math
+import os
+import random
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "embed"))
+from make_model import (T_ARR, T_BOOL, T_F32, T_STR, T_U32, read_kvs, wstr, wval)  # noqa: E402
+
+GGML_F32, GGML_F16, GGML_BF16, GGML_MXFP4 = 0, 1, 30, 39
+FT_F16, FT_BF16, FT_MXFP4_MOE = 1, 32, 38
+
+
+def f16_bytes(vals):
+    return struct.pack("<%de" % len(vals), *vals)
+
+
+def bf16_bytes(vals):
+    out = bytearray()
+    for v in vals:
+        b = struct.unpack("<I", struct.pack("<f", v))[0]
+        b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16  # round to nearest even (finite values only)
+        out += struct.pack("<H", b)
+    return bytes(out)
+
+
+class Model:
+    def __init__(self, arch, seed, mtype):
+        self.arch = arch
+        self.rng = random.Random(seed)
+        self.mtype = mtype  # type of the matrices
+        self.kvs = []
+        self.tensors = []  # (name, dims, ggml type, bytes)
+
+    def kv(self, key, t, v, prefixed=True):
+        self.kvs.append(((self.arch + "." + key) if prefixed else key, t, v))
+
+    def gauss(self, n, std, mean=0.0):
+        return [self.rng.gauss(mean, std) for _ in range(n)]
+
+    def add(self, name, dims, std, mean=0.0, force=None):
+        n = 1
+        for d in dims:
+            n *= d
+        vals = self.gauss(n, std, mean)
+        t = force
+        if t is None:
+            f32 = len(dims) <= 1 or name.endswith("_norm.weight") or not name.endswith(".weight") \
+                or ".ffn_gate_inp." in name
+            t = GGML_F32 if f32 else self.mtype
+        data = {GGML_F32: lambda v: struct.pack("<%df" % len(v), *v), GGML_F16: f16_bytes,
+                GGML_BF16: bf16_bytes}[t](vals)
+        self.tensors.append((name, dims, t, data))
+
+    def add_vals(self, name, vals):
+        self.tensors.append((name, [len(vals)], GGML_F32, struct.pack("<%df" % len(vals), *vals)))
+
+    def mat(self, name, n_in, n_out, n3=None):
+        self.add(name, [n_in, n_out] + ([n3] if n3 else []), n_in ** -0.5)
+
+    def norm(self, name, n):
+        self.add(name, [n], 0.1, 1.0)
+
+    def bias(self, name, dims):
+        self.add(name, dims, 0.1)
+
+    def mxfp4(self, name, n_in, n_out, n3):
+        # block_mxfp4: one E8M0 exponent byte, 16 bytes of nibbles (element j in the low
+        # nibble of byte j, element j + 16 in the high one); value = kvalue * 2^(e - 128)
+        # with kvalues {0, 1, 2, 3, 4, 6, 8, 12, and their negatives}. Exponents near
+        # 128 - log2(12 sqrt(n_in)) keep the rows near unit variance / sqrt(n_in).
+        assert n_in % 32 == 0
+        e0 = 128 - int(round(math.log2(4.5 * math.sqrt(n_in))))
+        out = bytearray()
+        for _ in range(n_in * n_out * n3 // 32):
+            out.append(e0 + self.rng.randint(-1, 1))
+            out += bytes(self.rng.randint(0, 255) for _ in range(16))
+        self.tensors.append((name, [n_in, n_out, n3], GGML_MXFP4, bytes(out)))
+
+    def write(self, vocab, path):
+        for k, t, v in read_kvs(vocab):
+            if k.startswith("tokenizer."):
+                self.kvs.append((k, t, v))
+        head = b"GGUF" + struct.pack("<IQQ", 3, len(self.tensors), len(self.kvs))
+        for k, t, v in self.kvs:
+            head += wstr(k) + struct.pack("<I", t) + wval(t, v)
+        off, data = 0, b""
+        for name, dims, t, blob in self.tensors:
+            head += wstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+            head += struct.pack("<IQ", t, off)
+            pad = (-len(blob)) % 32
+            data += blob + b"\0" * pad
+            off += len(blob) + pad
+        head += b"\0" * ((-len(head)) % 32)
+        with open(path, "wb") as fo:
+            fo.write(head + data)
+
+
+def n_vocab_of(vocab):
+    for k, t, v in read_kvs(vocab):
+        if k == "tokenizer.ggml.tokens":
+            return len(v[1])
+    raise SystemExit("no tokenizer.ggml.tokens in " + vocab)
+
+
+def common(m, E, NL, H, HKV, F, ctx, eps, D=None, ftype=FT_F16):
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))  # no arch name: llama.cpp keys vocab quirks on it
+    m.kv("context_length", T_U32, ctx)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("block_count", T_U32, NL)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kv("attention.head_count", T_U32, H)
+    m.kv("attention.head_count_kv", T_U32, HKV)
+    m.kv("attention.layer_norm_rms_epsilon", T_F32, eps)
+    if D is not None:
+        m.kv("attention.key_length", T_U32, D)
+        m.kv("attention.value_length", T_U32, D)
+    m.kvs.append(("general.file_type", T_U32, ftype))
+
+
+def gemma(m, NV, three):
+    # gemma2: 48 wide, 3 heads of 32 (head_dim != 48/3), 1 KV head, window 6 on even layers
+    # gemma3: 48 wide, 4 heads of 24, 2 KV heads, 7 layers (5 local, 1 global, 1 local)
+    E, H, HKV, D, F = (48, 4, 2, 24, 80) if three else (48, 3, 1, 32, 80)
+    NL = 7 if three else 3
+    common(m, E, NL, H, HKV, F, 8192 if three else 8192, 1e-6, D, FT_BF16 if three else FT_F16)
+    m.kv("attention.sliding_window", T_U32, 6)
+    if three:
+        m.kv("rope.scaling.type", T_STR, "linear")
+        m.kv("rope.scaling.factor", T_F32, 8.0)
+        m.kv("rope.freq_base", T_F32, 1000000.0)
+    else:
+        m.kv("attn_logit_softcapping", T_F32, 20.0)
+        m.kv("final_logit_softcapping", T_F32, 10.0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        if three:
+            m.norm(b + "attn_q_norm.weight", D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+    m.norm("output_norm.weight", E)
+
+
+def phi3(m, NV):
+    # Phi-3.5-mini-like: LongRoPE (original 4096, max 131072: the short factors apply at the
+    # test's context), but with GQA (6 heads, 2 KV heads) as Phi-3-medium has; head_dim 16
+    E, H, HKV, F, NL = 96, 6, 2, 112, 2
+    D = E // H
+    orig, maxpos = 4096, 131072
+    common(m, E, NL, H, HKV, F, maxpos, 1e-5)
+    m.kv("rope.scaling.original_context_length", T_U32, orig)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("attention.sliding_window", T_U32, 262144)
+    m.kv("rope.scaling.attn_factor", T_F32, math.sqrt(1 + math.log(maxpos / orig) / math.log(orig)))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add_vals("rope_factors_long.weight", [1.0 + abs(m.rng.gauss(0, 4)) for _ in range(D // 2)])
+    m.add_vals("rope_factors_short.weight", [1.0 + abs(m.rng.gauss(0, 0.5)) for _ in range(D // 2)])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_up.weight", E, 2 * F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def mistral3(m, NV):
+    # Ministral-3-like: 64 wide, 4 heads of 32 (head_dim != 16), 1 KV head, YaRN factor 8
+    # over an original context of 16, log multiplier 1, temperature scale 0.1
+    E, H, HKV, D, F, NL = 64, 4, 1, 32, 96, 2
+    common(m, E, NL, H, HKV, F, 262144, 1e-5, D)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("rope.scaling.type", T_STR, "yarn")
+    m.kv("rope.scaling.factor", T_F32, 8.0)
+    m.kv("rope.scaling.original_context_length", T_U32, 16)
+    m.kv("rope.scaling.yarn_beta_fast", T_F32, 32.0)
+    m.kv("rope.scaling.yarn_beta_slow", T_F32, 1.0)
+    m.kv("rope.scaling.yarn_log_multiplier", T_F32, 1.0)
+    m.kv("attention.temperature_scale", T_F32, 0.1)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def qwen3moe(m, NV):
+    # 30B-A3B-like proportions: 64 wide, 4 heads of 32 (head_dim != 16), 2 KV heads,
+    # 12 experts of 24, top 3
+    E, H, HKV, D, NL, NE, NU, FE = 64, 4, 2, 32, 2, 12, 3, 24
+    common(m, E, NL, H, HKV, 192, 40960, 1e-6, D)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def gptoss(m, NV):
+    # gpt-oss-20b-like proportions: 64 wide, 4 heads of 32 (head_dim != 16), 2 KV heads,
+    # 5 experts of 64 (MXFP4), top 2, window 6 on even layers, YaRN factor 32 over 4096
+    E, H, HKV, D, NL, NE, NU, FE = 64, 4, 2, 32, 2, 5, 2, 64
+    common(m, E, NL, H, HKV, FE, 131072, 1e-5, D, FT_MXFP4_MOE)
+    m.kv("rope.freq_base", T_F32, 150000.0)
+    m.kv("rope.scaling.type", T_STR, "yarn")
+    m.kv("rope.scaling.factor", T_F32, 32.0)
+    m.kv("rope.scaling.original_context_length", T_U32, 4096)
+    m.kv("rope.scaling.yarn_beta_fast", T_F32, 32.0)
+    m.kv("rope.scaling.yarn_beta_slow", T_F32, 1.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("attention.sliding_window", T_U32, 6)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.bias(b + "attn_q.bias", [H * D])
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.bias(b + "attn_k.bias", [HKV * D])
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.bias(b + "attn_v.bias", [HKV * D])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.add(b + "attn_sinks.weight", [H], 1.0)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.bias(b + "ffn_gate_inp.bias", [NE])
+        m.mxfp4(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.bias(b + "ffn_gate_exps.bias", [FE, NE])
+        m.mxfp4(b + "ffn_up_exps.weight", E, FE, NE)
+        m.bias(b + "ffn_up_exps.bias", [FE, NE])
+        m.mxfp4(b + "ffn_down_exps.weight", FE, E, NE)
+        m.bias(b + "ffn_down_exps.bias", [E, NE])
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def main():
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
+    vocab, arch, out = sys.argv[1:]
+    seeds = {"gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    if arch not in seeds:
+        raise SystemExit("unknown architecture " + arch)
+    m = Model(arch, 20261202 + seeds[arch], GGML_BF16 if arch == "gemma3" else GGML_F16)
+    NV = n_vocab_of(vocab)
+    if arch in ("gemma2", "gemma3"):
+        gemma(m, NV, arch == "gemma3")
+    else:
+        {"phi3": phi3, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
+    m.write(vocab, out)
+
+
+if __name__ == "__main__":
+    main()
