@@ -1,6 +1,7 @@
 /* Scalar reference kernels. Integer formats: exact integer dot product inside each
  * block (or sub-block), then one float scaling per block. */
 #include "cpu/kernels_internal.h"
+#include "quant/iq_tables.h"
 #include "quant/repack.h"
 
 #include <math.h>
@@ -289,8 +290,8 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
 }
 
 /* Reference for the row-interleaved layout (quant/repack.h): per row, per block,
- * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; Q8_0: (u ^ 0x80) as
- * int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
+ * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; IQ4_NL: its table's
+ * value for u; Q8_0: (u ^ 0x80) as int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
  * SIMD versions perform per vector lane, so they match this bit for bit. */
 /* K-quant super-blocks in the interleaved layout (quant/repack.h) times Q8_K rows:
  * one function per type folds super-block p (row r of its 16-row group) into acc. */
@@ -372,7 +373,7 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
                              ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
-    const bool q4 = wt == LOOM_TYPE_Q4_0;
+    const bool iq = wt == LOOM_TYPE_IQ4_NL, q4 = wt == LOOM_TYPE_Q4_0 || iq;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     const int64_t nb = k / 32;
     const size_t gbytes = ws * LOOM_REPACK_ROWS;
@@ -391,7 +392,8 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
                     if (q4) {
                         const int l = e % 16, cc = l / 4;
                         const uint8_t byte = p[32 + 64 * cc + 4 * r + l % 4];
-                        q = (e < 16 ? (byte & 0xF) : (byte >> 4)) - 8;
+                        const int u = e < 16 ? (byte & 0xF) : (byte >> 4);
+                        q = iq ? loom_iq4nl_kv[u] : u - 8;
                     } else {
                         const int cc = e / 4;
                         q = (int)(int8_t)(p[32 + 64 * cc + 4 * r + e % 4] ^ 0x80);

@@ -7,12 +7,14 @@
 #include <string.h>
 
 bool loom_repack_type_ok(loom_type t) {
-    return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K;
+    return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ||
+           t == LOOM_TYPE_IQ4_NL;
 }
 
 loom_type loom_repack_act_type(loom_type t) {
     switch (t) {
     case LOOM_TYPE_Q4_0:
+    case LOOM_TYPE_IQ4_NL:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
     case LOOM_TYPE_Q4_K:
     case LOOM_TYPE_Q6_K: return LOOM_TYPE_Q8_K;
@@ -114,7 +116,7 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
             }
         return LOOM_OK;
     }
-    const bool q4 = t == LOOM_TYPE_Q4_0;
+    const bool q4 = t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_IQ4_NL; /* same block: d, 16 nibble bytes */
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0); /* bytes per block */
     const int nchunk = q4 ? 4 : 8;                                 /* 4-byte chunks of quants */
     const uint32_t flip4 = q4 ? 0u : 0x80808080u; /* XOR every byte with 0x80 (Q8_0) */
