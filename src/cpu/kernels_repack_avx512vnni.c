@@ -249,6 +249,8 @@ static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                                int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
@@ -258,6 +260,10 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
     }
     if (wt == LOOM_TYPE_Q6_K) {
         gemm_repacked_q6k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_IQ4_XS) {
+        gemm_repacked_iq4xs(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
@@ -532,6 +538,86 @@ static ALWAYS_INLINE void rp6_tile(int CB, const uint8_t *w, size_t ws, const ui
         _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
 }
 
+/* ------------------------------------------------------------------ IQ4_XS */
+/* IQ4_XS (layout in quant/repack.h) times Q8_K: per super-block, the 16 rows' 6-bit
+ * scales are decoded in lanes from the raw scales_l / scales_h words; per sub-block,
+ * four 64-byte vectors of 16 rows x 4 quant bytes, nibbles looked up (vpshufb) as
+ * table + 128, two dpbusd per vector and column starting from -128 * the activation's
+ * sub-block sum: the exact sub-block dot, times the scale (vpmulld) into the
+ * super-block's integer sum; one fma per super-block as in the scalar reference (bit
+ * for bit). */
+#define RPX_MAXCB 4
+static ALWAYS_INLINE void rpx_tile(int CB, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+                                   size_t ldc, int64_t g, int64_t j, int64_t nb) {
+    const size_t bstep = sizeof(block_iq4_xs) * LOOM_REPACK_ROWS;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), lut = iq4_lut128();
+    __m512 acc[RPX_MAXCB];
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++) acc[cc] = _mm512_setzero_ps();
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS;
+    for (int64_t b = 0; b < nb; b++, p += bstep) {
+        const block_q8_K *yb[RPX_MAXCB];
+        __m512i isum[RPX_MAXCB];
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            yb[cc] = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            isum[cc] = _mm512_setzero_si512();
+        }
+        _mm_prefetch((const char *)(p + 2 * bstep), _MM_HINT_T0);
+        const __m512i sl = _mm512_loadu_si512((const void *)(p + 64));
+        const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + 32)));
+        RP_UNROLL
+        for (int s = 0; s < 8; s++) {
+            const __m512i sc = _mm512_sub_epi32(
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 8 * (s / 2) + 4 * (s % 2)), _mm512_set1_epi32(15)),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * s), _mm512_set1_epi32(3)), 4)),
+                _mm512_set1_epi32(32));
+            __m512i dot[RPX_MAXCB];
+            RP_UNROLL
+            for (int cc = 0; cc < CB; cc++)
+                dot[cc] = _mm512_set1_epi32(-128 * (yb[cc]->bsums[2 * s] + yb[cc]->bsums[2 * s + 1]));
+            RP_UNROLL
+            for (int ch = 0; ch < 4; ch++) {
+                const uint8_t *q = p + 128 + 64 * (4 * s + ch);
+                if (ch == 0) _mm_prefetch((const char *)(q + 2 * bstep), _MM_HINT_T0);
+                const __m512i v = _mm512_loadu_si512((const void *)q);
+                const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+                const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const int8_t *ya = yb[cc]->qs + 32 * s + 4 * ch;
+                    dot[cc] = _mm512_dpbusd_epi32(dot[cc], lo, _mm512_set1_epi32(ld32(ya)));
+                    dot[cc] = _mm512_dpbusd_epi32(dot[cc], hi, _mm512_set1_epi32(ld32(ya + 16)));
+                }
+            }
+            RP_UNROLL
+            for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_add_epi32(isum[cc], _mm512_mullo_epi32(dot[cc], sc));
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(yb[cc]->d)), _mm512_cvtepi32_ps(isum[cc]),
+                                      acc[cc]);
+    }
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+}
+
+static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                                int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) rpx_tile(4, w, ws, a, as, c, ldc, g, j, nb);
+        if (j + 2 <= j1) {
+            rpx_tile(2, w, ws, a, as, c, ldc, g, j, nb);
+            j += 2;
+        }
+        if (j < j1) rpx_tile(1, w, ws, a, as, c, ldc, g, j, nb);
+    }
+}
+
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
@@ -549,4 +635,5 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->repack[LOOM_TYPE_Q8_0] = true;
     k->repack[LOOM_TYPE_Q4_K] = true;
     k->repack[LOOM_TYPE_Q6_K] = true;
+    k->repack[LOOM_TYPE_IQ4_XS] = true;
 }
