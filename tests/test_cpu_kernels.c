@@ -361,7 +361,7 @@ static void test_gemm_float(void) {
     const loom_kernels *s = loom_kernels_scalar();
     const char *const *lv = loom_kernels_levels();
     static const loom_type types[] = {LOOM_TYPE_F16, LOOM_TYPE_BF16};
-    static const int64_t ks[] = {1, 15, 16, 33, 4096};
+    static const int64_t ks[] = {1, 15, 16, 33, 1000, 4096};
     static const int64_t ns[] = {1, 2, 7, 64, 300};
     enum { M = 37, R0 = 3, LDC = 40 };
     const float sentinel = -12345.f;

@@ -4,7 +4,8 @@
  *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
  *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
- *    group (Q4_0, Q8_0, Q4_K, Q6_K; a level may decline a type it does not repack);
+ *    group (Q4_0, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
+ *    not repack);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
 #include "cpu/kernels_internal.h"
@@ -61,6 +62,14 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
             if (grp[2336 + 64 * (e / 4) + 4 * rr + e % 4] != src[128 + e]) bad++;
         return bad;
     }
+    if (t == LOOM_TYPE_IQ4_XS) { /* GGUF block: d, scales_h, scales_l[4], qs[128] */
+        if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0 ||
+            memcmp(grp + 64 + 4 * rr, src + 4, 4) != 0)
+            bad++;
+        for (int e = 0; e < 128; e++)
+            if (grp[128 + 64 * (e / 4) + 4 * rr + e % 4] != src[8 + e]) bad++;
+        return bad;
+    }
     if (t == LOOM_TYPE_Q4_K) {
         if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0) bad++;
         for (int s = 0; s < 8; s++) {
@@ -76,7 +85,7 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
             if (grp[256 + 64 * (e / 4) + 4 * rr + e % 4] != src[16 + e]) bad++;
         return bad;
     }
-    const bool q4 = t == LOOM_TYPE_Q4_0;
+    const bool q4 = t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_IQ4_NL;
     if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
     for (int e = 0; e < (q4 ? 16 : 32); e++) {
         uint8_t want = (uint8_t)(src[2 + e] ^ (q4 ? 0 : 0x80));
@@ -86,12 +95,13 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
 }
 
 static void test_layout(void) {
-    static const loom_type ts[4] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K};
+    static const loom_type ts[6] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K,
+                                    LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS};
     static const int64_t ks[3] = {32, 96, 4192}, kks[3] = {256, 768, 4352};
-    for (int ti = 0; ti < 4; ti++)
+    for (int ti = 0; ti < 6; ti++)
         for (int ki = 0; ki < 3; ki++) {
             loom_type t = ts[ti];
-            const bool kq = t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K;
+            const bool kq = t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS;
             int64_t k = kq ? kks[ki] : ks[ki], m = 48, qk = kq ? 256 : 32;
             size_t rb = rowb(t, k), n = rb * (size_t)m;
             uint8_t *w = make_rows(t, k, m), *p = malloc(n), *u = malloc(n);
@@ -127,7 +137,10 @@ static void test_layout(void) {
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_K, 224, 16, a, b), LOOM_ERR_INVALID_ARG);
     CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0) &&
           loom_repack_type_ok(LOOM_TYPE_Q4_K) && loom_repack_type_ok(LOOM_TYPE_Q6_K) &&
+          loom_repack_type_ok(LOOM_TYPE_IQ4_NL) && loom_repack_type_ok(LOOM_TYPE_IQ4_XS) &&
           !loom_repack_type_ok(LOOM_TYPE_Q5_K));
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_NL), LOOM_TYPE_Q8_0);
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_XS), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q6_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q4_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q8_0), LOOM_TYPE_Q8_0);
@@ -200,8 +213,8 @@ done:
 
 static void test_gemm(void) {
     static const int64_t ns[5] = {1, 2, 3, 7, 64};
-    for (int ti = 0; ti < 2; ti++) {
-        loom_type t = ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
+    for (int ti = 0; ti < 3; ti++) {
+        loom_type t = ti == 2 ? LOOM_TYPE_IQ4_NL : ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
         for (int ni = 0; ni < 5; ni++) {
             check_gemm(t, 32, ns[ni]);
             check_gemm(t, 4192, ns[ni]); /* 131 blocks: three activation slabs, the last partial */
@@ -220,6 +233,10 @@ static void test_gemm(void) {
         check_gemm(LOOM_TYPE_Q6_K, 5632, ns[ni]);
     }
     check_gemm(LOOM_TYPE_Q6_K, 2048, 300);
+    for (int ni = 0; ni < 5; ni++) {
+        check_gemm(LOOM_TYPE_IQ4_XS, 256, ns[ni]);
+        check_gemm(LOOM_TYPE_IQ4_XS, 5632, ns[ni]);
+    }
 }
 
 /* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */
@@ -246,10 +263,11 @@ static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, in
 }
 
 static void test_engine(void) {
-    static const loom_type et[4] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K};
-    for (int ti = 0; ti < 4; ti++) {
+    static const loom_type et[6] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K,
+                                    LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS};
+    for (int ti = 0; ti < 6; ti++) {
         loom_type t = et[ti];
-        const int64_t k = ti >= 2 ? 4352 : 4192, m = 80;
+        const int64_t k = ti == 2 || ti == 3 || ti == 5 ? 4352 : 4192, m = 80;
         static const int64_t ns[3] = {1, 5, 70};
         uint8_t *w = make_rows(t, k, m);
         for (int ni = 0; ni < 3 && w; ni++) {

@@ -2,26 +2,25 @@
  * kernels_gemm_avx512.c - AVX-512 (F/BW/VL/DQ + F16C) gemm tiles for F16 and BF16
  * weights x F16 / BF16 activations (the kernels.h loom_gemm_fn contract).
  *
- * Design: a register-tiled micro-kernel computes MR = 4 weight rows x NC <= 6
- * activation columns over the whole k: 4*NC zmm float accumulators. Per k-step each
- * of the 4 weight vectors and each activation vector is loaded and converted to float
- * ONCE, then every (row, column) pair gets one FMA: 4 + NC conversions for 4*NC FMAs
- * (24 FMAs per 10 conversions at NC = 6) instead of two conversions per FMA in a
- * vec_dot. Rows outer, column groups inner: the 4 weight rows are reused from L1/L2
- * across the tile's columns. (Chunking k to stay in L1 measured slower: the chunk
- * reductions and C read-modify-writes cost more than the L2 traffic they save.)
- *   F16:  16 halves per vector, vcvtph2ps with the load folded in.
- *   BF16: 32 values per 512-bit step, split without shuffles into the even elements
- *         (dword << 16) and the odd ones (a zero-masking load of the odd words, which
- *         leaves each as the high half of a dword: no ALU op at all); weight and
- *         activation are split alike, so the halves are two ordinary FMAs. No
- *         AVX512-BF16 instruction is used (this level does not guarantee it).
- * k tails (k need not be a multiple of 16 / 32) use zero-filling masked loads on both
- * operands, so the extra lanes add exact zeros. The 4 accumulators of a column are
- * reduced together (unpack/shuffle adds, then the 128-bit lanes) into the 4
+ * Design (three or more columns, prompt shapes): per block of up to PC = 64 activation
+ * columns and chunk of up to KC = 512 k-values, the activation block is converted to
+ * float ONCE into a stack scratch, then per 4-row group the 4 weight rows once, and a
+ * register-tiled float micro-kernel computes MR = 4 rows x NC <= 6 columns: 4*NC zmm
+ * accumulators, 4 + NC aligned loads and 4*NC FMAs per 16 k-values, no conversion in
+ * the inner loop. (The previous kernel converted both operands inside the micro-kernel,
+ * 10 vcvtph2ps per 24 FMAs, each conversion taking an FMA port slot: 1.1B F16 pp512
+ * tiles (32 x 64, best of 100-200 calls, one thread, three interleaved rounds on the busy
+ * VM) went from 72-93 to 97-122 GFLOP/s, BF16 about even at 82-119; VDPBF16PS
+ * measured 4x slower than VFMADD231PS per instruction on this Xeon, so BF16 uses the same
+ * float path.) Conversions: F16 by vcvtph2ps, BF16 by zero-extension and a shift; k tails
+ * are zero-filled masked loads, so the scratch rows are zero-padded to 16 values. Chunk
+ * sums are added into C (first chunk stores): a row's k-chunking is the same whatever the
+ * tile, so results do not depend on the tiling or thread count. The 4 accumulators of a
+ * column are reduced together (unpack/shuffle adds, then the 128-bit lanes) into the 4
  * consecutive outputs C[j*ldc + i .. i+3]: one (masked) 128-bit store. Row remainders
- * (< 4 rows) repeat the last valid row's pointer and mask the store; column
- * remainders use the NC = 1..5 instances.
+ * (< 4 rows) repeat the last valid row's pointer and mask the store; column remainders
+ * use the NC = 1..5 instances. The engine gives these tiles 32 rows (ops_matmul.c) so
+ * the activation conversion is amortised over 8 row groups.
  * One or two columns (decode; j1 - j0 <= SMALL_N) are memory bound: rows are taken
  * ONE at a time, i.e. a single sequential stream through the row-major matrix (here
  * 2 or 4 interleaved row streams measured 15-25% below it), 4 accumulator chains per
@@ -40,21 +39,8 @@
 #define MR 4      /* weight rows per micro-kernel */
 #define NR 6      /* activation columns per micro-kernel (max) */
 #define SMALL_N 2 /* at most this many columns: one row at a time */
-
-/* 16 floats from 16-bit values at p. bf: BF16 (else F16); half picks the even (0) or
- * odd (1) elements of a 32-value BF16 step; an F16 step is 16 values. */
-static ALWAYS_INLINE __m512 cvt_full(int bf, const uint16_t *p, int half) {
-    if (!bf) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-    if (half) return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(0xAAAAAAAAu, p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512((const void *)p), 16));
-}
-
-/* The same for a tail: m selects the valid 16-bit values (zero-filled elsewhere). */
-static ALWAYS_INLINE __m512 cvt_mask(int bf, const uint16_t *p, int half, __mmask32 m) {
-    if (!bf) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)m, p));
-    if (half) return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(m & 0xAAAAAAAAu, p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_maskz_loadu_epi16(m, p), 16));
-}
+#define KC 512    /* k-values per converted chunk (scratch: PC + MR rows of KC floats) */
+#define PC 64     /* activation columns per converted block */
 
 /* [sum(a), sum(b), sum(c), sum(d)] */
 static ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -66,45 +52,7 @@ static ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* C[j*ldc + r] = dot(w[r][0..k), a[j][0..k)) for r < MR (stored where rm has bit r),
- * j < nc. */
-static ALWAYS_INLINE void micro(int bf, int nc, int64_t k, const uint16_t *const *w,
-                                const uint16_t *const *a, float *c, size_t ldc, __mmask8 rm) {
-    __m512 acc[MR][NR];
-    LOOM_UNROLL for (int r = 0; r < MR; r++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[r][j] = _mm512_setzero_ps();
-    const int64_t step = bf ? 32 : 16;
-    const int nh = bf ? 2 : 1; /* BF16: even and odd halves */
-    int64_t kk = 0;
-    for (; kk + step <= k; kk += step) {
-        LOOM_UNROLL for (int h = 0; h < nh; h++) {
-            __m512 wv[MR];
-            LOOM_UNROLL for (int r = 0; r < MR; r++) wv[r] = cvt_full(bf, w[r] + kk, h);
-            LOOM_UNROLL for (int j = 0; j < nc; j++) {
-                const __m512 av = cvt_full(bf, a[j] + kk, h);
-                LOOM_UNROLL for (int r = 0; r < MR; r++) acc[r][j] = _mm512_fmadd_ps(wv[r], av, acc[r][j]);
-            }
-        }
-    }
-    if (kk < k) {
-        const __mmask32 m = (__mmask32)(((uint64_t)1 << (k - kk)) - 1); /* k - kk < step */
-        LOOM_UNROLL for (int h = 0; h < nh; h++) {
-            __m512 wv[MR];
-            LOOM_UNROLL for (int r = 0; r < MR; r++) wv[r] = cvt_mask(bf, w[r] + kk, h, m);
-            LOOM_UNROLL for (int j = 0; j < nc; j++) {
-                const __m512 av = cvt_mask(bf, a[j] + kk, h, m);
-                LOOM_UNROLL for (int r = 0; r < MR; r++) acc[r][j] = _mm512_fmadd_ps(wv[r], av, acc[r][j]);
-            }
-        }
-    }
-    LOOM_UNROLL for (int j = 0; j < nc; j++) {
-        float *cp = c + (size_t)j * ldc;
-        const __m128 s = reduce4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]);
-        if (rm == 0xF) _mm_storeu_ps(cp, s);
-        else _mm_mask_storeu_ps(cp, rm, s);
-    }
-}
-
-/* 16 floats from 16 values (a 256-bit load) for the few-column path. */
+/* 16 floats from 16 values (a 256-bit load). */
 static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
     if (!bf) return _mm512_cvtph_ps(v);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
@@ -135,9 +83,86 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
             _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j])));
 }
 
+/* dst[0..round_up(n, 16)) = n values at src as floats, zero-padded (n <= KC). */
+static ALWAYS_INLINE void cvt_row(int bf, const uint16_t *src, int64_t n, float *dst) {
+    int64_t kk = 0;
+    for (; kk + 16 <= n; kk += 16) _mm512_store_ps(dst + kk, cvt256(bf, src + kk));
+    if (kk < n) _mm512_store_ps(dst + kk, cvt256m(bf, src + kk, (__mmask16)((1u << (n - kk)) - 1)));
+}
+
+/* C[j*ldc + r] (+)= dot(w[r][0..16 nv), a[j*KC ..]) for r < MR (stored where rm has bit
+ * r), j < nc, float operands (KC-strided activation rows); add: accumulate into C. */
+static ALWAYS_INLINE void micro_f32(int nc, int64_t nv, const float *const *w, const float *a, float *c, size_t ldc,
+                                   __mmask8 rm, int add) {
+    __m512 acc[MR][NR];
+    LOOM_UNROLL for (int r = 0; r < MR; r++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int64_t v = 0; v < nv; v++) {
+        __m512 wv[MR];
+        LOOM_UNROLL for (int r = 0; r < MR; r++) wv[r] = _mm512_load_ps(w[r] + 16 * v);
+        LOOM_UNROLL for (int j = 0; j < nc; j++) {
+            const __m512 av = _mm512_load_ps(a + (size_t)j * KC + 16 * v);
+            LOOM_UNROLL for (int r = 0; r < MR; r++) acc[r][j] = _mm512_fmadd_ps(wv[r], av, acc[r][j]);
+        }
+    }
+    LOOM_UNROLL for (int j = 0; j < nc; j++) {
+        float *cp = c + (size_t)j * ldc;
+        __m128 s = reduce4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]);
+        if (rm == 0xF) {
+            if (add) s = _mm_add_ps(s, _mm_loadu_ps(cp));
+            _mm_storeu_ps(cp, s);
+        } else {
+            if (add) s = _mm_add_ps(s, _mm_maskz_loadu_ps(rm, cp));
+            _mm_mask_storeu_ps(cp, rm, s);
+        }
+    }
+}
+
+/* Three or more columns: per block of up to PC columns and chunk of up to KC k-values,
+ * the activation block is converted to float once (scratch af), then per 4-row group the
+ * weight rows once (scratch wf), and the float micro-kernel runs over the block's
+ * columns: 4 + NC loads and 4 NC FMAs per 16 k-values, no conversion in the inner loop.
+ * A row's sum over k is chunked at the same KC boundaries whatever the tile, so results
+ * do not depend on the tiling. */
+static ALWAYS_INLINE void gemm_panel(int bf, int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
+                                     float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    _Alignas(64) float af[PC * KC];
+    _Alignas(64) float wf[MR * KC];
+    for (int64_t jb = j0; jb < j1; jb += PC) {
+        const int64_t jn = j1 - jb < PC ? j1 - jb : PC;
+        for (int64_t k0 = 0; k0 < k; k0 += KC) {
+            const int64_t kl = k - k0 < KC ? k - k0 : KC, nv = (kl + 15) / 16;
+            for (int64_t q = 0; q < jn; q++)
+                cvt_row(bf, (const uint16_t *)(A + (size_t)(jb + q) * as) + k0, kl, af + (size_t)q * KC);
+            for (int64_t i = i0; i < i1; i += MR) {
+                const int64_t nr = i1 - i < MR ? i1 - i : MR;
+                const float *w[MR];
+                for (int r = 0; r < MR; r++) {
+                    if (r < nr) cvt_row(bf, (const uint16_t *)(W + (size_t)(i + r) * ws) + k0, kl, wf + (size_t)r * KC);
+                    w[r] = wf + (size_t)(r < nr ? r : nr - 1) * KC;
+                }
+                const __mmask8 rm = (__mmask8)((1u << nr) - 1);
+                const int add = k0 > 0;
+                for (int64_t j = 0; j < jn; j += NR) {
+                    const int nc = jn - j < NR ? (int)(jn - j) : NR;
+                    const float *ap = af + (size_t)j * KC;
+                    float *cp = c + (size_t)(jb + j) * ldc + (size_t)i;
+                    switch (nc) { /* a constant NC per instance keeps the accumulators in registers */
+                    case 6: micro_f32(6, nv, w, ap, cp, ldc, rm, add); break;
+                    case 5: micro_f32(5, nv, w, ap, cp, ldc, rm, add); break;
+                    case 4: micro_f32(4, nv, w, ap, cp, ldc, rm, add); break;
+                    case 3: micro_f32(3, nv, w, ap, cp, ldc, rm, add); break;
+                    case 2: micro_f32(2, nv, w, ap, cp, ldc, rm, add); break;
+                    default: micro_f32(1, nv, w, ap, cp, ldc, rm, add); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
                                     float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const uint16_t *w[MR], *a[NR];
+    const uint16_t *a[SMALL_N];
     const int64_t n = j1 - j0;
     if (n <= SMALL_N) { /* decode-like: one sequential weight stream */
         for (int q = 0; q < n; q++) a[q] = (const uint16_t *)(A + (size_t)(j0 + q) * as);
@@ -149,24 +174,7 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
         }
         return;
     }
-    for (int64_t i = i0; i < i1; i += MR) {
-        const int64_t nr = i1 - i < MR ? i1 - i : MR;
-        for (int r = 0; r < MR; r++) w[r] = (const uint16_t *)(W + (size_t)(i + (r < nr ? r : nr - 1)) * ws);
-        const __mmask8 rm = (__mmask8)((1u << nr) - 1);
-        for (int64_t j = j0; j < j1; j += NR) {
-            const int nc = j1 - j < NR ? (int)(j1 - j) : NR;
-            for (int q = 0; q < nc; q++) a[q] = (const uint16_t *)(A + (size_t)(j + q) * as);
-            float *cp = c + (size_t)j * ldc + (size_t)i;
-            switch (nc) { /* a constant NC per instance keeps the accumulators in registers */
-            case 6: micro(bf, 6, k, w, a, cp, ldc, rm); break;
-            case 5: micro(bf, 5, k, w, a, cp, ldc, rm); break;
-            case 4: micro(bf, 4, k, w, a, cp, ldc, rm); break;
-            case 3: micro(bf, 3, k, w, a, cp, ldc, rm); break;
-            case 2: micro(bf, 2, k, w, a, cp, ldc, rm); break;
-            default: micro(bf, 1, k, w, a, cp, ldc, rm); break;
-            }
-        }
-    }
+    gemm_panel(bf, k, W, ws, A, as, c, ldc, i0, i1, j0, j1);
 }
 
 static void gemm_f16(int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as, float *c, size_t ldc,

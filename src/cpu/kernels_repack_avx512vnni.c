@@ -7,10 +7,12 @@
  *
  * Activations (Q8_0 rows) are read per slab of RP_SLAB blocks: their scales and
  * the weight-offset corrections (-8 * sum y for Q4_0 nibbles, -128 * sum y for
- * Q8_0 stored as q + 128) are computed once per column and slab and reused by
+ * Q8_0 stored as q + 128 and for IQ4_NL, whose nibbles are looked up (vpshufb) as
+ * table value + 128) are computed once per column and slab and reused by
  * every row group; partial row sums between slabs stay in c (the fma chain simply
  * continues from the stored float). */
 #include "cpu/kernels_internal.h"
+#include "quant/iq_tables.h"
 #include "quant/repack.h"
 
 #include <immintrin.h>
@@ -35,9 +37,17 @@ static ALWAYS_INLINE int32_t ld32(const void *p) {
 
 /* Scales and offset corrections of activation blocks [s0, s1) of columns j0..j0+n-1
  * into dy/nc[col * stride + (b - s0)]. */
-static void rp_prepare(bool q4, const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1,
+/* Weight kinds of the 32-value block layout: Q8_0 (q + 128), Q4_0 (nibble u, q = u - 8),
+ * IQ4_NL (nibble u, q = table[u]: looked up as table[u] + 128, a byte in [1, 241]). */
+enum { RK_Q8, RK_Q4, RK_IQ4 };
+
+static ALWAYS_INLINE __m512i iq4_lut128(void) {
+    return _mm512_broadcast_i32x4(_mm_add_epi8(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv), _mm_set1_epi8(-128)));
+}
+
+static void rp_prepare(int kind, const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1,
                        int64_t stride, float *dy, int32_t *nc) {
-    const int32_t off = q4 ? 8 : 128;
+    const int32_t off = kind == RK_Q4 ? 8 : 128;
     for (int64_t cc = 0; cc < n; cc++) {
         const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)(j0 + cc) * as);
         for (int64_t b = s0; b < s1; b++) {
@@ -54,12 +64,14 @@ static void rp_prepare(bool q4, const uint8_t *a, size_t as, int64_t j0, int64_t
 
 /* One 16-row group g x CB columns (j..j+CB-1) over blocks [s0, s1): the fma chain
  * starts at 0 (s0 == 0) or continues from the partial sums stored in c. */
-static ALWAYS_INLINE void rp_tile(int CB, bool q4, const uint8_t *w, size_t ws, const uint8_t *a, size_t as,
+static ALWAYS_INLINE void rp_tile(int CB, int kind, const uint8_t *w, size_t ws, const uint8_t *a, size_t as,
                                   float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1,
                                   const float *dy, const int32_t *nc, int64_t stride) {
+    const bool q4 = kind != RK_Q8;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = iq4_lut128();
     __m512 acc[RP_MAXCB];
     RP_UNROLL
     for (int cc = 0; cc < CB; cc++)
@@ -82,8 +94,12 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, const uint8_t *w, size_t ws, 
             RP_UNROLL
             for (int ch = 0; ch < 4; ch++) {
                 const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
-                const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (kind == RK_IQ4) {
+                    lo = _mm512_shuffle_epi8(lut, lo);
+                    hi = _mm512_shuffle_epi8(lut, hi);
+                }
                 RP_UNROLL
                 for (int cc = 0; cc < CB; cc++) {
                     const int8_t *yq = ((const block_q8_0 *)(a + (size_t)(j + cc) * as))[b].qs;
@@ -128,10 +144,14 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, const uint8_t *w, size_t ws, 
  * line prefetches at the start of each 288-byte block, 2.3-32 KiB ahead, had not
  * helped), 1.1B Q4_0 tg64 +12-22% in four of five pairs (the fifth even). */
 #define RP8_PF 4608
-static void rp_tile_q4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float *c, size_t ldc, int64_t g, int64_t j,
-                           int64_t s0, int64_t s1, const float *dy, const int32_t *nc) {
+/* nibble vector -> dpbusd operand: as it is (Q4_0) or table[u] + 128 (IQ4_NL) */
+#define RP_NIB(iq, x) ((iq) ? _mm512_shuffle_epi8(lut, (x)) : (x))
+static ALWAYS_INLINE void rp_tile_q4_dec_body(bool iq, const uint8_t *w, size_t ws, const uint8_t *a, float *c,
+                                              size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1,
+                                              const float *dy, const int32_t *nc) {
     const size_t bstep = sizeof(block_q4_0) * LOOM_REPACK_ROWS, gbytes = ws * LOOM_REPACK_ROWS;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = iq4_lut128();
     float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
     __m512 acc = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp);
     const uint8_t *p = w + (size_t)g * gbytes + (size_t)s0 * bstep;
@@ -147,8 +167,8 @@ static void rp_tile_q4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
             for (int ch = 0; ch < 4; ch++) {
                 const __m512i v = _mm512_loadu_si512((const void *)(q + 32 + 64 * ch));
                 _mm_prefetch((const char *)(p + RP8_PF + 64 * (4 * u + ch)), _MM_HINT_T0);
-                e = _mm512_dpbusd_epi32(e, _mm512_and_si512(v, m4), _mm512_set1_epi32(ld32(yq + 4 * ch)));
-                o = _mm512_dpbusd_epi32(o, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                e = _mm512_dpbusd_epi32(e, RP_NIB(iq, _mm512_and_si512(v, m4)), _mm512_set1_epi32(ld32(yq + 4 * ch)));
+                o = _mm512_dpbusd_epi32(o, RP_NIB(iq, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)),
                                         _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
             }
             if (u < 4) _mm_prefetch((const char *)(p + RP8_PF + 2048 + 64 * u), _MM_HINT_T0);
@@ -163,8 +183,8 @@ static void rp_tile_q4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
         RP_UNROLL
         for (int ch = 0; ch < 4; ch++) {
             const __m512i v = _mm512_loadu_si512((const void *)(p + 32 + 64 * ch));
-            e = _mm512_dpbusd_epi32(e, _mm512_and_si512(v, m4), _mm512_set1_epi32(ld32(yq + 4 * ch)));
-            o = _mm512_dpbusd_epi32(o, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+            e = _mm512_dpbusd_epi32(e, RP_NIB(iq, _mm512_and_si512(v, m4)), _mm512_set1_epi32(ld32(yq + 4 * ch)));
+            o = _mm512_dpbusd_epi32(o, RP_NIB(iq, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)),
                                     _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
         }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
@@ -172,6 +192,16 @@ static void rp_tile_q4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
                               acc);
     }
     _mm512_storeu_ps(cp, acc);
+}
+
+#undef RP_NIB
+static void rp_tile_q4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float *c, size_t ldc, int64_t g, int64_t j,
+                           int64_t s0, int64_t s1, const float *dy, const int32_t *nc) {
+    rp_tile_q4_dec_body(false, w, ws, a, c, ldc, g, j, s0, s1, dy, nc);
+}
+static void rp_tile_iq4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float *c, size_t ldc, int64_t g, int64_t j,
+                            int64_t s0, int64_t s1, const float *dy, const int32_t *nc) {
+    rp_tile_q4_dec_body(true, w, ws, a, c, ldc, g, j, s0, s1, dy, nc);
 }
 
 /* The same for Q8_0 (stored as q + 128): the first block of every eight (4352 bytes)
@@ -219,6 +249,8 @@ static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                                int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
@@ -230,7 +262,11 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
         gemm_repacked_q6k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
-    const bool q4 = wt == LOOM_TYPE_Q4_0;
+    if (wt == LOOM_TYPE_IQ4_XS) {
+        gemm_repacked_iq4xs(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
     const int64_t nb = k / 32;
     float dy[RP_PRE];
     int32_t nc[RP_PRE];
@@ -240,11 +276,12 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
         if (slab > RP_SLAB) slab = RP_SLAB;
         for (int64_t s0 = 0; s0 < nb; s0 += slab) {
             const int64_t s1 = s0 + slab < nb ? s0 + slab : nb;
-            rp_prepare(q4, a, as, jc, jn, s0, s1, slab, dy, nc);
+            rp_prepare(kind, a, as, jc, jn, s0, s1, slab, dy, nc);
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
                 if (jn == 1) { /* decode */
                     const uint8_t *ya = (const uint8_t *)a + (size_t)jc * as;
-                    if (q4) rp_tile_q4_dec(w, ws, ya, c, ldc, g, jc, s0, s1, dy, nc);
+                    if (kind == RK_Q4) rp_tile_q4_dec(w, ws, ya, c, ldc, g, jc, s0, s1, dy, nc);
+                    else if (kind == RK_IQ4) rp_tile_iq4_dec(w, ws, ya, c, ldc, g, jc, s0, s1, dy, nc);
                     else rp_tile_q8_dec(w, ws, ya, c, ldc, g, jc, s0, s1, dy, nc);
                     continue;
                 }
@@ -255,8 +292,9 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
                     const int32_t *n = nc + jj * slab;
 #define RP(CB)                                                                                          \
     do {                                                                                                \
-        if (q4) rp_tile(CB, true, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);                \
-        else rp_tile(CB, false, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);                  \
+        if (kind == RK_Q4) rp_tile(CB, RK_Q4, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);    \
+        else if (kind == RK_IQ4) rp_tile(CB, RK_IQ4, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab); \
+        else rp_tile(CB, RK_Q8, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, n, slab);                  \
     } while (0)
                     switch (cb) {
                     case 8: RP(8); break;
@@ -500,6 +538,86 @@ static ALWAYS_INLINE void rp6_tile(int CB, const uint8_t *w, size_t ws, const ui
         _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
 }
 
+/* ------------------------------------------------------------------ IQ4_XS */
+/* IQ4_XS (layout in quant/repack.h) times Q8_K: per super-block, the 16 rows' 6-bit
+ * scales are decoded in lanes from the raw scales_l / scales_h words; per sub-block,
+ * four 64-byte vectors of 16 rows x 4 quant bytes, nibbles looked up (vpshufb) as
+ * table + 128, two dpbusd per vector and column starting from -128 * the activation's
+ * sub-block sum: the exact sub-block dot, times the scale (vpmulld) into the
+ * super-block's integer sum; one fma per super-block as in the scalar reference (bit
+ * for bit). */
+#define RPX_MAXCB 4
+static ALWAYS_INLINE void rpx_tile(int CB, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+                                   size_t ldc, int64_t g, int64_t j, int64_t nb) {
+    const size_t bstep = sizeof(block_iq4_xs) * LOOM_REPACK_ROWS;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), lut = iq4_lut128();
+    __m512 acc[RPX_MAXCB];
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++) acc[cc] = _mm512_setzero_ps();
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS;
+    for (int64_t b = 0; b < nb; b++, p += bstep) {
+        const block_q8_K *yb[RPX_MAXCB];
+        __m512i isum[RPX_MAXCB];
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            yb[cc] = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            isum[cc] = _mm512_setzero_si512();
+        }
+        _mm_prefetch((const char *)(p + 2 * bstep), _MM_HINT_T0);
+        const __m512i sl = _mm512_loadu_si512((const void *)(p + 64));
+        const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + 32)));
+        RP_UNROLL
+        for (int s = 0; s < 8; s++) {
+            const __m512i sc = _mm512_sub_epi32(
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 8 * (s / 2) + 4 * (s % 2)), _mm512_set1_epi32(15)),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * s), _mm512_set1_epi32(3)), 4)),
+                _mm512_set1_epi32(32));
+            __m512i dot[RPX_MAXCB];
+            RP_UNROLL
+            for (int cc = 0; cc < CB; cc++)
+                dot[cc] = _mm512_set1_epi32(-128 * (yb[cc]->bsums[2 * s] + yb[cc]->bsums[2 * s + 1]));
+            RP_UNROLL
+            for (int ch = 0; ch < 4; ch++) {
+                const uint8_t *q = p + 128 + 64 * (4 * s + ch);
+                if (ch == 0) _mm_prefetch((const char *)(q + 2 * bstep), _MM_HINT_T0);
+                const __m512i v = _mm512_loadu_si512((const void *)q);
+                const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+                const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const int8_t *ya = yb[cc]->qs + 32 * s + 4 * ch;
+                    dot[cc] = _mm512_dpbusd_epi32(dot[cc], lo, _mm512_set1_epi32(ld32(ya)));
+                    dot[cc] = _mm512_dpbusd_epi32(dot[cc], hi, _mm512_set1_epi32(ld32(ya + 16)));
+                }
+            }
+            RP_UNROLL
+            for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_add_epi32(isum[cc], _mm512_mullo_epi32(dot[cc], sc));
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(yb[cc]->d)), _mm512_cvtepi32_ps(isum[cc]),
+                                      acc[cc]);
+    }
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+}
+
+static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                                int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) rpx_tile(4, w, ws, a, as, c, ldc, g, j, nb);
+        if (j + 2 <= j1) {
+            rpx_tile(2, w, ws, a, as, c, ldc, g, j, nb);
+            j += 2;
+        }
+        if (j < j1) rpx_tile(1, w, ws, a, as, c, ldc, g, j, nb);
+    }
+}
+
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
@@ -513,7 +631,9 @@ static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->gemm_repacked = gemm_repacked_vnni;
     k->repack[LOOM_TYPE_Q4_0] = true;
+    k->repack[LOOM_TYPE_IQ4_NL] = true;
     k->repack[LOOM_TYPE_Q8_0] = true;
     k->repack[LOOM_TYPE_Q4_K] = true;
     k->repack[LOOM_TYPE_Q6_K] = true;
+    k->repack[LOOM_TYPE_IQ4_XS] = true;
 }

@@ -1,6 +1,7 @@
 /* Scalar reference kernels. Integer formats: exact integer dot product inside each
  * block (or sub-block), then one float scaling per block. */
 #include "cpu/kernels_internal.h"
+#include "quant/iq_tables.h"
 #include "quant/repack.h"
 
 #include <math.h>
@@ -289,8 +290,8 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
 }
 
 /* Reference for the row-interleaved layout (quant/repack.h): per row, per block,
- * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; Q8_0: (u ^ 0x80) as
- * int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
+ * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; IQ4_NL: its table's
+ * value for u; Q8_0: (u ^ 0x80) as int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
  * SIMD versions perform per vector lane, so they match this bit for bit. */
 /* K-quant super-blocks in the interleaved layout (quant/repack.h) times Q8_K rows:
  * one function per type folds super-block p (row r of its 16-row group) into acc. */
@@ -344,6 +345,27 @@ static float q6k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float a
     return fmaf(y->d * H2F(hd), (float)isum, acc);
 }
 
+/* IQ4_XS: the exact integer isum = sum_s (ls_s - 32) * sum_{e in s} table[u_e] * y_e over
+ * the 8 sub-blocks, then acc = fma(dy*d, isum, acc) (the SIMD kernels match it bit for
+ * bit; they compute each sub-block sum as sum (table[u] + 128) y - 128 * bsum). */
+static float iq4xs_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    uint16_t hd, sh;
+    memcpy(&hd, p + 2 * r, 2);
+    memcpy(&sh, p + 32 + 2 * r, 2);
+    int32_t isum = 0;
+    for (int s = 0; s < 8; s++) {
+        const int ls = ((p[64 + 4 * r + s / 2] >> (4 * (s % 2))) & 0xF) | ((sh >> (2 * s)) & 3) << 4;
+        int32_t dot = 0;
+        for (int e = 0; e < 32; e++) {
+            const int q = 16 * s + e % 16; /* qs byte of the element */
+            const uint8_t byte = p[128 + 64 * (q / 4) + 4 * r + q % 4];
+            dot += loom_iq4nl_kv[e < 16 ? byte & 0xF : byte >> 4] * y->qs[32 * s + e];
+        }
+        isum += (ls - 32) * dot;
+    }
+    return fmaf(y->d * H2F(hd), (float)isum, acc);
+}
+
 /* Rows [i0, i1) x columns [j0, j1) of a K-quant matrix in the interleaved layout: per
  * (row, column) the super-blocks folded in order. blk: GGUF bytes per super-block. */
 static void gemm_repacked_kq_ref(kq_block_fn fold, size_t blk, int64_t k, const void *w, size_t ws, const void *a,
@@ -366,13 +388,17 @@ static void gemm_repacked_kq_ref(kq_block_fn fold, size_t blk, int64_t k, const 
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
+    if (wt == LOOM_TYPE_IQ4_XS) {
+        gemm_repacked_kq_ref(iq4xs_block_ref, sizeof(block_iq4_xs), k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
     if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q6_K) {
         const bool k4 = wt == LOOM_TYPE_Q4_K;
         gemm_repacked_kq_ref(k4 ? q4k_block_ref : q6k_block_ref, k4 ? sizeof(block_q4_K) : sizeof(block_q6_K), k, w,
                              ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
-    const bool q4 = wt == LOOM_TYPE_Q4_0;
+    const bool iq = wt == LOOM_TYPE_IQ4_NL, q4 = wt == LOOM_TYPE_Q4_0 || iq;
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
     const int64_t nb = k / 32;
     const size_t gbytes = ws * LOOM_REPACK_ROWS;
@@ -391,7 +417,8 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
                     if (q4) {
                         const int l = e % 16, cc = l / 4;
                         const uint8_t byte = p[32 + 64 * cc + 4 * r + l % 4];
-                        q = (e < 16 ? (byte & 0xF) : (byte >> 4)) - 8;
+                        const int u = e < 16 ? (byte & 0xF) : (byte >> 4);
+                        q = iq ? loom_iq4nl_kv[u] : u - 8;
                     } else {
                         const int cc = e / 4;
                         q = (int)(int8_t)(p[32 + 64 * cc + 4 * r + e % 4] ^ 0x80);

@@ -194,6 +194,12 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     pl->repacked = repacked;
     const int64_t n_slices = B2 * B3;
     pl->rc = mm_row_chunk(M, n_slices, N, K, repacked, p->nth);
+    if (N > 4 && !repacked && (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16)) {
+        /* F16/BF16 gemm tiles convert the activation panel to float per call: taller
+         * tiles (32 rows) amortise it while that leaves >= 16 tiles */
+        const int64_t panels = (N + MM_PANEL_COLS - 1) / MM_PANEL_COLS;
+        if (pl->rc < 32 && n_slices * panels * ((M + 31) / 32) >= 16) pl->rc = 32;
+    }
     pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;

@@ -7,20 +7,44 @@
 #include <string.h>
 
 bool loom_repack_type_ok(loom_type t) {
-    return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K;
+    return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ||
+           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS;
 }
 
 loom_type loom_repack_act_type(loom_type t) {
     switch (t) {
     case LOOM_TYPE_Q4_0:
+    case LOOM_TYPE_IQ4_NL:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
     case LOOM_TYPE_Q4_K:
+    case LOOM_TYPE_IQ4_XS:
     case LOOM_TYPE_Q6_K: return LOOM_TYPE_Q8_K;
     default: return LOOM_TYPE_COUNT;
     }
 }
 
-static int64_t block_elems(loom_type t) { return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ? 256 : 32; }
+static int64_t block_elems(loom_type t) {
+    return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS ? 256 : 32;
+}
+
+/* IQ4_XS super-block b of a 16-row group, either direction (see repack.h): fields moved
+ * as they are. */
+static void iq4xs_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
+    const size_t bb = sizeof(block_iq4_xs), p0 = b * bb * LOOM_REPACK_ROWS;
+    for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
+        const size_t u0 = r * rowb + b * bb;
+#define MOVE(poff, uoff, n)                                                                        \
+    do {                                                                                           \
+        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
+        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
+    } while (0)
+        MOVE(2 * r, offsetof(block_iq4_xs, d), 2);
+        MOVE(32 + 2 * r, offsetof(block_iq4_xs, scales_h), 2);
+        MOVE(64 + 4 * r, offsetof(block_iq4_xs, scales_l), 4);
+        for (size_t u = 0; u < 32; u++) MOVE(128 + 64 * u + 4 * r, offsetof(block_iq4_xs, qs) + 4 * u, 4);
+#undef MOVE
+    }
+}
 
 /* Q6_K super-block b of a 16-row group, either direction (see repack.h): every field
  * is moved as it is, so one table of (packed offset, row offset, bytes) pieces does both. */
@@ -101,20 +125,22 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
     if (!loom_repack_type_ok(t) || k <= 0 || k % block_elems(t) != 0 || nrows < 0 ||
         nrows % LOOM_REPACK_ROWS != 0 || !src || !dst)
         return LOOM_ERR_INVALID_ARG;
-    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K) {
-        const bool k4 = t == LOOM_TYPE_Q4_K;
-        const size_t nbk = (size_t)(k / 256), rowb = nbk * (k4 ? sizeof(block_q4_K) : sizeof(block_q6_K));
+    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS) {
+        const bool k4 = t == LOOM_TYPE_Q4_K, xs = t == LOOM_TYPE_IQ4_XS;
+        const size_t nbk = (size_t)(k / 256),
+                     rowb = nbk * (k4 ? sizeof(block_q4_K) : xs ? sizeof(block_iq4_xs) : sizeof(block_q6_K));
         const size_t gbytes = rowb * LOOM_REPACK_ROWS;
         for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
             for (size_t b = 0; b < nbk; b++) {
                 const uint8_t *gs = (const uint8_t *)src + (size_t)g * gbytes;
                 uint8_t *gd = (uint8_t *)dst + (size_t)g * gbytes;
                 if (k4) q4k_block(gs, gd, rowb, b, to_packed);
+                else if (xs) iq4xs_block(gs, gd, rowb, b, to_packed);
                 else q6k_block(gs, gd, rowb, b, to_packed);
             }
         return LOOM_OK;
     }
-    const bool q4 = t == LOOM_TYPE_Q4_0;
+    const bool q4 = t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_IQ4_NL; /* same block: d, 16 nibble bytes */
     const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0); /* bytes per block */
     const int nchunk = q4 ? 4 : 8;                                 /* 4-byte chunks of quants */
     const uint32_t flip4 = q4 ? 0u : 0x80808080u; /* XOR every byte with 0x80 (Q8_0) */

@@ -1,7 +1,7 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0, Q8_0, Q4_K or Q6_K weight matrix [K, M] with M a multiple of 16 can be
+ * A 2-D Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
  * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
  * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
  * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
@@ -12,12 +12,12 @@
  * Layout: group g (rows 16g..16g+15) occupies bytes [g*16*R, (g+1)*16*R) where
  * R is the GGUF row size; inside it, block b occupies 16*B bytes at offset
  * b*16*B (B = the GGUF block size in bytes).
- * Q4_0 and Q8_0 (B = 18, 34; blocks of 32):
+ * Q4_0, IQ4_NL and Q8_0 (B = 18, 18, 34; blocks of 32):
  *   - 16 x uint16: the half scale d of block b of rows 0..15;
  *   - then for each 4-byte chunk c of the block's quants (4 chunks for Q4_0's
  *     16 nibble bytes, 8 for Q8_0's 32 bytes), 16 x 4 bytes: chunk c of rows
- *     0..15. Q4_0 nibble bytes are stored as they are (low nibble = element l,
- *     high = element l+16); Q8_0 quants are stored XOR 0x80 (q + 128 as an
+ *     0..15. Q4_0 and IQ4_NL nibble bytes are stored as they are (low nibble =
+ *     element l, high = element l+16; IQ4_NL nibbles index its 16-value table); Q8_0 quants are stored XOR 0x80 (q + 128 as an
  *     unsigned byte), the operand form of unsigned x signed dot instructions.
  * Q4_K (B = 144; super-blocks of 256, 8 sub-blocks of 32 with 6-bit scale sc[s]
  * and min m[s]), 2304 bytes per super-block b of the group:
@@ -36,6 +36,13 @@
  *                row r at 4r;
  *   [2336, 3360) for u = 0..15, 16 x 4 bytes at 2336 + 64u: qh bytes 4u..4u+3 of
  *                row r at 4r (all as they are).
+ * IQ4_XS (B = 136; super-blocks of 256, 8 sub-blocks of 32 with 6-bit scales),
+ * 2176 bytes per super-block b of the group, every field as it is:
+ *   [0, 32)      16 x uint16 d;  [32, 64) 16 x uint16 scales_h;
+ *   [64, 128)    16 x 4 bytes: scales_l[0..3] of row r at 4r;
+ *   [128, 2176)  for u = 0..31, 16 x 4 bytes at 128 + 64u: qs bytes 4u..4u+3 of
+ *                row r at 4r (sub-block s = u / 4; low nibbles are its elements
+ *                0..15, high nibbles 16..31; codes index the IQ4_NL table).
  *
  * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT
  * (as its weight operand) accepts them. The backend repacks only when its
@@ -52,11 +59,12 @@
 
 #define LOOM_REPACK_ROWS 16
 
-/* True for the types that have an interleaved layout (Q4_0, Q8_0, Q4_K, Q6_K). */
+/* True for the types that have an interleaved layout (Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K,
+ * IQ4_XS). */
 bool loom_repack_type_ok(loom_type t);
 
-/* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0 and
- * Q8_0, Q8_K for Q4_K and Q6_K); LOOM_TYPE_COUNT for a type without the layout. */
+/* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0, IQ4_NL
+ * and Q8_0, Q8_K for Q4_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
