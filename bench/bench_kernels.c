@@ -270,7 +270,7 @@ int loom_bench_kernels(int argc, char **argv) {
     bool json = false, quick = false, no_repack = false;
     long nth = sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
-    const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,F16,BF16,F32";
+    const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,MXFP4,F16,BF16,F32";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--quick")) quick = true;
