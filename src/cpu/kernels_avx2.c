@@ -317,4 +317,7 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_repack_avx2(k);
     /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
     loom_kernels_fill_iq4_avx2(k);
+    /* MXFP4 gemm tiles (kernels_mxfp4_avx2.c); the avx512 level chains them after its
+     * float tiles, the VNNI level has its own */
+    k->gemm = loom_gemm_mxfp4_avx2;
 }
