@@ -69,13 +69,25 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     const block_mxfp4 *x = vx;
     const block_q8_0 *y = vy;
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_mxfp4_kv));
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
+    /* two blocks per step into two accumulators (one FMA chain per block was latency-bound) */
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i q0 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
+        __m256i q1 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i + 1].qs));
+        __m256i p0 = dot_s8(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = dot_s8(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i + 1].e) * H2F(y[i + 1].d)), _mm256_cvtepi32_ps(p1),
+                               acc1);
+    }
+    for (; i < nb; i++) {
         __m256i q = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
         __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
     }
-    *s = hsum8(acc);
+    *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
 
 static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
