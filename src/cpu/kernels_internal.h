@@ -46,6 +46,11 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
 bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* AVX2 gemm tile for MXFP4 weights (kernels_mxfp4_avx2.c; kernels.h gemm contract);
+ * declines (returns false) for every other type. */
+bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* Fill k with the scalar reference table (name "scalar"). */
 void loom_kernels_fill_scalar(loom_kernels *k);
 void loom_kernels_fill_iq_scalar(loom_kernels *k); /* called by fill_scalar (kernels_iq_scalar.c) */
