@@ -99,6 +99,19 @@ static uint64_t bm_status_bytes(const char *field) {
     return (uint64_t)kb * 1024u;
 }
 
+/* A "Name: N kB" field of /proc/meminfo in bytes, 0 if unreadable. */
+static uint64_t bm_meminfo_bytes(const char *field) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t fl = strlen(field);
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':' && sscanf(line + fl + 1, " %llu", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024u;
+}
+
 /* Reset VmHWM to the current RSS (Linux >= 4.0); false if not permitted. */
 static bool bm_reset_peak(void) {
     FILE *f = fopen("/proc/self/clear_refs", "w");
@@ -294,7 +307,7 @@ int loom_bench_model(int argc, char **argv) {
 
     /* The memory plan (dry run: weights + KV cache + graph, nothing allocated), to be
      * compared with the peak RSS growth of the real run below. */
-    uint64_t plan_bytes = 0, kv_plan_bytes = 0;
+    uint64_t plan_bytes = 0, kv_plan_bytes = 0, graph_plan_bytes = 0;
     {
         loom_model_params dp = mp;
         dp.dry_run = true;
@@ -303,25 +316,35 @@ int loom_bench_model(int argc, char **argv) {
             fprintf(stderr, "loom bench: %s\n", err.msg);
             return 1;
         }
-        /* a depth beyond the model's trained context is refused (its numbers would
-         * time a model running outside what it was made for) */
+        /* beyond the model's trained context: measured anyway, as llama-bench does (the
+         * cost of attention does not depend on what the model makes of those positions),
+         * with a warning */
         int32_t n_ctx_train = loom_model_get_hparams(dm)->n_ctx_train;
-        if (depth > 0 && n_ctx_train > 0 && mp.n_ctx > n_ctx_train) {
+        if (depth > 0 && n_ctx_train > 0 && mp.n_ctx > n_ctx_train)
             fprintf(stderr,
-                    "loom bench: depth %d + %d test tokens = %d exceeds the model's context length %d "
-                    "(%s.context_length); use a smaller -d, -p or -n\n",
+                    "loom bench: warning: depth %d + %d test tokens = %d exceeds the model's context length %d "
+                    "(%s.context_length); timing it anyway\n",
                     depth, mp.n_ctx - depth, mp.n_ctx, (int)n_ctx_train, loom_model_get_hparams(dm)->arch);
-            loom_model_close(dm);
-            return 1;
-        }
         loom_backend_memory mem;
         if (loom_backend_memory_get(loom_model_backend(dm), &mem) == LOOM_OK) {
             plan_bytes = loom_backend_memory_total(&mem);
             for (int d = 0; d < mem.n_devices; d++)
                 for (int l = 0; l < mem.devices[d].n_layers; l++) kv_plan_bytes += mem.devices[d].cache[l].size;
+            for (int d = 0; d < mem.n_devices; d++) graph_plan_bytes += mem.devices[d].graph.size;
             loom_backend_memory_free(&mem);
         }
         loom_model_close(dm);
+        /* a cache that cannot fit the memory available now is refused before anything is
+         * allocated (an overcommitted allocation would be killed mid-fill instead) */
+        uint64_t avail = bm_meminfo_bytes("MemAvailable");
+        if (depth > 0 && avail > 0 && kv_plan_bytes + graph_plan_bytes > avail) {
+            fprintf(stderr,
+                    "loom bench: depth %d: the KV cache (%s, %d tokens) and compute buffers need %.1f MiB, "
+                    "only %.1f MiB of memory is available; use a smaller -d or a quantized --cache-type\n",
+                    depth, loom_type_name(cache_type), mp.n_ctx,
+                    (double)(kv_plan_bytes + graph_plan_bytes) / 1048576.0, (double)avail / 1048576.0);
+            return 1;
+        }
     }
     bool peak_reset = bm_reset_peak();
     uint64_t rss0 = bm_status_bytes("VmRSS");

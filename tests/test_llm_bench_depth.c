@@ -3,8 +3,9 @@
  * synthetic model with a 512-token context: the JSON reports the depth, the
  * context is sized for depth + test tokens, the planned KV cache bytes and the
  * bytes per token match the cache geometry computed here, the cache holds depth +
- * n_gen tokens after the last tg test, a depth that does not fit the model's context
- * is refused with a message, and bad cache-type combinations are refused. Speed is
+ * n_gen tokens after the last tg test, a depth beyond the model's trained context is
+ * timed with a warning (as llama-bench), one beyond what a model or the memory can
+ * hold is refused with a message, and bad cache-type combinations are refused. Speed is
  * not asserted. Exit 77 (skipped) when LOOM_BIN is not set. */
 #include "test_util.h"
 
@@ -93,9 +94,15 @@ int main(void) {
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_MSG(json_num("n_ctx") == 512 && json_num("n_past_end") == 504 + 4, "%s", g_out);
 
-    /* refused with a message, not a crash */
-    snprintf(cmd, sizeof cmd, "%s bench %s -d 505 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 2>&1", bin, path);
-    CHECK_MSG(run(cmd) != 0 && strstr(g_out, "context length 512") && strstr(g_out, "505"), "%s", g_out);
+    /* beyond the trained context: timed anyway (as llama-bench), with a warning */
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 505 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 --json 2>&1", bin, path);
+    CHECK_MSG(run(cmd) == 0 && strstr(g_out, "warning") && strstr(g_out, "context length 512"), "%s", g_out);
+    CHECK_MSG(json_num("n_ctx") == 513 && json_num("n_past_end") == 505 + 4, "%s", g_out);
+
+    /* refused with a message, not a crash: a context beyond what a model accepts
+     * (2^24 tokens) */
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 16777216 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 2>&1", bin, path);
+    CHECK_MSG(run(cmd) != 0 && strstr(g_out, "n_ctx") && strstr(g_out, "too large"), "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s bench %s -d 99999999 -r 1 2>&1", bin, path);
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "-d"), "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s bench %s -d -1 -r 1 2>&1", bin, path);
@@ -108,6 +115,17 @@ int main(void) {
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "q5_k"), "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s bench %s -d 16 --parallel 2 -r 1 2>&1", bin, path);
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "--parallel"), "%s", g_out);
+
+    /* a cache bigger than any memory: 8 layers x 4 kv heads x 2^24 - 64 tokens of F32
+     * K/V = 256 GiB, refused from the plan before anything is allocated */
+    snprintf(cmd, sizeof cmd,
+             "%s gen --vocab %s --dim 256 --layers 8 --heads 4 --kv-heads 4 --ffn 256 --ctx 512 "
+             "--type Q8_0 --tied --seed 11 -t 1 -o %s 2>&1",
+             bin, test_path("tests/data/vocab/ggml-vocab-llama-spm.gguf"), path);
+    CHECK_MSG(run(cmd) == 0, "%s", g_out);
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 16777152 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 --cache-type f32 2>&1", bin,
+             path);
+    CHECK_MSG(run(cmd) != 0 && strstr(g_out, "MiB of memory is available"), "%s", g_out);
     unlink(path);
     return test_finish("test_llm_bench_depth");
 }
