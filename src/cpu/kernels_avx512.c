@@ -183,6 +183,7 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    loom_kernels_fill_fa_avx512(k); /* flash-attention p.V (kernels_fa_avx512.c) */
     /* F16/BF16 gemm tiles (kernels_gemm_avx512.c); the avx2 table has no gemm */
     if (!k->gemm) k->gemm = loom_gemm_float_avx512;
 }

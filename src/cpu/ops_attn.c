@@ -268,8 +268,7 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     }
                     s[0] = mt;
                 }
-                const float sum = kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
-                if (lay.v_trans) s[1] += sum; /* else summed below, key by key */
+                s[1] += kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
             }
             if (lay.v_trans) {
                 /* p.V for the tile: rows d of the transposed v (the tile's keys are
@@ -292,7 +291,12 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     kt->axpy_f32(Dv, 1.0f, pv + hi * Dv, st + (size_t)hi * sstride + 2);
                 continue;
             }
-            /* accumulate V (each row converted once for the whole group) */
+            /* accumulate V: the level's fused p.V (each V slice converted once, the
+             * heads' accumulators in registers), else each row converted once for the
+             * whole group and added with axpy */
+            if (kt->fa_pv && kt->fa_pv(v->type, nj, G, Dv, sc, FA_TILE, vbase + (size_t)j0 * v->nb[1], v->nb[1], st + 2,
+                                       sstride))
+                continue;
             for (int64_t j = j0; j < j1; j++) {
                 const char *vrow = vbase + (size_t)j * v->nb[1];
                 const float *vf = (const float *)vrow;
@@ -305,9 +309,7 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                         vf = vt;
                         converted = true;
                     }
-                    float *s = st + (size_t)hi * sstride;
-                    s[1] += pj;
-                    kt->axpy_f32(Dv, pj, vf, s + 2);
+                    kt->axpy_f32(Dv, pj, vf, st + (size_t)hi * sstride + 2);
                 }
             }
         }
