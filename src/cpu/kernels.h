@@ -70,8 +70,9 @@ typedef struct loom_kernels {
     /* Flash attention p.V of one key tile, all G query heads of a KV head at once:
      * acc[h*acc_stride + d] += p[h*p_stride + j] * V_j[d] for h < G, d < Dv, keys j =
      * 0..n-1 in that order, V_j row j of v (v_stride bytes apart) of type vt as float
-     * (F32; F16; Q8_0 / Q4_0 as d * q). Each product is rounded, then added (no FMA):
-     * the arithmetic of axpy_f32 key by key, which loom_fa_pv_ref spells out. Keys whose
+     * (F32; F16; Q8_0 / Q4_0 as d * q, rounded), each key one fused multiply-add
+     * acc = fma(p, v, acc) as loom_fa_pv_ref spells out (axpy_f32 rounds the product
+     * first: results differ from that fallback in the last bits). Keys whose
      * p is 0 for every head are skipped. Returns false to decline (type, Dv not a
      * multiple of the vector width): the caller then uses axpy_f32 per key and head.
      * May be NULL (scalar, NEON). */

@@ -5,8 +5,8 @@
  * 8-float slice of Dv stay in registers: per key the V slice is loaded and
  * converted once (F16 vcvtph2ps; Q8_0 / Q4_0 widened to int32, converted, times the
  * block scale) and each head adds p * v. The key-by-key axpy_f32 it replaces loads
- * and stores every accumulator per key and head. Products are rounded, then added
- * (mul + add, no FMA), in key order: bit-identical to loom_fa_pv_ref.
+ * and stores every accumulator per key and head. One FMA per key, head and value, in
+ * key order: bit-identical to loom_fa_pv_ref.
  */
 #include "cpu/kernels_internal.h"
 
@@ -43,7 +43,7 @@ static ALWAYS_INLINE void pv_slice(const int H, loom_type vt, const int32_t *liv
         const __m256 x = pv_load(vt, v + (size_t)j * vs, d0);
         LOOM_UNROLL
         for (int h = 0; h < H; h++)
-            a[h] = _mm256_add_ps(a[h], _mm256_mul_ps(_mm256_set1_ps(p[(size_t)h * ps + (size_t)j]), x));
+            a[h] = _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)h * ps + (size_t)j]), x, a[h]);
     }
     LOOM_UNROLL
     for (int h = 0; h < H; h++) _mm256_storeu_ps(acc + (size_t)h * as + d0, a[h]);

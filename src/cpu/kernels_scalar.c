@@ -325,10 +325,7 @@ bool loom_fa_pv_ref(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float 
         for (int64_t h = 0; h < G; h++) {
             const float a = p[(size_t)h * p_stride + (size_t)j];
             float *y = acc + (size_t)h * acc_stride;
-            for (int64_t d = 0; d < Dv; d++) {
-                const float prod = a * fa_v_at(vt, r, d); /* rounded, then added */
-                y[d] += prod;
-            }
+            for (int64_t d = 0; d < Dv; d++) y[d] = fmaf(a, fa_v_at(vt, r, d), y[d]);
         }
     }
     return true;
