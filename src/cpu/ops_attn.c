@@ -273,7 +273,8 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     }
                     s[0] = mt;
                 }
-                s[1] += kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
+                const float sum = kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
+                if (lay.v_trans) s[1] += sum; /* else summed below in key order */
             }
             if (lay.v_trans) {
                 /* p.V for the tile: rows d of the transposed v (the tile's keys are
@@ -300,8 +301,14 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
              * heads' accumulators in registers), else each row converted once for the
              * whole group and added with axpy */
             if (kt->fa_pv && kt->fa_pv(v->type, nj, G, Dv, sc, FA_TILE, vbase + (size_t)j0 * v->nb[1], v->nb[1], st + 2,
-                                       sstride))
+                                       sstride)) {
+                /* row sums key by key, as the fallback below: the result then does not
+                 * depend on where the sequence's cells sit in the tile (exp_sum's
+                 * vector-lane order would; test_llm_batch_equiv) */
+                for (int64_t j = 0; j < nj; j++)
+                    for (int64_t hi = 0; hi < G; hi++) st[(size_t)hi * sstride + 1] += sc[hi * FA_TILE + j];
                 continue;
+            }
             for (int64_t j = j0; j < j1; j++) {
                 const char *vrow = vbase + (size_t)j * v->nb[1];
                 const float *vf = (const float *)vrow;
@@ -314,7 +321,9 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                         vf = vt;
                         converted = true;
                     }
-                    kt->axpy_f32(Dv, pj, vf, st + (size_t)hi * sstride + 2);
+                    float *s = st + (size_t)hi * sstride;
+                    s[1] += pj;
+                    kt->axpy_f32(Dv, pj, vf, s + 2);
                 }
             }
         }
