@@ -308,6 +308,7 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
 }
 
 void loom_kernels_fill_avx2(loom_kernels *k) {
+    loom_kernels_fill_fa_avx2(k); /* flash-attention p.V (kernels_fa_avx2.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;

@@ -190,5 +190,6 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
-    k->gemm = gemm_avx512;
+    k->gemm = gemm_avx512; /* F16/BF16 tiles, then MXFP4 (AVX2 tiles) */
+    loom_kernels_fill_fa_avx512(k); /* flash-attention p.V (kernels_fa_avx512.c) */
 }
