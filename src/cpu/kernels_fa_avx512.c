@@ -32,65 +32,12 @@ static ALWAYS_INLINE __m512 pv_load(loom_type vt, const uint8_t *r, int64_t d0) 
     return _mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_set1_ps(_cvtsh_ss(b->d)));
 }
 
-/* Heads [0, H) (H <= 8, a constant after inlining) over the live keys, one Dv slice. */
-static ALWAYS_INLINE void pv_slice(const int H, loom_type vt, const int32_t *live, int nl, const float *p, size_t ps,
-                                   const uint8_t *v, size_t vs, float *acc, size_t as, int64_t d0) {
-    __m512 a[8];
-    LOOM_UNROLL
-    for (int h = 0; h < H; h++) a[h] = _mm512_loadu_ps(acc + (size_t)h * as + d0);
-    for (int i = 0; i < nl; i++) {
-        const int32_t j = live[i];
-        const __m512 x = pv_load(vt, v + (size_t)j * vs, d0);
-        LOOM_UNROLL
-        for (int h = 0; h < H; h++)
-            a[h] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)h * ps + (size_t)j]), x, a[h]);
-    }
-    LOOM_UNROLL
-    for (int h = 0; h < H; h++) _mm512_storeu_ps(acc + (size_t)h * as + d0, a[h]);
-}
-
-static ALWAYS_INLINE void pv_heads(loom_type vt, int H, const int32_t *live, int nl, const float *p, size_t ps,
-                                   const uint8_t *v, size_t vs, float *acc, size_t as, int64_t Dv) {
-    for (int64_t d0 = 0; d0 < Dv; d0 += 16) {
-        switch (H) {
-#define PV_CASE(N) \
-    case N: pv_slice(N, vt, live, nl, p, ps, v, vs, acc, as, d0); break;
-            PV_CASE(1) PV_CASE(2) PV_CASE(3) PV_CASE(4) PV_CASE(5) PV_CASE(6) PV_CASE(7) PV_CASE(8)
-#undef PV_CASE
-        default: break;
-        }
-    }
-}
-
-static ALWAYS_INLINE void pv_type(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t ps,
-                                  const uint8_t *v, size_t vs, float *acc, size_t as) {
-    int32_t live[PV_TILE];
-    for (int64_t j0 = 0; j0 < n; j0 += PV_TILE) {
-        const int64_t j1 = j0 + PV_TILE < n ? j0 + PV_TILE : n;
-        int nl = 0;
-        for (int64_t j = j0; j < j1; j++) {
-            bool any = false;
-            for (int64_t h = 0; h < G && !any; h++) any = p[(size_t)h * ps + (size_t)j] != 0.0f;
-            if (any) live[nl++] = (int32_t)j;
-        }
-        if (!nl) continue;
-        for (int64_t h0 = 0; h0 < G; h0 += 8) {
-            const int H = (int)(G - h0 < 8 ? G - h0 : 8);
-            pv_heads(vt, H, live, nl, p + (size_t)h0 * ps, ps, v, vs, acc + (size_t)h0 * as, as, Dv);
-        }
-    }
-}
-
-static bool fa_pv(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t ps, const void *v, size_t vs,
-                  float *acc, size_t as) {
-    if (Dv % 16 || ((vt == LOOM_TYPE_Q8_0 || vt == LOOM_TYPE_Q4_0) && Dv % 32)) return false;
-    switch (vt) {
-    case LOOM_TYPE_F32: pv_type(LOOM_TYPE_F32, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_F16: pv_type(LOOM_TYPE_F16, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_Q8_0: pv_type(LOOM_TYPE_Q8_0, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_Q4_0: pv_type(LOOM_TYPE_Q4_0, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    default: return false;
-    }
-}
+#define FA_VEC __m512
+#define FA_W 16
+#define FA_LOADU _mm512_loadu_ps
+#define FA_STOREU _mm512_storeu_ps
+#define FA_SET1 _mm512_set1_ps
+#define FA_FMADD _mm512_fmadd_ps
+#include "cpu/kernels_fa_body.h"
 
 void loom_kernels_fill_fa_avx512(loom_kernels *k) { k->fa_pv = fa_pv; }
