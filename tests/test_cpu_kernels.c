@@ -279,13 +279,62 @@ static void test_vec_dot(void) {
     }
 }
 
+/* Shared by the gemm shape tests: M weight rows w (row bytes wrb) of type wt and nmax
+ * activation rows a of the scalar table's vec_dot_type (row bytes arb), K = k. Every
+ * level's gemm over rows [i0, M) and columns [j0, n) for each n of ns (j0 = 1 when
+ * n > 2) must leave the other outputs at their sentinel and match the scalar vec_dot
+ * (2x the bound) and the float64 dot (the bound) elsewhere. */
+static void check_gemm_levels(const char *tag, loom_type wt, int64_t k, const uint8_t *w, size_t wrb, const uint8_t *a,
+                              size_t arb, int M, int i0, int nmax, const int64_t *ns, size_t n_ns) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    const loom_type at = s->dot[wt].vec_dot_type;
+    float *ref = malloc(sizeof(float) * (size_t)M * (size_t)nmax), *cbuf = malloc(sizeof(float) * (size_t)M * (size_t)nmax);
+    double *tol = malloc(sizeof(double) * (size_t)M * (size_t)nmax), *dd = malloc(sizeof(double) * (size_t)M * (size_t)nmax);
+    if (!ref || !cbuf || !tol || !dd) {
+        CHECK(0);
+        free(ref); free(cbuf); free(tol); free(dd);
+        return;
+    }
+    for (int c = 0; c < nmax; c++)
+        for (int r = 0; r < M; r++) {
+            double mg;
+            s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
+            reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
+            tol[c * M + r] = bound(wt, k, mg);
+        }
+    for (int li = 1; lv[li]; li++) {
+        const loom_kernels *kt = loom_kernels_for(lv[li]);
+        if (!kt || !kt->gemm) continue;
+        for (size_t ni = 0; ni < n_ns; ni++) {
+            const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
+            for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
+            if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, (size_t)M, i0, M, j0, n)) continue;
+            int bad = 0;
+            for (int64_t c = 0; c < n; c++)
+                for (int r = 0; r < M; r++) {
+                    float v = cbuf[c * M + r];
+                    size_t e = (size_t)c * M + (size_t)r;
+                    if (r < i0 || c < j0) {
+                        if (v != -12345.f && bad++ < 3) fprintf(stderr, "  %s gemm wrote r%d c%lld\n", tag, r, (long long)c);
+                        continue;
+                    }
+                    if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
+                        fprintf(stderr, "  %s gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", tag, lv[li],
+                                (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
+                }
+            CHECK_MSG(bad == 0, "%s gemm %s k=%lld n=%lld", tag, lv[li], (long long)k, (long long)n);
+        }
+    }
+    free(ref); free(cbuf); free(tol); free(dd);
+}
+
 /* Q4_K gemm tiles at prompt-like shapes: every level's gemm over rows [3, 37) of a
  * 37-row matrix and columns [j0, N) for N in {1, 2, 7, 64, 300} (register tile and
  * row-group remainders), K of 1, 6 and 16 blocks; untouched outputs keep their
  * sentinels, the others match the scalar vec_dot and the float64 dot. */
 static void test_gemm_q4k_shapes(void) {
     const loom_kernels *s = loom_kernels_scalar();
-    const char *const *lv = loom_kernels_levels();
     const loom_type wt = LOOM_TYPE_Q4_K, at = s->dot[wt].vec_dot_type;
     enum { M = 37, I0 = 3 };
     static const int64_t ks[] = {256, 1536, 4096};
@@ -294,12 +343,10 @@ static void test_gemm_q4k_shapes(void) {
         const int64_t k = ks[ki], nmax = 300;
         size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
         uint8_t *w = malloc(wrb * M), *a = malloc(arb * nmax);
-        float *xf = malloc((size_t)k * sizeof *xf), *ref = malloc(sizeof(float) * M * nmax);
-        float *cbuf = malloc(sizeof(float) * M * nmax);
-        double *tol = malloc(sizeof(double) * M * nmax), *dd = malloc(sizeof(double) * M * nmax);
-        if (!w || !a || !xf || !ref || !cbuf || !tol || !dd) {
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
             CHECK(0);
-            free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+            free(w); free(a); free(xf);
             return;
         }
         for (int r = 0; r < M; r++) {
@@ -319,37 +366,8 @@ static void test_gemm_q4k_shapes(void) {
             if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
             s->from_float[at](xf, a + c * arb, k);
         }
-        for (int c = 0; c < nmax; c++)
-            for (int r = 0; r < M; r++) {
-                double mg;
-                s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
-                reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
-                tol[c * M + r] = bound(wt, k, mg);
-            }
-        for (int li = 1; lv[li]; li++) {
-            const loom_kernels *kt = loom_kernels_for(lv[li]);
-            if (!kt || !kt->gemm) continue;
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
-                const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
-                for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
-                if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, M, I0, M, j0, n)) continue;
-                int bad = 0;
-                for (int64_t c = 0; c < n; c++)
-                    for (int r = 0; r < M; r++) {
-                        float v = cbuf[c * M + r];
-                        size_t e = (size_t)c * M + (size_t)r;
-                        if (r < I0 || c < j0) {
-                            if (v != -12345.f && bad++ < 3) fprintf(stderr, "  q4k gemm wrote r%d c%lld\n", r, (long long)c);
-                            continue;
-                        }
-                        if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
-                            fprintf(stderr, "  q4k gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", lv[li],
-                                    (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
-                    }
-                CHECK_MSG(bad == 0, "q4k gemm %s k=%lld n=%lld", lv[li], (long long)k, (long long)n);
-            }
-        }
-        free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+        check_gemm_levels("q4k", wt, k, w, wrb, a, arb, M, I0, (int)nmax, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
     }
 }
 
@@ -361,7 +379,6 @@ static void test_gemm_q4k_shapes(void) {
  * others match the scalar vec_dot and the float64 dot. */
 static void test_gemm_mxfp4_shapes(void) {
     const loom_kernels *s = loom_kernels_scalar();
-    const char *const *lv = loom_kernels_levels();
     const loom_type wt = LOOM_TYPE_MXFP4, at = s->dot[wt].vec_dot_type;
     enum { M = 37, I0 = 3, NMAX = 130 };
     static const int64_t ks[] = {32, 96, 2880};
@@ -370,12 +387,10 @@ static void test_gemm_mxfp4_shapes(void) {
         const int64_t k = ks[ki];
         size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
         uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
-        float *xf = malloc((size_t)k * sizeof *xf), *ref = malloc(sizeof(float) * M * NMAX);
-        float *cbuf = malloc(sizeof(float) * M * NMAX);
-        double *tol = malloc(sizeof(double) * M * NMAX), *dd = malloc(sizeof(double) * M * NMAX);
-        if (!w || !a || !xf || !ref || !cbuf || !tol || !dd) {
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
             CHECK(0);
-            free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+            free(w); free(a); free(xf);
             return;
         }
         for (int r = 0; r < M; r++) {
@@ -395,37 +410,8 @@ static void test_gemm_mxfp4_shapes(void) {
             if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
             s->from_float[at](xf, a + c * arb, k);
         }
-        for (int c = 0; c < NMAX; c++)
-            for (int r = 0; r < M; r++) {
-                double mg;
-                s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
-                reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
-                tol[c * M + r] = bound(wt, k, mg);
-            }
-        for (int li = 1; lv[li]; li++) {
-            const loom_kernels *kt = loom_kernels_for(lv[li]);
-            if (!kt || !kt->gemm) continue;
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
-                const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
-                for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
-                if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, M, I0, M, j0, n)) continue;
-                int bad = 0;
-                for (int64_t c = 0; c < n; c++)
-                    for (int r = 0; r < M; r++) {
-                        float v = cbuf[c * M + r];
-                        size_t e = (size_t)c * M + (size_t)r;
-                        if (r < I0 || c < j0) {
-                            if (v != -12345.f && bad++ < 3) fprintf(stderr, "  mxfp4 gemm wrote r%d c%lld\n", r, (long long)c);
-                            continue;
-                        }
-                        if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
-                            fprintf(stderr, "  mxfp4 gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", lv[li],
-                                    (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
-                    }
-                CHECK_MSG(bad == 0, "mxfp4 gemm %s k=%lld n=%lld", lv[li], (long long)k, (long long)n);
-            }
-        }
-        free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+        check_gemm_levels("mxfp4", wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
     }
 }
 
