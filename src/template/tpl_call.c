@@ -331,7 +331,8 @@ int tpl_getitem(tpl_ctx *c, tval obj, tval key, tval *out) {
             int64_t i = key.k == TV_BOOL ? key.u.b : key.u.i, n = tstr_nchars(s);
             if (i < 0) i += n;
             if (i >= 0 && i < n) {
-                size_t a = tstr_byte_at(s, i), e = tstr_byte_at(s, i + 1);
+                size_t a = tstr_byte_at(s, i), e = a < s->len ? a + 1 : a; /* to the next code point */
+                while (e < s->len && ((unsigned char)s->data[e] & 0xC0) == 0x80) e++;
                 tstr *r = tstr_sub(c, s, a, e);
                 if (!r) return -1;
                 *out = tv_str(r);

@@ -356,19 +356,31 @@ uint32_t tstr_nchars(tstr *s) {
     return k;
 }
 
+/* Code points (bytes that are not UTF-8 continuation bytes 10xxxxxx) in 8 bytes. */
+static inline unsigned u8_starts8(const unsigned char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    const uint64_t cont = (w >> 7) & ~(w >> 6) & UINT64_C(0x0101010101010101);
+    return 8u - (unsigned)((cont * UINT64_C(0x0101010101010101)) >> 56);
+}
+
 size_t tstr_byte_at(const tstr *s, int64_t cp) {
     if (cp <= 0) return 0;
     if (s->ascii) return cp >= (int64_t)s->len ? s->len : (size_t)cp;
-    if (s->nchars != UINT32_MAX && cp >= (int64_t)s->nchars / 2) { /* nearer the end: walk back */
-        if (cp >= (int64_t)s->nchars) return s->len;
-        int64_t k = s->nchars;
-        for (size_t i = s->len; i-- > 0;)
-            if (((unsigned char)s->data[i] & 0xC0) != 0x80 && --k == cp) return i;
-        return 0;
-    }
+    if (s->nchars != UINT32_MAX && cp >= (int64_t)s->nchars) return s->len;
+    const unsigned char *d = (const unsigned char *)s->data;
     int64_t k = 0;
-    for (uint32_t i = 0; i < s->len; i++) {
-        if (((unsigned char)s->data[i] & 0xC0) != 0x80) {
+    size_t i = 0;
+    /* whole 8-byte words while the code point lies beyond them (a word that ends in the
+     * middle of a character only moves the count: the byte scan below resumes there) */
+    while (i + 8 <= s->len) {
+        unsigned n = u8_starts8(d + i);
+        if (k + n > cp) break;
+        k += n;
+        i += 8;
+    }
+    for (; i < s->len; i++) {
+        if ((d[i] & 0xC0) != 0x80) {
             if (k == cp) return i;
             k++;
         }
