@@ -91,8 +91,11 @@ static double run_threads(job *j, int nth) {
 
 /* ------------------------------------------------------------------ kernels */
 
+static bool g_no_gemm; /* --no-gemm: vec_dot only (GGUF layout) */
+
 /* The engine's tile function for this job's weights. */
 static bool job_gemm(job *j, const uint8_t *w, float *c, int64_t i0, int64_t i1, int64_t c0, int64_t c1) {
+    if (g_no_gemm) return false;
     if (j->repacked)
         return j->k->gemm_repacked(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
     return j->k->gemm && j->k->gemm(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
@@ -262,19 +265,21 @@ typedef struct {
 } entry;
 
 static void usage(void) {
-    fprintf(stderr, "usage: loom bench kernels [--json] [-t N] [--quick] [--no-repack] [--types Q4_0,Q8_0,...]\n"
-                    "  --no-repack  keep GGUF row layout even where the engine repacks weights at load\n");
+    fprintf(stderr, "usage: loom bench kernels [--json] [-t N] [--quick] [--no-repack] [--no-gemm] [--types Q4_0,...]\n"
+                    "  --no-repack  keep GGUF row layout even where the engine repacks weights at load\n"
+                    "  --no-gemm    vec_dot per output element only (no gemm tiles; implies --no-repack)\n");
 }
 
 int loom_bench_kernels(int argc, char **argv) {
     bool json = false, quick = false, no_repack = false;
     long nth = sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
-    const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,F16,BF16,F32";
+    const char *types = "Q4_0,Q8_0,Q4_K,Q6_K,MXFP4,F16,BF16,F32";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--no-repack")) no_repack = true;
+        else if (!strcmp(argv[i], "--no-gemm")) no_repack = g_no_gemm = true;
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
             char *end;
             nth = strtol(argv[++i], &end, 10);

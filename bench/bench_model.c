@@ -21,6 +21,7 @@
 
 #define BM_MAX_REPS 1000
 #define BM_MAX_THREADS 256
+#define BM_MAX_DEPTH (1 << 24) /* the largest n_ctx a model accepts */
 
 static double bm_now(void) {
     struct timespec ts;
@@ -39,7 +40,11 @@ static void bm_usage(FILE *f) {
             "  -b N            batch size for pp (default 512)\n"
             "  -t N            threads (default: the model's default, physical cores)\n"
             "  -r N            repetitions (default 3)\n"
+            "  -d, --n-depth N  depth: N tokens already in the cache before each pp and tg test\n"
+            "                  (filled once by -b batches, not timed; llama-bench -d)\n"
             "  -fa, --flash-attn   flash attention\n"
+            "  --cache-type T  KV cache type: f16 (default), f32, q8_0, q4_0 (q*: -fa); also\n"
+            "                  -ctk T / -ctv T (Loom has one type for K and V: they must agree)\n"
             "  -ngl, --gpu-layers N  trailing layers on accelerators (Vulkan: LOOM_VK_DEVICES / --vk-devices)\n"
             "  --vk-devices LIST   Vulkan devices: all, none or indices (default: the GPUs)\n"
             "  --gpu-bw GBPS    device memory bandwidth for the tg bound when layers are offloaded\n"
@@ -90,6 +95,19 @@ static uint64_t bm_status_bytes(const char *field) {
     while (fgets(line, sizeof line, f))
         if (!strncmp(line, field, fl) && line[fl] == ':' && sscanf(line + fl + 1, " %llu", &kb) == 1)
             break;
+    fclose(f);
+    return (uint64_t)kb * 1024u;
+}
+
+/* A "Name: N kB" field of /proc/meminfo in bytes, 0 if unreadable. */
+static uint64_t bm_meminfo_bytes(const char *field) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t fl = strlen(field);
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':' && sscanf(line + fl + 1, " %llu", &kb) == 1) break;
     fclose(f);
     return (uint64_t)kb * 1024u;
 }
@@ -192,6 +210,9 @@ int loom_bench_model(int argc, char **argv) {
     int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024, ngl = 0, gpu_bw = 0;
     int n_par = 0; /* --parallel N: N sequences, prompts first, then N rows per decode step */
     bool json = false, fa = false;
+    int depth = 0;                         /* -d: tokens in the cache before each test */
+    loom_type cache_type = LOOM_TYPE_F16;  /* --cache-type / -ctk / -ctv */
+    const char *ctk = NULL, *ctv = NULL;
     const char *vk_devices = NULL;
     unsigned vk_flags = 0;
     cli_vk_env(&vk_devices, &vk_flags);
@@ -206,6 +227,18 @@ int loom_bench_model(int argc, char **argv) {
             json = true;
         } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
             fa = true;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
+            rc = bm_int(a, v, 0, BM_MAX_DEPTH, &depth), i++;
+        } else if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
+            loom_type t;
+            if (!v || !loom_type_from_name(v, &t) ||
+                (t != LOOM_TYPE_F16 && t != LOOM_TYPE_F32 && t != LOOM_TYPE_Q8_0 && t != LOOM_TYPE_Q4_0)) {
+                fprintf(stderr, "loom bench: %s must be f16, f32, q8_0 or q4_0 (got '%s')\n", a, v ? v : "");
+                return 2;
+            }
+            if (!strcmp(a, "-ctv")) ctv = v;
+            else ctk = v;
+            cache_type = t, i++;
         } else if (!strcmp(a, "-p")) {
             rc = bm_int(a, v, 0, 1 << 20, &n_prompt), i++;
         } else if (!strcmp(a, "-n")) {
@@ -237,16 +270,27 @@ int loom_bench_model(int argc, char **argv) {
         if (rc) return 2;
     }
     if (!path) path = loom_default_model_path();
+    if (ctk && ctv && strcmp(ctk, ctv) != 0) {
+        fprintf(stderr, "loom bench: -ctk %s and -ctv %s differ; Loom has one KV cache type for K and V\n", ctk,
+                ctv);
+        return 2;
+    }
+    if (depth > 0 && n_par > 0) {
+        fprintf(stderr, "loom bench: -d (depth) and --parallel cannot be combined\n");
+        return 2;
+    }
 
     loom_model_params mp = loom_model_default_params();
     mp.path = path;
     int ctx = n_prompt > n_gen + 1 ? n_prompt : n_gen + 1;
     if (n_par > 0) ctx = n_prompt + n_gen + 1; /* each sequence: its prompt, then its tokens */
+    ctx += depth;                               /* <= 2^24 + 2^20 + 1: no overflow */
     mp.n_ctx = ctx < 16 ? 16 : ctx;
     mp.n_batch = n_par > n_batch ? n_par : n_batch;
     mp.n_seq_max = n_par > 0 ? n_par : 1;
     mp.n_threads = n_threads;
     mp.flash_attn = fa;
+    mp.cache_type = cache_type;
     mp.n_gpu_layers = ngl;
     mp.vk_devices = vk_devices;
     mp.vk_flags = vk_flags;
@@ -263,7 +307,7 @@ int loom_bench_model(int argc, char **argv) {
 
     /* The memory plan (dry run: weights + KV cache + graph, nothing allocated), to be
      * compared with the peak RSS growth of the real run below. */
-    uint64_t plan_bytes = 0;
+    uint64_t plan_bytes = 0, kv_plan_bytes = 0, graph_plan_bytes = 0;
     {
         loom_model_params dp = mp;
         dp.dry_run = true;
@@ -272,12 +316,35 @@ int loom_bench_model(int argc, char **argv) {
             fprintf(stderr, "loom bench: %s\n", err.msg);
             return 1;
         }
+        /* beyond the model's trained context: measured anyway, as llama-bench does (the
+         * cost of attention does not depend on what the model makes of those positions),
+         * with a warning */
+        int32_t n_ctx_train = loom_model_get_hparams(dm)->n_ctx_train;
+        if (depth > 0 && n_ctx_train > 0 && mp.n_ctx > n_ctx_train)
+            fprintf(stderr,
+                    "loom bench: warning: depth %d + %d test tokens = %d exceeds the model's context length %d "
+                    "(%s.context_length); timing it anyway\n",
+                    depth, mp.n_ctx - depth, mp.n_ctx, (int)n_ctx_train, loom_model_get_hparams(dm)->arch);
         loom_backend_memory mem;
         if (loom_backend_memory_get(loom_model_backend(dm), &mem) == LOOM_OK) {
             plan_bytes = loom_backend_memory_total(&mem);
+            for (int d = 0; d < mem.n_devices; d++)
+                for (int l = 0; l < mem.devices[d].n_layers; l++) kv_plan_bytes += mem.devices[d].cache[l].size;
+            for (int d = 0; d < mem.n_devices; d++) graph_plan_bytes += mem.devices[d].graph.size;
             loom_backend_memory_free(&mem);
         }
         loom_model_close(dm);
+        /* a cache that cannot fit the memory available now is refused before anything is
+         * allocated (an overcommitted allocation would be killed mid-fill instead) */
+        uint64_t avail = bm_meminfo_bytes("MemAvailable");
+        if (depth > 0 && avail > 0 && kv_plan_bytes + graph_plan_bytes > avail) {
+            fprintf(stderr,
+                    "loom bench: depth %d: the KV cache (%s, %d tokens) and compute buffers need %.1f MiB, "
+                    "only %.1f MiB of memory is available; use a smaller -d or a quantized --cache-type\n",
+                    depth, loom_type_name(cache_type), mp.n_ctx,
+                    (double)(kv_plan_bytes + graph_plan_bytes) / 1048576.0, (double)avail / 1048576.0);
+            return 1;
+        }
     }
     bool peak_reset = bm_reset_peak();
     uint64_t rss0 = bm_status_bytes("VmRSS");
@@ -285,6 +352,9 @@ int loom_bench_model(int argc, char **argv) {
     double t0 = bm_now();
     if (loom_model_open(&mp, &m, &err) != LOOM_OK) {
         fprintf(stderr, "loom bench: %s\n", err.msg);
+        if (depth > 0)
+            fprintf(stderr, "loom bench: (context of %d tokens for depth %d: KV cache %.1f MiB planned)\n", mp.n_ctx,
+                    depth, (double)kv_plan_bytes / 1048576.0);
         return 1;
     }
     double load_s = bm_now() - t0;
@@ -312,24 +382,29 @@ int loom_bench_model(int argc, char **argv) {
     uint64_t weight_bytes_tok = model_bytes;
     if (!hp->tied_output && hp->n_vocab > 0)
         weight_bytes_tok = model_bytes - embd_bytes + embd_bytes / (uint64_t)hp->n_vocab;
-    /* plus the KV cache read by attention: average context (n_gen+1)/2, F16 K and V */
-    double kv_bytes_tok = (double)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) *
-                          2.0 * (n_gen + 1) / 2.0;
+    /* plus the KV cache read by attention: average context depth + (n_gen+1)/2, K and V
+     * of the cache type (bytes per element: f32 4, f16 2, q8_0 34/32, q4_0 18/32) */
+    double kv_elt = cache_type == LOOM_TYPE_F32 ? 4.0 : cache_type == LOOM_TYPE_Q8_0 ? 34.0 / 32
+                  : cache_type == LOOM_TYPE_Q4_0 ? 18.0 / 32 : 2.0;
+    double kv_bytes_tok = (double)hp->n_layer * hp->n_head_kv * (hp->head_dim_k + hp->head_dim_v) * kv_elt *
+                          (depth + (n_gen + 1) / 2.0);
     if (n_exp > 0) weight_bytes_tok -= expert_bytes - expert_bytes / n_exp * n_exp_used;
     double bytes_tok = (double)weight_bytes_tok + kv_bytes_tok;
 
     int n_vocab = loom_model_n_vocab(m);
     int ntok = n_prompt > n_gen ? n_prompt : n_gen;
     int32_t *toks = malloc(((size_t)ntok + 1) * sizeof *toks);
+    int32_t *dtoks = depth > 0 ? malloc((size_t)depth * sizeof *dtoks) : NULL;
     double *pp = calloc((size_t)reps, sizeof *pp), *tg = calloc((size_t)reps, sizeof *tg);
-    if (!toks || !pp || !tg) {
+    if (!toks || !pp || !tg || (depth > 0 && !dtoks)) {
         fprintf(stderr, "loom bench: out of memory\n");
-        free(toks), free(pp), free(tg);
+        free(toks), free(dtoks), free(pp), free(tg);
         loom_model_close(m);
         return 1;
     }
     uint64_t rs = 1234;
     for (int i = 0; i <= ntok; i++) toks[i] = (int32_t)(bm_rng(&rs) % (uint64_t)n_vocab);
+    for (int i = 0; i < depth; i++) dtoks[i] = (int32_t)(bm_rng(&rs) % (uint64_t)n_vocab);
 
     int rc = 0;
     /* warm-up: one token (touches every weight page), then forget it */
@@ -344,15 +419,30 @@ int loom_bench_model(int argc, char **argv) {
         if (bm_parallel(m, toks, n_prompt, n_gen, n_par, reps, pp, tg, &err)) goto fail;
         goto measured;
     }
+    /* depth: the cache is filled once (in -b batches, not timed); every test then
+     * starts from it, the tokens after the depth removed (llama-bench restores a
+     * saved state: the same cache contents) */
+    if (depth > 0) {
+        loom_model_reset(m);
+        if (loom_model_eval(m, dtoks, depth, false, &err) != LOOM_OK) goto fail;
+    }
     for (int r = 0; r < reps; r++) {
         if (n_prompt > 0) {
-            loom_model_reset(m);
+            if (depth > 0) {
+                if (loom_model_seq_remove(m, 0, depth, -1, &err) != LOOM_OK) goto fail;
+            } else {
+                loom_model_reset(m);
+            }
             t0 = bm_now();
             if (loom_model_eval(m, toks, n_prompt, false, &err) != LOOM_OK) goto fail;
             pp[r] = n_prompt / (bm_now() - t0);
         }
         if (n_gen > 0) {
-            loom_model_reset(m);
+            if (depth > 0) {
+                if (loom_model_seq_remove(m, 0, depth, -1, &err) != LOOM_OK) goto fail;
+            } else {
+                loom_model_reset(m);
+            }
             int32_t tok = toks[0];
             t0 = bm_now();
             for (int i = 0; i < n_gen; i++) {
@@ -414,6 +504,16 @@ measured:;
                "\"bytes_per_token\": %.0f, \"tg_bound_tps\": %.4f, \"tg_fraction_of_bound\": %.4f, ",
                pp_m, pp_sd, tg_m, tg_sd, load_s, (unsigned long long)peak_rss, bw / 1e9, bytes_tok,
                bound, bound > 0 ? tg_m / bound : 0.0);
+        /* cache_type in llama-bench's spelling (type_k: "f16", "q8_0") */
+        char ctn[16];
+        snprintf(ctn, sizeof ctn, "%s", loom_type_name(cache_type));
+        for (char *c = ctn; *c; c++)
+            if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+        /* n_past_end: tokens of sequence 0 after the last test (depth + n_gen after tg) */
+        printf("\"depth\": %d, \"cache_type\": \"%s\", \"n_ctx\": %d, \"kv_cache_bytes\": %llu, "
+               "\"n_past_end\": %d, ",
+               depth, ctn, loom_model_n_ctx(m), (unsigned long long)kv_plan_bytes,
+               loom_model_n_past(m));
         printf("\"plan_bytes\": %llu, \"rss_growth_bytes\": %llu, \"plan_error\": %.4f, ",
                (unsigned long long)plan_bytes, (unsigned long long)rss_growth, plan_err);
         printf("\"pp_samples\": [");
@@ -427,14 +527,19 @@ measured:;
         else snprintf(thr, sizeof thr, "auto");
         printf("| model | size | params | threads | fa | test | t/s |\n");
         printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        char at[32] = "";
+        if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
         if (n_prompt > 0)
-            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | pp%d | %.2f ± %.2f |\n", hp->arch,
+            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | pp%d%s | %.2f ± %.2f |\n", hp->arch,
                    ftname, (double)model_bytes / 1048576.0, (double)n_params / 1e6, thr,
-                   fa ? 1 : 0, n_prompt, pp_m, pp_sd);
+                   fa ? 1 : 0, n_prompt, at, pp_m, pp_sd);
         if (n_gen > 0)
-            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | tg%d | %.2f ± %.2f |\n", hp->arch,
+            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | tg%d%s | %.2f ± %.2f |\n", hp->arch,
                    ftname, (double)model_bytes / 1048576.0, (double)n_params / 1e6, thr,
-                   fa ? 1 : 0, n_gen, tg_m, tg_sd);
+                   fa ? 1 : 0, n_gen, at, tg_m, tg_sd);
+        if (depth > 0 || cache_type != LOOM_TYPE_F16)
+            printf("\ncontext %d tokens, KV cache %s, %.1f MiB\n", loom_model_n_ctx(m),
+                   loom_type_name(cache_type), (double)kv_plan_bytes / 1048576.0);
         if (n_par > 0)
             printf("\nparallel %d: %d sequences, each a %d-token prompt then %d tokens decoded together; "
                    "t/s are aggregate (per sequence tg %.2f t/s)\n",
@@ -469,6 +574,7 @@ fail:
     rc = 1;
 done:
     free(toks);
+    free(dtoks);
     free(pp);
     free(tg);
     loom_model_close(m);

@@ -4,15 +4,18 @@
 # Prints one markdown table per file: medians of pp and tg, ratios Loom/llama.cpp, and
 # every round's value.
 #
-#   bench/vs-llamacpp.sh [-t THREADS] [-r ROUNDS] [-p P] [-n N] [-d DEPTH] [-f] MODEL.gguf...
+#   bench/vs-llamacpp.sh [-t THREADS] [-r ROUNDS] [-p P] [-n N] [-d DEPTH] [-D] [-f] [-c TYPE] MODEL.gguf...
 #
 #   -t THREADS  threads for both (default $THREADS or 2)
 #   -r ROUNDS   interleaved rounds per file (default $ROUNDS or 3); each run is one repetition
 #   -p P        prompt tokens of the pp test (default 512; 0 skips it)
 #   -n N        generated tokens of the tg test (default 128; 0 skips it)
-#   -d DEPTH    also run the tests with DEPTH tokens already in the cache (llama-bench -d).
-#               `loom bench` has no such option yet: its column says n/a for those rows.
+#   -d DEPTH    also run the tests with DEPTH tokens already in the cache (loom bench -d,
+#               llama-bench -d; filling the cache is not timed)
+#   -D          with -d: only the depth rows (skip the runs at depth 0)
 #   -f          flash attention on for both (default off for both: llama-bench -fa off)
+#   -c TYPE     KV cache type for both: f16 (default), f32, q8_0, q4_0 (loom --cache-type TYPE,
+#               llama-bench -ctk TYPE -ctv TYPE; q8_0 / q4_0 need -f)
 #
 # Env:
 #   LOOM               loom binary (default build/bin/loom)
@@ -38,7 +41,9 @@ ROUNDS=${ROUNDS:-3}
 P=512
 N=128
 DEPTH=0
+DEPTH_ONLY=0
 FA=0
+CTYPE=f16
 LOOM=${LOOM:-build/bin/loom}
 NO_AMX=${LLAMA_NO_AMX:-0}
 if [ "$NO_AMX" = 1 ]; then
@@ -54,18 +59,20 @@ die() {
 }
 
 usage() {
-  sed -n '7,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
-while getopts t:r:p:n:d:fh opt; do
+while getopts t:r:p:n:d:Dfc:h opt; do
   case $opt in
     t) THREADS=$OPTARG ;;
     r) ROUNDS=$OPTARG ;;
     p) P=$OPTARG ;;
     n) N=$OPTARG ;;
     d) DEPTH=$OPTARG ;;
+    D) DEPTH_ONLY=1 ;;
     f) FA=1 ;;
+    c) CTYPE=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -79,6 +86,12 @@ done
 [ "$ROUNDS" -ge 1 ] || die "ROUNDS must be >= 1"
 [ "$THREADS" -ge 1 ] || die "THREADS must be >= 1"
 [ "$P" -gt 0 ] || [ "$N" -gt 0 ] || die "-p and -n are both 0: nothing to measure"
+case $CTYPE in
+  f16 | f32) ;;
+  q8_0 | q4_0) [ "$FA" = 1 ] || die "-c $CTYPE needs flash attention (-f)" ;;
+  *) die "-c must be f16, f32, q8_0 or q4_0, got '$CTYPE'" ;;
+esac
+[ "$DEPTH_ONLY" = 0 ] || [ "$DEPTH" -gt 0 ] || die "-D needs -d DEPTH > 0"
 for f in "$@"; do
   [ -f "$f" ] || die "no such model file: $f"
 done
@@ -165,8 +178,8 @@ run() {
 
 printf '# loom bench vs llama-bench\n\n'
 printf -- '- loom: %s\n- llama-bench: %s\n' "$LOOM" "$LLAMA_BENCH"
-printf -- '- threads %s, rounds %s (interleaved, 1 repetition per run), -p %s, -n %s, depth %s, flash attention %s\n' \
-  "$THREADS" "$ROUNDS" "$P" "$N" "$DEPTH" "$LLAMA_FA"
+printf -- '- threads %s, rounds %s (interleaved, 1 repetition per run), -p %s, -n %s, depth %s, flash attention %s, KV cache %s\n' \
+  "$THREADS" "$ROUNDS" "$P" "$N" "$DEPTH" "$LLAMA_FA" "$CTYPE"
 [ -z "${LLAMA_EXTRA:-}" ] || printf -- '- LLAMA_EXTRA: %s\n' "$LLAMA_EXTRA"
 [ -z "${LOOM_EXTRA:-}" ] || printf -- '- LOOM_EXTRA: %s\n' "$LOOM_EXTRA"
 printf -- '- host: %s, %s CPUs\n' "$(uname -m)" "$(nproc 2>/dev/null || echo '?')"
@@ -177,26 +190,33 @@ for model in "$@"; do
   r=1
   while [ "$r" -le "$ROUNDS" ]; do
     printf 'vs-llamacpp: %s round %s/%s\n' "$model" "$r" "$ROUNDS" >&2
-    # shellcheck disable=SC2086 # LOOM_FA, LOOM_EXTRA: word splitting intended
-    run "$TMP/loom.$i.$r.json" "$TMP/err" "loom bench" \
-      "$LOOM" bench "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 --bw-mib 0 $LOOM_FA ${LOOM_EXTRA:-} --json
-    # shellcheck disable=SC2086 # LLAMA_EXTRA: word splitting intended
-    run "$TMP/llama.$i.$r.json" "$TMP/err" "llama-bench" \
-      "$LLAMA_BENCH" -m "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 -fa "$LLAMA_FA" \
-      ${LLAMA_EXTRA:-} -o json
+    if [ "$DEPTH_ONLY" = 0 ]; then
+      # shellcheck disable=SC2086 # LOOM_FA, LOOM_EXTRA: word splitting intended
+      run "$TMP/loom.$i.$r.json" "$TMP/err" "loom bench" \
+        "$LOOM" bench "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 --bw-mib 0 $LOOM_FA \
+        --cache-type "$CTYPE" ${LOOM_EXTRA:-} --json
+      # shellcheck disable=SC2086 # LLAMA_EXTRA: word splitting intended
+      run "$TMP/llama.$i.$r.json" "$TMP/err" "llama-bench" \
+        "$LLAMA_BENCH" -m "$model" -p "$P" -n "$N" -t "$THREADS" -r 1 -fa "$LLAMA_FA" \
+        -ctk "$CTYPE" -ctv "$CTYPE" ${LLAMA_EXTRA:-} -o json
+    fi
     if [ "$DEPTH" -gt 0 ]; then
+      # shellcheck disable=SC2086
+      run "$TMP/loomd.$i.$r.json" "$TMP/err" "loom bench -d $DEPTH" \
+        "$LOOM" bench "$model" -p "$P" -n "$N" -d "$DEPTH" -t "$THREADS" -r 1 --bw-mib 0 $LOOM_FA \
+        --cache-type "$CTYPE" ${LOOM_EXTRA:-} --json
       # shellcheck disable=SC2086
       run "$TMP/llamad.$i.$r.json" "$TMP/err" "llama-bench -d $DEPTH" \
         "$LLAMA_BENCH" -m "$model" -p "$P" -n "$N" -d "$DEPTH" -t "$THREADS" -r 1 -fa "$LLAMA_FA" \
-        ${LLAMA_EXTRA:-} -o json
+        -ctk "$CTYPE" -ctv "$CTYPE" ${LLAMA_EXTRA:-} -o json
     fi
     r=$((r + 1))
   done
-  python3 - "$TMP" "$i" "$ROUNDS" "$model" "$P" "$N" "$DEPTH" <<'EOF' || die "could not parse the results of $model (see above)"
+  python3 - "$TMP" "$i" "$ROUNDS" "$model" "$P" "$N" "$DEPTH" "$DEPTH_ONLY" <<'EOF' || die "could not parse the results of $model (see above)"
 import json, os, statistics, sys
 
-tmp, i, rounds, model, P, N, depth = sys.argv[1:8]
-rounds, P, N, depth = int(rounds), int(P), int(N), int(depth)
+tmp, i, rounds, model, P, N, depth, depth_only = sys.argv[1:9]
+rounds, P, N, depth, depth_only = int(rounds), int(P), int(N), int(depth), depth_only == "1"
 
 def load(path):
     with open(path) as f:
@@ -217,31 +237,35 @@ def llama_ts(doc, kind, d):
             return float(t["avg_ts"])
     sys.exit("vs-llamacpp: error: no %s test (depth %d) in llama-bench's output" % (kind, d))
 
-rows = []  # (label, loom values or None, llama values)
+rows = []  # (label, loom values, llama values)
 kinds = [k for k, size in (("pp", P), ("tg", N)) if size > 0]
 meta = None
-for kind in kinds:
-    lo, ll = [], []
-    for r in range(1, rounds + 1):
-        doc = load(os.path.join(tmp, "loom.%s.%d.json" % (i, r)))
-        meta = doc
-        v = doc.get(kind + "_tps")
-        if v is None:
-            sys.exit("vs-llamacpp: error: no %s_tps in loom bench --json output" % kind)
-        lo.append(float(v))
-        ll.append(llama_ts(load(os.path.join(tmp, "llama.%s.%d.json" % (i, r))), kind, 0))
-    rows.append(("%s%d" % (kind, P if kind == "pp" else N), lo, ll))
-if depth > 0:
+def loom_ts(path, kind, d):
+    doc = load(path)
+    v = doc.get(kind + "_tps")
+    if v is None:
+        sys.exit("vs-llamacpp: error: no %s_tps in loom bench --json output %s" % (kind, path))
+    if doc.get("depth", 0) != d:
+        sys.exit("vs-llamacpp: error: loom bench ran at depth %s, not %d (an old loom binary?)"
+                 % (doc.get("depth"), d))
+    return doc, float(v)
+
+for d, lpfx, lmpfx, sfx in ((0, "loom", "llama", ""), (depth, "loomd", "llamad", " @ d%d" % depth)):
+    if (d == 0 and depth_only) or (d > 0 and depth == 0):
+        continue
     for kind in kinds:
-        ll = [llama_ts(load(os.path.join(tmp, "llamad.%s.%d.json" % (i, r))), kind, depth)
-              for r in range(1, rounds + 1)]
-        rows.append(("%s%d @ d%d" % (kind, P if kind == "pp" else N, depth), None, ll))
+        lo, ll = [], []
+        for r in range(1, rounds + 1):
+            meta, v = loom_ts(os.path.join(tmp, "%s.%s.%d.json" % (lpfx, i, r)), kind, d)
+            lo.append(v)
+            ll.append(llama_ts(load(os.path.join(tmp, "%s.%s.%d.json" % (lmpfx, i, r))), kind, d))
+        rows.append(("%s%d%s" % (kind, P if kind == "pp" else N, sfx), lo, ll))
 
 def f(x):
     return "%.1f" % x
 
 name = os.path.basename(model)
-lmeta = load(os.path.join(tmp, "llama.%s.1.json" % i))[0]
+lmeta = load(os.path.join(tmp, "%s.%s.1.json" % ("llamad" if depth_only else "llama", i)))[0]
 desc = ""
 if meta:
     desc = " (%s, %s, %.1f MiB)" % (meta.get("arch", "?"), meta.get("file_type", "?"),
@@ -249,21 +273,21 @@ if meta:
 print()
 print("## %s%s" % (name, desc))
 print()
-print("llama.cpp build %s (%s), Loom %d threads, llama.cpp %d threads." % (
+print("llama.cpp build %s (%s), Loom %d threads, llama.cpp %d threads, flash attention %s, "
+      "KV cache Loom %s / llama.cpp %s/%s." % (
     lmeta.get("build_commit", "?"), lmeta.get("cpu_info", "?"),
-    meta.get("n_threads", 0) if meta else 0, lmeta.get("n_threads", 0)))
+    meta.get("n_threads", 0) if meta else 0, lmeta.get("n_threads", 0),
+    "on" if lmeta.get("flash_attn") else "off", meta.get("cache_type", "?") if meta else "?",
+    lmeta.get("type_k", "?"), lmeta.get("type_v", "?")))
 print()
 print("| test | llama.cpp t/s | Loom t/s | Loom/llama.cpp | llama.cpp rounds | Loom rounds |")
 print("|---|---:|---:|---:|---|---|")
 for label, lo, ll in rows:
     mll = statistics.median(ll)
-    if lo is None:
-        mlo, ratio, rlo = "n/a", "n/a", "n/a (loom bench has no depth option)"
-    else:
-        m = statistics.median(lo)
-        mlo = f(m)
-        ratio = "%.2f" % (m / mll) if mll > 0 else "n/a"
-        rlo = " ".join(f(x) for x in lo)
+    m = statistics.median(lo)
+    mlo = f(m)
+    ratio = "%.2f" % (m / mll) if mll > 0 else "n/a"
+    rlo = " ".join(f(x) for x in lo)
     print("| %s | %s | %s | %s | %s | %s |" % (label, f(mll), mlo, ratio,
                                                " ".join(f(x) for x in ll), rlo))
 
@@ -271,11 +295,8 @@ for label, lo, ll in rows:
 cells = []
 for label, lo, ll in rows:
     mll = statistics.median(ll)
-    if lo is None:
-        cells += [f(mll), "n/a", "n/a"]
-    else:
-        m = statistics.median(lo)
-        cells += [f(mll), f(m), "%.2f" % (m / mll) if mll > 0 else "n/a"]
+    m = statistics.median(lo)
+    cells += [f(mll), f(m), "%.2f" % (m / mll) if mll > 0 else "n/a"]
 with open(os.path.join(tmp, "summary"), "a") as out:
     if i == "1":
         out.write("| file | type | " + " | ".join(

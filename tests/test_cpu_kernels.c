@@ -279,13 +279,62 @@ static void test_vec_dot(void) {
     }
 }
 
+/* Shared by the gemm shape tests: M weight rows w (row bytes wrb) of type wt and nmax
+ * activation rows a of the scalar table's vec_dot_type (row bytes arb), K = k. Every
+ * level's gemm over rows [i0, M) and columns [j0, n) for each n of ns (j0 = 1 when
+ * n > 2) must leave the other outputs at their sentinel and match the scalar vec_dot
+ * (2x the bound) and the float64 dot (the bound) elsewhere. */
+static void check_gemm_levels(const char *tag, loom_type wt, int64_t k, const uint8_t *w, size_t wrb, const uint8_t *a,
+                              size_t arb, int M, int i0, int nmax, const int64_t *ns, size_t n_ns) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    const loom_type at = s->dot[wt].vec_dot_type;
+    float *ref = malloc(sizeof(float) * (size_t)M * (size_t)nmax), *cbuf = malloc(sizeof(float) * (size_t)M * (size_t)nmax);
+    double *tol = malloc(sizeof(double) * (size_t)M * (size_t)nmax), *dd = malloc(sizeof(double) * (size_t)M * (size_t)nmax);
+    if (!ref || !cbuf || !tol || !dd) {
+        CHECK(0);
+        free(ref); free(cbuf); free(tol); free(dd);
+        return;
+    }
+    for (int c = 0; c < nmax; c++)
+        for (int r = 0; r < M; r++) {
+            double mg;
+            s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
+            reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
+            tol[c * M + r] = bound(wt, k, mg);
+        }
+    for (int li = 1; lv[li]; li++) {
+        const loom_kernels *kt = loom_kernels_for(lv[li]);
+        if (!kt || !kt->gemm) continue;
+        for (size_t ni = 0; ni < n_ns; ni++) {
+            const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
+            for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
+            if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, (size_t)M, i0, M, j0, n)) continue;
+            int bad = 0;
+            for (int64_t c = 0; c < n; c++)
+                for (int r = 0; r < M; r++) {
+                    float v = cbuf[c * M + r];
+                    size_t e = (size_t)c * M + (size_t)r;
+                    if (r < i0 || c < j0) {
+                        if (v != -12345.f && bad++ < 3) fprintf(stderr, "  %s gemm wrote r%d c%lld\n", tag, r, (long long)c);
+                        continue;
+                    }
+                    if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
+                        fprintf(stderr, "  %s gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", tag, lv[li],
+                                (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
+                }
+            CHECK_MSG(bad == 0, "%s gemm %s k=%lld n=%lld", tag, lv[li], (long long)k, (long long)n);
+        }
+    }
+    free(ref); free(cbuf); free(tol); free(dd);
+}
+
 /* Q4_K gemm tiles at prompt-like shapes: every level's gemm over rows [3, 37) of a
  * 37-row matrix and columns [j0, N) for N in {1, 2, 7, 64, 300} (register tile and
  * row-group remainders), K of 1, 6 and 16 blocks; untouched outputs keep their
  * sentinels, the others match the scalar vec_dot and the float64 dot. */
 static void test_gemm_q4k_shapes(void) {
     const loom_kernels *s = loom_kernels_scalar();
-    const char *const *lv = loom_kernels_levels();
     const loom_type wt = LOOM_TYPE_Q4_K, at = s->dot[wt].vec_dot_type;
     enum { M = 37, I0 = 3 };
     static const int64_t ks[] = {256, 1536, 4096};
@@ -294,12 +343,10 @@ static void test_gemm_q4k_shapes(void) {
         const int64_t k = ks[ki], nmax = 300;
         size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
         uint8_t *w = malloc(wrb * M), *a = malloc(arb * nmax);
-        float *xf = malloc((size_t)k * sizeof *xf), *ref = malloc(sizeof(float) * M * nmax);
-        float *cbuf = malloc(sizeof(float) * M * nmax);
-        double *tol = malloc(sizeof(double) * M * nmax), *dd = malloc(sizeof(double) * M * nmax);
-        if (!w || !a || !xf || !ref || !cbuf || !tol || !dd) {
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
             CHECK(0);
-            free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+            free(w); free(a); free(xf);
             return;
         }
         for (int r = 0; r < M; r++) {
@@ -319,37 +366,52 @@ static void test_gemm_q4k_shapes(void) {
             if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
             s->from_float[at](xf, a + c * arb, k);
         }
-        for (int c = 0; c < nmax; c++)
-            for (int r = 0; r < M; r++) {
-                double mg;
-                s->dot[wt].vec_dot(k, &ref[c * M + r], w + r * wrb, a + c * arb);
-                reference_dot(wt, at, w + r * wrb, a + c * arb, k, &dd[c * M + r], &mg);
-                tol[c * M + r] = bound(wt, k, mg);
-            }
-        for (int li = 1; lv[li]; li++) {
-            const loom_kernels *kt = loom_kernels_for(lv[li]);
-            if (!kt || !kt->gemm) continue;
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
-                const int64_t n = ns[ni], j0 = n > 2 ? 1 : 0;
-                for (int i = 0; i < M * n; i++) cbuf[i] = -12345.f;
-                if (!kt->gemm(wt, k, w, wrb, a, arb, cbuf, M, I0, M, j0, n)) continue;
-                int bad = 0;
-                for (int64_t c = 0; c < n; c++)
-                    for (int r = 0; r < M; r++) {
-                        float v = cbuf[c * M + r];
-                        size_t e = (size_t)c * M + (size_t)r;
-                        if (r < I0 || c < j0) {
-                            if (v != -12345.f && bad++ < 3) fprintf(stderr, "  q4k gemm wrote r%d c%lld\n", r, (long long)c);
-                            continue;
-                        }
-                        if (!(fabs(v - ref[e]) <= 2 * tol[e] && fabs(v - dd[e]) <= tol[e]) && bad++ < 3)
-                            fprintf(stderr, "  q4k gemm %s k=%lld n=%lld r%d c%lld: %.9g vs %.9g f64 %.9g\n", lv[li],
-                                    (long long)k, (long long)n, r, (long long)c, v, ref[e], dd[e]);
-                    }
-                CHECK_MSG(bad == 0, "q4k gemm %s k=%lld n=%lld", lv[li], (long long)k, (long long)n);
-            }
+        check_gemm_levels("q4k", wt, k, w, wrb, a, arb, M, I0, (int)nmax, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
+    }
+}
+
+/* MXFP4 gemm tiles at prompt-like shapes (gpt-oss experts): every level's gemm over
+ * rows [3, 37) of a 37-row matrix and columns [j0, N) for N in {1, 2, 5, 64, 130}
+ * (4x4 register tiles, single-row and column remainders), K of 1, 3 (odd: the
+ * one-block tail) and 90 blocks; rows with every code at the largest E2M1 magnitude,
+ * a large and a subnormal (e < 2) scale. Untouched outputs keep their sentinels, the
+ * others match the scalar vec_dot and the float64 dot. */
+static void test_gemm_mxfp4_shapes(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const loom_type wt = LOOM_TYPE_MXFP4, at = s->dot[wt].vec_dot_type;
+    enum { M = 37, I0 = 3, NMAX = 130 };
+    static const int64_t ks[] = {32, 96, 2880};
+    static const int64_t ns[] = {1, 2, 5, 64, 130};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki];
+        size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
+            CHECK(0);
+            free(w); free(a); free(xf);
+            return;
         }
-        free(w); free(a); free(xf); free(ref); free(cbuf); free(tol); free(dd);
+        for (int r = 0; r < M; r++) {
+            double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
+            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+        }
+        for (int64_t b = 0; b < k / 32; b++) {
+            uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_mxfp4); /* codes 7 / 15: +-12 */
+            blk[0] = 135;
+            for (int i = 1; i < 17; i++) blk[i] = (uint8_t)((b + i) % 3 ? 0x77 : 0xFF);
+            w[21 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(b % 2); /* e 0 / 1: subnormal */
+            w[22 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(2 + b % 3); /* e 2..4 */
+        }
+        for (int c = 0; c < NMAX; c++) {
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
+            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
+            s->from_float[at](xf, a + c * arb, k);
+        }
+        check_gemm_levels("mxfp4", wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
     }
 }
 
@@ -658,6 +720,7 @@ int main(int argc, char **argv) {
     test_vec_dot();
     test_gemm_float();
     test_gemm_q4k_shapes();
+    test_gemm_mxfp4_shapes();
     test_from_float_special();
     test_kquant_low_exact();
     test_f32_helpers();

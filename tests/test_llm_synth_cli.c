@@ -9,23 +9,8 @@
 
 static char g_out[1 << 16];
 
-static int run(const char *cmd) {
-    g_out[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
-    g_out[n] = 0;
-    return pclose(p);
-}
-
-/* Value of "key": number in the JSON line, NAN if absent. */
-static double json_num(const char *key) {
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *s = strstr(g_out, pat);
-    if (!s) return NAN;
-    return strtod(s + strlen(pat), NULL);
-}
+#define run(cmd) test_run((cmd), g_out, sizeof g_out)
+#define json_num(key) test_json_num(g_out, (key))
 
 int main(void) {
     const char *bin = test_cli();

@@ -121,4 +121,13 @@ static inline int test_run(const char *cmd, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Value of "key": number in a JSON text printed by the CLI (`"key": value`), NAN if
+ * absent. */
+static inline double test_json_num(const char *json, const char *key) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *s = strstr(json, pat);
+    return s ? strtod(s + strlen(pat), NULL) : NAN;
+}
+
 #endif

@@ -67,6 +67,17 @@ typedef struct loom_kernels {
      * levels the equal x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) with the
      * polynomial exp (relative error about 3e-7). Never NULL. */
     void (*gelu_f32)(int64_t n, const float *x, float *y);
+    /* Flash attention p.V of one key tile, all G query heads of a KV head at once:
+     * acc[h*acc_stride + d] += p[h*p_stride + j] * V_j[d] for h < G, d < Dv, keys j =
+     * 0..n-1 in that order, V_j row j of v (v_stride bytes apart) of type vt as float
+     * (F32; F16; Q8_0 / Q4_0 as d * q, rounded), each key one fused multiply-add
+     * acc = fma(p, v, acc) as loom_fa_pv_ref spells out (axpy_f32 rounds the product
+     * first: results differ from that fallback in the last bits). Keys whose
+     * p is 0 for every head are skipped. Returns false to decline (type, Dv not a
+     * multiple of the vector width): the caller then uses axpy_f32 per key and head.
+     * May be NULL (scalar, NEON). */
+    bool (*fa_pv)(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t p_stride,
+                  const void *v, size_t v_stride, float *acc, size_t acc_stride);
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring

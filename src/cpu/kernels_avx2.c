@@ -66,14 +66,27 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     const block_mxfp4 *x = vx;
     const block_q8_0 *y = vy;
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_mxfp4_kv));
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
+    /* two blocks per step into two accumulators (one FMA chain per block was latency-bound) */
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i q0 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
+        __m256i q1 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i + 1].qs));
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)y[i + 1].qs);
+        __m256 d0 = _mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d));
+        __m256 d1 = _mm256_set1_ps(loom_e8m0_half(x[i + 1].e) * H2F(y[i + 1].d));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(dot_s8(q0, a0)), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(dot_s8(q1, a1)), acc1);
+    }
+    for (; i < nb; i++) {
         __m256i q = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
         __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
         __m256 d = _mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc0);
     }
-    *s = hsum8(acc);
+    *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
 
 static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
@@ -295,6 +308,7 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
 }
 
 void loom_kernels_fill_avx2(loom_kernels *k) {
+    loom_kernels_fill_fa_avx2(k); /* flash-attention p.V (kernels_fa_avx2.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
@@ -317,4 +331,7 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_repack_avx2(k);
     /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
     loom_kernels_fill_iq4_avx2(k);
+    /* MXFP4 gemm tiles (kernels_mxfp4_avx2.c); the avx512 level chains them after its
+     * float tiles, the VNNI level has its own */
+    k->gemm = loom_gemm_mxfp4_avx2;
 }

@@ -172,6 +172,13 @@ static float exp_sum_f32(int64_t n, float *x, float max) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* F16/BF16 tiles (kernels_gemm_avx512.c), then the avx2 level's MXFP4 tiles */
+static bool gemm_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                        size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
 void loom_kernels_fill_avx512(loom_kernels *k) {
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
@@ -183,6 +190,6 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
-    /* F16/BF16 gemm tiles (kernels_gemm_avx512.c); the avx2 table has no gemm */
-    if (!k->gemm) k->gemm = loom_gemm_float_avx512;
+    k->gemm = gemm_avx512; /* F16/BF16 tiles, then MXFP4 (AVX2 tiles) */
+    loom_kernels_fill_fa_avx512(k); /* flash-attention p.V (kernels_fa_avx512.c) */
 }

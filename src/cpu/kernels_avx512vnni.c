@@ -1,5 +1,5 @@
 /* AVX-512 VNNI kernels (256-bit VL forms of vpdpbusd / vpdpwssd) and register-
- * blocked gemm tiles for Q4_0, Q8_0 and Q4_K. Per-block integer sums are exact;
+ * blocked gemm tiles for Q4_0, Q8_0, MXFP4, Q4_K and Q6_K. Per-block integer sums are exact;
  * each block is scaled once in float. Other types inherit the avx512/avx2 kernels. */
 #include "cpu/kernels_internal.h"
 
@@ -69,13 +69,25 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     const block_mxfp4 *x = vx;
     const block_q8_0 *y = vy;
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_mxfp4_kv));
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
+    /* two blocks per step into two accumulators (one FMA chain per block was latency-bound) */
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i q0 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
+        __m256i q1 = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i + 1].qs));
+        __m256i p0 = dot_s8(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        __m256i p1 = dot_s8(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i + 1].e) * H2F(y[i + 1].d)), _mm256_cvtepi32_ps(p1),
+                               acc1);
+    }
+    for (; i < nb; i++) {
         __m256i q = _mm256_shuffle_epi8(lut, unpack_nibbles(x[i].qs));
         __m256i p = dot_s8(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p), acc);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(loom_e8m0_half(x[i].e) * H2F(y[i].d)), _mm256_cvtepi32_ps(p), acc0);
     }
-    *s = hsum8(acc);
+    *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
 
 static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
@@ -106,26 +118,41 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
 
 /* ------------------------------------------------------------------ gemm tiles */
 
-/* Q4_0 / Q8_0 weights x Q8_0 activations with 512-bit vectors: RB rows x CB columns,
- * two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned form
- * u = q + off (off 8 for Q4_0, 128 for Q8_0): sum q*y = sum u*y - off*sum y, where the
- * -off*sum y term (per column and block) seeds the vpdpbusd accumulator. The same
- * arithmetic per element for every RB/CB, so decode (CB 1) and prompt tiles agree. */
+/* Q4_0 / Q8_0 / MXFP4 weights x Q8_0 activations with 512-bit vectors: RB rows x CB
+ * columns, two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned
+ * form u = q + off (off 8 for Q4_0, 128 for Q8_0, 12 for MXFP4, whose codes map through
+ * the E2M1 table to the integers -12..12 in units of half the block scale): sum q*y =
+ * sum u*y - off*sum y, where the -off*sum y term (per column and block) seeds the
+ * vpdpbusd accumulator. The same arithmetic per element for every RB/CB, so decode
+ * (CB 1) and prompt tiles agree. */
+enum { TZ_Q8_0, TZ_Q4_0, TZ_MXFP4 };
+/* the E2M1 codes plus 12 (0..24), for vpshufb */
+static const int8_t k_mx_lut12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+/* 8 E8M0 bytes -> their scales 2^(e-128) (loom_e8m0_half, subnormals for e < 2) */
+static ALWAYS_INLINE __m256 e8m0_half8(__m128i e8) {
+    const __m256i e = _mm256_cvtepu8_epi32(e8);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
 /* Decode (1-column) tiles prefetch the weight rows PF_ROWS below the current ones
  * (the next 4-row tile) at the same column: rows are only a few KiB long, too short
  * for the hardware prefetcher to ramp up on each of the tile's row streams, so the
  * tile after this one is requested while this one computes (single thread, DRAM-
  * resident Q4_0 2048x5632: 7.7 -> 13 GB/s). Prefetching past the last row is harmless. */
 #define PF_ROWS 4
-static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws,
+static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const uint8_t *w, size_t ws,
                                    const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m512 acc[4][4];
     LOOM_UNROLL
     for (int r = 0; r < RB; r++)
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm512_setzero_ps();
-    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
+    const bool q4 = kind == TZ_Q4_0, mx = kind == TZ_MXFP4;
+    const size_t bsz = q4 ? sizeof(block_q4_0) : mx ? sizeof(block_mxfp4) : sizeof(block_q8_0);
+    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : mx ? 12 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
     const __m512i dup = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+    const __m512i lut12 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)k_mx_lut12));
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         __m512i xu[4];
@@ -133,23 +160,40 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const ui
         if (CB == 1) { /* decode: fetch the next tile's rows */
             LOOM_UNROLL
             for (int r = 0; r < RB; r++)
-                _mm_prefetch((const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * (q4 ? 18 : 34)),
-                             _MM_HINT_T0);
+                _mm_prefetch((const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * bsz), _MM_HINT_T0);
         }
-        /* the RB x 2 block scales converted with one vcvtph2ps: [r0b0 r0b1 r1b0 r1b1 ...] */
-        uint16_t hd[8] = {0};
+        /* the RB x 2 block scales converted at once: [r0b0 r0b1 r1b0 r1b1 ...] */
+        __m512 dxa;
+        if (mx) {
+            uint8_t he[16] = {0};
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * bsz;
+                he[2 * r] = rowb[0];
+                he[2 * r + 1] = rowb[bsz];
+            }
+            dxa = _mm512_castps256_ps512(e8m0_half8(_mm_loadu_si128((const __m128i *)he)));
+        } else {
+            uint16_t hd[8] = {0};
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * bsz;
+                memcpy(&hd[2 * r], rowb, 2);
+                memcpy(&hd[2 * r + 1], rowb + bsz, 2);
+            }
+            dxa = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_set_epi16((short)hd[7], (short)hd[6], (short)hd[5],
+                                                                       (short)hd[4], (short)hd[3], (short)hd[2],
+                                                                       (short)hd[1], (short)hd[0])));
+        }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
-            const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * (q4 ? 18 : 34);
-            memcpy(&hd[2 * r], rowb, 2);
-            memcpy(&hd[2 * r + 1], rowb + (q4 ? 18 : 34), 2);
-        }
-        const __m512 dxa = _mm512_castps256_ps512(
-            _mm256_cvtph_ps(_mm_set_epi16((short)hd[7], (short)hd[6], (short)hd[5], (short)hd[4], (short)hd[3],
-                                          (short)hd[2], (short)hd[1], (short)hd[0])));
-        LOOM_UNROLL
-        for (int r = 0; r < RB; r++) {
-            if (q4) {
+            if (mx) {
+                const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
+                const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
+                __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
+                u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
+                xu[r] = _mm512_shuffle_epi8(lut12, _mm512_and_si512(u, m4));
+            } else if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
                 __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
@@ -187,12 +231,16 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, bool q4, int64_t nb, const ui
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) tail[r][cc] = 0.f;
     if (b < nb) { /* odd block count: the last block with 256-bit vectors */
-        const __m256i offh = _mm256_set1_epi8(q4 ? 8 : (char)0x80);
+        const __m256i offh = _mm256_set1_epi8(q4 ? 8 : mx ? 12 : (char)0x80);
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             __m256i xu;
             float dxs;
-            if (q4) {
+            if (mx) {
+                const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
+                xu = _mm256_shuffle_epi8(_mm512_castsi512_si256(lut12), unpack_nibbles(xb->qs));
+                dxs = loom_e8m0_half(xb->e);
+            } else if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 xu = unpack_nibbles(xb->qs);
                 dxs = H2F(xb->d);
@@ -680,14 +728,19 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
     const uint8_t *W = w, *A = a;
     switch (wt) {
     case LOOM_TYPE_Q4_0:
-#define T_Q40(RB, CB, ii, jj) tile_zmm(RB, CB, true, k / 32, W, ws, A, as, c, ldc, ii, jj)
+#define T_Q40(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q4_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH(T_Q40)
 #undef T_Q40
         return true;
     case LOOM_TYPE_Q8_0:
-#define T_Q80(RB, CB, ii, jj) tile_zmm(RB, CB, false, k / 32, W, ws, A, as, c, ldc, ii, jj)
+#define T_Q80(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q8_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH(T_Q80)
 #undef T_Q80
+        return true;
+    case LOOM_TYPE_MXFP4:
+#define T_MX(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_MXFP4, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_MX)
+#undef T_MX
         return true;
     case LOOM_TYPE_Q4_K:
         if (j1 - j0 >= Q4K_MIN_COLS) {

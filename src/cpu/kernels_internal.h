@@ -46,6 +46,15 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
 bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* AVX2 gemm tile for MXFP4 weights (kernels_mxfp4_avx2.c; kernels.h gemm contract);
+ * declines (returns false) for every other type. */
+bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+/* Reference for loom_kernels.fa_pv (kernels_scalar.c): every type and Dv it supports
+ * (F32, F16, Q8_0 / Q4_0 with Dv a multiple of 32); false otherwise. */
+bool loom_fa_pv_ref(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t p_stride, const void *v,
+                    size_t v_stride, float *acc, size_t acc_stride);
 /* Fill k with the scalar reference table (name "scalar"). */
 void loom_kernels_fill_scalar(loom_kernels *k);
 void loom_kernels_fill_iq_scalar(loom_kernels *k); /* called by fill_scalar (kernels_iq_scalar.c) */
@@ -59,6 +68,8 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx512vnni(loom_kernels *k);    /* called by fill_avx512vnni */
+void loom_kernels_fill_fa_avx2(loom_kernels *k);   /* called by fill_avx2 (kernels_fa_avx2.c) */
+void loom_kernels_fill_fa_avx512(loom_kernels *k); /* called by fill_avx512 (kernels_fa_avx512.c) */
 void loom_kernels_fill_neon(loom_kernels *k);
 void loom_kernels_fill_neon_dotprod(loom_kernels *k); /* needs dotprod + fp16 */
 

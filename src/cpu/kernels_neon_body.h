@@ -540,6 +540,7 @@ static void ff_q8_K(const float *x, void *vy, int64_t n) {
 }
 
 #include "cpu/kernels_neon_iq4.h"
+#include "cpu/kernels_neon_mxfp4.h"
 
 void NEON_FILL(loom_kernels *k) {
     neon_fill_iq4(k);
@@ -563,4 +564,5 @@ void NEON_FILL(loom_kernels *k) {
     k->axpy_f32 = axpy_f32;
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
+    k->gemm = neon_gemm; /* MXFP4 tiles (kernels_neon_mxfp4.h); declines other types */
 }

@@ -236,8 +236,13 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
             /* a tile no key of which is visible to token t is skipped whole (causal
              * prompts: about half of them) */
+            /* the tile's mask row for token t (0 without a mask), read once */
+            float mrow[FA_TILE];
             bool any = !mask;
-            for (int64_t j = j0; j < j1 && !any; j++) any = mask_at(mask, j, t) != -INFINITY;
+            for (int64_t j = j0; j < j1; j++) {
+                mrow[j - j0] = mask ? mask_at(mask, j, t) : 0.0f;
+                any = any || mrow[j - j0] != -INFINITY;
+            }
             if (!any) continue;
             /* scores of the tile's keys x the group's heads: sc[hi * FA_TILE + j - j0] */
             if (!kt->gemm || !kt->gemm(k->type, Dk, kbase + (size_t)j0 * k->nb[1], k->nb[1], qc, lay.q_bytes, sc,
@@ -247,19 +252,19 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                         e->vec_dot(Dk, &sc[hi * FA_TILE + (j - j0)], kbase + (size_t)j * k->nb[1],
                                    qc + (size_t)hi * lay.q_bytes);
             }
-            for (int64_t j = j0; j < j1; j++) {
-                const float mv = mask ? mask_at(mask, j, t) : 0.0f;
-                for (int64_t hi = 0; hi < G; hi++) {
-                    float *sv = &sc[hi * FA_TILE + (j - j0)];
-                    *sv = mv == -INFINITY ? -INFINITY : *sv * scale + mv;
-                }
-            }
-            /* online softmax: rescale each head's state to the tile's max */
+            /* online softmax: scale and mask each head's scores, then rescale its state
+             * to the tile's max (8 partial maxima: no serial compare chain) */
             for (int64_t hi = 0; hi < G; hi++) {
-                float *s = st + (size_t)hi * sstride;
-                float mt = -INFINITY;
-                for (int64_t j = 0; j < nj; j++)
-                    if (sc[hi * FA_TILE + j] > mt) mt = sc[hi * FA_TILE + j];
+                float *s = st + (size_t)hi * sstride, *sv = sc + hi * FA_TILE;
+                float mx[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+                for (int64_t j = 0; j < nj; j++) {
+                    const float x = mrow[j] == -INFINITY ? -INFINITY : sv[j] * scale + mrow[j];
+                    sv[j] = x;
+                    if (x > mx[j & 7]) mx[j & 7] = x;
+                }
+                float mt = mx[0];
+                for (int i = 1; i < 8; i++)
+                    if (mx[i] > mt) mt = mx[i];
                 if (mt > s[0]) {
                     if (s[0] != -INFINITY) { /* else the state is still all zeros */
                         const float f = expf(s[0] - mt);
@@ -269,7 +274,7 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     s[0] = mt;
                 }
                 const float sum = kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
-                if (lay.v_trans) s[1] += sum; /* else summed below, key by key */
+                if (lay.v_trans) s[1] += sum; /* else summed below in key order */
             }
             if (lay.v_trans) {
                 /* p.V for the tile: rows d of the transposed v (the tile's keys are
@@ -292,7 +297,18 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     kt->axpy_f32(Dv, 1.0f, pv + hi * Dv, st + (size_t)hi * sstride + 2);
                 continue;
             }
-            /* accumulate V (each row converted once for the whole group) */
+            /* accumulate V: the level's fused p.V (each V slice converted once, the
+             * heads' accumulators in registers), else each row converted once for the
+             * whole group and added with axpy */
+            if (kt->fa_pv && kt->fa_pv(v->type, nj, G, Dv, sc, FA_TILE, vbase + (size_t)j0 * v->nb[1], v->nb[1], st + 2,
+                                       sstride)) {
+                /* row sums key by key, as the fallback below: the result then does not
+                 * depend on where the sequence's cells sit in the tile (exp_sum's
+                 * vector-lane order would; test_llm_batch_equiv) */
+                for (int64_t j = 0; j < nj; j++)
+                    for (int64_t hi = 0; hi < G; hi++) st[(size_t)hi * sstride + 1] += sc[hi * FA_TILE + j];
+                continue;
+            }
             for (int64_t j = j0; j < j1; j++) {
                 const char *vrow = vbase + (size_t)j * v->nb[1];
                 const float *vf = (const float *)vrow;
