@@ -30,7 +30,7 @@ static const tspec g_t[] = {
     {"blk.0.attn_q.weight", LOOM_TYPE_Q4_0, 48, true},  /* repacked */
     {"blk.0.ffn_up.weight", LOOM_TYPE_Q8_0, 32, true},  /* repacked */
     {"blk.0.attn_k.weight", LOOM_TYPE_Q4_0, 24, true},  /* rows not a multiple of 16 */
-    {"blk.0.ffn_down.weight", LOOM_TYPE_Q5_K, 32, true},/* no layout for the type (K 256) */
+    {"blk.0.ffn_down.weight", LOOM_TYPE_Q3_K, 32, true},/* no layout for the type (K 256) */
     {"blk.0.ffn_gate.weight", LOOM_TYPE_Q4_K, 32, true},/* repacked where the level has Q4_K's (K 256) */
     {"blk.0.attn_norm.weight", LOOM_TYPE_F32, 1, false},
 };
@@ -47,7 +47,7 @@ static bool filt(const char *name, void *user) {
     return false;
 }
 
-static int64_t kdim(int i) { return g_t[i].type == LOOM_TYPE_Q4_K || g_t[i].type == LOOM_TYPE_Q5_K ? 256 : K; }
+static int64_t kdim(int i) { return g_t[i].type == LOOM_TYPE_Q4_K || g_t[i].type == LOOM_TYPE_Q3_K ? 256 : K; }
 
 static bool write_model(const char *path) {
     loom_gguf_writer *w;

@@ -247,6 +247,8 @@ static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
 #define RP_PRE 8192 /* prepared (column, block) entries: 64 KiB of stack */
 static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
@@ -256,6 +258,10 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
     if (!loom_repack_type_ok(wt)) return false;
     if (wt == LOOM_TYPE_Q4_K) {
         gemm_repacked_q4k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q5_K) {
+        gemm_repacked_q5k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     if (wt == LOOM_TYPE_Q6_K) {
@@ -317,7 +323,9 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
  * high: odd) in two dpbusd chains; each is scaled by its 6-bit scale (vpmulld)
  * into the super-block's integer sum. The mins term sum_s m[s] * bsum_s is four
  * vpdpwssd of (m[2t], m[2t+1]) word pairs with the activation's sub-block sums.
- * Then two fmas per super-block, as in the scalar reference (bit for bit). */
+ * Then two fmas per super-block, as in the scalar reference (bit for bit).
+ * Q5_K (q5) is the same tile with each nibble vector ORed with its fifth bits (bit s
+ * of the qh vector of the same 4-value chunk, moved to bit 4): codes 0..31. */
 #define RPK_MAXCB 4
 #define RPK_SLAB 64   /* super-blocks per activation slab (16384 values) */
 #define RPK_PRE 2048  /* prepared (column, super-block) entries */
@@ -345,10 +353,17 @@ static ALWAYS_INLINE __m512i rpk_bytes(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
-static ALWAYS_INLINE void rpk_tile(int CB, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
-                                   size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1, const float *dy,
+/* bit b of every byte of v moved to bit 4 (the other bits garbage) */
+static ALWAYS_INLINE __m512i rpk_bit4(__m512i v, int b) {
+    return b < 4 ? _mm512_slli_epi16(v, (unsigned)(4 - b)) : b > 4 ? _mm512_srli_epi16(v, (unsigned)(b - 4)) : v;
+}
+
+static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws, const uint8_t *a, size_t as,
+                                   float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1, const float *dy,
                                    const int32_t *bs, int64_t stride) {
-    const size_t bstep = sizeof(block_q4_K) * LOOM_REPACK_ROWS;
+    const size_t bstep = (q5 ? sizeof(block_q5_K) : sizeof(block_q4_K)) * LOOM_REPACK_ROWS;
+    const size_t pf = q5 ? 2 * bstep : RPK_PF;
+    const __m512i m16 = _mm512_set1_epi8(0x10);
     const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
     __m512 acc[RPK_MAXCB];
     RP_UNROLL
@@ -385,10 +400,16 @@ static ALWAYS_INLINE void rpk_tile(int CB, const uint8_t *w, size_t ws, const ui
                 /* software prefetch two super-blocks ahead: measured 27-30 GB/s on one
                  * thread streaming from DRAM against 18-25 with the hardware prefetcher
                  * alone (the Q4_0/Q8_0 tiles above do better without) */
-                _mm_prefetch((const char *)(p + 256 + 64 * (8 * jj + ch) + RPK_PF), _MM_HINT_T0);
-                if (jj == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + RPK_PF), _MM_HINT_T0);
-                const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                _mm_prefetch((const char *)(p + 256 + 64 * (8 * jj + ch) + pf), _MM_HINT_T0);
+                if (jj == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + pf), _MM_HINT_T0);
+                if (q5 && jj == 1) _mm_prefetch((const char *)(p + 2304 + 64 * ch + pf), _MM_HINT_T0);
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (q5) {
+                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * ch));
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(rpk_bit4(qh, 2 * jj), m16));
+                    hn = _mm512_or_si512(hn, _mm512_and_si512(rpk_bit4(qh, 2 * jj + 1), m16));
+                }
                 RP_UNROLL
                 for (int cc = 0; cc < CB; cc++) {
                     const int8_t *yq = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs + 64 * jj + 4 * ch;
@@ -427,8 +448,8 @@ static ALWAYS_INLINE void rpk_tile(int CB, const uint8_t *w, size_t ws, const ui
         _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
 }
 
-static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
-                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+static ALWAYS_INLINE void gemm_repacked_q45k(bool q5, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                             float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
     float dy[RPK_PRE];
     int32_t bs[4 * RPK_PRE];
@@ -445,19 +466,29 @@ static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a
                     const float *d = dy + jj * slab;
                     const int32_t *q = bs + 4 * jj * slab;
                     if (left >= 4) {
-                        rpk_tile(4, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        rpk_tile(4, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
                         jj += 4;
                     } else if (left >= 2) {
-                        rpk_tile(2, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        rpk_tile(2, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
                         jj += 2;
                     } else {
-                        rpk_tile(1, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        rpk_tile(1, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
                         jj += 1;
                     }
                 }
             }
         }
     }
+}
+
+static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemm_repacked_q45k(false, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
+static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemm_repacked_q45k(true, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 /* ------------------------------------------------------------------ Q6_K */
@@ -636,4 +667,5 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->repack[LOOM_TYPE_Q4_K] = true;
     k->repack[LOOM_TYPE_Q6_K] = true;
     k->repack[LOOM_TYPE_IQ4_XS] = true;
+    k->repack[LOOM_TYPE_Q5_K] = true;
 }

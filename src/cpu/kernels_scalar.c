@@ -344,7 +344,8 @@ typedef float (*kq_block_fn)(const uint8_t *p, int r, const block_q8_K *y, float
  * the sub-block's activations), then acc = fma(dy*d, isum, acc) and
  * acc = fma(-(dy*dmin), msum, acc): the SIMD kernels do the same per lane and match
  * bit for bit. */
-static float q4k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+/* Q4_K (qh NULL) or Q5_K (qh: the super-block's fifth bits in the layout of repack.h) */
+static float q45k_block_ref(const uint8_t *p, const uint8_t *qh, int r, const block_q8_K *y, float acc) {
     uint16_t hd, hm;
     memcpy(&hd, p + 2 * r, 2);
     memcpy(&hm, p + 32 + 2 * r, 2);
@@ -357,13 +358,23 @@ static float q4k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float a
         for (int e = 0; e < 32; e++) {
             const int u = 8 * (s / 2) + e / 4;
             const uint8_t byte = p[256 + 64 * u + 4 * r + e % 4];
-            dot += (s % 2 ? byte >> 4 : byte & 15) * y->qs[32 * s + e];
+            const int hb = qh ? (qh[64 * (e / 4) + 4 * r + e % 4] >> s) & 1 : 0; /* qh byte e, bit s */
+            dot += ((s % 2 ? byte >> 4 : byte & 15) | hb << 4) * y->qs[32 * s + e];
         }
         isum += sc * dot;
         msum += m * (y->bsums[2 * s] + y->bsums[2 * s + 1]);
     }
     acc = fmaf(y->d * H2F(hd), (float)isum, acc);
     return fmaf(-(y->d * H2F(hm)), (float)msum, acc);
+}
+
+static float q4k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    return q45k_block_ref(p, NULL, r, y, acc);
+}
+
+/* Q5_K: Q4_K's sums with the codes u | h << 4 (0..31); same two fmas per super-block. */
+static float q5k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    return q45k_block_ref(p, p + 2304, r, y, acc);
 }
 
 /* Q6_K: the exact integer isum = sum_g scale_g * (sum_{e in g} u_e * y_e - 32 * bsum_g)
@@ -433,6 +444,10 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
     if (!loom_repack_type_ok(wt)) return false;
     if (wt == LOOM_TYPE_IQ4_XS) {
         gemm_repacked_kq_ref(iq4xs_block_ref, sizeof(block_iq4_xs), k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q5_K) {
+        gemm_repacked_kq_ref(q5k_block_ref, sizeof(block_q5_K), k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q6_K) {

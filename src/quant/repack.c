@@ -8,7 +8,7 @@
 
 bool loom_repack_type_ok(loom_type t) {
     return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ||
-           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS;
+           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K;
 }
 
 loom_type loom_repack_act_type(loom_type t) {
@@ -17,6 +17,7 @@ loom_type loom_repack_act_type(loom_type t) {
     case LOOM_TYPE_IQ4_NL:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
     case LOOM_TYPE_Q4_K:
+    case LOOM_TYPE_Q5_K:
     case LOOM_TYPE_IQ4_XS:
     case LOOM_TYPE_Q6_K: return LOOM_TYPE_Q8_K;
     default: return LOOM_TYPE_COUNT;
@@ -24,7 +25,7 @@ loom_type loom_repack_act_type(loom_type t) {
 }
 
 static int64_t block_elems(loom_type t) {
-    return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS ? 256 : 32;
+    return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K ? 256 : 32;
 }
 
 /* IQ4_XS super-block b of a 16-row group, either direction (see repack.h): fields moved
@@ -81,9 +82,11 @@ static void q4k_get(const uint8_t *q, int s, int *sc, int *m) {
     }
 }
 
-/* Q4_K super-block b of a 16-row group, either direction (see repack.h). */
-static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
-    const size_t bb = sizeof(block_q4_K), p0 = b * bb * LOOM_REPACK_ROWS;
+/* Q4_K (q5 false) or Q5_K super-block b of a 16-row group, either direction (see
+ * repack.h): Q5_K is Q4_K's fields (its qs after qh in the GGUF block) plus qh. */
+static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed, bool q5) {
+    const size_t bb = q5 ? sizeof(block_q5_K) : sizeof(block_q4_K), p0 = b * bb * LOOM_REPACK_ROWS;
+    const size_t qs0 = q5 ? offsetof(block_q5_K, qs) : 16; /* GGUF offset of the nibble bytes */
     for (int r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = (size_t)r * rowb + b * bb; /* row-major block */
         if (to_packed) {
@@ -96,7 +99,10 @@ static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
             for (int t = 0; t < 4; t++)
                 d[p0 + 192u + 16u * (size_t)t + (size_t)r] =
                     (uint8_t)(sc[t] >> 4 | (sc[t + 4] >> 4) << 2 | (m[t] >> 4) << 4 | (m[t + 4] >> 4) << 6);
-            for (int u4 = 0; u4 < 32; u4++) memcpy(d + p0 + 256u + 64u * (size_t)u4 + 4u * (size_t)r, u + 16 + 4 * u4, 4);
+            for (int u4 = 0; u4 < 32; u4++) memcpy(d + p0 + 256u + 64u * (size_t)u4 + 4u * (size_t)r, u + qs0 + 4 * u4, 4);
+            if (q5)
+                for (int u4 = 0; u4 < 8; u4++)
+                    memcpy(d + p0 + 2304u + 64u * (size_t)u4 + 4u * (size_t)r, u + offsetof(block_q5_K, qh) + 4 * u4, 4);
         } else {
             uint8_t *u = d + u0;
             const uint8_t *p = s + p0;
@@ -115,7 +121,9 @@ static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
                 q[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
                 q[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
             }
-            for (int u4 = 0; u4 < 32; u4++) memcpy(u + 16 + 4 * u4, p + 256 + 64 * u4 + 4 * r, 4);
+            for (int u4 = 0; u4 < 32; u4++) memcpy(u + qs0 + 4 * u4, p + 256 + 64 * u4 + 4 * r, 4);
+            if (q5)
+                for (int u4 = 0; u4 < 8; u4++) memcpy(u + offsetof(block_q5_K, qh) + 4 * u4, p + 2304 + 64 * u4 + 4 * r, 4);
         }
     }
 }
@@ -125,16 +133,19 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
     if (!loom_repack_type_ok(t) || k <= 0 || k % block_elems(t) != 0 || nrows < 0 ||
         nrows % LOOM_REPACK_ROWS != 0 || !src || !dst)
         return LOOM_ERR_INVALID_ARG;
-    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS) {
-        const bool k4 = t == LOOM_TYPE_Q4_K, xs = t == LOOM_TYPE_IQ4_XS;
+    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K) {
+        const bool k5 = t == LOOM_TYPE_Q5_K, k4 = t == LOOM_TYPE_Q4_K || k5, xs = t == LOOM_TYPE_IQ4_XS;
         const size_t nbk = (size_t)(k / 256),
-                     rowb = nbk * (k4 ? sizeof(block_q4_K) : xs ? sizeof(block_iq4_xs) : sizeof(block_q6_K));
+                     rowb = nbk * (k5   ? sizeof(block_q5_K)
+                                   : k4 ? sizeof(block_q4_K)
+                                   : xs ? sizeof(block_iq4_xs)
+                                        : sizeof(block_q6_K));
         const size_t gbytes = rowb * LOOM_REPACK_ROWS;
         for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
             for (size_t b = 0; b < nbk; b++) {
                 const uint8_t *gs = (const uint8_t *)src + (size_t)g * gbytes;
                 uint8_t *gd = (uint8_t *)dst + (size_t)g * gbytes;
-                if (k4) q4k_block(gs, gd, rowb, b, to_packed);
+                if (k4) q4k_block(gs, gd, rowb, b, to_packed, k5);
                 else if (xs) iq4xs_block(gs, gd, rowb, b, to_packed);
                 else q6k_block(gs, gd, rowb, b, to_packed);
             }

@@ -1,7 +1,7 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
+ * A 2-D Q4_0, IQ4_NL, Q8_0, Q4_K, Q5_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
  * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
  * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
  * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
@@ -28,6 +28,11 @@
  *   [256, 2304)  for u = 0..31, 16 x 4 bytes at 256 + 64u: bytes 4u..4u+3 of row
  *                r's 128 quant bytes at 4r (as they are: in 32-byte piece j =
  *                u / 8, low nibbles are sub-block 2j, high nibbles 2j+1).
+ * Q5_K (B = 176; Q4_K plus the fifth bits qh[32]: bit s of qh[l] is the high bit
+ * of element l of sub-block s), 2816 bytes per super-block b of the group:
+ *   [0, 2304)    as Q4_K (d, dmin, scales and mins, the 128 low-nibble bytes);
+ *   [2304, 2816) for u = 0..7, 16 x 4 bytes at 2304 + 64u: qh bytes 4u..4u+3 of
+ *                row r at 4r (as they are).
  * Q6_K (B = 210; super-blocks of 256, 16 groups of 16 with int8 scales), 3360
  * bytes per super-block b of the group:
  *   [0, 32)      16 x uint16 d;
@@ -60,11 +65,11 @@
 #define LOOM_REPACK_ROWS 16
 
 /* True for the types that have an interleaved layout (Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K,
- * IQ4_XS). */
+ * IQ4_XS, Q5_K). */
 bool loom_repack_type_ok(loom_type t);
 
 /* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0, IQ4_NL
- * and Q8_0, Q8_K for Q4_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
+ * and Q8_0, Q8_K for Q4_K, Q5_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
