@@ -105,7 +105,7 @@ static int attr_path(tpl_ctx *c, tval item, tval attribute, tval dflt, tval *out
 /* stable merge sort of idx[] by keys[] with Python's `<` (reverse: comparisons reversed) */
 static int msort(tpl_ctx *c, uint32_t *idx, uint32_t *tmp, uint32_t n, const tval *keys, bool reverse) {
     if (n < 2) return 0;
-    if (tpl_charge(c, n / 8) < 0) return -1; /* n log n over the recursion levels */
+    if (tpl_charge(c, n / 2) < 0) return -1; /* ~n comparisons per level: n log n over the recursion */
     uint32_t m = n / 2;
     if (msort(c, idx, tmp, m, keys, reverse) < 0 || msort(c, idx + m, tmp, n - m, keys, reverse) < 0) return -1;
     uint32_t i = 0, j = m, k = 0;
