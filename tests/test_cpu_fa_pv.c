@@ -24,7 +24,7 @@ int main(void) {
     static const int gs[] = {1, 3, 8, 11};
     static const int ns[] = {1, 17, 64, 100};
     static float vf[MAXN * MAXD], p[MAXG * PS], acc0[MAXG * AS], ref[MAXG * AS], got[MAXG * AS], row[MAXD];
-    static uint8_t v[MAXN * MAXD * 4];
+    static uint8_t v[MAXN * (MAXD * 4 + 6)]; /* F32 rows of MAXD values at a stride of row bytes + 6 */
     const char *const *lv = loom_kernels_levels();
     int levels_with = 0;
     for (int li = 0; lv[li]; li++) {
