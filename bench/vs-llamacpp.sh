@@ -250,9 +250,10 @@ def loom_ts(path, kind, d):
                  % (doc.get("depth"), d))
     return doc, float(v)
 
-for d, lpfx, lmpfx, sfx in ((0, "loom", "llama", ""), (depth, "loomd", "llamad", " @ d%d" % depth)):
-    if (d == 0 and depth_only) or (d > 0 and depth == 0):
-        continue
+passes = [] if depth_only else [(0, "loom", "llama", "")]
+if depth > 0:
+    passes.append((depth, "loomd", "llamad", " @ d%d" % depth))
+for d, lpfx, lmpfx, sfx in passes:
     for kind in kinds:
         lo, ll = [], []
         for r in range(1, rounds + 1):
