@@ -49,7 +49,9 @@ typedef struct loom_server_params {
     int64_t keep_alive_ns;      /* default keep_alive: 5 minutes; < 0 = forever */
     int max_loaded;             /* models loaded at once (default 3) */
     uint64_t max_memory;        /* bytes the loaded models' plans may total; 0 = 90% of RAM */
-    loom_model_params model;    /* threads, devices, flash attention, cache type ... (path and
+    loom_model_params model;    /* threads, devices, flash attention (default on: a request's
+                                   answer does not depend on what it is batched with),
+                                   cache type ... (path and
                                    n_ctx are set per model); what its pointers point to
                                    (sim_devices, tensor_split, vk_devices) must outlive the
                                    server; model.progress, when set, sees every load (from

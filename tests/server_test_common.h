@@ -312,12 +312,13 @@ static inline int test_run_quiet(char *const argv[]) {
 
 /* `loom run MODEL -p PROMPT --temp 0 -n N`: the generated text (prompt echo and the
  * final newline removed), malloc'ed, or NULL. */
+/* `loom run` greedy with flash attention, the server's default (same arithmetic). */
 static inline char *test_loom_run_greedy(const char *model, const char *prompt, int n) {
     const char *bin = getenv("LOOM_BIN");
     if (!bin) return NULL;
     char nb[16];
     snprintf(nb, sizeof nb, "%d", n);
-    char *argv[] = {(char *)bin, "run", (char *)model, "-p", (char *)prompt, "--temp", "0", "-n", nb, "-t", "1", NULL};
+    char *argv[] = {(char *)bin, "run", (char *)model, "-p", (char *)prompt, "--temp", "0", "-n", nb, "-t", "1", "-fa", NULL};
     char *out = NULL;
     if (test_run_capture(argv, &out) != 0) {
         free(out);

@@ -64,6 +64,27 @@ static double metric(int port, const char *name) {
     return sum;
 }
 
+/* Read from fd until what arrived contains needle (bounded by limit_s). */
+static bool recv_until(int fd, const char *needle, double limit_s) {
+    char buf[8192];
+    size_t n = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < limit_s) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0) continue;
+        if (n == sizeof buf - 1) { /* keep the tail: the needle may straddle reads */
+            memmove(buf, buf + n / 2, n - n / 2);
+            n -= n / 2;
+        }
+        ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+        if (r <= 0) return false;
+        n += (size_t)r;
+        buf[n] = 0;
+        if (strstr(buf, needle)) return true;
+    }
+    return false;
+}
+
 /* Reads and discards a socket until it is shut down or closed by the peer. */
 static void *drain_socket(void *arg) {
     int fd = *(const int *)arg;
@@ -424,8 +445,9 @@ static void test_concurrency(int port) {
             for (int i = 0; i < 300; i++) o += snprintf(longp + o, sizeof longp - (size_t)o, "dog ");
             char *bb = gen_body("noise", longp, "\"stream\":false,\"options\":{\"num_predict\":1,\"num_ctx\":2048}");
             int fa = test_http_send(port, "POST", "/api/generate", lb, NULL);
-            char buf[512];
-            CHECK(recv(fa, buf, sizeof buf, 0) > 0); /* A is generating */
+            /* A is generating once its first token line arrived (the status line and
+             * headers come first: B sent right after them may join A's prompt step) */
+            CHECK(recv_until(fa, "\"response\"", 10.0));
             pthread_t drain;
             int drain_ok = pthread_create(&drain, NULL, drain_socket, &fa) == 0;
             CHECK(drain_ok);

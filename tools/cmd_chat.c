@@ -305,6 +305,7 @@ int loom_cmd_chat(int argc, char **argv) {
     model_opts o;
     model_opts_init(&o);
     loom_server_params p = loom_server_default_params();
+    o.p.flash_attn = p.model.flash_attn; /* the server's default: on */
     /* the environment (the library reads none of it) */
     const char *env_models = getenv("LOOM_MODELS"), *env_ollama = getenv("OLLAMA_MODELS");
     if (env_models && *env_models) p.models_dir = env_models;

@@ -56,7 +56,8 @@ const char *model_opts_help(void) {
            "  --vk-devices LIST      Vulkan devices: all, none or indices (default: GPUs;\n"
            "                         also LOOM_VK_DEVICES)\n"
            "  --tensor-split a,b     proportions per accelerator\n"
-           "  --flash-attn           use flash attention\n"
+           "  -fa, --flash-attn      use flash attention (default: on for serve and chat)\n"
+           "  --no-flash-attn        plain attention (matmul, softmax, matmul)\n"
            "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: --flash-attn)\n"
            "  --no-mmap              read weights instead of mapping the file\n"
            "  --no-repack            keep CPU weights in the GGUF layout (no load-time repacking)\n";
@@ -133,6 +134,10 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
     }
     if (!strcmp(a, "--flash-attn") || !strcmp(a, "-fa")) {
         o->p.flash_attn = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-flash-attn")) {
+        o->p.flash_attn = false;
         return 1;
     }
     if (!strcmp(a, "--no-mmap")) {

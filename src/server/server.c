@@ -26,6 +26,13 @@ loom_server_params loom_server_default_params(void) {
     p.keep_alive_ns = (int64_t)5 * 60 * 1000000000;
     p.max_loaded = 3;
     p.model = loom_model_default_params();
+    /* Flash attention on (llama-server's "-fa auto" default on CPUs): every query row
+     * then takes the same arithmetic whatever else is in the step, so a request gets
+     * the same answer alone or batched with others (the plain path computes one-query
+     * steps in a fused kernel and wider steps as matmul + softmax, which round
+     * differently). Models whose attention it cannot run (soft-capped scores) fall
+     * back to the plain path. */
+    p.model.flash_attn = true;
     p.max_body = (size_t)32 << 20;
     p.max_json_depth = 64;
     p.timeout_s = 30;
