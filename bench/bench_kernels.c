@@ -203,7 +203,7 @@ __attribute__((target("avx2"))) static double madd256(int64_t iters) {
 }
 #endif
 
-static int g_level; /* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni */
+static int g_level; /* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni or amx */
 
 static void fma_fn(job *j, int ith, int nth) {
     (void)nth;
@@ -303,7 +303,7 @@ int loom_bench_kernels(int argc, char **argv) {
         }
     }
     const loom_kernels *k = loom_kernels_get();
-    g_level = !strcmp(k->name, "avx512vnni") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1 : 0;
+    g_level = !strcmp(k->name, "avx512vnni") || !strcmp(k->name, "amx") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1 : 0;
     char desc[512];
     loom_kernels_describe(desc, sizeof desc);
 

@@ -424,7 +424,9 @@ static void test_gemm_float(void) {
     const char *const *lv = loom_kernels_levels();
     static const loom_type types[] = {LOOM_TYPE_F16, LOOM_TYPE_BF16};
     static const int64_t ks[] = {1, 15, 16, 33, 1000, 4096};
-    static const int64_t ns[] = {1, 2, 7, 64, 300};
+    /* 16, 17, 40, 300: the amx level's AMX path (>= 16 columns) with full column tiles,
+     * a remainder tile alone, a full + remainder pair and more than one column block */
+    static const int64_t ns[] = {1, 2, 7, 16, 17, 40, 64, 300};
     enum { M = 37, R0 = 3, LDC = 40 };
     const float sentinel = -12345.f;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -467,6 +469,7 @@ static void test_gemm_float(void) {
             for (int li = 1; lv[li]; li++) {
                 const loom_kernels *kt = loom_kernels_for(lv[li]);
                 if (!kt || !kt->gemm) continue;
+                double worst = 0, worst_rel = 0;
                 for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                     const int64_t n = ns[ni];
                     for (size_t i = 0; i < LDC * (size_t)n; i++) c[i] = sentinel;
@@ -476,8 +479,14 @@ static void test_gemm_float(void) {
                         for (int r = 0; r < LDC; r++) {
                             const float v = c[j * LDC + r];
                             bool ok;
-                            if (r < R0 || r >= M) ok = v == sentinel;
-                            else ok = fabs(v - dd[j * M + r]) <= bound(wt, k, mag[j * M + r]);
+                            if (r < R0 || r >= M) {
+                                ok = v == sentinel;
+                            } else {
+                                const double e = fabs(v - dd[j * M + r]), b = bound(wt, k, mag[j * M + r]);
+                                ok = e <= b;
+                                if (e / b > worst) worst = e / b;
+                                if (e > worst_rel * mag[j * M + r]) worst_rel = e / mag[j * M + r];
+                            }
                             if (!ok && bad++ < 3)
                                 fprintf(stderr, "  gemm %s %s k=%lld n=%lld r%d c%lld: %.9g vs f64 %.9g\n", lv[li],
                                         loom_type_name(wt), (long long)k, (long long)n, r, (long long)j, v,
@@ -486,9 +495,58 @@ static void test_gemm_float(void) {
                     CHECK_MSG(bad == 0, "gemm %s %s k=%lld n=%lld", lv[li], loom_type_name(wt), (long long)k,
                               (long long)n);
                 }
+                /* the measured error: largest fraction of the bound 2 (k + 4) 2^-24 sum|w a|
+                 * and largest |err| / sum|w a| over the shapes */
+                if (k == 33 || k == 4096)
+                    printf("  gemm %-10s %-4s k=%-4lld max |err| %.3f of the bound, %.2e sum|w a|\n", lv[li],
+                           loom_type_name(wt), (long long)k, worst, worst_rel);
             }
             free(w); free(a); free(wf); free(af); free(xf); free(c); free(dd); free(mag);
         }
+    }
+}
+
+/* F16 / BF16 gemm results do not depend on the tiling (the engine's tiles depend on
+ * the shape and the level; a row's sum is chunked the same whatever the call): every
+ * level's gemm over the whole 70 x 90 output and over 2 x 3 pieces (rows cut at a
+ * multiple of 4, column pieces of >= 16 so the same path is taken) give the same bits.
+ * K = 2100: several k chunks on every path, a k tail. */
+static void test_gemm_float_tiling(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    static const loom_type types[] = {LOOM_TYPE_F16, LOOM_TYPE_BF16};
+    enum { M = 70, N = 90, K = 2100 };
+    static const int64_t rcut[] = {0, 36, M}, ccut[] = {0, 17, 50, N};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const loom_type wt = types[ti], at = s->dot[wt].vec_dot_type;
+        const size_t wrb = row_bytes(wt, K), arb = row_bytes(at, K);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * N);
+        float *xf = malloc(sizeof(float) * K), *c1 = malloc(sizeof(float) * M * N), *c2 = malloc(sizeof(float) * M * N);
+        if (!w || !a || !xf || !c1 || !c2) {
+            CHECK(0);
+            free(w); free(a); free(xf); free(c1); free(c2);
+            return;
+        }
+        for (int r = 0; r < M; r++) {
+            for (int i = 0; i < K; i++) xf[i] = (float)gauss();
+            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, K), LOOM_OK);
+        }
+        for (int j = 0; j < N; j++) {
+            for (int i = 0; i < K; i++) xf[i] = (float)(gauss() * 3.0);
+            s->from_float[at](xf, a + (size_t)j * arb, K);
+        }
+        for (int li = 1; lv[li]; li++) {
+            const loom_kernels *kt = loom_kernels_for(lv[li]);
+            if (!kt || !kt->gemm) continue;
+            for (int i = 0; i < M * N; i++) c1[i] = c2[i] = -1.0f;
+            if (!kt->gemm(wt, K, w, wrb, a, arb, c1, M, 0, M, 0, N)) continue;
+            for (int ri = 0; ri < 2; ri++)
+                for (int ci = 0; ci < 3; ci++)
+                    CHECK(kt->gemm(wt, K, w, wrb, a, arb, c2, M, rcut[ri], rcut[ri + 1], ccut[ci], ccut[ci + 1]));
+            CHECK_MSG(memcmp(c1, c2, sizeof(float) * M * N) == 0, "gemm %s %s: pieces differ from one call", lv[li],
+                      loom_type_name(wt));
+        }
+        free(w); free(a); free(xf); free(c1); free(c2);
     }
 }
 
@@ -719,6 +777,7 @@ int main(int argc, char **argv) {
     test_from_float();
     test_vec_dot();
     test_gemm_float();
+    test_gemm_float_tiling();
     test_gemm_q4k_shapes();
     test_gemm_mxfp4_shapes();
     test_from_float_special();

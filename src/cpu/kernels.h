@@ -35,10 +35,15 @@ typedef struct loom_kernel_entry {
 } loom_kernel_entry;
 
 typedef struct loom_kernels {
-    const char *name; /* "scalar", "avx2", "avx512", "avx512vnni", "neon", "neon_dotprod" */
+    const char *name; /* "scalar", "avx2", "avx512", "avx512vnni", "amx", "neon", "neon_dotprod" */
     loom_kernel_entry dot[LOOM_TYPE_COUNT];         /* indexed by weight type */
     loom_from_float_fn from_float[LOOM_TYPE_COUNT]; /* indexed by activation type */
     loom_gemm_fn gemm;                              /* may be NULL */
+    /* Prompt-shape tiles the engine gives gemm for F16 / BF16 weights (ops_matmul.c):
+     * rows and columns per call once the product has at least 16 columns; 0: the
+     * defaults (32 rows, 64 columns). Set by levels whose per-call operand packing
+     * wants larger tiles (amx). */
+    int gemm_float_rows, gemm_float_cols;
     /* The same contract as gemm for weights in the row-interleaved layout of
      * quant/repack.h (w points at the matrix, w_stride is its GGUF row size,
      * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table
@@ -81,7 +86,7 @@ typedef struct loom_kernels {
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring
- * LOOM_CPU_ISA=scalar|avx2|avx512|avx512vnni|neon|neon_dotprod (an unavailable
+ * LOOM_CPU_ISA=scalar|avx2|avx512|avx512vnni|amx|neon|neon_dotprod (an unavailable
  * level falls back to the best available one below it in its family, else scalar,
  * with a warning on stderr once). */
 const loom_kernels *loom_kernels_get(void);

@@ -1,18 +1,27 @@
 /* Kernel table selection: one table per compiled-in ISA level, built once. The
  * process-wide choice is the best level the CPU and OS support, or LOOM_CPU_ISA.
- * AMX is not used (no AMX kernels; no arch_prctl permission request is made). */
+ * AMX: the "amx" level (the avx512vnni table with F16 / BF16 prompt-shape gemm tiles on
+ * AMX-BF16, kernels_amx.c) needs CPUID amx_tile + amx_bf16, the avx512vnni level, and
+ * the OS's permission for the tile data state: on Linux the process asks for it once
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) inside the table initialisation;
+ * when refused (old kernel, a VM without it) the level is simply unavailable. */
 #include "cpu/kernels_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
-enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
-static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avx512", "avx512vnni", "neon", "neon_dotprod"};
+enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_AMX, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
+static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2",         "avx512", "avx512vnni",
+                                                    "amx",    "neon",         "neon_dotprod"};
 
 #if defined(__x86_64__)
-static const char *const k_levels[] = {"scalar", "avx2", "avx512", "avx512vnni", NULL};
+static const char *const k_levels[] = {"scalar", "avx2", "avx512", "avx512vnni", "amx", NULL};
 #elif defined(__aarch64__)
 static const char *const k_levels[] = {"scalar", "neon", "neon_dotprod", NULL};
 #else
@@ -24,6 +33,20 @@ static bool g_avail[LV_COUNT];
 static int g_chosen = LV_SCALAR;
 static int g_requested = -1;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+static int g_amx_perm; /* 0: not asked (no AMX-BF16 or no avx512vnni), 1: granted, -1: refused */
+
+/* Linux: ask for the AMX tile data state (process-wide, once). Other systems: no. */
+static bool amx_permission(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+#endif
 
 static int level_index(const char *name) {
     for (int i = 0; i < LV_COUNT; i++)
@@ -57,6 +80,15 @@ static void init_tables(void) {
         loom_kernels_fill_avx512vnni(&g_tables[LV_AVX512VNNI]);
         g_tables[LV_AVX512VNNI].name = "avx512vnni";
         g_avail[LV_AVX512VNNI] = true;
+    }
+    if (vnni && f->amx_tile && f->amx_bf16) {
+        g_amx_perm = amx_permission() ? 1 : -1;
+        if (g_amx_perm > 0) {
+            g_tables[LV_AMX] = g_tables[LV_AVX512VNNI];
+            loom_kernels_fill_amx(&g_tables[LV_AMX]);
+            g_tables[LV_AMX].name = "amx";
+            g_avail[LV_AMX] = true;
+        }
     }
 #elif defined(__aarch64__)
     if (f->neon) {
@@ -143,7 +175,11 @@ void loom_kernels_describe(char *buf, size_t size) {
     F(f->avx512vnni, "avx512vnni");
     F(f->avx512bf16, "avx512bf16");
     F(f->avx_vnni, "avxvnni");
-    F(f->amx_tile, "amx(unused)");
+#if defined(__x86_64__)
+    F(f->amx_tile && g_amx_perm > 0, "amx");
+    F(f->amx_tile && g_amx_perm < 0, "amx(no OS permission)");
+    F(f->amx_tile && g_amx_perm == 0, "amx(unused)");
+#endif
     F(f->neon, "neon");
     F(f->dotprod, "dotprod");
     F(f->fp16, "fp16");

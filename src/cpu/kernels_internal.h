@@ -64,6 +64,9 @@ void loom_kernels_fill_avx2(loom_kernels *k);
 void loom_kernels_fill_x86_kquant_avx2(loom_kernels *k); /* called by fill_avx2 */
 void loom_kernels_fill_avx512(loom_kernels *k);
 void loom_kernels_fill_avx512vnni(loom_kernels *k);
+/* On a copy of the avx512vnni table: F16 / BF16 prompt-shape gemm tiles with AMX-BF16
+ * (kernels_amx.c). Only when the OS granted XTILEDATA (kernels_dispatch.c). */
+void loom_kernels_fill_amx(loom_kernels *k);
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx512vnni */
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */

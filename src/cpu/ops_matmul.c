@@ -200,8 +200,22 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
         const int64_t panels = (N + MM_PANEL_COLS - 1) / MM_PANEL_COLS;
         if (pl->rc < 32 && n_slices * panels * ((M + 31) / 32) >= 16) pl->rc = 32;
     }
-    pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->pc = N <= MM_PANEL_COLS ? N : MM_PANEL_COLS;
+    if (N >= 16 && !repacked && (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16) && kt->gemm_float_rows > 0 &&
+        kt->gemm_float_cols > 0) {
+        /* a level that packs both operands per call (amx) wants larger tiles: the
+         * largest of (rows, cols), (rows / 2, cols / 2), ... (not below 32 x 64) that
+         * leaves >= 16 tiles */
+        for (int64_t rcw = kt->gemm_float_rows, pcw = kt->gemm_float_cols; rcw >= 32 && pcw >= 64; rcw /= 2, pcw /= 2) {
+            const int64_t pc = N <= pcw ? N : pcw;
+            if (n_slices * ((N + pc - 1) / pc) * ((M + rcw - 1) / rcw) >= 16) {
+                if (pl->rc < rcw) pl->rc = (rcw + 3) & ~(int64_t)3;
+                pl->pc = pc;
+                break;
+            }
+        }
+    }
+    pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;
     pl->n_tiles = n_slices * pl->n_rchunks * pl->n_panels;
     return true;
