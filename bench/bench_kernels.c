@@ -132,7 +132,11 @@ static void prompt_fn(job *j, int ith, int nth) {
     loom_vec_dot_fn vd = j->k->dot[j->wt].vec_dot;
     /* the engine's prompt tiles (ops_matmul.c): 64 columns; 16 rows, or
      * LOOM_MM_REPACKED_ROWS for repacked weights (activation preparation per call) */
-    const int64_t RB = j->repacked ? LOOM_MM_REPACKED_ROWS : 16, CB = 64;
+    int64_t RB = j->repacked ? LOOM_MM_REPACKED_ROWS : 16, CB = 64;
+    /* levels asking for larger F16 / BF16 tiles (amx: kernels.h gemm_float_rows) get them */
+    if (!j->repacked && (j->wt == LOOM_TYPE_F16 || j->wt == LOOM_TYPE_BF16) && j->k->gemm_float_rows > 0 &&
+        j->k->gemm_float_cols > 0)
+        RB = j->k->gemm_float_rows, CB = j->k->gemm_float_cols;
     for (int64_t rep = 0; rep < j->reps; rep++)
         for (int64_t c0 = 0; c0 < j->cols; c0 += CB) {
             int64_t c1 = c0 + CB < j->cols ? c0 + CB : j->cols;

@@ -15,6 +15,18 @@
  * a 16 x 16 transpose of 32-bit pairs, done per call into a stack scratch (packed once
  * per k chunk and 32-row block, reused for every column of the call).
  *
+ * Loops: column blocks of NB, k chunks of KC (BF16 1024, F16 128), row blocks of 32
+ * (packed), then pairs of column tiles: 2 x 2 C tiles (tmm0-3), two A tiles (tmm4-5)
+ * and two B tiles (tmm6-7) per step of 32 k-values: 4 loads per 4 TDPBF16PS (BF16),
+ * 10 loads per 16 (F16). C tiles live in the output between chunks. Scratch on the
+ * stack: BF16 116 KiB, F16 148 KiB. The engine gives this level tiles of up to
+ * AMX_TILE_ROWS x AMX_TILE_COLS (kernels.h gemm_float_rows / _cols; ops_matmul.c
+ * halves them while that leaves < 16 tiles): per call the weight packing is
+ * amortised over the columns and the F16 activation split over the rows (64 x 128 ->
+ * 128 x 256 measured +10-20%; BF16 per-call GFLOP/s 32 x 64: ~280, 32 x 128: ~540).
+ * Weight rows are read 16 at a time 2 KiB or more apart, so they are prefetched
+ * PF_STEPS steps ahead; activation rows are split row by row (sequential reads).
+ *
  * BF16: products of BF16 values are exact in FP32, so the only rounding is the FP32
  * accumulation (per C element a sequence of fused pair additions in k order), the same
  * order of error as a float dot product. Activation tiles are loaded straight from the
@@ -28,12 +40,13 @@
  * before the FP32 accumulation: the error bound is the BF16 one (a float sum of k
  * exact products). Dropping wl.al (3 products) would save a quarter of the TDPBF16PS
  * work but add up to 2^-14 sum_k |w_k a_k| with truncation (2^-16 with a rounded hi,
- * which costs more conversion work); the tiles are bound by the operand conversion,
- * not by TDPBF16PS (about 6.5 ns each here: 2.5 TFLOP/s peak vs 0.1-0.2 TFLOP/s
- * delivered for F16), and 3 vs 4 products measured the same within the noise of the
- * shared VM (1.1-1.8e2 GFLOP/s both, 64 x 128 tiles, K = 2048), so 4 it is. Both F16
- * operands are converted per call (activations once per k chunk for all columns,
- * weights with the transpose).
+ * which costs more conversion work), and the saving is small: a step needs 10 tile
+ * loads for 3 products as for 4 (each product changes one operand pair), and a perf
+ * profile of 128 x 256 tiles (K = 4096) puts TDPBF16PS at ~30% of the time, tile loads
+ * ~25%, the operand loads and splits ~45%; 3 vs 4 products measured the same within
+ * the noise of the shared VM (1.1-1.8e2 GFLOP/s both, 64 x 128 tiles, K = 2048). So all
+ * 4: F16 results have the BF16 error bound. Both F16 operands are split per call
+ * (activations once per k chunk for the call's columns, weights with the transpose).
  * Denormals: TDPBF16PS treats BF16 denormal inputs as zero and flushes denormal FP32
  * results (and VCVTNE2PS2BF16 does the same for the splits). No F16 value or split part
  * is a BF16 denormal (the smallest F16 magnitude, 2^-24, is a normal BF16), and a BF16
@@ -41,7 +54,7 @@
  * reference only in such denormal corners, which the tests do not assert.
  *
  * Order of summation per output: k steps of 32 in order (within one, the hardware's
- * pair order); for F16 within a step hh, lh, hl (, ll). Chunks of k are accumulated
+ * pair order); for F16 within a step hh, lh, ll, hl. Chunks of k are accumulated
  * by storing the C tile to the output and loading it back (exact), so a result depends
  * only on its row, its column and K: not on the tiling, the call's ranges or the thread
  * count. Tile state is per thread: each call loads the tile configuration and releases
@@ -65,8 +78,8 @@
 #define NB 256          /* activation columns per converted block (F16) / tail block (BF16) */
 #define KC_BF16 1024    /* k-values per chunk, BF16 (weight scratch RB x KC_BF16 x 2 B) */
 #define KC_F16 128      /* k-values per chunk, F16 (activation scratch NB x KC_F16 x 4 B) */
-#define TILE_U16 (16 * KS)
-#define PF_STEPS 4 /* weight prefetch distance in k steps (of 64 bytes per row) */ /* uint16 per 16 x 32 operand tile (1 KiB) */
+#define TILE_U16 (16 * KS) /* uint16 per 16 x 32 operand tile (1 KiB) */
+#define PF_STEPS 4         /* weight prefetch distance in k steps (of 64 bytes per row) */
 
 typedef struct {
     uint8_t palette, start_row;
@@ -410,8 +423,8 @@ static ALWAYS_INLINE void gemm_amx(int bf, int64_t k, const uint8_t *W, size_t w
 
 /* Scratch sizes (uint16): packed weights of one row block and k chunk; F16: the split
  * activations of NB columns x one chunk; BF16: zero-padded copies of the column
- * remainder tile (one chunk) and of the k-tail step (one tile per column tile). Stack:
- * BF16 104 KiB, F16 160 KiB. */
+ * remainder tile (one chunk) and of the k-tail step (one tile per column tile). Stack
+ * (with the 4 KiB of partial C tiles): BF16 116 KiB, F16 148 KiB. */
 #define BF16_BW ((RB / 16) * (KC_BF16 / KS) * TILE_U16)
 #define BF16_A ((KC_BF16 / KS + NB / 16) * TILE_U16)
 #define F16_BW ((RB / 16) * (KC_F16 / KS) * TILE_U16)
