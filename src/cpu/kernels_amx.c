@@ -2,9 +2,10 @@
  * kernels_amx.c - AMX-BF16 (TDPBF16PS) gemm tiles for F16 and BF16 weights x F16 / BF16
  * activations (the kernels.h loom_gemm_fn contract), level "amx".
  *
- * Shapes: with at least AMX_MIN_COLS activation columns (prompt shapes) the tile is
- * computed with AMX; fewer columns (decode: memory bound) go to the AVX-512 tile
- * (loom_gemm_float_avx512), as does every other weight type (declined there).
+ * Shapes: with at least AMX_MIN_COLS_BF16 (16) / AMX_MIN_COLS_F16 (64) activation
+ * columns per call (prompt shapes) the tile is computed with AMX; fewer columns (decode:
+ * memory bound; small batches) go to the avx512vnni table's gemm (the AVX-512 tile,
+ * loom_gemm_float_avx512), as does every other weight type.
  *
  * Operands. One TDPBF16PS computes C[16 x 16] += A[16 x 32] B[32 x 16] with BF16 inputs
  * and FP32 accumulation. Here a C tile row is an activation column j and a C tile column
@@ -67,7 +68,14 @@
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
 
-#define AMX_MIN_COLS 16 /* fewer activation columns: the AVX-512 tile */
+/* Fewer activation columns per call: the AVX-512 tile. Per call the weight packing
+ * (F16: with the split) is amortised over the columns; GFLOP/s of 128-row calls with
+ * P columns, K = 2048, AMX vs AVX-512 (32-row calls), one thread, best of 15, three
+ * interleaved rounds on the shared VM: BF16 P = 8: 76 vs 76, 12: 110 vs 92, 16: 160 vs
+ * 96; F16 P = 16: 49-54 vs 69-76, 32: 69-75 vs 79-101, 64: 136-141 vs 71-110, 128:
+ * 137-159 vs 83-107. */
+#define AMX_MIN_COLS_BF16 16
+#define AMX_MIN_COLS_F16 64
 /* Prompt tiles the engine gives this gemm (kernels.h gemm_float_rows / _cols): the
  * weight packing is amortised over the columns of a call, the F16 activation split
  * over its rows */
@@ -450,7 +458,8 @@ static loom_gemm_fn g_below;
 
 static bool gemm_float_amx(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                            size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if ((wt != LOOM_TYPE_F16 && wt != LOOM_TYPE_BF16) || j1 - j0 < AMX_MIN_COLS || k <= 0 || i0 >= i1)
+    if ((wt != LOOM_TYPE_F16 && wt != LOOM_TYPE_BF16) ||
+        j1 - j0 < (wt == LOOM_TYPE_F16 ? AMX_MIN_COLS_F16 : AMX_MIN_COLS_BF16) || k <= 0 || i0 >= i1)
         return g_below && g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (wt == LOOM_TYPE_BF16) amx_bf16(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     else amx_f16(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
@@ -458,7 +467,7 @@ static bool gemm_float_amx(loom_type wt, int64_t k, const void *w, size_t ws, co
 }
 
 /* k: a copy of the avx512vnni table. Its gemm stays in charge of every other type
- * and of F16 / BF16 tiles with fewer than AMX_MIN_COLS columns. */
+ * and of F16 / BF16 tiles with fewer than AMX_MIN_COLS_F16 / _BF16 columns. */
 void loom_kernels_fill_amx(loom_kernels *k) {
     g_below = k->gemm;
     k->gemm = gemm_float_amx;
