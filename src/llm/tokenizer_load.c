@@ -298,7 +298,7 @@ static loom_status special_rules(loom_tokenizer *t, const loom_gguf *g) {
         eog_remove(t, s_id);
         t->attr[s_id] = TOK_ATTR_NORMAL;
     }
-    qsort(t->eog, (size_t)t->n_eog, sizeof(int32_t), cmp_i32);
+    if (t->n_eog > 1) qsort(t->eog, (size_t)t->n_eog, sizeof(int32_t), cmp_i32); /* eog may be NULL when empty */
 
     /* special tokens list (needed below for phi-3) */
     loom_status st = tok_build_special(t);

@@ -579,7 +579,7 @@ static loom_status partition(const loom_tokenizer *t, const char *text, size_t l
             from = end;
         }
     }
-    qsort(oc, n_acc, sizeof(occ), occ_pos_cmp);
+    if (n_acc > 1) qsort(oc, n_acc, sizeof(occ), occ_pos_cmp); /* oc is NULL when nothing matched */
     loom_status st = LOOM_OK;
     size_t cur = 0;
     for (size_t i = 0; i <= n_acc && st == LOOM_OK; i++) {
