@@ -244,8 +244,18 @@ typedef struct {
     size_t stride;
 } atile;
 
+/* C tiles 0..3 (+)= A tiles 4/5 x B tiles 6/7 for the present rows (ni) and columns (nj)
+ * (tile numbers must be constants: a macro, not a function) */
+#define DP_2X2()                                                                         \
+    do {                                                                                 \
+        _tile_dpbf16ps(0, 4, 6);                                                         \
+        if (ni > 1) _tile_dpbf16ps(1, 4, 7);                                             \
+        if (nj > 1) _tile_dpbf16ps(2, 5, 6);                                             \
+        if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);                                   \
+    } while (0)
 /* One block of nj (1, 2) column tiles x ni (1, 2) row tiles over nst k steps:
  * a[jt](s) gives the A tiles, bh/bl[t] the packed B tiles of row tile t. */
+
 static ALWAYS_INLINE void block(int bf, int nj, int ni, int64_t nst, const atile *a0, const atile *a1, int64_t a_step,
                                 const uint16_t *bh0, const uint16_t *bh1, const uint16_t *bl0, const uint16_t *bl1) {
     (void)bl0, (void)bl1;
@@ -257,32 +267,20 @@ static ALWAYS_INLINE void block(int bf, int nj, int ni, int64_t nst, const atile
         if (nj > 1) TLOAD(5, a1->h + ao, a1->stride);
         TLOAD(6, bh0 + bo, 64);
         if (ni > 1) TLOAD(7, bh1 + bo, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (ni > 1) _tile_dpbf16ps(1, 4, 7);
-        if (nj > 1) _tile_dpbf16ps(2, 5, 6);
-        if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);
+        DP_2X2();
         if (bf) continue;
         /* lh */
         TLOAD(4, a0->l + ao, a0->stride);
         if (nj > 1) TLOAD(5, a1->l + ao, a1->stride);
-        _tile_dpbf16ps(0, 4, 6);
-        if (ni > 1) _tile_dpbf16ps(1, 4, 7);
-        if (nj > 1) _tile_dpbf16ps(2, 5, 6);
-        if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);
+        DP_2X2();
         /* ll */
         TLOAD(6, bl0 + bo, 64);
         if (ni > 1) TLOAD(7, bl1 + bo, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (ni > 1) _tile_dpbf16ps(1, 4, 7);
-        if (nj > 1) _tile_dpbf16ps(2, 5, 6);
-        if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);
+        DP_2X2();
         /* hl */
         TLOAD(4, a0->h + ao, a0->stride);
         if (nj > 1) TLOAD(5, a1->h + ao, a1->stride);
-        _tile_dpbf16ps(0, 4, 6);
-        if (ni > 1) _tile_dpbf16ps(1, 4, 7);
-        if (nj > 1) _tile_dpbf16ps(2, 5, 6);
-        if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);
+        DP_2X2();
     }
 }
 
