@@ -253,9 +253,9 @@ typedef struct {
         if (nj > 1) _tile_dpbf16ps(2, 5, 6);                                             \
         if (nj > 1 && ni > 1) _tile_dpbf16ps(3, 5, 7);                                   \
     } while (0)
+
 /* One block of nj (1, 2) column tiles x ni (1, 2) row tiles over nst k steps:
  * a[jt](s) gives the A tiles, bh/bl[t] the packed B tiles of row tile t. */
-
 static ALWAYS_INLINE void block(int bf, int nj, int ni, int64_t nst, const atile *a0, const atile *a1, int64_t a_step,
                                 const uint16_t *bh0, const uint16_t *bh1, const uint16_t *bl0, const uint16_t *bl1) {
     (void)bl0, (void)bl1;
