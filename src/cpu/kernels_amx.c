@@ -367,7 +367,6 @@ static ALWAYS_INLINE void gemm_amx(int bf, int64_t k, const uint8_t *W, size_t w
                     }
                     /* BF16: the full steps straight from the activation rows (or the packed
                      * remainder tile), then the packed tail step */
-                    const int rem1 = jt + nj > jfull; /* the last tile of the pair is the remainder */
                     atile a[2], at[2];
                     for (int u = 0; u < nj; u++) {
                         const int64_t jj = jt + u;
@@ -385,7 +384,6 @@ static ALWAYS_INLINE void gemm_amx(int bf, int64_t k, const uint8_t *W, size_t w
                     }
                     /* the direct tiles step by KS values; the packed remainder by a tile */
                     const int64_t step_direct = KS, step_packed = TILE_U16;
-                    (void)rem1;
                     if (nj == 2 && (jt + 1 < jfull) != (jt < jfull)) {
                         /* mixed pair (a full tile and the remainder): steps differ; split */
                         ctile c1[2][2] = {{ct[0][0], ct[0][1]}, {ct[0][0], ct[0][1]}};
