@@ -72,17 +72,35 @@ typedef struct loom_kernels {
      * levels the equal x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) with the
      * polynomial exp (relative error about 3e-7). Never NULL. */
     void (*gelu_f32)(int64_t n, const float *x, float *y);
-    /* Flash attention p.V of one key tile, all G query heads of a KV head at once:
-     * acc[h*acc_stride + d] += p[h*p_stride + j] * V_j[d] for h < G, d < Dv, keys j =
-     * 0..n-1 in that order, V_j row j of v (v_stride bytes apart) of type vt as float
-     * (F32; F16; Q8_0 / Q4_0 as d * q, rounded), each key one fused multiply-add
-     * acc = fma(p, v, acc) as loom_fa_pv_ref spells out (axpy_f32 rounds the product
-     * first: results differ from that fallback in the last bits). Keys whose
-     * p is 0 for every head are skipped. Returns false to decline (type, Dv not a
-     * multiple of the vector width): the caller then uses axpy_f32 per key and head.
-     * May be NULL (scalar, NEON). */
-    bool (*fa_pv)(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t p_stride,
-                  const void *v, size_t v_stride, float *acc, size_t acc_stride);
+    /* Flash attention over one key tile for a block of R query rows (ops_attn.c), in
+     * three steps. Row r of a block is query head r % G of the block's token r / G; Rp
+     * is R rounded up to a multiple of 16; every buffer is floats.
+     *  fa_qk:      sT[j*Rp + r] = sum over d of kf[j*ks + d] * qT[d*Rp + r], one fused
+     *              multiply-add per d in order from 0.0f, for keys j < nk and r < Rp
+     *              (qT: the block's queries transposed, zero past R; kf: the tile's key
+     *              rows as floats).
+     *  fa_softmax: per r < Rp with t = r / G: x_j = sT[j*Rp + r] * scale (rounded) +
+     *              mT[j*ms + t] (-inf where that mask value is -inf); M' = max(M[r],
+     *              max_j x_j); f[r] = 1 if M' == M[r], else exp(M[r] - M'); p_j =
+     *              exp(x_j - M') (0 where x_j is -inf) written over sT; S[r] = S[r] * f[r]
+     *              + p_0 + p_1 + ... (key order); M[r] = M'. mT rows must have 16
+     *              readable floats from every token index (ms >= Rp / G + 16).
+     *  fa_pv:      acc[r*as + d] *= f[r], then acc += p_j * vf[j*vs + d] as one fused
+     *              multiply-add per key in key order, p_j = sT[j*Rp + r], for r < R,
+     *              d < Dv; keys whose p is 0 for every row are skipped.
+     * Every level's fa_qk and fa_pv are bit-identical to the references
+     * (kernels_fa_scalar.c); fa_softmax differs by the level's exp (exp_sum_f32's).
+     * Results of a row never depend on the other rows of the block.
+     * fa_rows converts the tile's K or V rows: dst[i*ds + d] = element d of row i (at
+     * src + i*ss) as float for i < n, d < D, with loom_dequantize_row's values (F32,
+     * F16, BF16 exact; Q8_0 / Q4_0 d * q rounded once); false for a type it does not
+     * convert or D not a whole number of blocks. Never NULL. */
+    void (*fa_qk)(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
+    void (*fa_softmax)(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT,
+                       float *M, float *S, float *f);
+    void (*fa_pv)(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT, const float *f, const float *vf,
+                  size_t vs, float *acc, size_t as);
+    bool (*fa_rows)(loom_type t, int64_t n, int64_t D, const void *src, size_t ss, float *dst, size_t ds);
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "cpu/kernels_avx512_exp.h"
+
 static void vd_f32(int64_t n, float *s, const void *vx, const void *vy) {
     const float *x = vx, *y = vy;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -92,32 +94,6 @@ static void f16_to_f32(int64_t n, const uint16_t *x, float *y) {
         __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
         _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
     }
-}
-
-/* exp(x) for x already clamped to [-87.3, 88.7]: x = n ln2 + r, |r| <= ln2/2, exp(r) by
- * its degree-6 Taylor polynomial (relative error < 2e-7), scaled by 2^n with vscalefps.
- * NaN stays NaN. */
-static inline __m512 exp_clamped(__m512 x) {
-    const __m512 log2e = _mm512_set1_ps(1.44269504f), ln2_hi = _mm512_set1_ps(0.693145752f),
-                 ln2_lo = _mm512_set1_ps(1.42860677e-6f), one = _mm512_set1_ps(1.0f);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
-    r = _mm512_fnmadd_ps(n, ln2_lo, r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, one);
-    p = _mm512_fmadd_ps(p, r, one);
-    return _mm512_scalef_ps(p, n);
-}
-
-/* exp(x) for x <= 0 (softmax arguments); below -87.3 (including -inf) gives 0. */
-static inline __m512 exp_neg(__m512 x) {
-    __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x); /* NaN stays NaN */
-    return _mm512_maskz_mov_ps((__mmask16)~tiny, exp_clamped(x));
 }
 
 /* SiLU x / (1 + exp(-x)) with exp_clamped on -x clamped to [-87.3, 88.7]; exp(-x)

@@ -1,43 +1,107 @@
 /*
- * kernels_fa_avx512.c - AVX-512 flash-attention p.V (kernels.h fa_pv).
+ * kernels_fa_avx512.c - AVX-512 flash-attention tile kernels (kernels.h fa_qk,
+ * fa_softmax, fa_pv).
  *
- * The tile's keys are the inner loop and up to 8 query heads' accumulators for one
- * 16-float slice of Dv stay in registers: per key the V slice is loaded and
- * converted once (F16 vcvtph2ps; Q8_0 / Q4_0 widened to int32, converted, times the
- * block scale) and each head adds p * v. The key-by-key axpy_f32 it replaces loads
- * and stores every accumulator per key and head. One FMA per key, head and value, in
- * key order: bit-identical to loom_fa_pv_ref.
+ * fa_qk: the lanes are 16 query rows; per d, 4 row vectors of the transposed queries
+ * and 6 broadcast key values give 24 accumulators (a 6-key x 64-row block), no
+ * horizontal sums. fa_pv: the lanes are 16 values of Dv; per live key, 4 vectors of
+ * the V row and 6 broadcast probabilities (6 rows x 64 values of Dv). Both
+ * bit-identical to the references. fa_softmax: 16 rows per vector, each row's mask
+ * value picked from the token's column with a lane permutation, the polynomial exp of
+ * kernels_avx512_exp.h, probabilities summed key by key (vector adds across rows).
  */
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+#include <math.h>
+
+#include "cpu/kernels_avx512_exp.h"
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
-#define PV_TILE 64 /* keys per pass (the live-key list lives on the stack) */
-
-/* 16 values of row r from element d0 (a multiple of 16) as floats. */
-static ALWAYS_INLINE __m512 pv_load(loom_type vt, const uint8_t *r, int64_t d0) {
-    if (vt == LOOM_TYPE_F32) return _mm512_loadu_ps((const float *)r + d0);
-    if (vt == LOOM_TYPE_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)r + d0)));
-    if (vt == LOOM_TYPE_Q8_0) {
-        const block_q8_0 *b = (const block_q8_0 *)r + d0 / 32;
-        const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + (d0 & 16))));
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(b->d)));
-    }
-    /* Q4_0: elements 0..15 of a block are the low nibbles of qs[0..15], 16..31 the high */
-    const block_q4_0 *b = (const block_q4_0 *)r + d0 / 32;
-    __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
-    u = (d0 & 16) ? _mm512_srli_epi32(u, 4) : _mm512_and_si512(u, _mm512_set1_epi32(15));
-    u = _mm512_sub_epi32(u, _mm512_set1_epi32(8));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(u), _mm512_set1_ps(_cvtsh_ss(b->d)));
-}
 
 #define FA_VEC __m512
 #define FA_W 16
 #define FA_LOADU _mm512_loadu_ps
 #define FA_STOREU _mm512_storeu_ps
 #define FA_SET1 _mm512_set1_ps
+#define FA_ZERO _mm512_setzero_ps()
 #define FA_FMADD _mm512_fmadd_ps
+#define FA_MUL _mm512_mul_ps
+#define FA_NZ(v) ((int)_mm512_cmp_ps_mask((v), _mm512_setzero_ps(), _CMP_NEQ_UQ))
+#define QK_NK 6
+#define PV_NR 6
 #include "cpu/kernels_fa_body.h"
 
-void loom_kernels_fill_fa_avx512(loom_kernels *k) { k->fa_pv = fa_pv; }
+static void fa_softmax(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT, float *M,
+                       float *S, float *f) {
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
+    for (int64_t r0 = 0; r0 < Rp; r0 += 16) {
+        const int64_t t0 = r0 / G; /* token of lane 0; lane i's is (r0 + i) / G, at most t0 + 15 */
+        int32_t ix[16];
+        for (int i = 0; i < 16; i++) ix[i] = (int32_t)((r0 + i) / G - t0);
+        const __m512i idx = _mm512_loadu_si512(ix);
+        const __m512 m0 = _mm512_loadu_ps(M + r0);
+        __m512 mx = m0;
+        for (int64_t j = 0; j < nk; j++) {
+            float *xp = sT + (size_t)j * (size_t)Rp + (size_t)r0;
+            const __m512 m = _mm512_permutexvar_ps(idx, _mm512_loadu_ps(mT + (size_t)j * ms + (size_t)t0));
+            __m512 x = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(xp), vs), m);
+            x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(m, ninf, _CMP_EQ_OQ), ninf);
+            _mm512_storeu_ps(xp, x);
+            mx = _mm512_max_ps(x, mx); /* a NaN score leaves the max as it was */
+        }
+        const __mmask16 same = _mm512_cmp_ps_mask(mx, m0, _CMP_EQ_OQ);
+        const __m512 fr = _mm512_mask_mov_ps(exp_neg(_mm512_sub_ps(m0, mx)), same, one);
+        __m512 s = _mm512_mul_ps(_mm512_loadu_ps(S + r0), fr);
+        for (int64_t j = 0; j < nk; j++) {
+            float *xp = sT + (size_t)j * (size_t)Rp + (size_t)r0;
+            const __m512 x = _mm512_loadu_ps(xp);
+            const __mmask16 masked = _mm512_cmp_ps_mask(x, ninf, _CMP_EQ_OQ);
+            const __m512 p = _mm512_maskz_mov_ps((__mmask16)~masked, exp_neg(_mm512_sub_ps(x, mx)));
+            _mm512_storeu_ps(xp, p);
+            s = _mm512_add_ps(s, p);
+        }
+        _mm512_storeu_ps(S + r0, s);
+        _mm512_storeu_ps(M + r0, mx);
+        _mm512_storeu_ps(f + r0, fr);
+    }
+}
+
+static bool fa_rows(loom_type t, int64_t n, int64_t D, const void *src, size_t ss, float *dst, size_t ds) {
+    if (t == LOOM_TYPE_F16 ? D % 16 != 0 : (D % 32 || (t != LOOM_TYPE_Q8_0 && t != LOOM_TYPE_Q4_0)))
+        return loom_fa_rows_ref(t, n, D, src, ss, dst, ds);
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *r = (const uint8_t *)src + (size_t)i * ss;
+        float *y = dst + (size_t)i * ds;
+        if (t == LOOM_TYPE_F16) {
+            for (int64_t d = 0; d < D; d += 16)
+                _mm512_storeu_ps(y + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 2 * d))));
+        } else if (t == LOOM_TYPE_Q8_0) {
+            for (int64_t b = 0; b < D / 32; b++, y += 32) {
+                const block_q8_0 *q = (const block_q8_0 *)r + b;
+                const __m512 sc = _mm512_set1_ps(_cvtsh_ss(q->d));
+                const __m128i x = _mm_loadu_si128((const __m128i *)q->qs), z = _mm_loadu_si128((const __m128i *)(q->qs + 16));
+                _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x)), sc));
+                _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(z)), sc));
+            }
+        } else { /* Q4_0: elements 0..15 are the low nibbles of qs, 16..31 the high ones, minus 8 */
+            for (int64_t b = 0; b < D / 32; b++, y += 32) {
+                const block_q4_0 *q = (const block_q4_0 *)r + b;
+                const __m512 sc = _mm512_set1_ps(_cvtsh_ss(q->d));
+                const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)q->qs)), e = _mm512_set1_epi32(8);
+                const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(u, _mm512_set1_epi32(15)), e);
+                const __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(u, 4), e);
+                _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), sc));
+                _mm512_storeu_ps(y + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), sc));
+            }
+        }
+    }
+    return true;
+}
+
+void loom_kernels_fill_fa_avx512(loom_kernels *k) {
+    k->fa_qk = fa_qk;
+    k->fa_softmax = fa_softmax;
+    k->fa_pv = fa_pv;
+    k->fa_rows = fa_rows;
+}

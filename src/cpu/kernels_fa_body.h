@@ -1,74 +1,119 @@
 /*
- * kernels_fa_body.h - the flash-attention p.V driver shared by kernels_fa_avx2.c and
- * kernels_fa_avx512.c (kernels.h fa_pv): included once by each, after it defines
- *   FA_VEC            the float vector type, FA_W its width (floats)
- *   FA_LOADU/STOREU   unaligned float load / store, FA_SET1 broadcast, FA_FMADD(a, b, c) = a * b + c
- *   pv_load(vt, row, d0)  FA_W values of a V row from element d0 as floats
- * and PV_TILE (keys per pass). The tile's live keys (any head's p != 0) are the inner
- * loop; up to 8 heads' accumulators for one FA_W-float slice of Dv stay in registers.
+ * kernels_fa_body.h - the flash-attention tile kernels fa_qk and fa_pv (kernels.h)
+ * shared by kernels_fa_avx2.c and kernels_fa_avx512.c: included once by each, after
+ * it defines
+ *   FA_VEC            the float vector type, FA_W its width (floats; divides 16)
+ *   FA_LOADU/STOREU   unaligned float load / store, FA_SET1 broadcast, FA_ZERO
+ *   FA_FMADD(a, b, c) = a * b + c fused, FA_MUL(a, b)
+ *   FA_NZ(v)          bit i set where lane i of v is not 0.0 (int)
+ *   QK_NK, PV_NR      keys (fa_qk) and rows (fa_pv) per register block
+ * Both keep every row's arithmetic that of the references (kernels_fa_scalar.c):
+ * the lanes of a vector are rows (fa_qk) or Dv values (fa_pv), so each output is the
+ * same chain of fused multiply-adds in the same order.
  */
 #ifndef LOOM_KERNELS_FA_BODY_H
 #define LOOM_KERNELS_FA_BODY_H
 
-/* Heads [0, H) (H <= 8, a constant after inlining) over the live keys, one Dv slice. */
-static ALWAYS_INLINE void pv_slice(const int H, loom_type vt, const int32_t *live, int nl, const float *p, size_t ps,
-                                   const uint8_t *v, size_t vs, float *acc, size_t as, int64_t d0) {
-    FA_VEC a[8];
-    LOOM_UNROLL
-    for (int h = 0; h < H; h++) a[h] = FA_LOADU(acc + (size_t)h * as + d0);
+#define FA_NV 4 /* row vectors (fa_qk) / Dv vectors (fa_pv) per register block */
+
+/* sT[j][r] for NK keys from j and NV row vectors from r0: per d, NV rows of qT and
+ * NK broadcast key values. */
+static ALWAYS_INLINE void qk_block(const int NK, const int NV, int64_t Dk, int64_t Rp, const float *qT,
+                                   const float *kf, size_t ks, float *sT, int64_t j, int64_t r0) {
+    FA_VEC a[QK_NK][FA_NV];
+    LOOM_UNROLL for (int k = 0; k < NK; k++) LOOM_UNROLL for (int v = 0; v < NV; v++) a[k][v] = FA_ZERO;
+    const float *kr = kf + (size_t)j * ks;
+    for (int64_t d = 0; d < Dk; d++) {
+        FA_VEC q[FA_NV];
+        LOOM_UNROLL for (int v = 0; v < NV; v++) q[v] = FA_LOADU(qT + (size_t)d * (size_t)Rp + (size_t)r0 + (size_t)v * FA_W);
+        LOOM_UNROLL for (int k = 0; k < NK; k++) {
+            const FA_VEC b = FA_SET1(kr[(size_t)k * ks + (size_t)d]);
+            LOOM_UNROLL for (int v = 0; v < NV; v++) a[k][v] = FA_FMADD(b, q[v], a[k][v]);
+        }
+    }
+    LOOM_UNROLL for (int k = 0; k < NK; k++) LOOM_UNROLL for (int v = 0; v < NV; v++)
+        FA_STOREU(sT + (size_t)(j + k) * (size_t)Rp + (size_t)r0 + (size_t)v * FA_W, a[k][v]);
+}
+
+static ALWAYS_INLINE void qk_rows(const int NV, int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf,
+                                  size_t ks, float *sT, int64_t r0) {
+    int64_t j = 0;
+    for (; j + QK_NK <= nk; j += QK_NK) qk_block(QK_NK, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
+    for (; j < nk; j++) qk_block(1, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
+}
+
+static void fa_qk(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT) {
+    const int64_t nv = Rp / FA_W;
+    for (int64_t v0 = 0; v0 < nv; v0 += FA_NV) {
+        const int64_t r0 = v0 * FA_W;
+        switch (nv - v0 < FA_NV ? nv - v0 : FA_NV) {
+        case 1: qk_rows(1, Dk, Rp, nk, qT, kf, ks, sT, r0); break;
+        case 2: qk_rows(2, Dk, Rp, nk, qT, kf, ks, sT, r0); break;
+        case 3: qk_rows(3, Dk, Rp, nk, qT, kf, ks, sT, r0); break;
+        default: qk_rows(4, Dk, Rp, nk, qT, kf, ks, sT, r0); break;
+        }
+    }
+}
+
+/* acc rows [r0, r0 + NR) x Dv vectors [d0, d0 + NV): scaled by f, then the live keys. */
+static ALWAYS_INLINE void pv_block(const int NR, const int NV, const int32_t *live, int nl, int64_t Rp,
+                                   const float *sT, const float *f, const float *vf, size_t vs, float *acc, size_t as,
+                                   int64_t r0, int64_t d0) {
+    FA_VEC a[PV_NR][FA_NV];
+    LOOM_UNROLL for (int r = 0; r < NR; r++) {
+        const FA_VEC fr = FA_SET1(f[r0 + r]);
+        LOOM_UNROLL for (int v = 0; v < NV; v++)
+            a[r][v] = FA_MUL(FA_LOADU(acc + (size_t)(r0 + r) * as + (size_t)d0 + (size_t)v * FA_W), fr);
+    }
     for (int i = 0; i < nl; i++) {
         const int32_t j = live[i];
-        const FA_VEC x = pv_load(vt, v + (size_t)j * vs, d0);
-        LOOM_UNROLL
-        for (int h = 0; h < H; h++)
-            a[h] = FA_FMADD(FA_SET1(p[(size_t)h * ps + (size_t)j]), x, a[h]);
+        FA_VEC x[FA_NV];
+        LOOM_UNROLL for (int v = 0; v < NV; v++) x[v] = FA_LOADU(vf + (size_t)j * vs + (size_t)d0 + (size_t)v * FA_W);
+        const float *p = sT + (size_t)j * (size_t)Rp + (size_t)r0;
+        LOOM_UNROLL for (int r = 0; r < NR; r++) {
+            const FA_VEC b = FA_SET1(p[r]);
+            LOOM_UNROLL for (int v = 0; v < NV; v++) a[r][v] = FA_FMADD(b, x[v], a[r][v]);
+        }
     }
-    LOOM_UNROLL
-    for (int h = 0; h < H; h++) FA_STOREU(acc + (size_t)h * as + d0, a[h]);
+    LOOM_UNROLL for (int r = 0; r < NR; r++) LOOM_UNROLL for (int v = 0; v < NV; v++)
+        FA_STOREU(acc + (size_t)(r0 + r) * as + (size_t)d0 + (size_t)v * FA_W, a[r][v]);
 }
 
-static ALWAYS_INLINE void pv_heads(loom_type vt, int H, const int32_t *live, int nl, const float *p, size_t ps,
-                                   const uint8_t *v, size_t vs, float *acc, size_t as, int64_t Dv) {
-    for (int64_t d0 = 0; d0 < Dv; d0 += FA_W) {
-        switch (H) {
-#define PV_CASE(N) \
-    case N: pv_slice(N, vt, live, nl, p, ps, v, vs, acc, as, d0); break;
-            PV_CASE(1) PV_CASE(2) PV_CASE(3) PV_CASE(4) PV_CASE(5) PV_CASE(6) PV_CASE(7) PV_CASE(8)
-#undef PV_CASE
-        default: break;
+static ALWAYS_INLINE void pv_rows(const int NR, const int32_t *live, int nl, int64_t Rp, int64_t Dv, const float *sT,
+                                  const float *f, const float *vf, size_t vs, float *acc, size_t as, int64_t r0) {
+    const int64_t nv = Dv / FA_W;
+    for (int64_t v0 = 0; v0 < nv; v0 += FA_NV) {
+        const int64_t d0 = v0 * FA_W;
+        switch (nv - v0 < FA_NV ? nv - v0 : FA_NV) {
+        case 1: pv_block(NR, 1, live, nl, Rp, sT, f, vf, vs, acc, as, r0, d0); break;
+        case 2: pv_block(NR, 2, live, nl, Rp, sT, f, vf, vs, acc, as, r0, d0); break;
+        case 3: pv_block(NR, 3, live, nl, Rp, sT, f, vf, vs, acc, as, r0, d0); break;
+        default: pv_block(NR, 4, live, nl, Rp, sT, f, vf, vs, acc, as, r0, d0); break;
         }
     }
 }
 
-static ALWAYS_INLINE void pv_type(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t ps,
-                                  const uint8_t *v, size_t vs, float *acc, size_t as) {
-    int32_t live[PV_TILE];
-    for (int64_t j0 = 0; j0 < n; j0 += PV_TILE) {
-        const int64_t j1 = j0 + PV_TILE < n ? j0 + PV_TILE : n;
-        int nl = 0;
-        for (int64_t j = j0; j < j1; j++) {
-            bool any = false;
-            for (int64_t h = 0; h < G && !any; h++) any = p[(size_t)h * ps + (size_t)j] != 0.0f;
-            if (any) live[nl++] = (int32_t)j;
-        }
-        if (!nl) continue;
-        for (int64_t h0 = 0; h0 < G; h0 += 8) {
-            const int H = (int)(G - h0 < 8 ? G - h0 : 8);
-            pv_heads(vt, H, live, nl, p + (size_t)h0 * ps, ps, v, vs, acc + (size_t)h0 * as, as, Dv);
-        }
+static void fa_pv(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT, const float *f, const float *vf,
+                  size_t vs, float *acc, size_t as) {
+    if (Dv % FA_W || nk > 64) { /* the same arithmetic, unvectorised */
+        loom_fa_pv_ref(nk, R, Rp, Dv, sT, f, vf, vs, acc, as);
+        return;
     }
-}
-
-static bool fa_pv(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t ps, const void *v, size_t vs,
-                  float *acc, size_t as) {
-    if (Dv % FA_W || ((vt == LOOM_TYPE_Q8_0 || vt == LOOM_TYPE_Q4_0) && Dv % 32)) return false;
-    switch (vt) {
-    case LOOM_TYPE_F32: pv_type(LOOM_TYPE_F32, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_F16: pv_type(LOOM_TYPE_F16, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_Q8_0: pv_type(LOOM_TYPE_Q8_0, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    case LOOM_TYPE_Q4_0: pv_type(LOOM_TYPE_Q4_0, n, G, Dv, p, ps, v, vs, acc, as); return true;
-    default: return false;
+    int32_t live[64];
+    int nl = 0;
+    for (int64_t j = 0; j < nk; j++) { /* keys with p != 0 in some row r < R */
+        const float *p = sT + (size_t)j * (size_t)Rp;
+        bool any = false;
+        for (int64_t r = 0; r < R && !any; r += FA_W) {
+            int bits = FA_NZ(FA_LOADU(p + r));
+            if (R - r < FA_W) bits &= (1 << (R - r)) - 1;
+            any = bits != 0;
+        }
+        if (any) live[nl++] = (int32_t)j;
     }
+    int64_t r = 0;
+    for (; r + PV_NR <= R; r += PV_NR) pv_rows(PV_NR, live, nl, Rp, Dv, sT, f, vf, vs, acc, as, r);
+    for (; r < R; r++) pv_rows(1, live, nl, Rp, Dv, sT, f, vf, vs, acc, as, r);
 }
 
 #endif /* LOOM_KERNELS_FA_BODY_H */

@@ -51,10 +51,14 @@ bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, c
 bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
-/* Reference for loom_kernels.fa_pv (kernels_scalar.c): every type and Dv it supports
- * (F32, F16, Q8_0 / Q4_0 with Dv a multiple of 32); false otherwise. */
-bool loom_fa_pv_ref(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t p_stride, const void *v,
-                    size_t v_stride, float *acc, size_t acc_stride);
+/* References for loom_kernels.fa_qk / fa_softmax / fa_pv (kernels_fa_scalar.c; the
+ * contracts are in kernels.h). */
+void loom_fa_qk_ref(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
+void loom_fa_softmax_ref(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT,
+                         float *M, float *S, float *f);
+void loom_fa_pv_ref(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT, const float *f, const float *vf,
+                    size_t vs, float *acc, size_t as);
+bool loom_fa_rows_ref(loom_type t, int64_t n, int64_t D, const void *src, size_t ss, float *dst, size_t ds);
 /* Fill k with the scalar reference table (name "scalar"). */
 void loom_kernels_fill_scalar(loom_kernels *k);
 void loom_kernels_fill_iq_scalar(loom_kernels *k); /* called by fill_scalar (kernels_iq_scalar.c) */

@@ -289,49 +289,6 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-/* Element d of row r of type vt as float (F16 exact; Q8_0 / Q4_0: d * q). */
-static float fa_v_at(loom_type vt, const uint8_t *r, int64_t d) {
-    switch (vt) {
-    case LOOM_TYPE_F32: {
-        float f;
-        memcpy(&f, r + 4 * d, 4);
-        return f;
-    }
-    case LOOM_TYPE_F16: {
-        uint16_t h;
-        memcpy(&h, r + 2 * d, 2);
-        return loom_fp16_to_fp32(h);
-    }
-    case LOOM_TYPE_Q8_0: {
-        const block_q8_0 *b = (const block_q8_0 *)r + d / 32;
-        return (float)b->qs[d % 32] * loom_fp16_to_fp32(b->d);
-    }
-    default: { /* Q4_0: elements 0..15 are the low nibbles of qs, 16..31 the high ones */
-        const block_q4_0 *b = (const block_q4_0 *)r + d / 32;
-        const int e = (int)(d % 32), u = e < 16 ? b->qs[e] & 15 : b->qs[e - 16] >> 4;
-        return (float)(u - 8) * loom_fp16_to_fp32(b->d);
-    }
-    }
-}
-
-bool loom_fa_pv_ref(loom_type vt, int64_t n, int64_t G, int64_t Dv, const float *p, size_t p_stride, const void *v,
-                    size_t v_stride, float *acc, size_t acc_stride) {
-    if (vt != LOOM_TYPE_F32 && vt != LOOM_TYPE_F16 && vt != LOOM_TYPE_Q8_0 && vt != LOOM_TYPE_Q4_0) return false;
-    if ((vt == LOOM_TYPE_Q8_0 || vt == LOOM_TYPE_Q4_0) && Dv % 32) return false;
-    for (int64_t j = 0; j < n; j++) {
-        bool live = false;
-        for (int64_t h = 0; h < G && !live; h++) live = p[(size_t)h * p_stride + (size_t)j] != 0.0f;
-        if (!live) continue;
-        const uint8_t *r = (const uint8_t *)v + (size_t)j * v_stride;
-        for (int64_t h = 0; h < G; h++) {
-            const float a = p[(size_t)h * p_stride + (size_t)j];
-            float *y = acc + (size_t)h * acc_stride;
-            for (int64_t d = 0; d < Dv; d++) y[d] = fmaf(a, fa_v_at(vt, r, d), y[d]);
-        }
-    }
-    return true;
-}
-
 /* Reference for the row-interleaved layout (quant/repack.h): per row, per block,
  * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; IQ4_NL: its table's
  * value for u; Q8_0: (u ^ 0x80) as int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
@@ -525,4 +482,8 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->exp_sum_f32 = exp_sum_f32_ref;
     k->silu_f32 = silu_f32_ref;
     k->gelu_f32 = gelu_f32_ref;
+    k->fa_qk = loom_fa_qk_ref;
+    k->fa_softmax = loom_fa_softmax_ref;
+    k->fa_pv = loom_fa_pv_ref;
+    k->fa_rows = loom_fa_rows_ref;
 }

@@ -3,23 +3,30 @@
  *
  * q [Dk,T,H] F32 (rows contiguous), k [Dk,L,Hkv], v [Dv,L,Hkv] (F32, F16, BF16,
  * Q8_0 or Q4_0 rows), mask [L, >=T] F16/F32 or NULL -> dst F32 [Dv,H,T].
- * Query head h reads kv head h / (H/Hkv). For each (token, head) the keys are
- * visited in tiles of FA_TILE: scores = scale * q.k (q converted once into k's
- * vec_dot_type, as mul_mat does) + mask, then an online softmax update of the
- * running max, sum and F32 accumulator; the L x T score matrix is never formed.
- * Work items are (token, kv head, L chunk): the query heads sharing a kv head are
- * processed together, so each key/value row is read (and converted) once per
- * group. When T * Hkv is small (decode), L is cut into chunks whose partial
- * (max, sum, acc) states are combined after a barrier (split-K "flash decoding").
- * The decomposition depends only on the shapes and every item runs on one thread
- * in a fixed order, so results do not depend on the thread count.
+ * Query head h reads kv head h / (H/Hkv) (G = H/Hkv heads share one). Keys are
+ * visited in tiles of FA_TILE with an online softmax (running max M, sum S and F32
+ * accumulator per query row); the L x T score matrix is never formed.
+ *
+ * Work items are (block of TB tokens, kv head, L chunk): the block's TB x G query
+ * rows (at most 64) go through each key tile together, so a tile's keys and values
+ * are read and converted to floats once per block instead of once per token, and the
+ * tile is three level kernels (kernels.h): scores as a register-blocked product with
+ * the rows in vector lanes (fa_qk), the online-softmax update with the tile's mask
+ * (fa_softmax) and p.V (fa_pv). Each row's arithmetic is fixed by those contracts:
+ * it does not depend on the other rows of the block, on TB or on where the tile
+ * starts, so a token gets bit-identical attention whatever else its batch holds
+ * (test_llm_batch_equiv) and for any thread count. When the items are few (decode)
+ * L is cut into chunks whose partial (M, S, acc) states are combined after a barrier
+ * (split-K "flash decoding"); the decomposition depends only on the shapes.
  * A row whose keys are all masked gives NaN (0/0), like softmax.
- * A tile's scores are one gemm tile (key rows x the group's query heads) when the
- * level has a gemm for k's type, else vec_dots. v may also be TRANSPOSED (F32 / F16
- * / BF16 with nb[1] = element size: the non-flash cache's [L, Dv, Hkv] seen as
- * [Dv, L, Hkv], used by loom_sdpa for single-token decode): then the tile's
- * probabilities are converted to v's vec_dot_type and p.V is a gemm tile too (Dv
- * rows of the tile's keys x the G heads), as the non-flash V product does.
+ *
+ * v may also be TRANSPOSED (F32 / F16 / BF16 with nb[1] = element size: the
+ * non-flash cache's [L, Dv, Hkv] seen as [Dv, L, Hkv], used by loom_sdpa for
+ * single-token decode). That path keeps items of one token: a tile's scores are a
+ * gemm tile (key rows x the group's heads) when the level has a gemm for k's type,
+ * else vec_dots; the tile's probabilities are converted to v's vec_dot_type and p.V
+ * is a gemm tile too (Dv rows of the tile's keys x the G heads), as the non-flash V
+ * product does.
  */
 #include "cpu/kernels.h"
 #include "cpu/ops.h"
@@ -31,45 +38,65 @@
 #define FA_ALIGN 64
 #define FA_MIN_CHUNK 256 /* keys per L chunk when L is split */
 #define FA_WANT_ITEMS 64 /* split L until about this many work items exist */
+#define FA_BLOCK_ROWS 64 /* query rows (tokens x G) per block */
 
 static size_t fa_align(size_t x) { return (x + FA_ALIGN - 1) & ~(size_t)(FA_ALIGN - 1); }
+static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
 /* Work decomposition; a function of the shapes only (never of nth), so results
  * are bit-identical for any thread count. */
 typedef struct fa_layout {
     int64_t G;            /* query heads per kv head */
-    bool v_trans;         /* v is transposed (see the file comment) */
+    bool v_trans;         /* v is transposed (see the file comment): items of one token */
+    int64_t TB;           /* tokens per block (1 when v_trans) */
+    int64_t R, Rp;        /* rows of a full block (TB * G), rounded up to 16 */
+    size_t ms;            /* mask tile row stride (floats): Rp / G + 16 */
+    int64_t n_blocks;     /* ceil(T / TB) */
     size_t p_bytes;       /* transposed v: one probability row (FA_TILE values) in v's vec_dot_type */
     int64_t n_chunks;     /* L is cut into this many chunks (partials combined after a barrier) */
     int64_t chunk_len;
-    size_t q_bytes;       /* one converted q row */
-    size_t per_thread;    /* G q rows, G score tiles, one V row, G partial states */
-    size_t part_stride;   /* floats of one partial state block: G * (Dv + 2) */
+    size_t q_bytes;       /* transposed v: one converted q row */
+    size_t per_thread;    /* the thread's scratch (see the kernels for the pieces) */
+    size_t part_stride;   /* floats of one partial state block: R * (Dv + 2) */
     size_t part_bytes;    /* shared partials (0 when n_chunks == 1) */
     size_t total;
 } fa_layout;
+
+/* Bytes of n floats, false past SIZE_MAX. */
+static bool fa_floats(size_t n, size_t *out) {
+    if (n > SIZE_MAX / sizeof(float) - FA_ALIGN) return false;
+    *out = fa_align(n * sizeof(float));
+    return true;
+}
 
 static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
     if (!q || !k || !v || nth <= 0) return false;
     const loom_kernels *kt = loom_kernels_get();
-    const loom_kernel_entry *e = &kt->dot[k->type];
-    if (!e->vec_dot) return false;
-    size_t qb;
-    if (loom_type_row_bytes(e->vec_dot_type, q->ne[0], &qb) != LOOM_OK) return false;
-    const int64_t T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
-    if (Hkv <= 0 || H % Hkv != 0 || Dv > (int64_t)(SIZE_MAX / 64) || H > 65536 || qb > SIZE_MAX / 65536)
-        return false;
-    out->G = H / Hkv;
+    const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
+    if (Hkv <= 0 || H % Hkv != 0 || H > 65536 || Dk > 65536 || Dv > 65536 || T <= 0) return false;
+    const int64_t G = H / Hkv;
+    out->G = G;
     out->v_trans = loom_tensor_is_transposed(v);
     out->p_bytes = 0;
+    out->q_bytes = 0;
     if (out->v_trans) {
-        const loom_kernel_entry *ev = &kt->dot[v->type];
-        size_t pb;
+        const loom_kernel_entry *e = &kt->dot[k->type], *ev = &kt->dot[v->type];
+        size_t qb, pb;
+        if (!e->vec_dot || loom_type_row_bytes(e->vec_dot_type, Dk, &qb) != LOOM_OK) return false;
         if (!ev->vec_dot || loom_type_row_bytes(ev->vec_dot_type, FA_TILE, &pb) != LOOM_OK) return false;
+        out->q_bytes = fa_align(qb);
         out->p_bytes = fa_align(pb);
+        out->TB = 1;
+    } else {
+        out->TB = G >= FA_BLOCK_ROWS ? 1 : FA_BLOCK_ROWS / G;
+        if (out->TB > T) out->TB = T;
     }
-    const int64_t base_items = T * Hkv;
+    out->R = out->TB * G;
+    out->Rp = round16(out->R);
+    out->ms = (size_t)(out->Rp / G) + 16;
+    out->n_blocks = (T + out->TB - 1) / out->TB;
+    const int64_t base_items = out->n_blocks * Hkv;
     int64_t want = base_items >= FA_WANT_ITEMS ? 1 : (FA_WANT_ITEMS + base_items - 1) / base_items;
     int64_t maxc = (L + FA_MIN_CHUNK - 1) / FA_MIN_CHUNK;
     int64_t nc = want < maxc ? want : maxc;
@@ -78,14 +105,23 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     if (out->chunk_len < 1) out->chunk_len = 1;
     out->n_chunks = (L + out->chunk_len - 1) / out->chunk_len;
     if (out->n_chunks < 1) out->n_chunks = 1;
-    const size_t G = (size_t)out->G;
-    out->q_bytes = fa_align(qb);
-    out->part_stride = G * ((size_t)Dv + 2);
-    out->per_thread = G * out->q_bytes + fa_align(G * FA_TILE * sizeof(float)) + fa_align((size_t)Dv * sizeof(float)) +
-                      fa_align(out->part_stride * sizeof(float));
-    if (out->v_trans && (size_t)Dv > SIZE_MAX / sizeof(float) / 65536 / 4) return false;
-    if (out->v_trans) /* probabilities in v's vec_dot_type + the tile's p.V [G x Dv] */
-        out->per_thread += G * out->p_bytes + fa_align(G * (size_t)Dv * sizeof(float));
+    const size_t R = (size_t)out->R, Rp = (size_t)out->Rp;
+    out->part_stride = R * ((size_t)Dv + 2);
+    size_t b[9];
+    if (out->v_trans) { /* G q rows, G score tiles, G partial states, G probability rows, p.V [G x Dv] */
+        if (!fa_floats(R * FA_TILE, &b[0]) || !fa_floats(out->part_stride, &b[1]) ||
+            !fa_floats(R * (size_t)Dv, &b[2]))
+            return false;
+        out->per_thread = R * out->q_bytes + b[0] + b[1] + R * out->p_bytes + b[2];
+    } else { /* qT, kf, vf, sT, mT, M, S, f, acc */
+        if (!fa_floats((size_t)Dk * Rp, &b[0]) || !fa_floats((size_t)FA_TILE * (size_t)Dk, &b[1]) ||
+            !fa_floats((size_t)FA_TILE * (size_t)Dv, &b[2]) || !fa_floats(FA_TILE * Rp, &b[3]) ||
+            !fa_floats(FA_TILE * out->ms, &b[4]) || !fa_floats(Rp, &b[5]) || !fa_floats(R * (size_t)Dv, &b[8]))
+            return false;
+        b[6] = b[7] = b[5];
+        out->per_thread = 0;
+        for (int i = 0; i < 9; i++) out->per_thread += b[i];
+    }
     out->part_bytes = 0;
     if (out->n_chunks > 1) {
         size_t blocks = (size_t)base_items * (size_t)out->n_chunks;
@@ -183,46 +219,141 @@ static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const c
     }
 }
 
-void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
-    const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
-    const float scale = loom_get_op_param_f32(dst, 0);
-    const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
-    if (loom_nelements(dst) == 0) return;
-    const loom_kernels *kt = loom_kernels_get();
-    const loom_kernel_entry *e = &kt->dot[k->type];
-    fa_layout lay;
-    if (!fa_plan(dst, p->nth, &lay) || !kt->from_float[e->vec_dot_type] || p->wsize < lay.total) {
-        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
-        return;
+/* The tile's mask values for the block's tokens, mT[j * ms + tt] (0 without a mask);
+ * returns whether any is not -inf (else the tile is skipped: no row sees a key). */
+static bool fa_mask_tile(const loom_tensor *mask, int64_t j0, int64_t nj, int64_t tb0, int64_t nt, float *mT, size_t ms,
+                         float *tmp) {
+    if (!mask) {
+        for (int64_t j = 0; j < nj; j++)
+            for (int64_t tt = 0; tt < nt; tt++) mT[(size_t)j * ms + (size_t)tt] = 0.0f;
+        return true;
     }
-    const int64_t G = lay.G, NC = lay.n_chunks;
-    char *ws = (char *)p->wdata + lay.part_bytes + (size_t)p->ith * lay.per_thread;
-    char *qc = ws;
-    float *sc = (float *)(ws + (size_t)G * lay.q_bytes);
-    float *vt = (float *)((char *)sc + fa_align((size_t)G * FA_TILE * sizeof(float)));
-    float *st = (float *)((char *)vt + fa_align((size_t)Dv * sizeof(float))); /* G x (M, S, acc[Dv]) */
-    char *pc = (char *)st + fa_align(lay.part_stride * sizeof(float));      /* transposed v only */
-    float *pv = (float *)(pc + (size_t)G * lay.p_bytes);                      /* transposed v only */
+    bool any = false;
+    for (int64_t tt = 0; tt < nt; tt++) {
+        const float *row = tmp;
+        if (mask->type == LOOM_TYPE_F16 && mask->nb[0] == 2) {
+            loom_kernels_get()->f16_to_f32(nj, (const uint16_t *)((const char *)mask->data + (size_t)(tb0 + tt) * mask->nb[1]) + j0,
+                                           tmp);
+        } else if (mask->type == LOOM_TYPE_F32 && mask->nb[0] == 4) {
+            row = (const float *)((const char *)mask->data + (size_t)(tb0 + tt) * mask->nb[1]) + j0;
+        } else {
+            for (int64_t j = 0; j < nj; j++) tmp[j] = mask_at(mask, j0 + j, tb0 + tt);
+        }
+        for (int64_t j = 0; j < nj; j++) {
+            mT[(size_t)j * ms + (size_t)tt] = row[j];
+            any = any || row[j] != -INFINITY;
+        }
+    }
+    return any;
+}
+
+/* Rows [j0, j0 + n) of x (a K or V view; base: its kv head) as floats, D apart. */
+static void fa_tile_rows(const loom_kernels *kt, const loom_tensor *x, const char *base, int64_t j0, int64_t n, int64_t D,
+                         float *dst) {
+    if (kt->fa_rows(x->type, n, D, base + (size_t)j0 * x->nb[1], x->nb[1], dst, (size_t)D)) return;
+    for (int64_t j = 0; j < n; j++) row_to_f32(x->type, base + (size_t)(j0 + j) * x->nb[1], dst + (size_t)j * (size_t)D, D);
+}
+
+/* Items of TB-token blocks, v not transposed (see the file comment). */
+static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale) {
+    const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
+    const loom_kernels *kt = loom_kernels_get();
+    const int64_t G = lay->G, NC = lay->n_chunks, TB = lay->TB;
+    const size_t ms = lay->ms;
+    float *qT = (float *)((char *)p->wdata + lay->part_bytes + (size_t)p->ith * lay->per_thread);
+    float *kf = qT + fa_align((size_t)Dk * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
+    float *vf = kf + fa_align((size_t)FA_TILE * (size_t)Dk * sizeof(float)) / sizeof(float);
+    float *sT = vf + fa_align((size_t)FA_TILE * (size_t)Dv * sizeof(float)) / sizeof(float);
+    float *mT = sT + fa_align((size_t)FA_TILE * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
+    float *M = mT + fa_align((size_t)FA_TILE * ms * sizeof(float)) / sizeof(float);
+    const size_t rpa = fa_align((size_t)lay->Rp * sizeof(float)) / sizeof(float);
+    float *S = M + rpa, *f = S + rpa, *acc = f + rpa;
     float *parts = (float *)p->wdata;
-    const bool v_f32 = v->type == LOOM_TYPE_F32;
+    float tmp[FA_TILE];
+
+    const int64_t n_items = lay->n_blocks * Hkv * NC;
+    for (int64_t item = p->ith; item < n_items; item += p->nth) {
+        const int64_t c = item % NC, g = (item / NC) % Hkv, b = item / (NC * Hkv);
+        const int64_t jb = c * lay->chunk_len, je = jb + lay->chunk_len < L ? jb + lay->chunk_len : L;
+        const int64_t tb0 = b * TB, nt = T - tb0 < TB ? T - tb0 : TB, R = nt * G, Rp = round16(R);
+        /* the block's queries transposed (rows past R zero), fresh states; the mask
+         * columns of tokens past the block stay -inf (their rows are inert) */
+        for (int64_t r = 0; r < Rp; r++) {
+            const float *qrow = r < R ? (const float *)((const char *)q->data + (size_t)(tb0 + r / G) * q->nb[1] +
+                                                        (size_t)(g * G + r % G) * q->nb[2])
+                                      : NULL;
+            for (int64_t d = 0; d < Dk; d++) qT[(size_t)d * (size_t)Rp + (size_t)r] = qrow ? qrow[d] : 0.0f;
+            M[r] = -INFINITY;
+            S[r] = 0.0f;
+        }
+        memset(acc, 0, (size_t)R * (size_t)Dv * sizeof(float));
+        for (int64_t j = 0; j < FA_TILE; j++)
+            for (size_t tt = (size_t)nt; tt < ms; tt++) mT[(size_t)j * ms + tt] = -INFINITY;
+        const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
+        const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
+        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, false);
+
+        for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
+            const int64_t nj = je - j0 < FA_TILE ? je - j0 : FA_TILE;
+            /* a tile no key of which is visible to the block is skipped whole (causal
+             * prompts: about half of them) */
+            if (!fa_mask_tile(mask, j0, nj, tb0, nt, mT, ms, tmp)) continue;
+            fa_tile_rows(kt, k, kbase, j0, nj, Dk, kf);
+            kt->fa_qk(Dk, Rp, nj, qT, kf, (size_t)Dk, sT);
+            kt->fa_softmax(nj, Rp, G, scale, mT, ms, sT, M, S, f);
+            fa_tile_rows(kt, v, vbase, j0, nj, Dv, vf);
+            kt->fa_pv(nj, R, Rp, Dv, sT, f, vf, (size_t)Dv, acc, (size_t)Dv);
+        }
+        if (NC == 1) {
+            for (int64_t r = 0; r < R; r++) {
+                const float *a = acc + (size_t)r * (size_t)Dv;
+                float *out = (float *)dst->data + ((size_t)(tb0 + r / G) * (size_t)H + (size_t)(g * G + r % G)) * (size_t)Dv;
+                if (S[r] > 0.0f) { /* out = acc / sum as 0 + (1/sum) * acc: exactly the product */
+                    memset(out, 0, (size_t)Dv * sizeof(float));
+                    kt->axpy_f32(Dv, 1.0f / S[r], a, out);
+                } else { /* all keys masked -> NaN, like softmax */
+                    for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
+                }
+            }
+        } else {
+            float *pt = parts + (size_t)item * lay->part_stride;
+            for (int64_t r = 0; r < R; r++) {
+                float *s = pt + (size_t)r * ((size_t)Dv + 2);
+                s[0] = M[r];
+                s[1] = S[r];
+                memcpy(s + 2, acc + (size_t)r * (size_t)Dv, (size_t)Dv * sizeof(float));
+            }
+        }
+    }
+}
+
+/* Items of one token, v transposed (see the file comment). */
+static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale) {
+    const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
+    const loom_kernels *kt = loom_kernels_get();
+    const loom_kernel_entry *e = &kt->dot[k->type], *ev = &kt->dot[v->type];
+    const int64_t G = lay->G, NC = lay->n_chunks;
+    char *ws = (char *)p->wdata + lay->part_bytes + (size_t)p->ith * lay->per_thread;
+    char *qc = ws;
+    float *sc = (float *)(ws + (size_t)G * lay->q_bytes);
+    float *st = (float *)((char *)sc + fa_align((size_t)G * FA_TILE * sizeof(float))); /* G x (M, S, acc[Dv]) */
+    char *pc = (char *)st + fa_align(lay->part_stride * sizeof(float));
+    float *pv = (float *)(pc + (size_t)G * lay->p_bytes);
+    float *parts = (float *)p->wdata;
     const size_t sstride = (size_t)Dv + 2;
-    const loom_kernel_entry *ev = &kt->dot[v->type];
     const loom_type pvdt = ev->vec_dot_type;
     const bool p_in_place = pvdt == LOOM_TYPE_F32; /* f32 v: the scores are the activation */
-    if (lay.v_trans && (!ev->vec_dot || (!p_in_place && !kt->from_float[pvdt]))) {
-        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
-        return;
-    }
 
-    /* phase 1: items (t, kv head g, chunk c) */
     const int64_t n_items = T * Hkv * NC;
     for (int64_t item = p->ith; item < n_items; item += p->nth) {
         const int64_t c = item % NC, g = (item / NC) % Hkv, t = item / (NC * Hkv);
-        const int64_t jb = c * lay.chunk_len, je = jb + lay.chunk_len < L ? jb + lay.chunk_len : L;
+        const int64_t jb = c * lay->chunk_len, je = jb + lay->chunk_len < L ? jb + lay->chunk_len : L;
         for (int64_t hi = 0; hi < G; hi++) {
             const int64_t h = g * G + hi;
             const float *qrow = (const float *)((const char *)q->data + (size_t)t * q->nb[1] + (size_t)h * q->nb[2]);
-            kt->from_float[e->vec_dot_type](qrow, qc + (size_t)hi * lay.q_bytes, Dk);
+            kt->from_float[e->vec_dot_type](qrow, qc + (size_t)hi * lay->q_bytes, Dk);
             float *s = st + (size_t)hi * sstride;
             s[0] = -INFINITY;
             s[1] = 0.0f;
@@ -230,13 +361,12 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
         }
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
-        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, lay.v_trans);
+        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, true);
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
-            /* a tile no key of which is visible to token t is skipped whole (causal
-             * prompts: about half of them) */
-            /* the tile's mask row for token t (0 without a mask), read once */
+            /* the tile's mask row for token t (0 without a mask), read once; a tile no
+             * key of which is visible is skipped */
             float mrow[FA_TILE];
             bool any = !mask;
             for (int64_t j = j0; j < j1; j++) {
@@ -245,12 +375,12 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             }
             if (!any) continue;
             /* scores of the tile's keys x the group's heads: sc[hi * FA_TILE + j - j0] */
-            if (!kt->gemm || !kt->gemm(k->type, Dk, kbase + (size_t)j0 * k->nb[1], k->nb[1], qc, lay.q_bytes, sc,
+            if (!kt->gemm || !kt->gemm(k->type, Dk, kbase + (size_t)j0 * k->nb[1], k->nb[1], qc, lay->q_bytes, sc,
                                        FA_TILE, 0, nj, 0, G)) {
                 for (int64_t j = j0; j < j1; j++)
                     for (int64_t hi = 0; hi < G; hi++)
                         e->vec_dot(Dk, &sc[hi * FA_TILE + (j - j0)], kbase + (size_t)j * k->nb[1],
-                                   qc + (size_t)hi * lay.q_bytes);
+                                   qc + (size_t)hi * lay->q_bytes);
             }
             /* online softmax: scale and mask each head's scores, then rescale its state
              * to the tile's max (8 partial maxima: no serial compare chain) */
@@ -267,89 +397,83 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
                     if (mx[i] > mt) mt = mx[i];
                 if (mt > s[0]) {
                     if (s[0] != -INFINITY) { /* else the state is still all zeros */
-                        const float f = expf(s[0] - mt);
-                        s[1] *= f;
-                        for (int64_t d = 0; d < Dv; d++) s[2 + d] *= f;
+                        const float fr = expf(s[0] - mt);
+                        s[1] *= fr;
+                        for (int64_t d = 0; d < Dv; d++) s[2 + d] *= fr;
                     }
                     s[0] = mt;
                 }
-                const float sum = kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
-                if (lay.v_trans) s[1] += sum; /* else summed below in key order */
+                s[1] += kt->exp_sum_f32(nj, sc + hi * FA_TILE, s[0]);
             }
-            if (lay.v_trans) {
-                /* p.V for the tile: rows d of the transposed v (the tile's keys are
-                 * contiguous in each) x the G probability rows */
-                const char *act = (const char *)sc;
-                size_t as = FA_TILE * sizeof(float);
-                if (!p_in_place) {
+            /* p.V for the tile: rows d of the transposed v (the tile's keys are
+             * contiguous in each) x the G probability rows */
+            const char *act = (const char *)sc;
+            size_t as = FA_TILE * sizeof(float);
+            if (!p_in_place) {
+                for (int64_t hi = 0; hi < G; hi++)
+                    kt->from_float[pvdt](sc + hi * FA_TILE, pc + (size_t)hi * lay->p_bytes, nj);
+                act = pc;
+                as = lay->p_bytes;
+            }
+            const char *vt0 = vbase + (size_t)j0 * v->nb[1];
+            if (!kt->gemm || !kt->gemm(v->type, nj, vt0, v->nb[0], act, as, pv, (size_t)Dv, 0, Dv, 0, G)) {
+                for (int64_t d = 0; d < Dv; d++)
                     for (int64_t hi = 0; hi < G; hi++)
-                        kt->from_float[pvdt](sc + hi * FA_TILE, pc + (size_t)hi * lay.p_bytes, nj);
-                    act = pc;
-                    as = lay.p_bytes;
-                }
-                const char *vt0 = vbase + (size_t)j0 * v->nb[1];
-                if (!kt->gemm || !kt->gemm(v->type, nj, vt0, v->nb[0], act, as, pv, (size_t)Dv, 0, Dv, 0, G)) {
-                    for (int64_t d = 0; d < Dv; d++)
-                        for (int64_t hi = 0; hi < G; hi++)
-                            ev->vec_dot(nj, &pv[hi * Dv + d], vt0 + (size_t)d * v->nb[0], act + (size_t)hi * as);
-                }
-                for (int64_t hi = 0; hi < G; hi++) /* acc += p.V (a * 1 is exact: a plain add) */
-                    kt->axpy_f32(Dv, 1.0f, pv + hi * Dv, st + (size_t)hi * sstride + 2);
-                continue;
+                        ev->vec_dot(nj, &pv[hi * Dv + d], vt0 + (size_t)d * v->nb[0], act + (size_t)hi * as);
             }
-            /* accumulate V: the level's fused p.V (each V slice converted once, the
-             * heads' accumulators in registers), else each row converted once for the
-             * whole group and added with axpy */
-            if (kt->fa_pv && kt->fa_pv(v->type, nj, G, Dv, sc, FA_TILE, vbase + (size_t)j0 * v->nb[1], v->nb[1], st + 2,
-                                       sstride)) {
-                /* row sums key by key, as the fallback below: the result then does not
-                 * depend on where the sequence's cells sit in the tile (exp_sum's
-                 * vector-lane order would; test_llm_batch_equiv) */
-                for (int64_t j = 0; j < nj; j++)
-                    for (int64_t hi = 0; hi < G; hi++) st[(size_t)hi * sstride + 1] += sc[hi * FA_TILE + j];
-                continue;
-            }
-            for (int64_t j = j0; j < j1; j++) {
-                const char *vrow = vbase + (size_t)j * v->nb[1];
-                const float *vf = (const float *)vrow;
-                bool converted = v_f32;
-                for (int64_t hi = 0; hi < G; hi++) {
-                    const float pj = sc[hi * FA_TILE + (j - j0)];
-                    if (pj == 0.0f) continue;
-                    if (!converted) {
-                        row_to_f32(v->type, vrow, vt, Dv);
-                        vf = vt;
-                        converted = true;
-                    }
-                    float *s = st + (size_t)hi * sstride;
-                    s[1] += pj;
-                    kt->axpy_f32(Dv, pj, vf, s + 2);
-                }
-            }
+            for (int64_t hi = 0; hi < G; hi++) /* acc += p.V (a * 1 is exact: a plain add) */
+                kt->axpy_f32(Dv, 1.0f, pv + hi * Dv, st + (size_t)hi * sstride + 2);
         }
         if (NC == 1) {
             for (int64_t hi = 0; hi < G; hi++) {
                 const float *s = st + (size_t)hi * sstride;
                 float *out = (float *)dst->data + ((size_t)t * (size_t)H + (size_t)(g * G + hi)) * (size_t)Dv;
-                if (s[1] > 0.0f) { /* out = acc / sum as 0 + (1/sum) * acc: exactly the product */
+                if (s[1] > 0.0f) {
                     memset(out, 0, (size_t)Dv * sizeof(float));
                     kt->axpy_f32(Dv, 1.0f / s[1], s + 2, out);
-                } else { /* all keys masked -> NaN, like softmax */
+                } else {
                     for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
                 }
             }
         } else {
-            memcpy(parts + (size_t)item * lay.part_stride, st, lay.part_stride * sizeof(float));
+            memcpy(parts + (size_t)item * lay->part_stride, st, lay->part_stride * sizeof(float));
         }
     }
+}
+
+void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+    const float scale = loom_get_op_param_f32(dst, 0);
+    const int64_t T = q->ne[1], H = q->ne[2], Hkv = k->ne[2], Dv = v->ne[0];
+    if (loom_nelements(dst) == 0) return;
+    const loom_kernels *kt = loom_kernels_get();
+    fa_layout lay;
+    if (!fa_plan(dst, p->nth, &lay) || p->wsize < lay.total) {
+        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
+        return;
+    }
+    if (lay.v_trans) {
+        const loom_kernel_entry *e = &kt->dot[k->type], *ev = &kt->dot[v->type];
+        if (!kt->from_float[e->vec_dot_type] ||
+            (ev->vec_dot_type != LOOM_TYPE_F32 && !kt->from_float[ev->vec_dot_type])) {
+            loom_cpu_fail(p, LOOM_ERR_INTERNAL);
+            return;
+        }
+        fa_items_trans(p, dst, &lay, scale);
+    } else {
+        fa_items_block(p, dst, &lay, scale);
+    }
+    const int64_t G = lay.G, NC = lay.n_chunks, TB = lay.TB;
     if (NC == 1) return;
 
     /* phase 2: combine the chunks of each (t, h) in chunk order */
     loom_cpu_barrier(p);
+    const float *parts = (const float *)p->wdata;
+    const size_t sstride = (size_t)Dv + 2;
     const int64_t n_out = T * H;
     for (int64_t o = p->ith; o < n_out; o += p->nth) {
-        const int64_t t = o / H, h = o % H, g = h / G, hi = h % G;
-        const float *base = parts + (size_t)((t * Hkv + g) * NC) * lay.part_stride + (size_t)hi * sstride;
+        const int64_t t = o / H, h = o % H, g = h / G, r = (t % TB) * G + h % G;
+        const float *base = parts + (size_t)(((t / TB) * Hkv + g) * NC) * lay.part_stride + (size_t)r * sstride;
         float M = -INFINITY;
         for (int64_t c = 0; c < NC; c++) {
             const float m = base[(size_t)c * lay.part_stride];
