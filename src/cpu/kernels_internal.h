@@ -79,6 +79,7 @@ void loom_kernels_fill_fa_avx2(loom_kernels *k);   /* called by fill_avx2 (kerne
 void loom_kernels_fill_fa_avx512(loom_kernels *k); /* called by fill_avx512 (kernels_fa_avx512.c) */
 void loom_kernels_fill_neon(loom_kernels *k);
 void loom_kernels_fill_neon_dotprod(loom_kernels *k); /* needs dotprod + fp16 */
+void loom_kernels_fill_fa_neon(loom_kernels *k);      /* called by both NEON fills (kernels_fa_neon.c) */
 
 /* CPU features (cpu_features.c); detected once, thread-safe. */
 typedef struct loom_cpu_features {

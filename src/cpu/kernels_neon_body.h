@@ -544,6 +544,7 @@ static void ff_q8_K(const float *x, void *vy, int64_t n) {
 
 void NEON_FILL(loom_kernels *k) {
     neon_fill_iq4(k);
+    loom_kernels_fill_fa_neon(k); /* flash-attention tiles (kernels_fa_neon.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
