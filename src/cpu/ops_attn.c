@@ -12,7 +12,9 @@
  * are read and converted to floats once per block instead of once per token, and the
  * tile is three level kernels (kernels.h): scores as a register-blocked product with
  * the rows in vector lanes (fa_qk), the online-softmax update with the tile's mask
- * (fa_softmax) and p.V (fa_pv). Each row's arithmetic is fixed by those contracts:
+ * (fa_softmax) and p.V (fa_pv). q is first rounded through k's vec_dot_type (F16, BF16,
+ * Q8_0), as a q.k vec_dot would see it, so scores match llama.cpp's and the Vulkan
+ * kernel's up to summation order. Each row's arithmetic is fixed by those contracts:
  * it does not depend on the other rows of the block, on TB or on where the tile
  * starts, so a token gets bit-identical attention whatever else its batch holds
  * (test_llm_batch_equiv) and for any thread count. When the items are few (decode)
@@ -55,7 +57,7 @@ typedef struct fa_layout {
     size_t p_bytes;       /* transposed v: one probability row (FA_TILE values) in v's vec_dot_type */
     int64_t n_chunks;     /* L is cut into this many chunks (partials combined after a barrier) */
     int64_t chunk_len;
-    size_t q_bytes;       /* transposed v: one converted q row */
+    size_t q_bytes;       /* one q row in k's vec_dot_type (+ its floats, block path) */
     size_t per_thread;    /* the thread's scratch (see the kernels for the pieces) */
     size_t part_stride;   /* floats of one partial state block: R * (Dv + 2) */
     size_t part_bytes;    /* shared partials (0 when n_chunks == 1) */
@@ -113,13 +115,18 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
             !fa_floats(R * (size_t)Dv, &b[2]))
             return false;
         out->per_thread = R * out->q_bytes + b[0] + b[1] + R * out->p_bytes + b[2];
-    } else { /* qT, kf, vf, sT, mT, M, S, f, acc */
+    } else { /* q rounding scratch; qT, kf, vf, sT, mT, M, S, f, acc */
+        const loom_type qt = kt->dot[k->type].vec_dot_type;
+        size_t qb, qf;
+        if (!kt->from_float[qt] || loom_type_row_bytes(qt, Dk, &qb) != LOOM_OK || !fa_floats((size_t)Dk, &qf))
+            return false;
+        out->q_bytes = fa_align(qb) + qf;
         if (!fa_floats((size_t)Dk * Rp, &b[0]) || !fa_floats((size_t)FA_TILE * (size_t)Dk, &b[1]) ||
             !fa_floats((size_t)FA_TILE * (size_t)Dv, &b[2]) || !fa_floats(FA_TILE * Rp, &b[3]) ||
             !fa_floats(FA_TILE * out->ms, &b[4]) || !fa_floats(Rp, &b[5]) || !fa_floats(R * (size_t)Dv, &b[8]))
             return false;
         b[6] = b[7] = b[5];
-        out->per_thread = 0;
+        out->per_thread = out->q_bytes;
         for (int i = 0; i < 9; i++) out->per_thread += b[i];
     }
     out->part_bytes = 0;
@@ -261,7 +268,13 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
     const loom_kernels *kt = loom_kernels_get();
     const int64_t G = lay->G, NC = lay->n_chunks, TB = lay->TB;
     const size_t ms = lay->ms;
-    float *qT = (float *)((char *)p->wdata + lay->part_bytes + (size_t)p->ith * lay->per_thread);
+    char *ws = (char *)p->wdata + lay->part_bytes + (size_t)p->ith * lay->per_thread;
+    const loom_type qt = kt->dot[k->type].vec_dot_type;
+    size_t qrb = 0;
+    loom_type_row_bytes(qt, Dk, &qrb); /* checked by fa_plan */
+    char *qc = ws;                                              /* a q row in qt */
+    float *qr = (float *)(ws + fa_align(qrb));                  /* ... and back to floats */
+    float *qT = (float *)(ws + lay->q_bytes);
     float *kf = qT + fa_align((size_t)Dk * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
     float *vf = kf + fa_align((size_t)FA_TILE * (size_t)Dk * sizeof(float)) / sizeof(float);
     float *sT = vf + fa_align((size_t)FA_TILE * (size_t)Dv * sizeof(float)) / sizeof(float);
@@ -280,9 +293,17 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
         /* the block's queries transposed (rows past R zero), fresh states; the mask
          * columns of tokens past the block stay -inf (their rows are inert) */
         for (int64_t r = 0; r < Rp; r++) {
-            const float *qrow = r < R ? (const float *)((const char *)q->data + (size_t)(tb0 + r / G) * q->nb[1] +
-                                                        (size_t)(g * G + r % G) * q->nb[2])
-                                      : NULL;
+            const float *qrow = NULL;
+            if (r < R) { /* q rounded through k's vec_dot_type, as a vec_dot of q and k rows (and llama.cpp,
+                          * and the Vulkan kernel) sees it: F16 / BF16 / Q8_0 values of an F32 row */
+                qrow = (const float *)((const char *)q->data + (size_t)(tb0 + r / G) * q->nb[1] +
+                                       (size_t)(g * G + r % G) * q->nb[2]);
+                if (qt != LOOM_TYPE_F32) {
+                    kt->from_float[qt](qrow, qc, Dk);
+                    row_to_f32(qt, qc, qr, Dk);
+                    qrow = qr;
+                }
+            }
             for (int64_t d = 0; d < Dk; d++) qT[(size_t)d * (size_t)Rp + (size_t)r] = qrow ? qrow[d] : 0.0f;
             M[r] = -INFINITY;
             S[r] = 0.0f;
