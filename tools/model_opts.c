@@ -181,6 +181,13 @@ bool cli_env_no_repack(void) {
 }
 
 int model_opts_finish(model_opts *o, const char *prog) {
+    /* a quantized cache is read only by the flash-attention kernel: say so now, not when
+     * a model is loaded (for `loom serve`, at the first request) */
+    if ((o->p.cache_type == LOOM_TYPE_Q8_0 || o->p.cache_type == LOOM_TYPE_Q4_0) && !o->p.flash_attn) {
+        fprintf(stderr, "%s: --cache-type %s needs flash attention (-fa), which is off here\n", prog,
+                o->p.cache_type == LOOM_TYPE_Q8_0 ? "q8_0" : "q4_0");
+        return -1;
+    }
     if (!o->sim_set) {
         int n = 0;
         if (cli_env_sim_devices(o->sim, MODEL_OPTS_MAX_SIM, &n, prog)) return -1;
