@@ -284,6 +284,11 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
     float *S = M + rpa, *f = S + rpa, *acc = f + rpa;
     float *parts = (float *)p->wdata;
     float tmp[FA_TILE];
+    /* mask columns >= pad are -inf in every tile row (tokens past a block: inert rows);
+     * fa_mask_tile writes only the block's own columns, so they stay so until a shorter
+     * block (the last one) needs more of them reset */
+    size_t pad = 0;
+    for (size_t i = 0; i < (size_t)FA_TILE * ms; i++) mT[i] = -INFINITY;
 
     const int64_t n_items = lay->n_blocks * Hkv * NC;
     for (int64_t item = p->ith; item < n_items; item += p->nth) {
@@ -309,8 +314,10 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
             S[r] = 0.0f;
         }
         memset(acc, 0, (size_t)R * (size_t)Dv * sizeof(float));
-        for (int64_t j = 0; j < FA_TILE; j++)
-            for (size_t tt = (size_t)nt; tt < ms; tt++) mT[(size_t)j * ms + tt] = -INFINITY;
+        if (pad > (size_t)nt)
+            for (int64_t j = 0; j < FA_TILE; j++)
+                for (size_t tt = (size_t)nt; tt < pad; tt++) mT[(size_t)j * ms + tt] = -INFINITY;
+        pad = (size_t)nt;
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
         if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, false);
