@@ -1,6 +1,7 @@
 /* Kernel tables: every weight type x every ISA level available here x shapes, against
  * the scalar reference and against a float64 dot of the dequantized operands. */
 #include "cpu/kernels.h"
+#include "cpu/kernels_internal.h"
 #include "quant/blocks.h"
 #include "test_util.h"
 
@@ -551,6 +552,121 @@ static void test_gemm_float_tiling(void) {
     }
 }
 
+/* Packed-activation F16 / BF16 products (kernels.h gemm_float_pack / _packed): the
+ * references against float64 (the packed values are the rows' exact floats, the
+ * products within the rounding bound), then every level that has the path against
+ * the references bit for bit: packing any panel range, and products over row ranges
+ * [R0, M) and column ranges starting at multiples of the panel width (k chunk edges
+ * 255/256/257, panel edges 31/32/33, the 16-column half panel), with untouched
+ * outputs outside them. */
+static void test_gemm_float_packed(void) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const char *const *lv = loom_kernels_levels();
+    static const loom_type types[] = {LOOM_TYPE_F16, LOOM_TYPE_BF16};
+    static const int64_t ks[] = {1, 15, 33, 255, 256, 257, 1000, 2100};
+    static const int64_t ns[] = {1, 16, 17, 31, 32, 33, 40, 64, 100, 300};
+    enum { M = 150, R0 = 5, LDC = 152, P = LOOM_GEMM_PANEL };
+    const float sentinel = -12345.f;
+    int levels_run = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const loom_type wt = types[ti], at = s->dot[wt].vec_dot_type;
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki], nmax = ns[sizeof ns / sizeof ns[0] - 1], qmax = (nmax + P - 1) / P;
+            const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k), pf = (size_t)(qmax * P * k);
+            uint8_t *w = malloc(wrb * M), *a = malloc(arb * (size_t)nmax);
+            float *wf = malloc(sizeof(float) * (size_t)k * M), *af = malloc(sizeof(float) * (size_t)k * (size_t)nmax);
+            float *xf = malloc(sizeof(float) * (size_t)k), *pr = malloc(sizeof(float) * pf), *pl = malloc(sizeof(float) * pf);
+            float *cr = malloc(sizeof(float) * LDC * (size_t)nmax), *cl = malloc(sizeof(float) * LDC * (size_t)nmax);
+            if (!w || !a || !wf || !af || !xf || !pr || !pl || !cr || !cl) {
+                CHECK(0);
+                free(w); free(a); free(wf); free(af); free(xf); free(pr); free(pl); free(cr); free(cl);
+                return;
+            }
+            for (int r = 0; r < M; r++) {
+                const double scale = r == 7 ? 300.0 : r == 8 ? 1e-3 : 1.0;
+                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
+                CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+                CHECK_EQ_INT(loom_dequantize_row(wt, w + r * wrb, wf + r * k, k), LOOM_OK);
+            }
+            for (int64_t j = 0; j < nmax; j++) {
+                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (j % 5 == 1 ? 0.01 : 2.0));
+                s->from_float[at](xf, a + (size_t)j * arb, k);
+                CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af + j * k, k), LOOM_OK);
+            }
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                const int64_t n = ns[ni], nq = (n + P - 1) / P;
+                /* the reference pack: each row's floats at their k-major places, zero past n */
+                for (size_t i = 0; i < pf; i++) pr[i] = sentinel;
+                CHECK(loom_gemm_float_pack_ref(at, k, a, arb, n, pr, 0, nq));
+                int bad = 0;
+                for (int64_t q = 0; q < nq; q++)
+                    for (int64_t kk = 0; kk < k; kk++)
+                        for (int c = 0; c < P; c++) {
+                            const int64_t j = q * P + c;
+                            const float want = j < n ? af[j * k + kk] : 0.0f;
+                            if (memcmp(&pr[(q * k + kk) * P + c], &want, sizeof want) != 0) bad++;
+                        }
+                CHECK_MSG(bad == 0, "pack ref %s k=%lld n=%lld: %d values", loom_type_name(wt), (long long)k,
+                          (long long)n, bad);
+                /* the reference product against float64 */
+                for (size_t i = 0; i < LDC * (size_t)n; i++) cr[i] = sentinel;
+                CHECK(loom_gemm_float_packed_ref(wt, k, w, wrb, pr, cr, LDC, R0, M, 0, n));
+                bad = 0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int r = 0; r < LDC; r++) {
+                        const float v = cr[j * LDC + r];
+                        if (r < R0 || r >= M) {
+                            bad += v != sentinel;
+                            continue;
+                        }
+                        double d = 0, mg = 0;
+                        for (int64_t i = 0; i < k; i++) {
+                            const double pp = (double)wf[r * k + i] * af[j * k + i];
+                            d += pp;
+                            mg += fabs(pp);
+                        }
+                        bad += !(fabs(v - d) <= bound(wt, k, mg));
+                    }
+                CHECK_MSG(bad == 0, "packed ref %s k=%lld n=%lld: %d outputs", loom_type_name(wt), (long long)k,
+                          (long long)n, bad);
+                for (int li = 1; lv[li]; li++) {
+                    const loom_kernels *kt = loom_kernels_for(lv[li]);
+                    if (!kt || !kt->gemm_float_pack || !kt->gemm_float_packed) continue;
+                    levels_run++;
+                    /* pack in two ranges of panels: the same bytes */
+                    for (size_t i = 0; i < pf; i++) pl[i] = sentinel;
+                    CHECK(kt->gemm_float_pack(at, k, a, arb, n, pl, 0, nq / 2));
+                    CHECK(kt->gemm_float_pack(at, k, a, arb, n, pl, nq / 2, nq));
+                    CHECK_MSG(memcmp(pl, pr, sizeof(float) * (size_t)(nq * P * k)) == 0, "pack %s %s k=%lld n=%lld",
+                              lv[li], loom_type_name(wt), (long long)k, (long long)n);
+                    /* whole range, then [R0, 77) x [0, 32) and [77, M) x [32, n) over a fresh C */
+                    for (int pass = 0; pass < 2; pass++) {
+                        for (size_t i = 0; i < LDC * (size_t)n; i++) cl[i] = sentinel;
+                        if (pass == 0) {
+                            CHECK(kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, R0, M, 0, n));
+                        } else {
+                            const int64_t jc = n < P ? n : P;
+                            CHECK(kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, R0, 77, 0, jc));
+                            CHECK(kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, 77, M, 0, jc));
+                            if (n > P) {
+                                CHECK(kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, R0, 77, P, n));
+                                CHECK(kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, 77, M, P, n));
+                            }
+                        }
+                        CHECK_MSG(memcmp(cl, cr, sizeof(float) * LDC * (size_t)n) == 0,
+                                  "packed %s %s k=%lld n=%lld pass %d: differs from the reference", lv[li],
+                                  loom_type_name(wt), (long long)k, (long long)n, pass);
+                    }
+                    CHECK(!kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, R0, M, 16, n)); /* unaligned j0 */
+                    CHECK(!kt->gemm_float_packed(LOOM_TYPE_Q8_0, k, w, wrb, pl, cl, LDC, R0, M, 0, n));
+                }
+            }
+            free(w); free(a); free(wf); free(af); free(xf); free(pr); free(pl); free(cr); free(cl);
+        }
+    }
+    printf("  gemm_float_packed: %d level x shape runs\n", levels_run);
+}
+
 /* from_float with NaN / +-Inf / extreme magnitudes: every level gives the scalar bytes
  * (the scalar quantizers ignore NaN in amax and map NaN codes to -127). */
 static void test_from_float_special(void) {
@@ -779,6 +895,7 @@ int main(int argc, char **argv) {
     test_vec_dot();
     test_gemm_float();
     test_gemm_float_tiling();
+    test_gemm_float_packed();
     test_gemm_q4k_shapes();
     test_gemm_mxfp4_shapes();
     test_from_float_special();

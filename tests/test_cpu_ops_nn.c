@@ -109,7 +109,7 @@ static void test_mul_mat_types(void) {
             }
     }
     /* larger N (column blocks, remainder tiles) on a few types */
-    static const loom_type big[] = {LOOM_TYPE_F32, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_F16};
+    static const loom_type big[] = {LOOM_TYPE_F32, LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_K, LOOM_TYPE_F16, LOOM_TYPE_BF16};
     for (size_t ti = 0; ti < sizeof big / sizeof big[0]; ti++) {
         int64_t K = big[ti] == LOOM_TYPE_Q4_K ? 256 : 64;
         double e = run_mul_mat(big[ti], K, 33, 64, 1, 1, 1, 1, 3);
@@ -183,10 +183,11 @@ static void test_mul_mat_strided(void) {
     free(r2);
 }
 
-/* Same inputs on 1, 2 and 3 threads give bit-identical results. */
+/* Same inputs on 1, 2 and 3 threads give bit-identical results (F16 / BF16 at N = 19:
+ * the packed-activation path on levels that have it). */
 static void test_mul_mat_threads(void) {
-    static const loom_type types[] = {LOOM_TYPE_F32, LOOM_TYPE_Q4_K, LOOM_TYPE_Q8_0};
-    for (size_t ti = 0; ti < 3; ti++) {
+    static const loom_type types[] = {LOOM_TYPE_F32, LOOM_TYPE_Q4_K, LOOM_TYPE_Q8_0, LOOM_TYPE_F16, LOOM_TYPE_BF16};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int64_t K = 256, M = 45, N = 19;
         float *res[3];
         for (int nth = 1; nth <= 3; nth++) {

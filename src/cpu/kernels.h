@@ -44,11 +44,35 @@ typedef struct loom_kernels {
      * defaults (32 rows, 64 columns). Set by levels whose per-call operand packing
      * wants larger tiles (amx). */
     int gemm_float_rows, gemm_float_cols;
+    /* F16 / BF16 prompt products on activations packed once per product (optional:
+     * NULL on levels without; ops_matmul.c uses them from LOOM_GEMM_PACKED_MIN_COLS
+     * columns on, before gemm). Layout: panel q holds columns [32q, 32q + 32) of the
+     * n activation rows as floats, k-major: p[(q*k + kk)*LOOM_GEMM_PANEL + c] =
+     * element kk of row 32q + c, 0 for rows >= n.
+     *  gemm_float_pack:   writes panels [q0, q1) from n rows of the activation type at
+     *                     (a_stride bytes apart, F16 or BF16: the weights'
+     *                     vec_dot_type); false for another type.
+     *  gemm_float_packed: C[j*ldc + i] = dot(W row i, column j) for i in [i0, i1), j in
+     *                     [j0, j1), j0 a multiple of LOOM_GEMM_PANEL; each output is
+     *                     the sum of its LOOM_GEMM_PACKED_KC-chunks in chunk order,
+     *                     a chunk's sum being one fused multiply-add per k-value in order
+     *                     from 0.0f (bit-identical to loom_gemm_float_packed_ref, so the
+     *                     results never depend on the tiling); false for weights other
+     *                     than F16 / BF16 or an unaligned j0. */
+    bool (*gemm_float_pack)(loom_type atype, int64_t k, const void *a, size_t a_stride, int64_t n, float *p,
+                            int64_t q0, int64_t q1);
+    bool (*gemm_float_packed)(loom_type wtype, int64_t k, const void *w, size_t w_stride, const float *p, float *c,
+                              size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
     /* The same contract as gemm for weights in the row-interleaved layout of
      * quant/repack.h (w points at the matrix, w_stride is its GGUF row size,
      * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table
      * holds the reference. Returns false for a type without that layout. */
     loom_gemm_fn gemm_repacked;
+/* The packed-activation layout of gemm_float_pack / gemm_float_packed. */
+#define LOOM_GEMM_PANEL 32
+#define LOOM_GEMM_PACKED_KC 256
+/* Products with fewer columns take gemm (a panel is 32 columns wide). */
+#define LOOM_GEMM_PACKED_MIN_COLS 16
 /* Rows per prompt-shape tile the engine gives gemm_repacked (activation preparation
  * is per call, so calls cover many rows); fewer when that would leave too few tiles. */
 #define LOOM_MM_REPACKED_ROWS 256

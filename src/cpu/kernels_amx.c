@@ -469,4 +469,7 @@ void loom_kernels_fill_amx(loom_kernels *k) {
     k->gemm = gemm_float_amx;
     k->gemm_float_rows = AMX_TILE_ROWS;
     k->gemm_float_cols = AMX_TILE_COLS;
+    /* F16 / BF16 prompt products go to the AMX tiles, not the packed AVX-512 path */
+    k->gemm_float_pack = NULL;
+    k->gemm_float_packed = NULL;
 }

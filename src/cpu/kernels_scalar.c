@@ -448,6 +448,47 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
     return true;
 }
 
+/* kernels.h gemm_float_pack: panels [q0, q1) of n F16 / BF16 rows, k-major floats. */
+bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, float *p, int64_t q0,
+                              int64_t q1) {
+    if (at != LOOM_TYPE_F16 && at != LOOM_TYPE_BF16) return false;
+    for (int64_t q = q0; q < q1; q++)
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int c = 0; c < LOOM_GEMM_PANEL; c++) {
+                const int64_t j = q * LOOM_GEMM_PANEL + c;
+                float v = 0.0f;
+                if (j < n) {
+                    const uint16_t h = ((const uint16_t *)((const uint8_t *)a + (size_t)j * as))[kk];
+                    v = at == LOOM_TYPE_F16 ? H2F(h) : loom_bf16_to_fp32(h);
+                }
+                p[((size_t)q * (size_t)k + (size_t)kk) * LOOM_GEMM_PANEL + (size_t)c] = v;
+            }
+    return true;
+}
+
+/* kernels.h gemm_float_packed: per output, per LOOM_GEMM_PACKED_KC chunk one fmaf per
+ * k-value from 0.0f, the chunk sums added in order. */
+bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,
+                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if ((wt != LOOM_TYPE_F16 && wt != LOOM_TYPE_BF16) || j0 % LOOM_GEMM_PANEL != 0) return false;
+    for (int64_t j = j0; j < j1; j++) {
+        const float *pc = p + (size_t)(j / LOOM_GEMM_PANEL) * (size_t)k * LOOM_GEMM_PANEL + (size_t)(j % LOOM_GEMM_PANEL);
+        for (int64_t i = i0; i < i1; i++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)w + (size_t)i * ws);
+            float total = 0.0f;
+            for (int64_t k0 = 0; k0 < k; k0 += LOOM_GEMM_PACKED_KC) {
+                const int64_t k1 = k - k0 < LOOM_GEMM_PACKED_KC ? k : k0 + LOOM_GEMM_PACKED_KC;
+                float s = 0.0f;
+                for (int64_t kk = k0; kk < k1; kk++)
+                    s = fmaf(wt == LOOM_TYPE_F16 ? H2F(x[kk]) : loom_bf16_to_fp32(x[kk]), pc[(size_t)kk * LOOM_GEMM_PANEL], s);
+                total = k0 == 0 ? s : total + s;
+            }
+            c[(size_t)j * ldc + (size_t)i] = total;
+        }
+    }
+    return true;
+}
+
 void loom_kernels_fill_scalar(loom_kernels *k) {
     memset(k, 0, sizeof *k);
     k->name = "scalar";

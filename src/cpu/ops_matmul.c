@@ -53,6 +53,29 @@ static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_k
     return align_up(mul_sz(rb, (size_t)loom_nrows(b)));
 }
 
+/* The product goes through the level's packed-activation F16 / BF16 path (kernels.h
+ * gemm_float_pack): prompt shapes (LOOM_GEMM_PACKED_MIN_COLS columns or more) of
+ * row-major F16 / BF16 weights whose vec_dot_type is their own type, with one slice
+ * (weight matrices). Batched products (attention over an F16 cache: a slice per head)
+ * keep the row tiles: their activations are [context x tokens x heads] and packed
+ * floats would double the work buffer the plan accounts for them (generate.c). */
+static bool mm_packed(const loom_tensor *a, const loom_tensor *b, const loom_kernels *kt) {
+    return kt->gemm_float_pack && kt->gemm_float_packed && (a->flags & LOOM_TF_REPACKED) == 0 &&
+           (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16) && kt->dot[a->type].vec_dot_type == a->type &&
+           b->ne[1] >= LOOM_GEMM_PACKED_MIN_COLS && b->ne[2] == 1 && b->ne[3] == 1;
+}
+
+/* Floats of one slice's packed panels, and the bytes of all slices' (0 when the
+ * product does not use the packed path), placed after the activation rows. */
+static size_t packed_slice_floats(const loom_tensor *a, const loom_tensor *b) {
+    const size_t panels = (size_t)((b->ne[1] + LOOM_GEMM_PANEL - 1) / LOOM_GEMM_PANEL);
+    return mul_sz(mul_sz(panels, LOOM_GEMM_PANEL), (size_t)a->ne[0]);
+}
+static size_t packed_bytes(const loom_tensor *a, const loom_tensor *b, const loom_kernels *kt) {
+    if (!mm_packed(a, b, kt)) return 0;
+    return align_up(mul_sz(mul_sz(packed_slice_floats(a, b), sizeof(float)), (size_t)(b->ne[2] * b->ne[3])));
+}
+
 /* Activations of at most this many rows are converted by every thread into its own
  * copy (no barrier between conversion and product: decode shapes). */
 #define MM_PRIVATE_ACT_ROWS 4
@@ -60,9 +83,10 @@ static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_k
 size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
     const loom_tensor *a = dst->src[0], *b = dst->src[1];
     if (!a || !b) return 0;
-    size_t ab = act_bytes(a, b, loom_kernels_get());
+    const loom_kernels *kt = loom_kernels_get();
+    size_t ab = act_bytes(a, b, kt);
     if (loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && nth > 1) return mul_sz(ab, (size_t)nth);
-    return ab;
+    return add_sz(ab, packed_bytes(a, b, kt));
 }
 
 /* Columns of b per tile: all of them for matrix x vector shapes; for prompt shapes a
@@ -140,7 +164,7 @@ typedef struct mm_plan {
     loom_type vdt;
     int64_t K, M, N, B2, B3, r2, r3;
     size_t rb;
-    bool in_place, repacked;
+    bool in_place, repacked, packed; /* packed: the gemm_float_packed path */
     int64_t rc, n_rchunks, pc, n_panels;
     int64_t n_tiles; /* 0: nothing left to do (empty output, or K == 0 and zero-filled) */
 } mm_plan;
@@ -192,6 +216,7 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     pl->rb = rb;
     pl->in_place = in_place;
     pl->repacked = repacked;
+    pl->packed = !in_place && mm_packed(a, b, kt) && p->wsize >= add_sz(act_bytes(a, b, kt), packed_bytes(a, b, kt));
     const int64_t n_slices = B2 * B3;
     pl->rc = mm_row_chunk(M, n_slices, N, K, repacked, p->nth);
     if (N > 4 && !repacked && (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16)) {
@@ -226,6 +251,7 @@ typedef struct mm_ctx {
     const loom_kernels *kt;
     const loom_tensor *b;
     const char *act;
+    const float *packed; /* the packed panels of every slice (NULL: none) */
     int64_t K;
     size_t rb;
     bool in_place;
@@ -254,6 +280,10 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
     }
     const size_t ldc = (size_t)pl->M;
     float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
+    if (pl->packed && mc->packed &&
+        kt->gemm_float_packed(a->type, K, w, w_stride, mc->packed + (size_t)slice * packed_slice_floats(a, b), c, ldc,
+                              i0, i1, pj0, pj1))
+        return;
     if (pl->repacked) {
         /* a level without this type's layout declines: the reference has every one */
         if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1))
@@ -334,6 +364,7 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
     const size_t rb = lead->rb;
     const bool in_place = lead->in_place;
     char *act = (char *)p->wdata;
+    const float *packed = NULL;
     if (!in_place) {
         const loom_type vdt = lead->vdt;
         const size_t ab = act_bytes(lead->a, b, kt);
@@ -344,11 +375,30 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
         } else {
             convert_rows(b, kt->from_float[vdt], act, rb, K, p->ith, p->nth);
             loom_cpu_barrier(p);
+            bool any_packed = false;
+            for (int m = 0; m < n; m++) any_packed = any_packed || (plans[m].n_tiles > 0 && plans[m].packed);
+            if (any_packed) {
+                /* phase 1b: the converted rows -> k-major float panels, once per product
+                 * (units of one panel of one slice split over the threads) */
+                float *pk = (float *)(act + ab);
+                const size_t sf = packed_slice_floats(lead->a, b);
+                const int64_t N = b->ne[1], panels = (N + LOOM_GEMM_PANEL - 1) / LOOM_GEMM_PANEL;
+                int64_t u0, u1;
+                loom_cpu_split(panels * b->ne[2] * b->ne[3], p->ith, p->nth, &u0, &u1);
+                for (int64_t u = u0; u < u1; u++) {
+                    const int64_t slice = u / panels, q = u % panels;
+                    if (!kt->gemm_float_pack(vdt, K, act + (size_t)slice * (size_t)N * rb, rb, N, pk + (size_t)slice * sf,
+                                             q, q + 1))
+                        loom_cpu_fail(p, LOOM_ERR_INTERNAL); /* mm_packed admits F16 / BF16 only */
+                }
+                loom_cpu_barrier(p);
+                packed = pk;
+            }
         }
     }
 
     /* ---- phase 2 */
-    const mm_ctx mc = {kt, b, act, K, rb, in_place};
+    const mm_ctx mc = {kt, b, act, packed, K, rb, in_place};
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
     bool split = ctr != NULL;
     for (int m = 0; m < n && split; m++)
