@@ -657,6 +657,19 @@ static void test_gemm_float_packed(void) {
                                   "packed %s %s k=%lld n=%lld pass %d: differs from the reference", lv[li],
                                   loom_type_name(wt), (long long)k, (long long)n, pass);
                     }
+                    /* the level's gemm packs tiles of >= LOOM_GEMM_PACKED_MIN_COLS columns itself:
+                     * the same bits, from any first column */
+                    if (kt->gemm && n >= LOOM_GEMM_PACKED_MIN_COLS) {
+                        for (int64_t j0 = 0; j0 <= 5 && n - j0 >= LOOM_GEMM_PACKED_MIN_COLS; j0 += 5) {
+                            for (size_t i = 0; i < LDC * (size_t)n; i++) cl[i] = sentinel;
+                            CHECK(kt->gemm(wt, k, w, wrb, a, arb, cl, LDC, R0, M, j0, n));
+                            CHECK_MSG(memcmp(cl + j0 * LDC, cr + j0 * LDC, sizeof(float) * LDC * (size_t)(n - j0)) == 0,
+                                      "gemm %s %s k=%lld n=%lld from column %lld: differs from the packed reference",
+                                      lv[li], loom_type_name(wt), (long long)k, (long long)n, (long long)j0);
+                            for (int64_t i = 0; i < j0 * LDC; i++) bad += cl[i] != sentinel;
+                        }
+                        CHECK(bad == 0);
+                    }
                     CHECK(!kt->gemm_float_packed(wt, k, w, wrb, pl, cl, LDC, R0, M, 16, n)); /* unaligned j0 */
                     CHECK(!kt->gemm_float_packed(LOOM_TYPE_Q8_0, k, w, wrb, pl, cl, LDC, R0, M, 0, n));
                 }

@@ -71,25 +71,29 @@ static ALWAYS_INLINE void transpose16(__m512 r[16]) {
     }
 }
 
-static ALWAYS_INLINE void pack_body(int bf, int64_t k, const uint8_t *a, size_t as, int64_t n, float *p, int64_t q0,
-                                    int64_t q1) {
-    for (int64_t q = q0; q < q1; q++) {
-        float *pq = p + (size_t)q * (size_t)k * PW;
-        for (int64_t kb = 0; kb < k; kb += 16) {
-            const int64_t kn = k - kb < 16 ? k - kb : 16;
-            const __mmask16 m = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
-            for (int h = 0; h < PW / 16; h++) {
-                __m512 r[16];
-                UNROLL_ALL for (int x = 0; x < 16; x++) {
-                    const int64_t col = PW * q + 16 * h + x;
-                    r[x] = col < n ? cvt16(bf, _mm256_maskz_loadu_epi16(m, (const uint16_t *)(a + (size_t)col * as) + kb))
-                                   : _mm512_setzero_ps();
-                }
-                transpose16(r);
-                for (int64_t x = 0; x < kn; x++) _mm512_storeu_ps(pq + (size_t)(kb + x) * PW + 16 * h, r[x]);
+/* dst[kk*PW + c] = element k0 + kk of activation row col0 + c as float (0 for rows
+ * >= nv), kk < kl, c < PW: one panel's chunk, 16 x 16 blocks converted and transposed. */
+static ALWAYS_INLINE void pack_panel(int bf, const uint8_t *a, size_t as, int64_t col0, int64_t nv, int64_t k0,
+                                     int64_t kl, float *dst) {
+    for (int64_t kb = 0; kb < kl; kb += 16) {
+        const int64_t kn = kl - kb < 16 ? kl - kb : 16;
+        const __mmask16 m = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
+        for (int h = 0; h < PW / 16; h++) {
+            __m512 r[16];
+            UNROLL_ALL for (int x = 0; x < 16; x++) {
+                const int64_t col = col0 + 16 * h + x;
+                r[x] = col < nv ? cvt16(bf, _mm256_maskz_loadu_epi16(m, (const uint16_t *)(a + (size_t)col * as) + k0 + kb))
+                                : _mm512_setzero_ps();
             }
+            transpose16(r);
+            for (int64_t x = 0; x < kn; x++) _mm512_storeu_ps(dst + (size_t)(kb + x) * PW + 16 * h, r[x]);
         }
     }
+}
+
+static ALWAYS_INLINE void pack_body(int bf, int64_t k, const uint8_t *a, size_t as, int64_t n, float *p, int64_t q0,
+                                    int64_t q1) {
+    for (int64_t q = q0; q < q1; q++) pack_panel(bf, a, as, PW * q, n, 0, k, p + (size_t)q * (size_t)k * PW);
 }
 
 static void pack_f16(int64_t k, const void *a, size_t as, int64_t n, float *p, int64_t q0, int64_t q1) {
@@ -133,15 +137,20 @@ static ALWAYS_INLINE void micro_any(int nr, int nv, int64_t kl, const float *wf,
 #undef MICRO_NR
 }
 
-/* One block: rows [i0, i0 + nrow) (<= TB) x columns [j0, j0 + ncol) (<= TC, j0 a
- * multiple of PW) of C. */
-static ALWAYS_INLINE void block(int bf, int64_t k, const uint8_t *w, size_t ws, const float *p, float *c, size_t ldc,
-                                int64_t i0, int64_t nrow, int64_t j0, int64_t ncol) {
+/* Rows [i0, i0 + nrow) (<= TB) x columns [j0, j0 + ncol) (<= TC) of C. p: the
+ * product's packed panels (j0 a multiple of PW); NULL: the activation rows at a (as
+ * bytes apart, the first j0 + ncol of them valid) are packed here per chunk into lp
+ * (TC x KC floats), with the same arithmetic. */
+static ALWAYS_INLINE void block(int bf, int64_t k, const uint8_t *w, size_t ws, const float *p, const uint8_t *a,
+                                size_t as, float *lp, float *c, size_t ldc, int64_t i0, int64_t nrow, int64_t j0,
+                                int64_t ncol) {
     _Alignas(64) float wf[MR * KC];
     _Alignas(64) float T[TB * TC];
     const int64_t npan = (ncol + PW - 1) / PW;
     for (int64_t k0 = 0; k0 < k; k0 += KC) {
         const int64_t kl = k - k0 < KC ? k - k0 : KC;
+        if (!p)
+            for (int64_t q = 0; q < npan; q++) pack_panel(bf, a, as, j0 + q * PW, j0 + ncol, k0, kl, lp + (size_t)q * KC * PW);
         for (int64_t r0 = 0; r0 < nrow; r0 += MR) {
             const int nr = nrow - r0 < MR ? (int)(nrow - r0) : MR;
             for (int r = 0; r < nr; r++) { /* the group's weight rows of this chunk as floats */
@@ -153,7 +162,7 @@ static ALWAYS_INLINE void block(int bf, int64_t k, const uint8_t *w, size_t ws, 
                     _mm512_store_ps(dst + kk, cvt16(bf, _mm256_maskz_loadu_epi16((__mmask16)((1u << (kl - kk)) - 1), src + kk)));
             }
             for (int64_t q = 0; q < npan; q++) {
-                const float *pp = p + ((size_t)(j0 / PW + q) * (size_t)k + (size_t)k0) * PW;
+                const float *pp = p ? p + ((size_t)(j0 / PW + q) * (size_t)k + (size_t)k0) * PW : lp + (size_t)q * KC * PW;
                 const int64_t cols = ncol - q * PW < PW ? ncol - q * PW : PW;
                 micro_any(nr, cols > 16 ? 2 : 1, kl, wf, pp, T + (size_t)r0 * TC + q * PW, k0 > 0);
             }
@@ -173,21 +182,25 @@ static ALWAYS_INLINE void block(int bf, int64_t k, const uint8_t *w, size_t ws, 
     }
 }
 
-static ALWAYS_INLINE void packed_body(int bf, int64_t k, const uint8_t *w, size_t ws, const float *p, float *c,
-                                      size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+/* Blocks of the tile: column blocks outer, so a block's local panels (p == NULL) are
+ * packed once per row block (tiles the engine gives this path have <= TB rows). */
+static ALWAYS_INLINE void packed_body(int bf, int64_t k, const uint8_t *w, size_t ws, const float *p, const uint8_t *a,
+                                      size_t as, float *lp, float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0,
+                                      int64_t j1) {
     for (int64_t jb = j0; jb < j1; jb += TC) {
         const int64_t ncol = j1 - jb < TC ? j1 - jb : TC;
-        for (int64_t ib = i0; ib < i1; ib += TB) block(bf, k, w, ws, p, c, ldc, ib, i1 - ib < TB ? i1 - ib : TB, jb, ncol);
+        for (int64_t ib = i0; ib < i1; ib += TB)
+            block(bf, k, w, ws, p, a, as, lp, c, ldc, ib, i1 - ib < TB ? i1 - ib : TB, jb, ncol);
     }
 }
 
-static void packed_f16(int64_t k, const void *w, size_t ws, const float *p, float *c, size_t ldc, int64_t i0, int64_t i1,
-                       int64_t j0, int64_t j1) {
-    packed_body(0, k, w, ws, p, c, ldc, i0, i1, j0, j1);
+static void packed_f16(int64_t k, const void *w, size_t ws, const float *p, const void *a, size_t as, float *lp,
+                       float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    packed_body(0, k, w, ws, p, a, as, lp, c, ldc, i0, i1, j0, j1);
 }
-static void packed_bf16(int64_t k, const void *w, size_t ws, const float *p, float *c, size_t ldc, int64_t i0,
-                        int64_t i1, int64_t j0, int64_t j1) {
-    packed_body(1, k, w, ws, p, c, ldc, i0, i1, j0, j1);
+static void packed_bf16(int64_t k, const void *w, size_t ws, const float *p, const void *a, size_t as, float *lp,
+                        float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    packed_body(1, k, w, ws, p, a, as, lp, c, ldc, i0, i1, j0, j1);
 }
 
 static bool gemm_float_pack(loom_type at, int64_t k, const void *a, size_t as, int64_t n, float *p, int64_t q0,
@@ -207,9 +220,19 @@ static bool gemm_float_packed(loom_type wt, int64_t k, const void *w, size_t ws,
             for (int64_t i = i0; i < i1; i++) c[(size_t)j * ldc + (size_t)i] = 0.0f;
         return true;
     }
-    if (wt == LOOM_TYPE_F16) packed_f16(k, w, ws, p, c, ldc, i0, i1, j0, j1);
-    else packed_bf16(k, w, ws, p, c, ldc, i0, i1, j0, j1);
+    if (wt == LOOM_TYPE_F16) packed_f16(k, w, ws, p, NULL, 0, NULL, c, ldc, i0, i1, j0, j1);
+    else packed_bf16(k, w, ws, p, NULL, 0, NULL, c, ldc, i0, i1, j0, j1);
     return true;
+}
+
+void loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                  float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    /* columns are relative to j0 in the local panels: a + j0 rows, C from column j0 */
+    _Alignas(64) float lp[TC * KC];
+    const uint8_t *a0 = (const uint8_t *)a + (size_t)j0 * as;
+    float *c0 = c + (size_t)j0 * ldc;
+    if (wt == LOOM_TYPE_F16) packed_f16(k, w, ws, NULL, a0, as, lp, c0, ldc, i0, i1, 0, j1 - j0);
+    else packed_bf16(k, w, ws, NULL, a0, as, lp, c0, ldc, i0, i1, 0, j1 - j0);
 }
 
 void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k) {

@@ -52,6 +52,11 @@ bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as,
 bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k); /* called by fill_avx512 */
+/* The gemm contract for F16 / BF16 tiles of LOOM_GEMM_PACKED_MIN_COLS columns or more
+ * (kernels_gemm_packed_avx512.c): gemm_float_packed's arithmetic (bit-identical to it
+ * on the same panels) with the activation rows packed inside the call, per chunk. */
+void loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                  float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* AVX2 gemm tile for MXFP4 weights (kernels_mxfp4_avx2.c; kernels.h gemm contract);
  * declines (returns false) for every other type. */
