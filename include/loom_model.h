@@ -51,7 +51,10 @@
  * (q/k/v biases, NEOX rope), qwen3 (per-head q/k RMSNorm, NEOX rope).
  *
  * Threading: a model is used by one thread at a time, except loom_model_cancel,
- * which may be called from any thread.
+ * which may be called from any thread. The thread that evaluates (decode, eval,
+ * generate) also computes as the CPU pool's thread 0: give it a stack of at least
+ * 1 MiB (the main thread's and glibc's default 8 MiB are fine; Loom's own worker and
+ * server threads get 4 MiB).
  */
 #ifndef LOOM_MODEL_H
 #define LOOM_MODEL_H

@@ -2,7 +2,11 @@
  * kernels_gemm_avx512.c - AVX-512 (F/BW/VL/DQ + F16C) gemm tiles for F16 and BF16
  * weights x F16 / BF16 activations (the kernels.h loom_gemm_fn contract).
  *
- * Design (three or more columns, prompt shapes): per block of up to PC = 64 activation
+ * LOOM_GEMM_PACKED_MIN_COLS (16) columns or more go to the outer-product kernel of
+ * kernels_gemm_packed_avx512.c (panels packed per chunk inside the call; the engine packs
+ * single-slice products once instead). What follows is the path for 3 to 15 columns
+ * (small batches, e.g. a few sequences decoding together).
+ * Design (3 to 15 columns): per block of up to PC = 64 activation
  * columns and chunk of up to KC = 512 k-values, the activation block is converted to
  * float ONCE into a stack scratch, then per 4-row group the 4 weight rows once, and a
  * register-tiled float micro-kernel computes MR = 4 rows x NC <= 6 columns: 4*NC zmm
@@ -19,8 +23,7 @@
  * column are reduced together (unpack/shuffle adds, then the 128-bit lanes) into the 4
  * consecutive outputs C[j*ldc + i .. i+3]: one (masked) 128-bit store. Row remainders
  * (< 4 rows) repeat the last valid row's pointer and mask the store; column remainders
- * use the NC = 1..5 instances. The engine gives these tiles 32 rows (ops_matmul.c) so
- * the activation conversion is amortised over 8 row groups.
+ * use the NC = 1..5 instances.
  * One or two columns (decode; j1 - j0 <= SMALL_N) are memory bound: rows are taken
  * ONE at a time, i.e. a single sequential stream through the row-major matrix (here
  * 2 or 4 interleaved row streams measured 15-25% below it), 4 accumulator chains per
@@ -30,8 +33,9 @@
  * streams (both 64-byte lines of every 128 bytes): fewer instructions per cache line
  * and the next row's misses in flight. 1 GiB of 2048-wide F16 rows, one thread: 6.3-8.7
  * GB/s with both operands widened in the loop, 12.4-13.2 with both changes (a bare
- * 512-bit load loop 13-14); two such threads at once: 7-8.7 each before, 10-12 after. From 3 columns on
- * the conversions bound the single-row loop and the 4-row micro-kernel is faster.
+ * 512-bit load loop 13-14); two such threads at once: 7-8.7 each before, 10-12 after.
+ * From 3 columns on the conversions bound the single-row loop and the 4-row
+ * micro-kernel is faster.
  * Results are float sums in another order than the scalar reference (per-lane partial
  * sums, then a tree reduction); the tests bound the difference.
  */

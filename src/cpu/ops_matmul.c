@@ -5,6 +5,10 @@
  *   phase 1: every activation row of b is converted ONCE into the weight type's
  *            vec_dot_type (kernel table) in the work buffer, rows split over the
  *            threads (skipped when that type is F32: b is read in place); barrier.
+ *   phase 1b: (F16 / BF16 weight matrices, prompt shapes, levels with gemm_float_pack)
+ *            those rows are packed into k-major float panels of 32 columns, once per
+ *            product, panels split over the threads; barrier. The tiles then run
+ *            gemm_float_packed on them (mm_packed).
  *   phase 2: the output is cut into tiles (row chunk of a x column block of b) per
  *            (i2, i3) slice; thread ith takes tiles ith, ith+nth, ... The tile grid
  *            depends only on the shapes, and every dst element is one vec_dot (or the

@@ -239,6 +239,15 @@ static int online_cpus(void) {
 #endif
 }
 
+bool loom_thread_attr_init(void *pthread_attr) {
+    pthread_attr_t *attr = pthread_attr;
+    if (pthread_attr_init(attr) != 0) return false;
+    size_t have = 0;
+    if (pthread_attr_getstacksize(attr, &have) != 0 || have < LOOM_THREAD_STACK_MIN)
+        (void)pthread_attr_setstacksize(attr, LOOM_THREAD_STACK_MIN);
+    return true;
+}
+
 loom_status loom_pool_new(int n_threads, loom_pool **out, loom_error *err) {
     *out = NULL;
     if (n_threads <= 0) n_threads = loom_cpu_default_threads();
@@ -264,13 +273,17 @@ loom_status loom_pool_new(int n_threads, loom_pool **out, loom_error *err) {
             loom_free(p);
             return loom_error_set(err, LOOM_ERR_NOMEM, "thread pool: out of memory");
         }
+        pthread_attr_t attr;
+        const bool have_attr = loom_thread_attr_init(&attr);
         for (int i = 0; i < n_threads - 1; i++) {
             p->workers[i].pool = p;
             p->workers[i].ith = i + 1;
-            int e = loom_thread_should_fail() ? EAGAIN
-                                              : pthread_create(&p->workers[i].tid, NULL, worker_main, &p->workers[i]);
+            int e = loom_thread_should_fail()
+                        ? EAGAIN
+                        : pthread_create(&p->workers[i].tid, have_attr ? &attr : NULL, worker_main, &p->workers[i]);
             if (e != 0) {
                 p->n = i + 1; /* threads created so far + caller */
+                if (have_attr) pthread_attr_destroy(&attr);
                 loom_pool_free(p);
                 return loom_error_set(err, LOOM_ERR_RESOURCE,
                                       "cannot start CPU worker thread %d of %d (%s): the system's thread "
@@ -279,6 +292,7 @@ loom_status loom_pool_new(int n_threads, loom_pool **out, loom_error *err) {
                                       i + 2, n_threads, strerror(e));
             }
         }
+        if (have_attr) pthread_attr_destroy(&attr);
     }
     *out = p;
     return LOOM_OK;

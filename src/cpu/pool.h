@@ -21,6 +21,14 @@ typedef void (*loom_pool_fn)(void *arg, int ith, int nth);
  * core when SMT siblings can be read from /sys (>= 1). */
 int loom_cpu_default_threads(void);
 
+/* Stack of the pool's workers (and of Loom's other compute threads, server engine):
+ * the kernels keep tiles of up to ~0.3 MiB on the stack (kernels_gemm_*.c), so threads
+ * get at least this much whatever the platform's default (musl: 128 KiB). */
+#define LOOM_THREAD_STACK_MIN ((size_t)4 << 20)
+/* attr for pthread_create with a stack of at least LOOM_THREAD_STACK_MIN (the
+ * platform default when larger); false when attr cannot be initialised. */
+bool loom_thread_attr_init(void *pthread_attr);
+
 /* n_threads <= 0 = loom_cpu_default_threads(). LOOM_ERR_NOMEM, or LOOM_ERR_RESOURCE
  * when a worker thread cannot be started (err names the limit and suggests fewer
  * threads); *out NULL then. */

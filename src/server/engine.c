@@ -1,5 +1,6 @@
 /* engine.c - one loop per loaded model: slots, queue, batched steps (see engine.h). */
 #include "server/engine.h"
+#include "cpu/pool.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -532,7 +533,10 @@ loom_status srv_engine_new(srv_llm *l, const loom_tokenizer *tok, const srv_engi
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     e->last_used = srv_mono_ns();
-    if (ok && pthread_create(&e->th, NULL, engine_main, e) == 0) e->th_started = true;
+    pthread_attr_t attr; /* the engine thread is the CPU pool's thread 0: kernels' stack tiles */
+    const bool have_attr = loom_thread_attr_init(&attr);
+    if (ok && pthread_create(&e->th, have_attr ? &attr : NULL, engine_main, e) == 0) e->th_started = true;
+    if (have_attr) pthread_attr_destroy(&attr);
     if (!e->th_started) {
         srv_engine_free(e);
         return loom_error_set(err, LOOM_ERR_NOMEM, "starting the engine failed (out of memory)");
