@@ -307,6 +307,12 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+static bool gemm_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                      size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    return loom_gemm_float_local_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
 void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_fa_avx2(k); /* flash-attention p.V (kernels_fa_avx2.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
@@ -331,7 +337,9 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_repack_avx2(k);
     /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
     loom_kernels_fill_iq4_avx2(k);
-    /* MXFP4 gemm tiles (kernels_mxfp4_avx2.c); the avx512 level chains them after its
-     * float tiles, the VNNI level has its own */
-    k->gemm = loom_gemm_mxfp4_avx2;
+    /* F16 / BF16 prompt tiles (kernels_gemm_packed_avx2.c), then MXFP4 gemm tiles
+     * (kernels_mxfp4_avx2.c); the avx512 level chains the MXFP4 ones after its float
+     * tiles, the VNNI level has its own */
+    k->gemm = gemm_avx2;
+    loom_kernels_fill_gemm_packed_avx2(k);
 }

@@ -57,6 +57,13 @@ void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k); /* called by fill_av
  * on the same panels) with the activation rows packed inside the call, per chunk. */
 void loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
                                   float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* The avx2 level's packed path (kernels_gemm_packed_avx2.c): fill (called by
+ * fill_avx2; the avx512 levels install their own) and the local-pack gemm tile, which
+ * declines (false) other types and tiles of fewer than LOOM_GEMM_PACKED_MIN_COLS
+ * columns. */
+void loom_kernels_fill_gemm_packed_avx2(loom_kernels *k);
+bool loom_gemm_float_local_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* AVX2 gemm tile for MXFP4 weights (kernels_mxfp4_avx2.c; kernels.h gemm contract);
  * declines (returns false) for every other type. */
