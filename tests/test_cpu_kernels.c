@@ -416,6 +416,26 @@ static void test_gemm_mxfp4_shapes(void) {
     }
 }
 
+/* Random F16 / BF16 gemm operands: M weight rows of type wt (row `big` scaled by 300,
+ * row big + 1 by 1e-3) and their floats wf, n activation rows of type at (every fifth
+ * from the second scaled small) and their floats af; xf: k floats of scratch. */
+static void gemm_operands(loom_type wt, loom_type at, int64_t k, int M, int big, int64_t n, uint8_t *w, float *wf,
+                          uint8_t *a, float *af, float *xf) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+    for (int r = 0; r < M; r++) {
+        const double scale = r == big ? 300.0 : r == big + 1 ? 1e-3 : 1.0;
+        for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
+        CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+        CHECK_EQ_INT(loom_dequantize_row(wt, w + r * wrb, wf + r * k, k), LOOM_OK);
+    }
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (j % 5 == 1 ? 0.01 : 2.0));
+        s->from_float[at](xf, a + (size_t)j * arb, k);
+        CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af + j * k, k), LOOM_OK);
+    }
+}
+
 /* gemm tiles for the float weight types (F16, BF16) on every level whose gemm accepts
  * them: M rows, odd k (masked tails) and column counts (decode, remainder and full
  * micro-tiles), rows [3, M) only, C with padding rows; against a float64 dot of the
@@ -446,17 +466,7 @@ static void test_gemm_float(void) {
                 free(w); free(a); free(wf); free(af); free(xf); free(c); free(dd); free(mag);
                 return;
             }
-            for (int r = 0; r < M; r++) {
-                const double scale = r == 5 ? 300.0 : r == 6 ? 1e-3 : 1.0;
-                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
-                CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-                CHECK_EQ_INT(loom_dequantize_row(wt, w + r * wrb, wf + r * k, k), LOOM_OK);
-            }
-            for (int64_t j = 0; j < nmax; j++) {
-                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (j % 5 == 1 ? 0.01 : 2.0));
-                s->from_float[at](xf, a + (size_t)j * arb, k);
-                CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af + j * k, k), LOOM_OK);
-            }
+            gemm_operands(wt, at, k, M, 5, nmax, w, wf, a, af, xf);
             for (int64_t j = 0; j < nmax; j++)
                 for (int r = R0; r < M; r++) {
                     double d = 0, m = 0;
@@ -582,17 +592,7 @@ static void test_gemm_float_packed(void) {
                 free(w); free(a); free(wf); free(af); free(xf); free(pr); free(pl); free(cr); free(cl);
                 return;
             }
-            for (int r = 0; r < M; r++) {
-                const double scale = r == 7 ? 300.0 : r == 8 ? 1e-3 : 1.0;
-                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
-                CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-                CHECK_EQ_INT(loom_dequantize_row(wt, w + r * wrb, wf + r * k, k), LOOM_OK);
-            }
-            for (int64_t j = 0; j < nmax; j++) {
-                for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (j % 5 == 1 ? 0.01 : 2.0));
-                s->from_float[at](xf, a + (size_t)j * arb, k);
-                CHECK_EQ_INT(loom_dequantize_row(at, a + (size_t)j * arb, af + j * k, k), LOOM_OK);
-            }
+            gemm_operands(wt, at, k, M, 7, nmax, w, wf, a, af, xf);
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
                 const int64_t n = ns[ni], nq = (n + P - 1) / P;
                 /* the reference pack: each row's floats at their k-major places, zero past n */

@@ -196,10 +196,9 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
         }
         return;
     }
-    if (n >= LOOM_GEMM_PACKED_MIN_COLS) { /* prompt shapes: outer products on panels packed per chunk */
-        loom_gemm_float_local_avx512(bf ? LOOM_TYPE_BF16 : LOOM_TYPE_F16, k, W, ws, A, as, c, ldc, i0, i1, j0, j1);
+    /* prompt shapes: outer products on panels packed per chunk (16+ columns) */
+    if (loom_gemm_float_local_avx512(bf ? LOOM_TYPE_BF16 : LOOM_TYPE_F16, k, W, ws, A, as, c, ldc, i0, i1, j0, j1))
         return;
-    }
     gemm_panel(bf, k, W, ws, A, as, c, ldc, i0, i1, j0, j1);
 }
 

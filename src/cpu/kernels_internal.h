@@ -51,16 +51,15 @@ bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as,
                               int64_t q1);
 bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
-void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k); /* called by fill_avx512 */
-/* The gemm contract for F16 / BF16 tiles of LOOM_GEMM_PACKED_MIN_COLS columns or more
- * (kernels_gemm_packed_avx512.c): gemm_float_packed's arithmetic (bit-identical to it
- * on the same panels) with the activation rows packed inside the call, per chunk. */
-void loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+/* The packed-path levels (kernels_gemm_packed_avx512.c / _avx2.c, one body in
+ * kernels_gemm_packed_body.h): fill (gemm_float_pack / _packed and their tile shape;
+ * called by fill_avx512 / fill_avx2) and a gemm-contract entry for F16 / BF16 tiles of
+ * LOOM_GEMM_PACKED_MIN_COLS columns or more: gemm_float_packed's arithmetic (bit-identical
+ * to it on the same panels) with the activation rows packed inside the call, per chunk;
+ * false (declined) for other types and narrower tiles. */
+void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k);
+bool loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
                                   float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
-/* The avx2 level's packed path (kernels_gemm_packed_avx2.c): fill (called by
- * fill_avx2; the avx512 levels install their own) and the local-pack gemm tile, which
- * declines (false) other types and tiles of fewer than LOOM_GEMM_PACKED_MIN_COLS
- * columns. */
 void loom_kernels_fill_gemm_packed_avx2(loom_kernels *k);
 bool loom_gemm_float_local_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
