@@ -42,7 +42,7 @@ typedef struct loom_kernels {
     /* Prompt-shape tiles the engine gives gemm for F16 / BF16 weights (ops_matmul.c):
      * rows and columns per call once the product has at least 16 columns; 0: the
      * defaults (32 rows, 64 columns). Set by levels whose per-call operand packing
-     * wants larger tiles (amx). */
+     * wants larger tiles (amx; the packed-activation levels, for gemm_float_packed). */
     int gemm_float_rows, gemm_float_cols;
     /* F16 / BF16 prompt products on activations packed once per product (optional:
      * NULL on levels without; ops_matmul.c uses them from LOOM_GEMM_PACKED_MIN_COLS

@@ -239,8 +239,7 @@ static int online_cpus(void) {
 #endif
 }
 
-bool loom_thread_attr_init(void *pthread_attr) {
-    pthread_attr_t *attr = pthread_attr;
+bool loom_thread_attr_init(pthread_attr_t *attr) {
     if (pthread_attr_init(attr) != 0) return false;
     size_t have = 0;
     if (pthread_attr_getstacksize(attr, &have) != 0 || have < LOOM_THREAD_STACK_MIN)

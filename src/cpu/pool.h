@@ -14,6 +14,8 @@
 
 #include "loom_base.h"
 
+#include <pthread.h>
+
 typedef struct loom_pool loom_pool;
 typedef void (*loom_pool_fn)(void *arg, int ith, int nth);
 
@@ -27,7 +29,7 @@ int loom_cpu_default_threads(void);
 #define LOOM_THREAD_STACK_MIN ((size_t)4 << 20)
 /* attr for pthread_create with a stack of at least LOOM_THREAD_STACK_MIN (the
  * platform default when larger); false when attr cannot be initialised. */
-bool loom_thread_attr_init(void *pthread_attr);
+bool loom_thread_attr_init(pthread_attr_t *attr);
 
 /* n_threads <= 0 = loom_cpu_default_threads(). LOOM_ERR_NOMEM, or LOOM_ERR_RESOURCE
  * when a worker thread cannot be started (err names the limit and suggests fewer
