@@ -249,6 +249,12 @@ loom_status loom_backend_account_cache(loom_backend *be, int layer, uint64_t byt
 /* Record a compute-buffer size for device dev (kept as the max over calls, like
  * reserve does). LOOM_ERR_INVALID_ARG for a bad device index. */
 loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes);
+/* Bytes of work area (converted / packed activations) that the product of weight w by
+ * n_cols F32 activation columns asks of device dev's compute buffer: the CPU engine's
+ * own sizing (loom_cpu_work_size_mul_mat) at the backend's thread count; 0 for NULL
+ * arguments, a bad device, n_cols <= 0 and Vulkan devices (sized per graph). For dry-run
+ * estimates (`loom plan`); reading w's type and shape only, any thread. */
+uint64_t loom_backend_mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_cols);
 /* True when opened with params.dry_run (no buffers; load/compute refused). */
 bool loom_backend_is_dry_run(const loom_backend *be);
 

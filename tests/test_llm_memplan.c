@@ -60,12 +60,13 @@ static void report(loom_model *m, uint64_t *w, uint64_t *c, uint64_t *g) {
     loom_backend_memory_free(&mem);
 }
 
-static void child(const char *path, int n_ctx, measure *out) {
+static void child(const char *path, int n_ctx, bool fa, measure *out) {
     loom_model_params p = loom_model_default_params();
     p.path = path;
     p.n_ctx = n_ctx;
     p.n_batch = n_ctx;
     p.n_threads = 1;
+    p.flash_attn = fa;
     p.dry_run = true;
     loom_model *m = NULL;
     loom_error e = {0};
@@ -100,7 +101,7 @@ static void child(const char *path, int n_ctx, measure *out) {
     if (!out->ok) snprintf(out->msg, sizeof out->msg, "no VmRSS/VmHWM in /proc/self/status");
 }
 
-static bool measure_in_child(const char *path, int n_ctx, measure *out) {
+static bool measure_in_child(const char *path, int n_ctx, bool fa, measure *out) {
     memset(out, 0, sizeof *out);
     int fd[2];
     if (pipe(fd)) return false;
@@ -111,7 +112,7 @@ static bool measure_in_child(const char *path, int n_ctx, measure *out) {
         close(fd[0]);
         measure m;
         memset(&m, 0, sizeof m);
-        child(path, n_ctx, &m);
+        child(path, n_ctx, fa, &m);
         ssize_t w = write(fd[1], &m, sizeof m);
         _exit(w == (ssize_t)sizeof m ? 0 : 1);
     }
@@ -127,9 +128,9 @@ static double kib(uint64_t b) { return (double)b / 1024.0; }
 
 /* Measures path at ctx 32 (fixed overhead) and n_ctx; asserts that plan + F and
  * the real decomposition are both within 5% of the growth. */
-static void check_model(const char *label, const char *path, int n_ctx) {
+static void check_model(const char *label, const char *path, int n_ctx, bool fa) {
     measure small, big;
-    bool ok1 = measure_in_child(path, 32, &small), ok2 = measure_in_child(path, n_ctx, &big);
+    bool ok1 = measure_in_child(path, 32, fa, &small), ok2 = measure_in_child(path, n_ctx, fa, &big);
     CHECK_MSG(ok1 && small.ok, "%s ctx 32: %s", label, small.msg);
     CHECK_MSG(ok2 && big.ok, "%s ctx %d: %s", label, n_ctx, big.msg);
     if (!(ok1 && small.ok && ok2 && big.ok)) return;
@@ -167,7 +168,7 @@ int main(void) {
     if (status_kb("VmRSS") <= 0) {
         return test_skip("test_llm_memplan", "no VmRSS in /proc/self/status");
     }
-    check_model("stories260K", test_path("models/stories260K.gguf"), 512);
+    check_model("stories260K", test_path("models/stories260K.gguf"), 512, false);
     const char *env = getenv("LOOM_MEMPLAN_SYNTH");
     if (!env || *env != '0') {
         char path[128];
@@ -184,7 +185,15 @@ int main(void) {
         sp.n_threads = 2;
         loom_error err = {0};
         CHECK_MSG(loom_synth_write(&sp, path, NULL, &err) == LOOM_OK, "%s", err.msg);
-        check_model("synthetic dim 512 x 8 layers F32", path, 512);
+        check_model("synthetic dim 512 x 8 layers F32", path, 512, false);
+        unlink(path);
+        /* F16 weights with flash attention (no score matrices): the largest part of the
+         * graph memory is the prompt products' work area (activations converted to F16
+         * and, on levels with packed activations, k-major float panels: 4.5 MiB here) */
+        sp.n_layers = 4;
+        sp.type_name = "F16";
+        CHECK_MSG(loom_synth_write(&sp, path, NULL, &err) == LOOM_OK, "%s", err.msg);
+        check_model("synthetic dim 512 x 4 layers F16, flash attention", path, 512, true);
         unlink(path);
     }
     return test_finish_part("test_llm_memplan", env && *env == '0' ? "LOOM_MEMPLAN_SYNTH=0: the synthetic model was not checked" : NULL);

@@ -4,6 +4,7 @@
 #include "backend/placement.h"
 #include "backend/vulkan/vk.h"
 #include "cpu/kernels.h"
+#include "cpu/ops.h"
 #include "quant/alloc.h"
 #include "quant/repack.h"
 
@@ -138,6 +139,29 @@ loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes
     loom_memory *g = &be->mem.devices[dev].graph;
     if (bytes > g->size) g->size = bytes;
     return LOOM_OK;
+}
+
+uint64_t loom_backend_mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_cols) {
+    if (!be || !w || dev < 0 || dev >= be->n_devices || n_cols <= 0) return 0;
+    if (be->devices[dev].vk) return 0; /* Vulkan sizes its work per graph (loom_vk_work_size) */
+    loom_tensor act, dst;
+    memset(&act, 0, sizeof act);
+    memset(&dst, 0, sizeof dst);
+    act.type = LOOM_TYPE_F32;
+    act.ne[0] = w->ne[0];
+    act.ne[1] = n_cols;
+    act.ne[2] = act.ne[3] = 1;
+    act.nb[0] = sizeof(float);
+    for (int i = 1; i < LOOM_MAX_DIMS; i++) act.nb[i] = act.nb[i - 1] * (size_t)act.ne[i - 1];
+    dst.type = LOOM_TYPE_F32;
+    dst.op = LOOM_OP_MUL_MAT;
+    dst.src[0] = (loom_tensor *)w;
+    dst.src[1] = &act;
+    dst.ne[0] = w->ne[1];
+    dst.ne[1] = n_cols;
+    dst.ne[2] = dst.ne[3] = 1;
+    const size_t s = loom_cpu_work_size_mul_mat(&dst, be->n_threads > 0 ? be->n_threads : 1);
+    return s == SIZE_MAX ? 0 : (uint64_t)s;
 }
 
 /* ---------------------------------------------------------------- creation */

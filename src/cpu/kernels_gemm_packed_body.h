@@ -21,7 +21,7 @@
  *   GP_MR, GP_TB, GP_TC         rows per micro-kernel (12 or 6), rows and columns per
  *                               block (GP_TC a multiple of PW)
  *   GP_ZERO(), GP_LOADU(p), GP_LOAD(p) / GP_STORE(p, v) (aligned), GP_BCAST(p),
- *   GP_FMA(a, b, c) = a*b + c fused, GP_ADD(a, b)
+ *   GP_FMA(a, b, c) = a*b + c fused, GP_ADD(a, b), GP_PREFETCH_L2(p) (a read hint)
  *   GP_LOCAL, GP_FILL           the names of the local-pack gemm entry and of the fill
  * and these functions (ALWAYS_INLINE):
  *   gp_pack_panel(bf, a, as, col0, nv, k0, kl, dst): dst[kk*PW + c] = element k0 + kk of
@@ -90,7 +90,7 @@ static ALWAYS_INLINE void gp_prefetch_next(const uint8_t *w, size_t ws, int64_t 
     const int64_t nn = nrow - nr0 < GP_MR ? nrow - nr0 : GP_MR, nkl = k - nk0 < KC ? k - nk0 : KC;
     for (int64_t r = 0; r < nn; r++) {
         const char *src = (const char *)(w + (size_t)(i0 + nr0 + r) * ws + (size_t)nk0 * 2);
-        for (int64_t b = 0; b < 2 * nkl; b += 64) _mm_prefetch(src + b, _MM_HINT_T1);
+        for (int64_t b = 0; b < 2 * nkl; b += 64) GP_PREFETCH_L2(src + b);
     }
 }
 

@@ -545,6 +545,7 @@ static void ff_q8_K(const float *x, void *vy, int64_t n) {
 void NEON_FILL(loom_kernels *k) {
     neon_fill_iq4(k);
     loom_kernels_fill_fa_neon(k); /* flash-attention tiles (kernels_fa_neon.c) */
+    loom_kernels_fill_gemm_packed_neon(k); /* F16/BF16 prompt products (kernels_gemm_packed_neon.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
@@ -565,5 +566,5 @@ void NEON_FILL(loom_kernels *k) {
     k->axpy_f32 = axpy_f32;
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
-    k->gemm = neon_gemm; /* MXFP4 tiles (kernels_neon_mxfp4.h); declines other types */
+    k->gemm = neon_gemm; /* MXFP4 tiles (kernels_neon_mxfp4.h), F16/BF16 tiles of 16+ columns; declines the rest */
 }

@@ -50,6 +50,8 @@ static LOOM_ALWAYS_INLINE void mx_tile(int RB, int CB, int64_t nb, const uint8_t
 
 static bool neon_gemm(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (wt == LOOM_TYPE_F16 || wt == LOOM_TYPE_BF16) /* packed per chunk (kernels_gemm_packed_neon.c) */
+        return loom_gemm_float_local_neon(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (wt != LOOM_TYPE_MXFP4) return false;
     const uint8_t *W = w, *A = a;
     const int64_t nb = k / 32;

@@ -53,12 +53,13 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t act = E * T * 4;
     uint64_t qkv = (H * DK + 2 * HKV * DK) * T * 4 * 2;
     uint64_t proj = qkv + H * DV * T * 4 * 2;
-    /* without flash attention: scores + probabilities F32 [L, T, H], and the probabilities
-     * converted to the V type for the V product (work area). The planner frees q/k/v and
-     * the projections before that peak, so a layer peaks at the larger phase (measured
-     * against the reserved graph: within ~1 activation, docs/reliability.md). */
-    uint64_t conv = kv->type == LOOM_TYPE_F32 ? 0 : L * T * H * 2;
-    uint64_t scores = fa ? 0 : 2 * L * T * H * 4 + conv;
+    /* without flash attention: scores + probabilities F32 [L, T, H] in the arena, and the
+     * probabilities converted to the V type for the V product (work area). The planner
+     * frees q/k/v and the projections before that peak, so a layer peaks at the larger
+     * phase (measured against the reserved graph: within ~1 activation,
+     * docs/reliability.md). */
+    uint64_t conv = fa || kv->type == LOOM_TYPE_F32 ? 0 : L * T * H * 2; /* work area, below */
+    uint64_t scores = fa ? 0 : 2 * L * T * H * 4;
     uint64_t attn = proj > scores ? proj : scores;
     uint64_t ffn = 3 * F * T * 4;
     if (m->hx.n_expert > 0) {
@@ -81,10 +82,28 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t input = 3 * T * 4 + act + mask * 4 + mask * (fa ? 2 : 4);
     int n_dev = loom_backend_device_count(m->be);
     for (int d = 0; d < n_dev; d++) {
-        uint64_t peak = 0;
-        for (int il = 0; il < hp->n_layer; il++)
-            if (loom_backend_layer_device(m->be, il) == d && layer > peak) peak = layer;
-        if (loom_backend_layer_device(m->be, hp->n_layer) == d && out > peak) peak = out;
+        /* the device's work area sits after the arena, sized by its largest user: the
+         * probabilities converted for p.V, or a product's activations converted to the
+         * weights' dot type (and k-major float panels for F16/BF16 prompts) */
+        uint64_t peak = 0, work = 0;
+        for (int il = 0; il < hp->n_layer; il++) {
+            if (loom_backend_layer_device(m->be, il) != d) continue;
+            if (layer > peak) peak = layer;
+            if (conv > work) work = conv;
+            if (!m->layers) continue;
+            const llm_layer *ly = &m->layers[il];
+            const loom_tensor *ws[] = {ly->wq, ly->wk, ly->wv, ly->wo, ly->wqkv, ly->ffn_gate, ly->ffn_up, ly->ffn_down};
+            for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+                const uint64_t w = loom_backend_mul_mat_work(m->be, d, ws[i], (int64_t)T);
+                if (w > work) work = w;
+            }
+        }
+        if (loom_backend_layer_device(m->be, hp->n_layer) == d) {
+            if (out > peak) peak = out;
+            const uint64_t w = loom_backend_mul_mat_work(m->be, d, m->output ? m->output : m->tok_embd, (int64_t)n_out);
+            if (w > work) work = w;
+        }
+        if (peak) peak += work;
         if (d == 0) peak += input;
         if (peak) loom_backend_account_graph(m->be, d, peak);
     }
