@@ -15,11 +15,6 @@
 #include <immintrin.h>
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
-#if defined(__clang__)
-#define UNROLL_ALL _Pragma("unroll")
-#else
-#define UNROLL_ALL _Pragma("GCC unroll 32")
-#endif
 
 #define GP_VEC __m256
 #define GP_VW 8
@@ -54,22 +49,22 @@ static ALWAYS_INLINE __m256 load8(int bf, const uint16_t *p, int64_t n) {
 /* r[x] := column x of the 8 x 8 matrix whose rows are r[0..7]. */
 static ALWAYS_INLINE void transpose8(__m256 r[8]) {
     __m256 t[8];
-    UNROLL_ALL for (int i = 0; i < 8; i += 2) {
+    LOOM_UNROLL_ALL for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-    UNROLL_ALL for (int i = 0; i < 8; i += 4) {
+    LOOM_UNROLL_ALL for (int i = 0; i < 8; i += 4) {
         r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
         r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
         r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
         r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     /* r[4q + m], 128-bit lane L: rows 4q..4q+3 at column 4L + m */
-    UNROLL_ALL for (int m = 0; m < 4; m++) {
+    LOOM_UNROLL_ALL for (int m = 0; m < 4; m++) {
         t[m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x20);
         t[4 + m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x31);
     }
-    UNROLL_ALL for (int i = 0; i < 8; i++) r[i] = t[i];
+    LOOM_UNROLL_ALL for (int i = 0; i < 8; i++) r[i] = t[i];
 }
 
 /* kernels_gemm_packed_body.h's gp_pack_panel: 8 x 8 blocks converted and transposed. */
@@ -79,7 +74,7 @@ static ALWAYS_INLINE void gp_pack_panel(int bf, const uint8_t *a, size_t as, int
         const int64_t kn = kl - kb < 8 ? kl - kb : 8;
         for (int h = 0; h < LOOM_GEMM_PANEL / 8; h++) {
             __m256 r[8];
-            UNROLL_ALL for (int x = 0; x < 8; x++) {
+            LOOM_UNROLL_ALL for (int x = 0; x < 8; x++) {
                 const int64_t col = col0 + 8 * h + x;
                 r[x] = col < nv ? load8(bf, (const uint16_t *)(a + (size_t)col * as) + k0 + kb, kn) : _mm256_setzero_ps();
             }

@@ -25,11 +25,6 @@
 #include <immintrin.h>
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
-#if defined(__clang__)
-#define UNROLL_ALL _Pragma("unroll")
-#else
-#define UNROLL_ALL _Pragma("GCC unroll 32")
-#endif
 
 #define GP_VEC __m512
 #define GP_VW 16
@@ -56,11 +51,11 @@ static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
 /* r[x] := column x of the 16 x 16 matrix whose rows are r[0..15]. */
 static ALWAYS_INLINE void transpose16(__m512 r[16]) {
     __m512 t[16];
-    UNROLL_ALL for (int i = 0; i < 16; i += 2) {
+    LOOM_UNROLL_ALL for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
-    UNROLL_ALL for (int i = 0; i < 16; i += 4) {
+    LOOM_UNROLL_ALL for (int i = 0; i < 16; i += 4) {
         const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
         const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
         r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
@@ -69,11 +64,11 @@ static ALWAYS_INLINE void transpose16(__m512 r[16]) {
         r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
     }
     /* r[4q + m], 128-bit lane L: rows 4q..4q+3 at column 4L + m */
-    UNROLL_ALL for (int q = 0; q < 2; q++) UNROLL_ALL for (int m = 0; m < 4; m++) {
+    LOOM_UNROLL_ALL for (int q = 0; q < 2; q++) LOOM_UNROLL_ALL for (int m = 0; m < 4; m++) {
         t[8 * q + m] = _mm512_shuffle_f32x4(r[8 * q + m], r[8 * q + 4 + m], 0x88);
         t[8 * q + 4 + m] = _mm512_shuffle_f32x4(r[8 * q + m], r[8 * q + 4 + m], 0xdd);
     }
-    UNROLL_ALL for (int m = 0; m < 8; m++) {
+    LOOM_UNROLL_ALL for (int m = 0; m < 8; m++) {
         r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
         r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
     }
@@ -87,7 +82,7 @@ static ALWAYS_INLINE void gp_pack_panel(int bf, const uint8_t *a, size_t as, int
         const __mmask16 m = (__mmask16)(kn == 16 ? 0xFFFF : (1u << kn) - 1);
         for (int h = 0; h < LOOM_GEMM_PANEL / 16; h++) {
             __m512 r[16];
-            UNROLL_ALL for (int x = 0; x < 16; x++) {
+            LOOM_UNROLL_ALL for (int x = 0; x < 16; x++) {
                 const int64_t col = col0 + 16 * h + x;
                 r[x] = col < nv ? cvt16(bf, _mm256_maskz_loadu_epi16(m, (const uint16_t *)(a + (size_t)col * as) + k0 + kb))
                                 : _mm512_setzero_ps();
@@ -114,7 +109,7 @@ static ALWAYS_INLINE void gp_store_t(const float *T, float *c, size_t ldc, int64
         const __mmask16 rm = (__mmask16)(rn == 16 ? 0xFFFF : (1u << rn) - 1);
         for (int64_t cb = 0; cb < ncol; cb += 16) {
             __m512 v[16];
-            UNROLL_ALL for (int x = 0; x < 16; x++)
+            LOOM_UNROLL_ALL for (int x = 0; x < 16; x++)
                 v[x] = x < rn ? _mm512_load_ps(T + (size_t)(rb + x) * GP_TC + cb) : _mm512_setzero_ps();
             transpose16(v);
             const int64_t cn = ncol - cb < 16 ? ncol - cb : 16;

@@ -44,16 +44,16 @@ static ALWAYS_INLINE void gp_pack_body(int bf, int64_t k, const uint8_t *a, size
  * for r < nr, v < nv, c < GP_VW: one FMA per k-value in order from 0.0f. */
 static ALWAYS_INLINE void gp_micro(int nr, int nv, int64_t kl, const float *wf, const float *pp, float *T, int add) {
     GP_VEC acc[GP_MR][2];
-    UNROLL_ALL for (int r = 0; r < nr; r++) UNROLL_ALL for (int v = 0; v < nv; v++) acc[r][v] = GP_ZERO();
+    LOOM_UNROLL_ALL for (int r = 0; r < nr; r++) LOOM_UNROLL_ALL for (int v = 0; v < nv; v++) acc[r][v] = GP_ZERO();
     for (int64_t kk = 0; kk < kl; kk++) {
         GP_VEC pv[2];
-        UNROLL_ALL for (int v = 0; v < nv; v++) pv[v] = GP_LOADU(pp + kk * PW + GP_VW * v);
-        UNROLL_ALL for (int r = 0; r < nr; r++) {
+        LOOM_UNROLL_ALL for (int v = 0; v < nv; v++) pv[v] = GP_LOADU(pp + kk * PW + GP_VW * v);
+        LOOM_UNROLL_ALL for (int r = 0; r < nr; r++) {
             const GP_VEC b = GP_BCAST(wf + (size_t)r * KC + kk);
-            UNROLL_ALL for (int v = 0; v < nv; v++) acc[r][v] = GP_FMA(b, pv[v], acc[r][v]);
+            LOOM_UNROLL_ALL for (int v = 0; v < nv; v++) acc[r][v] = GP_FMA(b, pv[v], acc[r][v]);
         }
     }
-    UNROLL_ALL for (int r = 0; r < nr; r++) UNROLL_ALL for (int v = 0; v < nv; v++) {
+    LOOM_UNROLL_ALL for (int r = 0; r < nr; r++) LOOM_UNROLL_ALL for (int v = 0; v < nv; v++) {
         float *t = T + (size_t)r * GP_TC + GP_VW * v;
         GP_STORE(t, add ? GP_ADD(GP_LOAD(t), acc[r][v]) : acc[r][v]);
     }

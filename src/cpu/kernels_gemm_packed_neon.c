@@ -17,11 +17,6 @@
 #include <arm_neon.h>
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
-#if defined(__clang__)
-#define UNROLL_ALL _Pragma("unroll")
-#else
-#define UNROLL_ALL _Pragma("GCC unroll 32")
-#endif
 
 #define GP_VEC float32x4_t
 #define GP_VW 4
@@ -69,7 +64,7 @@ static ALWAYS_INLINE void gp_pack_panel(int bf, const uint8_t *a, size_t as, int
         const int64_t kn = kl - kb < 4 ? kl - kb : 4;
         for (int h = 0; h < LOOM_GEMM_PANEL / 4; h++) {
             float32x4_t r[4];
-            UNROLL_ALL for (int x = 0; x < 4; x++) {
+            LOOM_UNROLL_ALL for (int x = 0; x < 4; x++) {
                 const int64_t col = col0 + 4 * h + x;
                 r[x] = col < nv ? load4(bf, (const uint16_t *)(a + (size_t)col * as) + k0 + kb, kn) : vdupq_n_f32(0.0f);
             }
@@ -99,9 +94,9 @@ static ALWAYS_INLINE void gp_store_t(const float *T, float *c, size_t ldc, int64
             const int64_t cn = ncol - cb < 4 ? ncol - cb : 4;
             if (rn == 4 && cn == 4) {
                 float32x4_t v[4];
-                UNROLL_ALL for (int x = 0; x < 4; x++) v[x] = vld1q_f32(T + (size_t)(rb + x) * GP_TC + cb);
+                LOOM_UNROLL_ALL for (int x = 0; x < 4; x++) v[x] = vld1q_f32(T + (size_t)(rb + x) * GP_TC + cb);
                 transpose4(v);
-                UNROLL_ALL for (int x = 0; x < 4; x++) vst1q_f32(c + (size_t)(j0 + cb + x) * ldc + i0 + rb, v[x]);
+                LOOM_UNROLL_ALL for (int x = 0; x < 4; x++) vst1q_f32(c + (size_t)(j0 + cb + x) * ldc + i0 + rb, v[x]);
             } else {
                 for (int64_t x = 0; x < cn; x++)
                     for (int64_t r = 0; r < rn; r++)

@@ -18,6 +18,14 @@
 #else
 #define LOOM_UNROLL
 #endif
+/* The same for loops of up to 32 trips (transposes, 12 x 2 accumulator blocks). */
+#if defined(__clang__)
+#define LOOM_UNROLL_ALL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define LOOM_UNROLL_ALL _Pragma("GCC unroll 32")
+#else
+#define LOOM_UNROLL_ALL
+#endif
 
 /* Scalar reference vec_dots (weight x activation-format). */
 void loom_vd_f32_ref(int64_t n, float *s, const void *x, const void *y);
