@@ -61,10 +61,10 @@ bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t w
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 /* The packed-path levels (kernels_gemm_packed_avx512.c / _avx2.c / _neon.c, one body in
  * kernels_gemm_packed_body.h): fill (gemm_float_pack / _packed and their tile shape;
- * called by fill_avx512 / fill_avx2 / both NEON fills) and a gemm-contract entry for F16 / BF16 tiles of
- * LOOM_GEMM_PACKED_MIN_COLS columns or more: gemm_float_packed's arithmetic (bit-identical
- * to it on the same panels) with the activation rows packed inside the call, per chunk;
- * false (declined) for other types and narrower tiles. */
+ * called by fill_avx512 / fill_avx2 / both NEON fills) and a gemm-contract entry for
+ * F16 / BF16 tiles of LOOM_GEMM_PACKED_MIN_COLS columns or more: gemm_float_packed's
+ * arithmetic (bit-identical to it on the same panels) with the activation rows packed
+ * inside the call, per chunk; false (declined) for other types and narrower tiles. */
 void loom_kernels_fill_gemm_packed_avx512(loom_kernels *k);
 bool loom_gemm_float_local_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
                                   float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
