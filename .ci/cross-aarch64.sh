@@ -29,22 +29,39 @@ QEMU="qemu-aarch64 -L $SYSROOT"
 export LOOM_TEST_EXEC_WRAPPER="$QEMU"
 
 fails=0
+# Test binaries run JOBS at a time (qemu-user is single-core per guest thread and the
+# five test_cpu_kernels runs dominate); `report` waits for them and prints in launch order.
+labels=()
 run() { # run <label> <env...> -- <prog> [args]: a test binary under qemu, cwd = source dir
   local label=$1; shift
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   local log="$BUILD/qemu-$label.log"
-  if env ${envs[@]+"${envs[@]}"} $QEMU "$@" >"$log" 2>&1; then
-    printf '  %-44s ok    %s\n' "$label" "$(grep -E 'passed, [0-9]+ failed' "$log" | tail -n 1)"
-  else
-    printf '  %-44s FAIL  %s\n' "$label" "$(grep -E 'passed, [0-9]+ failed' "$log" | tail -n 1)"
-    tail -n 20 "$log" | sed 's/^/      /'
-    fails=$((fails + 1))
-  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  rm -f "$log.status"
+  ( t0=$(date +%s)
+    if env ${envs[@]+"${envs[@]}"} $QEMU "$@" >"$log" 2>&1; then st=ok; else st=FAIL; fi
+    echo "$st $(($(date +%s) - t0))" >"$log.status" ) &
+  labels+=("$label")
+}
+report() { # wait for every launched run, print each in launch order, count the failures
+  wait
+  local label log st secs
+  for label in "${labels[@]}"; do
+    log="$BUILD/qemu-$label.log"
+    read -r st secs <"$log.status" || { st=FAIL; secs=?; }
+    printf '  %-44s %-4s %5s s  %s\n' "$label" "$st" "$secs" "$(grep -E 'passed, [0-9]+ failed' "$log" | tail -n 1)"
+    if [ "$st" != ok ]; then
+      tail -n 20 "$log" | sed 's/^/      /'
+      fails=$((fails + 1))
+    fi
+  done
+  labels=()
 }
 
-echo "== qemu: CPU kernels (every level on the default CPU, forced levels, a CPU without dotprod)"
+echo "== qemu: CPU kernels (every level on the default CPU, forced levels, a CPU without dotprod), quant, op,"
+echo "   model, llama.cpp-file (every NEON level) and corpus-replay tests, $JOBS at a time"
 $QEMU -cpu max "$BUILD/bin/test_cpu_kernels" --print-isa | sed 's/^/  -cpu max picks: /'
 run test_cpu_kernels -- "$BUILD/bin/test_cpu_kernels"
 for isa in scalar neon neon_dotprod; do
@@ -54,7 +71,6 @@ done
 run "test_cpu_kernels[-cpu cortex-a53]" "LOOM_TEST_EXEC_WRAPPER=$QEMU -cpu cortex-a53" -- -cpu cortex-a53 \
   "$BUILD/bin/test_cpu_kernels"
 
-echo "== qemu: quant, op, model, llama.cpp-file (every NEON level) and corpus-replay tests"
 for t in test_quant_formats test_core_graph test_cpu_block test_cpu_pool test_cpu_ops_basic test_cpu_ops_nn \
          test_cpu_ops_nn_attn test_cpu_fa_tile test_cpu_ops_nn_conv test_gguf_read test_backend_sched test_llm_kvcache \
          test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant \
@@ -67,6 +83,7 @@ for f in "$BUILD"/bin/corpus_*; do # every fuzz corpus and crash reproducer, rep
 done
 run "test_llm_model[LOOM_CPU_ISA=scalar]" LOOM_CPU_ISA=scalar -- "$BUILD/bin/test_llm_model"
 run "test_llm_model[-cpu cortex-a53]" -- -cpu cortex-a53 "$BUILD/bin/test_llm_model"
+report
 
 echo "== qemu: loom run --temp 0 -n 32 (bundled model), default level vs scalar"
 gen() { env "$@" $QEMU "$BUILD/bin/loom" run --temp 0 -n 32 2>/dev/null; }

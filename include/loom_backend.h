@@ -255,6 +255,11 @@ loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes
  * arguments, a bad device, n_cols <= 0 and Vulkan devices (sized per graph). For dry-run
  * estimates (`loom plan`); reading w's type and shape only, any thread. */
 uint64_t loom_backend_mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_cols);
+/* The same for an expert product (mul_mat_id) of w [K, rows, experts] over n_cols tokens
+ * with n_used experts each (loom_cpu_work_size_mul_mat_id: the (slot, token) pairs grouped
+ * by expert and their activations converted per pair); 0 also for n_used <= 0. */
+uint64_t loom_backend_mul_mat_id_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_used,
+                                      int64_t n_cols);
 /* True when opened with params.dry_run (no buffers; load/compute refused). */
 bool loom_backend_is_dry_run(const loom_backend *be);
 

@@ -141,27 +141,51 @@ loom_status loom_backend_account_graph(loom_backend *be, int dev, uint64_t bytes
     return LOOM_OK;
 }
 
-uint64_t loom_backend_mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_cols) {
+/* A stack tensor of the given type and shape, contiguous (no data: sizing only). */
+static void work_tensor(loom_tensor *t, loom_type type, int64_t ne0, int64_t ne1, int64_t ne2) {
+    memset(t, 0, sizeof *t);
+    t->type = type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->ne[2] = ne2;
+    t->ne[3] = 1;
+    t->nb[0] = loom_type_size(type);
+    for (int i = 1; i < LOOM_MAX_DIMS; i++) t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
+}
+
+/* n_used > 0: the expert product (mul_mat_id) of w [K, rows, experts] for n_cols tokens
+ * of n_used (slot, token) pairs each, with per-slot activations (the larger case: the
+ * shared-activation gate/up products convert the same rows per pair). */
+static uint64_t mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_used, int64_t n_cols) {
     if (!be || !w || dev < 0 || dev >= be->n_devices || n_cols <= 0) return 0;
     if (be->devices[dev].vk) return 0; /* Vulkan sizes its work per graph (loom_vk_work_size) */
-    loom_tensor act, dst;
-    memset(&act, 0, sizeof act);
-    memset(&dst, 0, sizeof dst);
-    act.type = LOOM_TYPE_F32;
-    act.ne[0] = w->ne[0];
-    act.ne[1] = n_cols;
-    act.ne[2] = act.ne[3] = 1;
-    act.nb[0] = sizeof(float);
-    for (int i = 1; i < LOOM_MAX_DIMS; i++) act.nb[i] = act.nb[i - 1] * (size_t)act.ne[i - 1];
-    dst.type = LOOM_TYPE_F32;
-    dst.op = LOOM_OP_MUL_MAT;
+    const int nth = be->n_threads > 0 ? be->n_threads : 1;
+    loom_tensor act, ids, dst;
+    if (n_used > 0) {
+        if (w->ne[2] < 1) return 0;
+        work_tensor(&act, LOOM_TYPE_F32, w->ne[0], n_used, n_cols);
+        work_tensor(&ids, LOOM_TYPE_I32, n_used, n_cols, 1);
+        work_tensor(&dst, LOOM_TYPE_F32, w->ne[1], n_used, n_cols);
+        dst.op = LOOM_OP_MUL_MAT_ID;
+        dst.src[2] = &ids;
+    } else {
+        work_tensor(&act, LOOM_TYPE_F32, w->ne[0], n_cols, 1);
+        work_tensor(&dst, LOOM_TYPE_F32, w->ne[1], n_cols, 1);
+        dst.op = LOOM_OP_MUL_MAT;
+    }
     dst.src[0] = (loom_tensor *)w;
     dst.src[1] = &act;
-    dst.ne[0] = w->ne[1];
-    dst.ne[1] = n_cols;
-    dst.ne[2] = dst.ne[3] = 1;
-    const size_t s = loom_cpu_work_size_mul_mat(&dst, be->n_threads > 0 ? be->n_threads : 1);
+    const size_t s = n_used > 0 ? loom_cpu_work_size_mul_mat_id(&dst, nth) : loom_cpu_work_size_mul_mat(&dst, nth);
     return s == SIZE_MAX ? 0 : (uint64_t)s;
+}
+
+uint64_t loom_backend_mul_mat_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_cols) {
+    return mul_mat_work(be, dev, w, 0, n_cols);
+}
+
+uint64_t loom_backend_mul_mat_id_work(const loom_backend *be, int dev, const loom_tensor *w, int64_t n_used,
+                                      int64_t n_cols) {
+    return n_used > 0 ? mul_mat_work(be, dev, w, n_used, n_cols) : 0;
 }
 
 /* ---------------------------------------------------------------- creation */

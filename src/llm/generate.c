@@ -64,9 +64,11 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t ffn = 3 * F * T * 4;
     if (m->hx.n_expert > 0) {
         /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
-         * the down projection before the weighted sum */
+         * the down projection (the product still live), then the down projection and its
+         * routing-weighted copy before the sum over slots */
         const uint64_t K = (uint64_t)m->hx.n_expert_used, FE = (uint64_t)m->hx.n_ff_exp;
-        ffn = (2 * (uint64_t)m->hx.n_expert + 3 * FE * K + E * K) * T * 4;
+        const uint64_t up_down = 3 * FE * K + E * K, weighted = 2 * E * K;
+        ffn = (2 * (uint64_t)m->hx.n_expert + (up_down > weighted ? up_down : weighted)) * T * 4;
     }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */
@@ -84,7 +86,8 @@ static void account_graph_estimate(loom_model *m) {
     for (int d = 0; d < n_dev; d++) {
         /* the device's work area sits after the arena, sized by its largest user: the
          * probabilities converted for p.V, or a product's activations converted to the
-         * weights' dot type (and k-major float panels for F16/BF16 prompts) */
+         * weights' dot type (and k-major float panels for F16/BF16 prompts), or an expert
+         * product's (token, slot) pairs and their converted activations */
         uint64_t peak = 0, work = 0;
         for (int il = 0; il < hp->n_layer; il++) {
             if (loom_backend_layer_device(m->be, il) != d) continue;
@@ -95,6 +98,11 @@ static void account_graph_estimate(loom_model *m) {
             const loom_tensor *ws[] = {ly->wq, ly->wk, ly->wv, ly->wo, ly->wqkv, ly->ffn_gate, ly->ffn_up, ly->ffn_down};
             for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
                 const uint64_t w = loom_backend_mul_mat_work(m->be, d, ws[i], (int64_t)T);
+                if (w > work) work = w;
+            }
+            const loom_tensor *xs[] = {ly->ffn_gate_exps, ly->ffn_up_exps, ly->ffn_down_exps};
+            for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+                const uint64_t w = loom_backend_mul_mat_id_work(m->be, d, xs[i], m->hx.n_expert_used, (int64_t)T);
                 if (w > work) work = w;
             }
         }
