@@ -304,6 +304,19 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
  * LOOM_ERR_SHAPE. */
 loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                              loom_tensor *mask, float scale);
+/* Both with two extras of some models (NULL / 0 = none, as above):
+ *   softcap > 0: each score s = scale * q.k becomes softcap * tanh(s / softcap) before
+ *     the mask is added (gemma2's attn_logit_softcapping; llama.cpp's flash-attention
+ *     order: scale, then cap);
+ *   sinks F32 [H] (contiguous, one logit per query head): joins each row's normaliser
+ *     only, y = sum_j exp(x_j) v_j / (sum_j exp(x_j) + exp(sinks[h])) (gpt-oss); a row
+ *     whose keys are all masked then gives 0 rather than NaN.
+ * Errors as above, plus LOOM_ERR_INVALID_ARG (softcap negative or not finite) and
+ * LOOM_ERR_SHAPE (sinks). */
+loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                           float scale, float softcap, loom_tensor *sinks);
+loom_tensor *loom_flash_attn_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                                 float scale, float softcap, loom_tensor *sinks);
 /* Whether this context's sdpa uses flash attention. */
 bool loom_ctx_flash_attn(const loom_ctx *ctx);
 

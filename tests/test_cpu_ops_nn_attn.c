@@ -1,6 +1,7 @@
 /* RoPE (normal, neox, partial, factors, YaRN, F16, strided rows) and attention
  * (sdpa with and without flash, masks, GQA, T = 1 and T > 1, L not a multiple of
- * the tile, F32/F16/Q8_0 K/V) against float64 references written here. */
+ * the tile, F32/F16/Q8_0 K/V, soft-capped scores and sinks) against float64
+ * references written here. */
 #include "nn_test_common.h"
 
 /* ---------------------------------------------------------------- rope */
@@ -127,9 +128,15 @@ typedef struct attn_case {
     int Dk, Dv, H, Hkv, T, L;
     loom_type kv; /* F32, F16, Q8_0 */
     bool mask;
+    float softcap; /* > 0: scores soft-capped (loom_sdpa_ext) */
+    bool sinks;    /* one sink logit per head, from g_sinks */
 } attn_case;
 
-/* out[d,h,t] = sum_j softmax_j(scale * q[:,h,t].k[:,g,j] + mask[j,t]) v[d,g,j]. */
+static float g_sinks[64];
+
+/* out[d,h,t] = sum_j softmax_j(x_j) v[d,g,j] with x_j = c(scale * q[:,h,t].k[:,g,j]) +
+ * mask[j,t], c(s) = softcap tanh(s / softcap) or s, the sink exp(sinks[h]) added to the
+ * normaliser (a row with no visible key is then 0). */
 static void ref_attn(const attn_case *c, const float *q, const float *k, const float *v, const float *mask,
                      int64_t mrow, float scale, double *out) {
     double *s = dmalloc((size_t)c->L);
@@ -141,10 +148,13 @@ static void ref_attn(const attn_case *c, const float *q, const float *k, const f
                 double d = 0;
                 for (int e = 0; e < c->Dk; e++)
                     d += (double)q[((size_t)t * c->H + h) * c->Dk + e] * k[((size_t)j * c->Hkv + g) * c->Dk + e];
-                s[j] = scale * d + (mask ? mask[(size_t)t * mrow + j] : 0.0);
+                double x = scale * d;
+                if (c->softcap > 0) x = c->softcap * tanh(x / c->softcap);
+                s[j] = x + (mask ? mask[(size_t)t * mrow + j] : 0.0);
                 if (s[j] > mx) mx = s[j];
             }
-            double sum = 0;
+            if (c->sinks && g_sinks[h] > mx) mx = g_sinks[h];
+            double sum = c->sinks ? exp(g_sinks[h] - mx) : 0.0;
             for (int j = 0; j < c->L; j++) sum += (s[j] = exp(s[j] - mx));
             for (int d = 0; d < c->Dv; d++) {
                 double acc = 0;
@@ -199,7 +209,8 @@ static float *run_sdpa(const attn_case *c, bool flash, int nth, const float *q, 
     const int64_t tpad = ((c->T + 63) / 64) * 64;
     (void)mrow;
     if (maskf) mt = flash ? nn_f16(ctx, maskf, c->L, tpad, 1, 1) : nn_f32(ctx, maskf, c->L, tpad, 1, 1);
-    loom_tensor *y = loom_sdpa(ctx, qt, kt, vt, mt, scale);
+    loom_tensor *sk = c->sinks ? nn_f32(ctx, g_sinks, c->H, 1, 1, 1) : NULL;
+    loom_tensor *y = loom_sdpa_ext(ctx, qt, kt, vt, mt, scale, c->softcap, sk);
     CHECK_EQ_INT(loom_tensor_ne(y, 0), c->Dv);
     CHECK_EQ_INT(loom_tensor_ne(y, 1), c->H);
     CHECK_EQ_INT(loom_tensor_ne(y, 2), c->T);
@@ -237,8 +248,9 @@ static float *run_fa_transposed(const attn_case *c, int nth, const float *q, flo
     free(vp);
     const int64_t tpad = ((c->T + 63) / 64) * 64;
     loom_tensor *mt = maskf ? nn_f32(ctx, maskf, c->L, tpad, 1, 1) : NULL;
-    loom_tensor *y = loom_flash_attn(ctx, loom_permute(ctx, qt, 0, 2, 1, 3), loom_permute(ctx, kt, 0, 2, 1, 3),
-                                     loom_transpose(ctx, vt), mt, scale);
+    loom_tensor *sk = c->sinks ? nn_f32(ctx, g_sinks, c->H, 1, 1, 1) : NULL;
+    loom_tensor *y = loom_flash_attn_ext(ctx, loom_permute(ctx, qt, 0, 2, 1, 3), loom_permute(ctx, kt, 0, 2, 1, 3),
+                                         loom_transpose(ctx, vt), mt, scale, c->softcap, sk);
     loom_status s = nn_run(ctx, y, out, no);
     CHECK_MSG(s == LOOM_OK, "flash (transposed v) %s T=%d L=%d: %s", loom_type_name(c->kv), c->T, c->L,
               loom_ctx_error(ctx));
@@ -271,7 +283,12 @@ static void test_attn_case(const attn_case *c) {
         if (c->L >= 600)
             for (int64_t t = 0; t < tpad; t++)
                 for (int64_t j = 0; j < 300; j++) mask[t * c->L + j] = -INFINITY;
+        /* with sinks, a token that sees no key at all: its rows are 0 (all sink) */
+        if (c->sinks && c->T >= 2)
+            for (int64_t j = 0; j < c->L; j++) mask[j] = -INFINITY;
     }
+    /* sink logits around the scores' range: some dominate a row, some hardly count */
+    for (int h = 0; h < c->H && c->sinks; h++) g_sinks[h] = (float)(h % 5) - 1.5f;
     const float scale = 1.0f / sqrtf((float)c->Dk);
     /* the kv tensors round/dequantise k and v in place, so the reference sees stored values */
     float *kk = fmalloc(nk), *vv = fmalloc(nv);
@@ -361,17 +378,26 @@ static void test_attn_case(const attn_case *c) {
 
 static void test_attention(void) {
     const attn_case cases[] = {
-        {64, 48, 4, 2, 1, 70, LOOM_TYPE_F32, true},   {64, 48, 4, 2, 5, 133, LOOM_TYPE_F32, true},
-        {32, 32, 2, 2, 3, 10, LOOM_TYPE_F32, false},  {64, 64, 4, 1, 7, 65, LOOM_TYPE_F16, true},
-        {64, 64, 6, 2, 1, 200, LOOM_TYPE_F16, true},  {64, 64, 2, 1, 4, 90, LOOM_TYPE_Q8_0, true},
-        {128, 128, 2, 2, 2, 64, LOOM_TYPE_F32, true},
+        {64, 48, 4, 2, 1, 70, LOOM_TYPE_F32, true, 0.0f, false},   {64, 48, 4, 2, 5, 133, LOOM_TYPE_F32, true, 0.0f, false},
+        {32, 32, 2, 2, 3, 10, LOOM_TYPE_F32, false, 0.0f, false},  {64, 64, 4, 1, 7, 65, LOOM_TYPE_F16, true, 0.0f, false},
+        {64, 64, 6, 2, 1, 200, LOOM_TYPE_F16, true, 0.0f, false},  {64, 64, 2, 1, 4, 90, LOOM_TYPE_Q8_0, true, 0.0f, false},
+        {128, 128, 2, 2, 2, 64, LOOM_TYPE_F32, true, 0.0f, false},
         /* decode with long L: the flash kernel splits L into chunks */
-        {64, 64, 4, 2, 1, 700, LOOM_TYPE_F16, true},  {64, 48, 4, 4, 2, 1030, LOOM_TYPE_F32, true},
-        {64, 64, 2, 1, 1, 300, LOOM_TYPE_F32, false},
+        {64, 64, 4, 2, 1, 700, LOOM_TYPE_F16, true, 0.0f, false},  {64, 48, 4, 4, 2, 1030, LOOM_TYPE_F32, true, 0.0f, false},
+        {64, 64, 2, 1, 1, 300, LOOM_TYPE_F32, false, 0.0f, false},
         /* prompt blocks: several blocks of TB tokens and a partial one; G 8, 1 and 3;
          * Dk / Dv not multiples of 16; Q4_0 K/V */
-        {64, 64, 16, 2, 70, 150, LOOM_TYPE_F16, true}, {72, 40, 2, 2, 67, 90, LOOM_TYPE_F32, true},
-        {64, 64, 6, 2, 30, 96, LOOM_TYPE_Q8_0, true},   {64, 64, 6, 2, 30, 96, LOOM_TYPE_Q4_0, true},
+        {64, 64, 16, 2, 70, 150, LOOM_TYPE_F16, true, 0.0f, false}, {72, 40, 2, 2, 67, 90, LOOM_TYPE_F32, true, 0.0f, false},
+        {64, 64, 6, 2, 30, 96, LOOM_TYPE_Q8_0, true, 0.0f, false},   {64, 64, 6, 2, 30, 96, LOOM_TYPE_Q4_0, true, 0.0f, false},
+        /* soft-capped scores and sinks: decode (transposed v, L chunks), prompt blocks,
+         * a quantized cache, no mask */
+        {64, 64, 4, 2, 1, 70, LOOM_TYPE_F32, true, 0.5f, true},
+        {64, 64, 8, 2, 1, 700, LOOM_TYPE_F16, true, 0.0f, true},
+        {64, 48, 4, 2, 5, 133, LOOM_TYPE_F32, true, 0.3f, false},
+        {64, 64, 16, 2, 70, 150, LOOM_TYPE_F16, true, 0.4f, true},
+        {64, 64, 6, 2, 30, 96, LOOM_TYPE_Q8_0, true, 0.0f, true},
+        {64, 48, 4, 4, 2, 1030, LOOM_TYPE_F32, true, 0.5f, true},
+        {32, 32, 2, 2, 3, 10, LOOM_TYPE_F32, false, 0.4f, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_attn_case(&cases[i]);
 }
@@ -382,8 +408,8 @@ static void test_attention(void) {
  * not depend on what its batch holds). L <= 256, so neither call splits L. */
 static void test_attention_rows_independent(void) {
     const attn_case cases[] = {
-        {64, 64, 16, 2, 20, 120, LOOM_TYPE_F16, true}, {64, 64, 2, 2, 70, 200, LOOM_TYPE_F32, true},
-        {64, 64, 6, 2, 11, 64, LOOM_TYPE_Q8_0, true},  {32, 32, 8, 1, 9, 40, LOOM_TYPE_Q4_0, true},
+        {64, 64, 16, 2, 20, 120, LOOM_TYPE_F16, true, 0.0f, false}, {64, 64, 2, 2, 70, 200, LOOM_TYPE_F32, true, 0.0f, false},
+        {64, 64, 6, 2, 11, 64, LOOM_TYPE_Q8_0, true, 0.0f, false},  {32, 32, 8, 1, 9, 40, LOOM_TYPE_Q4_0, true, 0.0f, false},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const attn_case *c = &cases[ci];

@@ -15,12 +15,14 @@
  *               i32[6] KW, i32[7] KH (the kernel contributes only its shape)
  *   POOL_2D     src = {a [W,H,C,N]}; i32[0] = 0 (average), i32[1] k0, i32[2] k1,
  *               i32[3] s0, i32[4] s1, i32[5] p0, i32[6] p1
- *   FLASH_ATTN  src = {q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv], mask or NULL}; f32[0] scale
+ *   FLASH_ATTN  src = {q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv], mask or NULL, sinks F32 [H]
+ *               or NULL}; f32[0] scale, f32[1] softcap (0 = none)
  */
 #include "core/ctx.h"
 #include "core/tensor.h"
 
 #include <limits.h>
+#include <math.h>
 
 /* Weight types mul_mat accepts (each has a CPU vec_dot kernel). */
 static bool mm_weight_type_ok(loom_type t) {
@@ -279,11 +281,32 @@ static bool fa_kv_type_ok(loom_type t) {
            t == LOOM_TYPE_BF16;
 }
 
+/* softcap >= 0 and finite; sinks NULL or contiguous F32 with H values. */
+static loom_tensor *attn_extras_check(loom_ctx *ctx, loom_tensor *q, int64_t H, float softcap, loom_tensor *sinks) {
+    const loom_op op = LOOM_OP_FLASH_ATTN;
+    if (!(softcap >= 0.0f) || !isfinite(softcap))
+        return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, q, NULL, "softcap %g must be finite and >= 0 (0 = none)",
+                             (double)softcap);
+    if (sinks) {
+        if (!loom_op_check(ctx, op, 1, &sinks)) return loom_ctx_poison(ctx);
+        if (sinks->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(sinks) || loom_tensor_nelements(sinks) != H)
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, q, sinks,
+                                 "sinks must be contiguous F32 with one value per query head (%lld)", (long long)H);
+    }
+    return q;
+}
+
 loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
                              float scale) {
+    return loom_flash_attn_ext(ctx, q, k, v, mask, scale, 0.0f, NULL);
+}
+
+loom_tensor *loom_flash_attn_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                                 float scale, float softcap, loom_tensor *sinks) {
     const loom_op op = LOOM_OP_FLASH_ATTN;
     loom_tensor *args[4] = {q, k, v, mask};
     if (!loom_op_check(ctx, op, mask ? 4 : 3, args)) return loom_ctx_poison(ctx);
+    if (attn_extras_check(ctx, q, q->ne[2], softcap, sinks) != q) return loom_ctx_poison(ctx);
     if (q->type != LOOM_TYPE_F32)
         return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, q, NULL, "q must be F32");
     if (!fa_kv_type_ok(k->type) || !fa_kv_type_ok(v->type))
@@ -311,15 +334,25 @@ loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom
     }
     int64_t ne[4] = {Dv, H, T, 1};
     loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 4, args);
+    if (loom_tensor_is_poison(t)) return t;
     loom_set_op_param_f32(t, 0, scale);
+    loom_set_op_param_f32(t, 1, softcap);
+    t->src[4] = sinks;
     return t;
 }
 
 loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
                        float scale) {
+    return loom_sdpa_ext(ctx, q, k, v, mask, scale, 0.0f, NULL);
+}
+
+loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                           float scale, float softcap, loom_tensor *sinks) {
     const loom_op op = LOOM_OP_FLASH_ATTN;
     loom_tensor *args[4] = {q, k, v, mask};
     if (!loom_op_check(ctx, op, mask ? 4 : 3, args)) return loom_ctx_poison(ctx);
+    if (attn_extras_check(ctx, q, q->ne[1], softcap, sinks) != q) return loom_ctx_poison(ctx);
+    const bool extras = softcap > 0.0f || sinks;
     /* q [Dk,H,T], k [Dk,Hkv,L] */
     const int64_t H = q->ne[1], T = q->ne[2], Hkv = k->ne[1], L = k->ne[2];
     if (q->ne[0] != k->ne[0])
@@ -336,7 +369,7 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
         if (v->ne[1] != Hkv || v->ne[2] != L)
             return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, k, "sdpa (flash): v must be [Dv, Hkv, L]");
         loom_tensor *vp = loom_permute(ctx, v, 0, 2, 1, 3); /* [Dv,L,Hkv] */
-        return loom_flash_attn(ctx, qp, kp, vp, mask, scale);
+        return loom_flash_attn_ext(ctx, qp, kp, vp, mask, scale, softcap, sinks);
     }
     if (v->ne[0] != L || v->ne[2] != Hkv)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, k, "sdpa: v must be PermutedV [L, Dv, Hkv]");
@@ -348,9 +381,10 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
          * threads): L = 64 13 us against 20-24 us for the three nodes below, L = 256
          * 40 against 48-57 us, L = 512 about even. */
         loom_tensor *vt = loom_transpose(ctx, v); /* [Dv, L, Hkv] */
-        if (vt && loom_tensor_is_transposed(vt)) return loom_flash_attn(ctx, qp, kp, vt, mask, scale);
+        if (vt && loom_tensor_is_transposed(vt))
+            return loom_flash_attn_ext(ctx, qp, kp, vt, mask, scale, softcap, sinks);
     }
-    if (T == 1 && H > Hkv && loom_tensor_is_contiguous(q)) {
+    if (T == 1 && H > Hkv && loom_tensor_is_contiguous(q) && !extras) {
         /* one query (decode) with grouped KV heads: the G = H/Hkv query heads sharing a
          * KV head are the columns of one product per KV head ([Dk, G, Hkv]), so each
          * key/value row is used G times per load (a gemm tile, not G matrix x vector
@@ -363,7 +397,11 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
         return loom_cont(ctx, loom_reshape(ctx, kqv, 3, ne_o)); /* a computed node, as below */
     }
     loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, qp);  /* [L,T,H] */
-    kq = loom_softmax_ext(ctx, kq, mask, scale);
+    if (softcap > 0.0f) { /* softcap * tanh(scale * s / softcap), then the softmax unscaled */
+        kq = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, kq, scale / softcap)), softcap);
+        scale = 1.0f;
+    }
+    kq = loom_softmax_ext_sinks(ctx, kq, mask, scale, sinks);
     loom_tensor *kqv = loom_mul_mat(ctx, v, kq);            /* [Dv,T,H] */
     kqv = loom_permute(ctx, kqv, 0, 2, 1, 3);               /* [Dv,H,T] */
     return loom_cont(ctx, kqv);

@@ -21,6 +21,10 @@
  * L is cut into chunks whose partial (M, S, acc) states are combined after a barrier
  * (split-K "flash decoding"); the decomposition depends only on the shapes.
  * A row whose keys are all masked gives NaN (0/0), like softmax.
+ * Two extras (op param 1, src[4]): a soft cap applied to the scaled scores before the
+ * mask (fa_softcap; gemma2), and per-head sink logits that join each row's normaliser
+ * at the end (fa_out_row and the chunk combine; gpt-oss), so a row then gives 0 when
+ * every key is masked.
  *
  * v may also be TRANSPOSED (F32 / F16 / BF16 with nb[1] = element size: the
  * non-flash cache's [L, Dv, Hkv] seen as [Dv, L, Hkv], used by loom_sdpa for
@@ -261,9 +265,44 @@ static void fa_tile_rows(const loom_kernels *kt, const loom_tensor *x, const cha
     for (int64_t j = 0; j < n; j++) row_to_f32(x->type, base + (size_t)(j0 + j) * x->nb[1], dst + (size_t)j * (size_t)D, D);
 }
 
+/* Scores of a tile soft-capped in place: x = softcap * tanh(x * scale / softcap) (the
+ * scale folded in, so the softmax then runs with scale 1), as the explicit path's
+ * scale, tanh, scale nodes compute them. */
+static void fa_softcap(float *sT, int64_t nj, int64_t R, int64_t Rp, float scale, float softcap) {
+    const float pre = scale / softcap;
+    for (int64_t j = 0; j < nj; j++) { /* rows past R are padding: never read */
+        float *x = sT + (size_t)j * (size_t)Rp;
+        for (int64_t r = 0; r < R; r++) x[r] = softcap * tanhf(x[r] * pre);
+    }
+}
+
+/* out = acc / S for a row's final state (M, S, acc), the head's sink logit (when sink)
+ * joining the normaliser: out = acc e^M / (S e^M + e^sink), computed against the larger
+ * of M and sink. Without a sink, a row with no visible key (S = 0) gives NaN. */
+static void fa_out_row(const loom_kernels *kt, const float *acc, float M, float S, const float *sink, int64_t Dv,
+                       float *out) {
+    float f = 1.0f;
+    if (sink) {
+        if (*sink > M) { /* M may be -inf: f = 0, the row is all sink */
+            f = expf(M - *sink);
+            S = S * f + 1.0f;
+        } else {
+            S += expf(*sink - M);
+        }
+    }
+    if (S > 0.0f) { /* out = acc / sum as 0 + (f/sum) * acc: exactly the product */
+        memset(out, 0, (size_t)Dv * sizeof(float));
+        kt->axpy_f32(Dv, f / S, acc, out);
+    } else {
+        for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
+    }
+}
+
 /* Items of TB-token blocks, v not transposed (see the file comment). */
-static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale) {
+static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale,
+                           float softcap) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    const float *sinks = dst->src[4] ? (const float *)dst->src[4]->data : NULL;
     const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
     const loom_kernels *kt = loom_kernels_get();
     const int64_t G = lay->G, NC = lay->n_chunks, TB = lay->TB;
@@ -329,20 +368,16 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
             if (!fa_mask_tile(mask, j0, nj, tb0, nt, mT, ms, tmp)) continue;
             fa_tile_rows(kt, k, kbase, j0, nj, Dk, kf);
             kt->fa_qk(Dk, Rp, nj, qT, kf, (size_t)Dk, sT);
-            kt->fa_softmax(nj, Rp, G, scale, mT, ms, sT, M, S, f);
+            if (softcap > 0.0f) fa_softcap(sT, nj, R, Rp, scale, softcap);
+            kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
             fa_tile_rows(kt, v, vbase, j0, nj, Dv, vf);
             kt->fa_pv(nj, R, Rp, Dv, sT, f, vf, (size_t)Dv, acc, (size_t)Dv);
         }
         if (NC == 1) {
             for (int64_t r = 0; r < R; r++) {
-                const float *a = acc + (size_t)r * (size_t)Dv;
-                float *out = (float *)dst->data + ((size_t)(tb0 + r / G) * (size_t)H + (size_t)(g * G + r % G)) * (size_t)Dv;
-                if (S[r] > 0.0f) { /* out = acc / sum as 0 + (1/sum) * acc: exactly the product */
-                    memset(out, 0, (size_t)Dv * sizeof(float));
-                    kt->axpy_f32(Dv, 1.0f / S[r], a, out);
-                } else { /* all keys masked -> NaN, like softmax */
-                    for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
-                }
+                const int64_t h = g * G + r % G;
+                float *out = (float *)dst->data + ((size_t)(tb0 + r / G) * (size_t)H + (size_t)h) * (size_t)Dv;
+                fa_out_row(kt, acc + (size_t)r * (size_t)Dv, M[r], S[r], sinks ? sinks + h : NULL, Dv, out);
             }
         } else {
             float *pt = parts + (size_t)item * lay->part_stride;
@@ -357,8 +392,11 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
 }
 
 /* Items of one token, v transposed (see the file comment). */
-static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale) {
+static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale,
+                           float softcap) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+    const float *sinks = dst->src[4] ? (const float *)dst->src[4]->data : NULL;
+    const float pre = softcap > 0.0f ? scale / softcap : 0.0f;
     const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
     const loom_kernels *kt = loom_kernels_get();
     const loom_kernel_entry *e = &kt->dot[k->type], *ev = &kt->dot[v->type];
@@ -416,7 +454,8 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
                 float *s = st + (size_t)hi * sstride, *sv = sc + hi * FA_TILE;
                 float mx[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
                 for (int64_t j = 0; j < nj; j++) {
-                    const float x = mrow[j] == -INFINITY ? -INFINITY : sv[j] * scale + mrow[j];
+                    const float sj = softcap > 0.0f ? softcap * tanhf(sv[j] * pre) : sv[j] * scale;
+                    const float x = mrow[j] == -INFINITY ? -INFINITY : sj + mrow[j];
                     sv[j] = x;
                     if (x > mx[j & 7]) mx[j & 7] = x;
                 }
@@ -455,13 +494,9 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
         if (NC == 1) {
             for (int64_t hi = 0; hi < G; hi++) {
                 const float *s = st + (size_t)hi * sstride;
-                float *out = (float *)dst->data + ((size_t)t * (size_t)H + (size_t)(g * G + hi)) * (size_t)Dv;
-                if (s[1] > 0.0f) {
-                    memset(out, 0, (size_t)Dv * sizeof(float));
-                    kt->axpy_f32(Dv, 1.0f / s[1], s + 2, out);
-                } else {
-                    for (int64_t d = 0; d < Dv; d++) out[d] = NAN;
-                }
+                const int64_t h = g * G + hi;
+                float *out = (float *)dst->data + ((size_t)t * (size_t)H + (size_t)h) * (size_t)Dv;
+                fa_out_row(kt, s + 2, s[0], s[1], sinks ? sinks + h : NULL, Dv, out);
             }
         } else {
             memcpy(parts + (size_t)item * lay->part_stride, st, lay->part_stride * sizeof(float));
@@ -471,7 +506,8 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
 
 void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
-    const float scale = loom_get_op_param_f32(dst, 0);
+    const float scale = loom_get_op_param_f32(dst, 0), softcap = loom_get_op_param_f32(dst, 1);
+    const float *sinks = dst->src[4] ? (const float *)dst->src[4]->data : NULL;
     const int64_t T = q->ne[1], H = q->ne[2], Hkv = k->ne[2], Dv = v->ne[0];
     if (loom_nelements(dst) == 0) return;
     const loom_kernels *kt = loom_kernels_get();
@@ -487,9 +523,9 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             loom_cpu_fail(p, LOOM_ERR_INTERNAL);
             return;
         }
-        fa_items_trans(p, dst, &lay, scale);
+        fa_items_trans(p, dst, &lay, scale, softcap);
     } else {
-        fa_items_block(p, dst, &lay, scale);
+        fa_items_block(p, dst, &lay, scale, softcap);
     }
     const int64_t G = lay.G, NC = lay.n_chunks, TB = lay.TB;
     if (NC == 1) return;
@@ -517,7 +553,16 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst) {
             S += s[1] * f;
             kt->axpy_f32(Dv, f, s + 2, out);
         }
-        const float inv = S > 0.0f ? 1.0f / S : NAN;
+        float fs = 1.0f; /* the sink as in fa_out_row */
+        if (sinks) {
+            if (sinks[h] > M) {
+                fs = expf(M - sinks[h]);
+                S = S * fs + 1.0f;
+            } else {
+                S += expf(sinks[h] - M);
+            }
+        }
+        const float inv = S > 0.0f ? fs / S : NAN;
         for (int64_t d = 0; d < Dv; d++) out[d] = S > 0.0f ? out[d] * inv : NAN;
     }
 }

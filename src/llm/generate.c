@@ -45,11 +45,7 @@ static void account_graph_estimate(loom_model *m) {
     const uint64_t E = (uint64_t)hp->n_embd, F = (uint64_t)hp->n_ff, V = (uint64_t)hp->n_vocab;
     const uint64_t H = (uint64_t)hp->n_head, HKV = (uint64_t)hp->n_head_kv;
     const uint64_t DK = (uint64_t)hp->head_dim_k, DV = (uint64_t)hp->head_dim_v;
-    /* soft-capped scores (gemma2) and attention sinks (gpt-oss) take the explicit
-     * scores path (llm_attention) with flash attention on too */
-    bool fa = loom_backend_flash_attn(m->be) && !(m->hx.attn_softcap > 0.0f);
-    for (int il = 0; fa && m->layers && il < hp->n_layer; il++)
-        if (m->layers[il].sinks) fa = false;
+    const bool fa = loom_backend_flash_attn(m->be);
     uint64_t act = E * T * 4;
     uint64_t qkv = (H * DK + 2 * HKV * DK) * T * 4 * 2;
     uint64_t proj = qkv + H * DV * T * 4 * 2;
@@ -65,9 +61,15 @@ static void account_graph_estimate(loom_model *m) {
     if (m->hx.n_expert > 0) {
         /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
          * the down projection (the product still live), then the down projection and its
-         * routing-weighted copy before the sum over slots */
+         * routing-weighted copy before the sum over slots. Expert biases (gpt-oss): the
+         * bias rows gathered per (slot, token) and the biased copy live with the down
+         * projection (3 [E, K, T] at once), and gpt-oss's clamped gate/up, sigmoid and
+         * products double the [FE, K, T] tensors. */
+        bool exp_bias = false;
+        for (int il = 0; m->layers && il < hp->n_layer; il++)
+            if (m->layers[il].ffn_down_exps_b) exp_bias = true;
         const uint64_t K = (uint64_t)m->hx.n_expert_used, FE = (uint64_t)m->hx.n_ff_exp;
-        const uint64_t up_down = 3 * FE * K + E * K, weighted = 2 * E * K;
+        const uint64_t up_down = (exp_bias ? 6 : 3) * FE * K + E * K, weighted = (exp_bias ? 3 : 2) * E * K;
         ffn = (2 * (uint64_t)m->hx.n_expert + (up_down > weighted ? up_down : weighted)) * T * 4;
     }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);

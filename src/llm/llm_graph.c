@@ -156,21 +156,9 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
     llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc, *a;
     llm_kv_get(ctx, kv, il, &kc, &vc);
-    if (softcap <= 0.0f && !sinks) {
-        a = loom_sdpa(ctx, q, kc, vc, mask, kq_scale);
-    } else {
-        /* scores, soft-cap, softmax (with sinks), p.V as separate nodes (as llama.cpp's
-         * non-flash path: cap applied before the softmax scale) */
-        loom_tensor *qp = loom_permute(ctx, q, 0, 2, 1, 3);  /* [Dk,T,H] */
-        loom_tensor *kp = loom_permute(ctx, kc, 0, 2, 1, 3); /* [Dk,L,Hkv] */
-        loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, qp); /* [L,T,H] */
-        if (softcap > 0.0f) kq = llm_softcap(ctx, kq, softcap);
-        kq = loom_softmax_ext_sinks(ctx, kq, mask, kq_scale, sinks);
-        loom_tensor *vt = vc; /* PermutedV [L,Dv,Hkv] without flash attention */
-        if (loom_ctx_flash_attn(ctx)) vt = loom_cont(ctx, loom_permute(ctx, vc, 1, 2, 0, 3));
-        loom_tensor *kqv = loom_mul_mat(ctx, vt, kq); /* [Dv,T,H] */
-        a = loom_cont(ctx, loom_permute(ctx, kqv, 0, 2, 1, 3));
-    }
+    /* soft-capped scores (gemma2) and sinks (gpt-oss) are parameters of the fused kernel,
+     * or of the explicit nodes without flash attention (loom_sdpa_ext) */
+    a = loom_sdpa_ext(ctx, q, kc, vc, mask, kq_scale, softcap > 0.0f ? softcap : 0.0f, sinks);
     int64_t ne_a[2] = {DV * H, T};
     return loom_reshape(ctx, llm_named(a, "kqv", il), 2, ne_a);
 }

@@ -30,8 +30,8 @@ loom_server_params loom_server_default_params(void) {
      * then takes the same arithmetic whatever else is in the step, so a request gets
      * the same answer alone or batched with others (the plain path computes one-query
      * steps in a fused kernel and wider steps as matmul + softmax, which round
-     * differently). Models whose attention it cannot run (soft-capped scores) fall
-     * back to the plain path. */
+     * differently). Soft-capped scores (gemma2) and sinks (gpt-oss) are part of the
+     * fused kernel too. */
     p.model.flash_attn = true;
     p.max_body = (size_t)32 << 20;
     p.max_json_depth = 64;

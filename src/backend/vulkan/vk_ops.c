@@ -561,6 +561,8 @@ static size_t fa_work(const loom_tensor *t) {
 static bool fa_supported(const loom_vk_dev *d, const loom_tensor *t) {
     const loom_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
     if (q->type != LOOM_TYPE_F32 || k->type != v->type || fa_shader(k->type) < 0) return false;
+    const loom_tensor *sk = t->src[4]; /* sinks F32 [H] (loom_flash_attn_ext) */
+    if (sk && (sk->type != LOOM_TYPE_F32 || !fits(d, sk) || !loom_tensor_is_contiguous(sk))) return false;
     if (q->ne[0] > FA_DMAX || v->ne[0] > FA_DMAX || q->nb[0] != 4) return false;
     if (loom_type_is_quantized(k->type) && (q->ne[0] % 32 || v->ne[0] % 32 || !loom_tensor_is_contiguous_rows(v)))
         return false;
@@ -586,6 +588,8 @@ static bool rec_flash_attn(vk_rec *r, loom_tensor *t) {
     set_bind(&x, 1, k, false);
     set_bind(&x, 2, v, false);
     if (m) set_bind(&x, 3, m, false);
+    const loom_tensor *sk = t->src[4];
+    if (sk && nc == 1) set_bind(&x, 5, sk, false); /* with split-K the combine reads them */
     if (nc > 1) {
         x.p[4] = r->work;
         x.n[4] = pw;
@@ -597,12 +601,13 @@ static bool rec_flash_attn(vk_rec *r, loom_tensor *t) {
     if (!vk_bind(r, &x)) return false;
     const int64_t H = q->ne[2], T = q->ne[1];
     const bool v_rows = loom_tensor_is_contiguous_rows(v);
-    uint32_t pc[25] = {(uint32_t)q->ne[0], (uint32_t)v->ne[0], (uint32_t)T, (uint32_t)H, (uint32_t)k->ne[1],
+    uint32_t pc[28] = {(uint32_t)q->ne[0], (uint32_t)v->ne[0], (uint32_t)T, (uint32_t)H, (uint32_t)k->ne[1],
                        (uint32_t)(H / k->ne[2]), (uint32_t)q->nb[1], (uint32_t)q->nb[2], (uint32_t)k->nb[1],
                        (uint32_t)k->nb[2], (uint32_t)v->nb[0], (uint32_t)v->nb[1], (uint32_t)v->nb[2],
                        m ? (uint32_t)m->nb[1] : 0, x.off[0], x.off[1], x.off[2], x.off[3], x.off[4], m ? 1u : 0u,
                        m ? (uint32_t)m->type : 0u, (uint32_t)nc, (uint32_t)cl, v_rows ? 1u : 0u,
-                       fbits(f32_of(t, 0))};
+                       fbits(f32_of(t, 0)), fbits(f32_of(t, 1)), sk && nc == 1 ? 1u : 0u,
+                       sk && nc == 1 ? x.off[5] : 0u};
     memcpy(x.pc, pc, sizeof pc);
     x.groups[0] = (uint32_t)H;
     x.groups[1] = (uint32_t)T;
@@ -613,8 +618,10 @@ static bool rec_flash_attn(vk_rec *r, loom_tensor *t) {
     c.p[0] = r->work;
     c.n[0] = pw;
     set_bind(&c, 4, t, true);
+    if (sk) set_bind(&c, 1, sk, false);
     if (!vk_bind(r, &c)) return false;
-    uint32_t pc2[5] = {(uint32_t)v->ne[0], (uint32_t)H, (uint32_t)nc, c.off[0], c.off[4]};
+    uint32_t pc2[7] = {(uint32_t)v->ne[0], (uint32_t)H, (uint32_t)nc, c.off[0], c.off[4], sk ? 1u : 0u,
+                       sk ? c.off[1] : 0u};
     memcpy(c.pc, pc2, sizeof pc2);
     c.groups[0] = (uint32_t)H;
     c.groups[1] = (uint32_t)T;

@@ -7,7 +7,11 @@
  * chunks (split-K for decode) the partial states (max, sum, acc[Dv]) go to the scratch
  * bound as dst and fa_combine.comp merges them. K/V type: KVT (compile time); q is
  * rounded to k's activation type first (F16/BF16, or Q8_0 blocks for quantized k), as
- * the CPU kernel converts it. A row whose keys are all masked gives NaN. */
+ * the CPU kernel converts it. A row whose keys are all masked gives NaN.
+ * Extras (loom_flash_attn_ext): softcap > 0 caps the scaled scores, softcap *
+ * tanh(q.k * scale / softcap), before the mask; with has_s, sinks F32 [H] (binding 5,
+ * byte offset off_s) join each row's normaliser when the row is finished (here, or in
+ * fa_combine.comp after split-K), so a row whose keys are all masked gives 0. */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -27,7 +31,8 @@ layout(push_constant) uniform PC {
     uint nbv2, nbm1, off_q, off_k;
     uint off_v, off_m, off_d, has_m;
     uint tm, n_chunks, chunk_len, v_rows; /* v_rows: v's rows (dim 0) are contiguous */
-    float scale;
+    float scale, softcap;
+    uint has_s, off_s;
 } p;
 
 shared float qs[DMAX];
@@ -139,7 +144,13 @@ void main() {
                 const uint mo = p.off_m + t * p.nbm1;
                 mv = p.tm == TY_F16 ? float(s3_f16[(mo >> 1) + j]) : s3_f32[(mo >> 2) + j];
             }
-            if (!(isinf(mv) && mv < 0.0)) s = kval_row_dot(kb + j * p.nbk1) * p.scale + mv;
+            if (!(isinf(mv) && mv < 0.0)) {
+                float x = kval_row_dot(kb + j * p.nbk1);
+                /* tanh's argument clamped: tanh(15) is 1 in float, and a large argument
+                 * may overflow an exp-based tanh to inf / inf */
+                x = p.softcap > 0.0 ? p.softcap * tanh(clamp(x * (p.scale / p.softcap), -15.0, 15.0)) : x * p.scale;
+                s = x + mv;
+            }
         }
         const float mt = reduce(s, true);
         if (isinf(mt) && mt < 0.0) continue;
@@ -165,9 +176,19 @@ void main() {
     }
     if (p.n_chunks == 1u) {
         const uint od = (p.off_d >> 2) + (t * p.H + h) * p.Dv;
+        float f = 1.0; /* the sink against the larger of m and itself, as the CPU */
+        if (p.has_s != 0u) {
+            const float sk = x_f32[(p.off_s >> 2) + h];
+            if (sk > m) {
+                f = (isinf(m) && m < 0.0) ? 0.0 : exp(m - sk);
+                ssum = ssum * f + 1.0;
+            } else {
+                ssum += exp(sk - m);
+            }
+        }
         [[unroll]] for (uint i = 0; i < DMAX / WG; i++) {
             const uint d = tid + WG * i;
-            if (d < p.Dv) d_f32[od + d] = ssum > 0.0 ? acc[i] * (1.0 / ssum) : 0.0 / 0.0;
+            if (d < p.Dv) d_f32[od + d] = ssum > 0.0 ? acc[i] * (f / ssum) : 0.0 / 0.0;
         }
     } else {
         const uint op = (p.off_d >> 2) + ((t * p.H + h) * p.n_chunks + c) * (p.Dv + 2);
