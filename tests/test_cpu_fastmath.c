@@ -1,7 +1,7 @@
 /* The kernel table's softmax/attention helpers at every compiled-in level:
  * exp_sum_f32 against float64 exp (relative error, -inf -> 0, NaN stays NaN, the
  * returned sum), f16_to_f32 against the reference conversion for all 65536 halves,
- * silu_f32 and gelu_f32 against float64. */
+ * silu_f32, gelu_f32 and tanh_f32 against float64. */
 #include "cpu/kernels.h"
 #include "test_util.h"
 
@@ -141,6 +141,48 @@ static void test_gelu(const loom_kernels *k, const char *lv) {
               "%s: short row %.9g %.9g", lv, (double)t[0], (double)t[2]);
 }
 
+/* b tanh(a x) against float64 over magnitudes 1e-8 .. 60 of both signs (a = 0.7, b =
+ * 2.5, then a = 1, b = 1): relative error within 4e-7 (the reference level's tanhf:
+ * an ulp or two), +-0, +-inf to +-b, NaN, in place, a short row's tail untouched. */
+static void test_tanh(const loom_kernels *k, const char *lv) {
+    enum { N = 2003 };
+    static float x[N], y[N], z[N];
+    for (int i = 0; i < N; i++) {
+        const double mag = pow(10.0, -8.0 + 9.8 * (double)(i / 2) / (N / 2));
+        x[i] = (float)(i % 2 ? -mag : mag);
+    }
+    x[0] = 0.0f; x[1] = -0.0f; x[2] = INFINITY; x[3] = -INFINITY; x[4] = NAN; x[5] = 0.2499f; x[6] = 0.25f;
+    const float ab[2][2] = {{0.7f, 2.5f}, {1.0f, 1.0f}};
+    for (int c = 0; c < 2; c++) {
+        const float a = ab[c][0], b = ab[c][1];
+        k->tanh_f32(N, x, y, a, b);
+        memcpy(z, x, sizeof z);
+        k->tanh_f32(N, z, z, a, b);
+        CHECK_MSG(memcmp(y, z, sizeof y) == 0, "%s: tanh in place differs", lv);
+        double worst = 0;
+        int wi = 0;
+        for (int i = 0; i < N; i++) {
+            if (isnan(x[i])) {
+                CHECK_MSG(isnan(y[i]), "%s: tanh(NaN) = %g", lv, (double)y[i]);
+                continue;
+            }
+            const double r = (double)b * tanh((double)(a * x[i]));
+            if (r == 0.0) {
+                CHECK_MSG(y[i] == 0.0f && signbit(y[i]) == signbit(x[i]), "%s: tanh(%g) = %g", lv, (double)x[i],
+                          (double)y[i]);
+                continue;
+            }
+            const double e = fabs((double)y[i] - r) / fabs(r);
+            if (!(e <= worst)) worst = e, wi = i;
+        }
+        printf("%s: tanh a=%g b=%g max relative error %.3g\n", lv, (double)a, (double)b, worst);
+        CHECK_MSG(worst <= 4e-7, "%s: tanh relative error %g at %g", lv, worst, (double)x[wi]);
+    }
+    float t[5] = {0.1f, -1.0f, 3.0f, 9.0f, 9.0f};
+    k->tanh_f32(3, t, t, 1.0f, 1.0f);
+    CHECK_MSG(t[3] == 9.0f && t[4] == 9.0f && fabsf(t[1] + 0.7615942f) < 1e-6f, "%s: short row", lv);
+}
+
 int main(void) {
     const char *const *lv = loom_kernels_levels();
     for (int i = 0; lv[i]; i++) {
@@ -154,6 +196,8 @@ int main(void) {
         if (k->silu_f32) test_silu(k, lv[i]);
         CHECK(k->gelu_f32 != NULL);
         if (k->gelu_f32) test_gelu(k, lv[i]);
+        CHECK(k->tanh_f32 != NULL);
+        if (k->tanh_f32) test_tanh(k, lv[i]);
     }
     return test_finish("test_cpu_fastmath");
 }

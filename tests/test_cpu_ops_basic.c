@@ -283,6 +283,90 @@ static void test_unary(void) {
     }
 }
 
+/* TANH on contiguous rows (the kernel table's tanh_f32: the level's exp, a series near 0) over
+ * magnitudes 1e-8 .. 30 of both signs, and through ±inf / NaN: max relative error
+ * against float64 (the bound: the exp's ~2e-7 doubled near |u| = 0.25, see ops.h). */
+static void test_tanh_range(void) {
+    enum { N = 4000 };
+    float x[N];
+    for (int i = 0; i < N - 4; i++) {
+        const double mag = pow(10.0, -8.0 + 9.5 * (double)(i / 2) / (N / 2));
+        x[i] = (float)(i % 2 ? -mag : mag);
+    }
+    x[N - 4] = INFINITY, x[N - 3] = -INFINITY, x[N - 2] = NAN, x[N - 1] = 0.0f;
+    loom_ctx *ctx = new_ctx(g_threads);
+    const int64_t ne[1] = {N};
+    loom_tensor *t = loom_tanh(ctx, loom_from_f32(loom_ctx_input(ctx), x, N, 1, ne));
+    loom_ctx_forward(ctx, t);
+    CHECK(loom_ctx_compute(ctx, 1, &t) == LOOM_OK);
+    float y[N];
+    CHECK(loom_tensor_read_f32(t, y, N) == LOOM_OK);
+    double worst = 0;
+    int worst_i = 0;
+    for (int i = 0; i < N - 4; i++) {
+        const double want = tanh((double)x[i]), e = fabs(y[i] - want) / fabs(want);
+        if (!(e <= worst)) worst = e, worst_i = i;
+    }
+    printf("tanh: max relative error %.3g at %.6g\n", worst, (double)x[worst_i]);
+    CHECK_MSG(worst <= 6e-7, "tanh: relative error %g at %g", worst, (double)x[worst_i]);
+    CHECK(y[N - 4] == 1.0f && y[N - 3] == -1.0f && isnan(y[N - 2]) && y[N - 1] == 0.0f);
+    loom_ctx_free(ctx);
+}
+
+/* loom_gelu_f16 (llama.cpp's table semantics: input and result rounded to F16,
+ * saturating outside (-10, 10)): every F16 value, values around the saturation edges and
+ * random ones, on contiguous rows (the table path) and transposed (the per-element
+ * formula): bit-identical to each other, and within one F16 step of a float64 reference. */
+static void test_gelu_f16(void) {
+    const int64_t ne[4] = {256, 300, 1, 1}, n = 256 * 300;
+    float *x = malloc((size_t)n * sizeof *x);
+    uint32_t lcg = 12345u; /* its own generator: the shared rnd() stream of the other tests stays as it was */
+    for (int64_t i = 0; i < n; i++) {
+        lcg = lcg * 1664525u + 1013904223u;
+        x[i] = i < 65536 ? loom_fp16_to_fp32((uint16_t)i) : 24.0f * (float)(lcg >> 8) / 16777216.0f - 12.0f;
+    }
+    const float edges[] = {-10.0f, 10.0f, -9.999999f, 9.999999f, -9.996f, 9.996f, -10.000001f, 10.000001f, 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) x[65536 + (int64_t)i] = edges[i];
+    float *out[2] = {malloc((size_t)n * sizeof(float)), malloc((size_t)n * sizeof(float))};
+    for (int layout = 0; layout < 2; layout++) {
+        loom_ctx *ctx = new_ctx(g_threads);
+        loom_tensor *t = loom_gelu_f16(ctx, make_f32(ctx, layout == 0 ? L_CONT : L_T01, ne, x));
+        loom_ctx_forward(ctx, t);
+        CHECK(loom_ctx_compute(ctx, 1, &t) == LOOM_OK);
+        CHECK(loom_tensor_read_f32(t, out[layout], (size_t)n) == LOOM_OK);
+        loom_ctx_free(ctx);
+    }
+    int64_t differ = 0, bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float a = out[0][i], b = out[1][i];
+        if (isnan(x[i])) {
+            bad += !isnan(a) || !isnan(b);
+            continue;
+        }
+        differ += memcmp(&a, &b, sizeof a) != 0;
+        double want;
+        if (x[i] <= -10.0f) want = 0.0;
+        else if (x[i] >= 10.0f) want = x[i];
+        else {
+            const double h = loom_fp16_to_fp32(loom_fp32_to_fp16(x[i]));
+            want = loom_fp16_to_fp32(loom_fp32_to_fp16((float)r_gelu(h)));
+        }
+        /* one F16 step at want (the float formula may round to the other neighbour), or
+         * where the result is tiny, float's 1 + tanh(u) cancelling for negative inputs:
+         * an absolute |x| 2^-22 (two float ulps of 1 times x / 2) */
+        const double step = fmax(ldexp(fabs(want), -10), fabs((double)x[i]) * ldexp(1.0, -22));
+        if (!(fabs(a - want) <= step) && !(isinf(want) && a == want)) {
+            if (bad < 5) printf("gelu_f16(%.9g) = %.9g, want %.9g\n", (double)x[i], (double)a, want);
+            bad++;
+        }
+    }
+    CHECK_MSG(differ == 0, "gelu_f16: %lld values differ between contiguous and transposed rows", (long long)differ);
+    CHECK_MSG(bad == 0, "gelu_f16: %lld values off the float64 reference by more than one F16 step", (long long)bad);
+    free(out[0]);
+    free(out[1]);
+    free(x);
+}
+
 /* ------------------------------------------------------------------ reductions, norms, softmax */
 
 static void test_reductions(void) {
@@ -801,6 +885,8 @@ int main(void) {
         test_swiglu();
         test_binary();
         test_unary();
+        test_gelu_f16();
+        test_tanh_range();
         test_reductions();
         test_softmax();
         test_views();

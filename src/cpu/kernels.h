@@ -96,6 +96,12 @@ typedef struct loom_kernels {
      * levels the equal x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) with the
      * polynomial exp (relative error about 3e-7). Never NULL. */
     void (*gelu_f32)(int64_t n, const float *x, float *y);
+    /* y[i] = b * tanh(a * x[i]) for n floats; x == y allowed (TANH, flash attention's
+     * soft cap). The reference calls tanhf; SIMD levels compute tanh|u| = (1 - e) /
+     * (1 + e), e = exp(-2|u|) with the polynomial exp, and the odd Taylor series to u^11
+     * below |u| = 0.25 (relative error about 2e-7); +-inf give +-b, NaN stays NaN.
+     * Never NULL. */
+    void (*tanh_f32)(int64_t n, const float *x, float *y, float a, float b);
     /* Flash attention over one key tile for a block of R query rows (ops_attn.c), in
      * three steps. Row r of a block is query head r % G of the block's token r / G; Rp
      * is R rounded up to a multiple of 16; every buffer is floats.

@@ -135,6 +135,33 @@ static void gelu_f32(int64_t n, const float *x, float *y) {
     }
 }
 
+/* tanh: see kernels.h. |u| through exp_neg(-2|u|) (0 past |u| = 43.6: tanh 1), the
+ * series below 0.25, the sign put back from u (so -0 stays -0); NaN stays NaN. */
+static void tanh_f32(int64_t n, const float *x, float *y, float a, float b) {
+    const __m512 one = _mm512_set1_ps(1.0f), va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        const __m512 u = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, x + i));
+        const __m512 t = _mm512_abs_ps(u);
+        const __m512 e = exp_neg(_mm512_mul_ps(_mm512_set1_ps(-2.0f), t));
+        __m512 r = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+        const __m512 z = _mm512_mul_ps(t, t);
+        __m512 p = _mm512_set1_ps(-1382.0f / 155925);
+        p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(62.0f / 2835));
+        p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-17.0f / 315));
+        p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.0f / 15));
+        p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-1.0f / 3));
+        p = _mm512_fmadd_ps(p, z, one);
+        p = _mm512_mul_ps(p, t);
+        r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(t, _mm512_set1_ps(0.25f), _CMP_LT_OQ), p);
+        r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r),
+                                                _mm512_and_si512(_mm512_castps_si512(u), sign)));
+        r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q), u); /* NaN */
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(vb, r));
+    }
+}
+
 static float exp_sum_f32(int64_t n, float *x, float max) {
     const __m512 vm = _mm512_set1_ps(max);
     __m512 acc = _mm512_setzero_ps();
@@ -160,6 +187,7 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->exp_sum_f32 = exp_sum_f32;
     k->silu_f32 = silu_f32;
     k->gelu_f32 = gelu_f32;
+    k->tanh_f32 = tanh_f32;
     k->from_float[LOOM_TYPE_F16] = ff_f16;
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;

@@ -454,6 +454,37 @@ static inline float32x4_t exp_shifted(float32x4_t x, float32x4_t vm) {
     return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(e), ninf));
 }
 
+/* tanh: see kernels.h (as the AVX-512 level: exp_neg(-2|u|), the series below 0.25,
+ * u's sign put back; NaN stays NaN). Tail through a zero-padded vector. */
+static inline float32x4_t tanh4(float32x4_t u) {
+    const float32x4_t one = vdupq_n_f32(1.0f), t = vabsq_f32(u);
+    const float32x4_t e = exp_neg(vmulq_n_f32(t, -2.0f));
+    float32x4_t r = vdivq_f32(vsubq_f32(one, e), vaddq_f32(one, e));
+    const float32x4_t z = vmulq_f32(t, t);
+    float32x4_t p = vdupq_n_f32(-1382.0f / 155925);
+    p = vfmaq_f32(vdupq_n_f32(62.0f / 2835), p, z);
+    p = vfmaq_f32(vdupq_n_f32(-17.0f / 315), p, z);
+    p = vfmaq_f32(vdupq_n_f32(2.0f / 15), p, z);
+    p = vfmaq_f32(vdupq_n_f32(-1.0f / 3), p, z);
+    p = vfmaq_f32(one, p, z);
+    p = vmulq_f32(p, t);
+    r = vbslq_f32(vcltq_f32(t, vdupq_n_f32(0.25f)), p, r);
+    const uint32x4_t sign = vandq_u32(vreinterpretq_u32_f32(u), vdupq_n_u32(0x80000000u));
+    r = vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(r), sign));
+    return vbslq_f32(vceqq_f32(u, u), r, u); /* NaN */
+}
+
+static void tanh_f32(int64_t n, const float *x, float *y, float a, float b) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vmulq_n_f32(tanh4(vmulq_n_f32(vld1q_f32(x + i), a)), b));
+    if (i < n) {
+        float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        vst1q_f32(t, vmulq_n_f32(tanh4(vmulq_n_f32(vld1q_f32(t), a)), b));
+        for (int64_t j = i; j < n; j++) y[j] = t[j - i];
+    }
+}
+
 static float exp_sum_f32(int64_t n, float *x, float max) {
     const float32x4_t vm = vdupq_n_f32(max);
     float32x4_t acc = vdupq_n_f32(0.f);
@@ -566,5 +597,6 @@ void NEON_FILL(loom_kernels *k) {
     k->axpy_f32 = axpy_f32;
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
+    k->tanh_f32 = tanh_f32;
     k->gemm = neon_gemm; /* MXFP4 tiles (kernels_neon_mxfp4.h), F16/BF16 tiles of 16+ columns; declines the rest */
 }

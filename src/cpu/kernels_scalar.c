@@ -285,6 +285,10 @@ static void gelu_f32_ref(int64_t n, const float *x, float *y) {
     }
 }
 
+static void tanh_f32_ref(int64_t n, const float *x, float *y, float a, float b) {
+    for (int64_t i = 0; i < n; i++) y[i] = b * tanhf(a * x[i]);
+}
+
 static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -523,6 +527,7 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->exp_sum_f32 = exp_sum_f32_ref;
     k->silu_f32 = silu_f32_ref;
     k->gelu_f32 = gelu_f32_ref;
+    k->tanh_f32 = tanh_f32_ref;
     k->fa_qk = loom_fa_qk_ref;
     k->fa_softmax = loom_fa_softmax_ref;
     k->fa_pv = loom_fa_pv_ref;

@@ -267,13 +267,15 @@ static void fa_tile_rows(const loom_kernels *kt, const loom_tensor *x, const cha
 
 /* Scores of a tile soft-capped in place: x = softcap * tanh(x * scale / softcap) (the
  * scale folded in, so the softmax then runs with scale 1), as the explicit path's
- * scale, tanh, scale nodes compute them. */
+ * scale, tanh, scale nodes compute them (the same tanh: the kernel table's). */
 static void fa_softcap(float *sT, int64_t nj, int64_t R, int64_t Rp, float scale, float softcap) {
     const float pre = scale / softcap;
-    for (int64_t j = 0; j < nj; j++) { /* rows past R are padding: never read */
-        float *x = sT + (size_t)j * (size_t)Rp;
-        for (int64_t r = 0; r < R; r++) x[r] = softcap * tanhf(x[r] * pre);
+    if (R == Rp) { /* the tile is one contiguous run */
+        loom_kernels_get()->tanh_f32(nj * Rp, sT, sT, pre, softcap);
+        return;
     }
+    for (int64_t j = 0; j < nj; j++) /* rows past R are padding: never read */
+        loom_kernels_get()->tanh_f32(R, sT + (size_t)j * (size_t)Rp, sT + (size_t)j * (size_t)Rp, pre, softcap);
 }
 
 /* out = acc / S for a row's final state (M, S, acc), the head's sink logit (when sink)
@@ -453,8 +455,9 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
             for (int64_t hi = 0; hi < G; hi++) {
                 float *s = st + (size_t)hi * sstride, *sv = sc + hi * FA_TILE;
                 float mx[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+                if (softcap > 0.0f) kt->tanh_f32(nj, sv, sv, pre, softcap);
                 for (int64_t j = 0; j < nj; j++) {
-                    const float sj = softcap > 0.0f ? softcap * tanhf(sv[j] * pre) : sv[j] * scale;
+                    const float sj = softcap > 0.0f ? sv[j] : sv[j] * scale;
                     const float x = mrow[j] == -INFINITY ? -INFINITY : sj + mrow[j];
                     sv[j] = x;
                     if (x > mx[j & 7]) mx[j & 7] = x;

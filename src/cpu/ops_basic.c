@@ -11,6 +11,8 @@
 #include "cpu/ops.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ binary */
 
@@ -74,6 +76,8 @@ static inline float u_sqrt(float x, float p0, float p1) { (void)p0; (void)p1; re
 static inline float u_sin(float x, float p0, float p1) { (void)p0; (void)p1; return sinf(x); }
 static inline float u_cos(float x, float p0, float p1) { (void)p0; (void)p1; return cosf(x); }
 static inline float u_tanh(float x, float p0, float p1) { (void)p0; (void)p1; return tanhf(x); }
+
+static void tanh_row(int64_t n, const float *x, float *y) { loom_kernels_get()->tanh_f32(n, x, y, 1.0f, 1.0f); }
 static inline float u_sigmoid(float x, float p0, float p1) { (void)p0; (void)p1; return 1.0f / (1.0f + expf(-x)); }
 static inline float u_silu(float x, float p0, float p1) { (void)p0; (void)p1; return x / (1.0f + expf(-x)); }
 static inline float u_relu(float x, float p0, float p1) { (void)p0; (void)p1; return x > 0.0f ? x : 0.0f; }
@@ -90,6 +94,44 @@ static inline float u_gelu(float x, float p0, float p1) {
     }
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
+/* loom_gelu_f16 on contiguous rows: its input is rounded to F16 before the formula, so
+ * the result is a function of 65536 values: a table of u_gelu's F16 results, built
+ * once (pthread_once) from the same expression, makes the op bit-identical to the
+ * scalar path at a lookup per element (the conversions go through the level's row
+ * kernels). The saturation tests stay on the unrounded input, as in u_gelu. */
+static uint16_t g_gelu_f16[1 << 16];
+static pthread_once_t g_gelu_f16_once = PTHREAD_ONCE_INIT;
+
+static void gelu_f16_init(void) {
+    const float k = 0.7978845608028654f;
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const float x = loom_fp16_to_fp32((uint16_t)i);
+        g_gelu_f16[i] = loom_fp32_to_fp16(0.5f * x * (1.0f + tanhf(k * x * (1.0f + 0.044715f * x * x))));
+    }
+}
+
+static void gelu_f16_row(int64_t n, const float *x, float *y) {
+    const loom_kernels *kt = loom_kernels_get();
+    uint16_t h[256];
+    float v[256]; /* the inputs (y may be x) */
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t m = n - i0 < 256 ? n - i0 : 256;
+        memcpy(v, x + i0, (size_t)m * sizeof(float));
+        kt->from_float[LOOM_TYPE_F16](v, h, m);
+        for (int64_t i = 0; i < m; i++) h[i] = g_gelu_f16[h[i]];
+        kt->f16_to_f32(m, h, y + i0);
+        for (int64_t i = 0; i < m; i++) {
+            if (v[i] <= -10.0f) y[i0 + i] = 0.0f;
+            else if (v[i] >= 10.0f) y[i0 + i] = v[i];
+        }
+    }
+}
+
+static void (*gelu_f16_rows(void))(int64_t, const float *, float *) {
+    if (pthread_once(&g_gelu_f16_once, gelu_f16_init) != 0) return NULL; /* the scalar path then */
+    return gelu_f16_row;
+}
+
 static inline float u_quick_gelu(float x, float p0, float p1) {
     (void)p0;
     (void)p1;
@@ -151,14 +193,16 @@ UNARY_KERNEL(sqr, u_sqr)
 UNARY_KERNEL(sqrt, u_sqrt)
 UNARY_KERNEL(sin, u_sin)
 UNARY_KERNEL(cos, u_cos)
-UNARY_KERNEL(tanh, u_tanh)
+/* TANH: contiguous F32 rows through the kernel table (the level's exp at SIMD levels) */
+UNARY_KERNEL_ROWS(tanh, u_tanh, tanh_row)
 UNARY_KERNEL(sigmoid, u_sigmoid)
 /* SiLU: contiguous F32 rows through the kernel table (vectorised exp) */
 UNARY_KERNEL_ROWS(silu, u_silu, loom_kernels_get()->silu_f32)
 UNARY_KERNEL(relu, u_relu)
 /* GELU: contiguous F32 rows through the kernel table (vectorised exp at SIMD levels)
- * when the op has no parameter (a variant selected by op param 0 stays scalar) */
-UNARY_KERNEL_ROWS(gelu, u_gelu, (loom_get_op_param_f32(dst, 0) == 0.0f ? loom_kernels_get()->gelu_f32 : NULL))
+ * when the op has no parameter; the F16 variant (op param 0) through its table */
+UNARY_KERNEL_ROWS(gelu, u_gelu,
+                  (loom_get_op_param_f32(dst, 0) == 0.0f ? loom_kernels_get()->gelu_f32 : gelu_f16_rows()))
 UNARY_KERNEL(quick_gelu, u_quick_gelu)
 UNARY_KERNEL(clamp, u_clamp)
 
