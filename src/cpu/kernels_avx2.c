@@ -3,6 +3,9 @@
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+#include <math.h>
+
+#include "cpu/kernels_avx2_exp.h"
 
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -313,6 +316,105 @@ static bool gemm_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const v
            loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
+/* ---- vector exp users (kernels_avx2_exp.h); tails through an 8-float buffer */
+
+/* x[i] = exp(x[i] - max), 0 where x[i] is -inf (even when max is -inf too) */
+static inline __m256 exp8_shifted(__m256 x, __m256 vm) {
+    const __m256 ninf = _mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ);
+    return _mm256_andnot_ps(ninf, exp8_neg(_mm256_sub_ps(x, vm)));
+}
+
+static float exp_sum_f32(int64_t n, float *x, float max) {
+    const __m256 vm = _mm256_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp8_shifted(_mm256_loadu_ps(x + i), vm);
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    if (i < n) { /* padded with -inf: 0 */
+        float t[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        const __m256 e = exp8_shifted(_mm256_loadu_ps(t), vm);
+        _mm256_storeu_ps(t, e);
+        for (int64_t j = i; j < n; j++) x[j] = t[j - i];
+        acc = _mm256_add_ps(acc, e);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* x / (1 + exp(a)) with a clamped to [EXP8_LO, EXP8_HI]; a above EXP8_HI gives exp = inf
+ * (x / inf = -0 for very negative x, the limit); NaN x stays NaN. silu: a = -x; gelu:
+ * a = -2k (x + 0.044715 x^3). */
+static inline __m256 x_over_1_exp(__m256 xv, __m256 a) {
+    const __m256 big = _mm256_cmp_ps(a, _mm256_set1_ps(EXP8_HI), _CMP_GT_OQ);
+    a = _mm256_min_ps(_mm256_max_ps(a, _mm256_set1_ps(EXP8_LO)), _mm256_set1_ps(EXP8_HI));
+    const __m256 e = _mm256_blendv_ps(exp8_clamped(a), _mm256_set1_ps(INFINITY), big);
+    const __m256 v = _mm256_div_ps(xv, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_blendv_ps(v, xv, _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q));
+}
+
+static inline __m256 silu8(__m256 xv) { return x_over_1_exp(xv, _mm256_sub_ps(_mm256_setzero_ps(), xv)); }
+
+static inline __m256 gelu8(__m256 xv) {
+    const __m256 c1 = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c3 = _mm256_set1_ps(0.044715f);
+    const __m256 x2 = _mm256_mul_ps(xv, xv);
+    return x_over_1_exp(xv, _mm256_mul_ps(_mm256_mul_ps(c1, xv), _mm256_fmadd_ps(c3, x2, _mm256_set1_ps(1.0f))));
+}
+
+/* tanh: see kernels.h (as the AVX-512 level) */
+static inline __m256 tanh8(__m256 u) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256 t = _mm256_andnot_ps(sign, u);
+    const __m256 e = exp8_neg(_mm256_mul_ps(_mm256_set1_ps(-2.0f), t));
+    __m256 r = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    const __m256 z = _mm256_mul_ps(t, t);
+    __m256 p = _mm256_set1_ps(-1382.0f / 155925);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(62.0f / 2835));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-17.0f / 315));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.0f / 15));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-1.0f / 3));
+    p = _mm256_fmadd_ps(p, z, one);
+    p = _mm256_mul_ps(p, t);
+    r = _mm256_blendv_ps(r, p, _mm256_cmp_ps(t, _mm256_set1_ps(0.25f), _CMP_LT_OQ));
+    r = _mm256_or_ps(r, _mm256_and_ps(u, sign));
+    return _mm256_blendv_ps(r, u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q)); /* NaN */
+}
+
+#define ROW8(name, expr)                                                                  \
+    static void name(int64_t n, const float *x, float *y) {                               \
+        int64_t i = 0;                                                                    \
+        for (; i + 8 <= n; i += 8) {                                                      \
+            const __m256 v = _mm256_loadu_ps(x + i);                                      \
+            _mm256_storeu_ps(y + i, expr);                                                \
+        }                                                                                 \
+        if (i < n) {                                                                      \
+            float t[8] = {0};                                                             \
+            for (int64_t j = i; j < n; j++) t[j - i] = x[j];                              \
+            const __m256 v = _mm256_loadu_ps(t);                                          \
+            _mm256_storeu_ps(t, expr);                                                    \
+            for (int64_t j = i; j < n; j++) y[j] = t[j - i];                              \
+        }                                                                                 \
+    }
+ROW8(silu_f32, silu8(v))
+ROW8(gelu_f32, gelu8(v))
+
+static void tanh_f32(int64_t n, const float *x, float *y, float a, float b) {
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(vb, tanh8(_mm256_mul_ps(va, _mm256_loadu_ps(x + i)))));
+    if (i < n) {
+        float t[8] = {0};
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        _mm256_storeu_ps(t, _mm256_mul_ps(vb, tanh8(_mm256_mul_ps(va, _mm256_loadu_ps(t)))));
+        for (int64_t j = i; j < n; j++) y[j] = t[j - i];
+    }
+}
+
 void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_fa_avx2(k); /* flash-attention p.V (kernels_fa_avx2.c) */
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
@@ -329,6 +431,10 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    k->exp_sum_f32 = exp_sum_f32;
+    k->silu_f32 = silu_f32;
+    k->gelu_f32 = gelu_f32;
+    k->tanh_f32 = tanh_f32;
     /* Q2_K/Q3_K vec_dot and the Q8_0/Q8_1/Q8_K activation quantizers
      * (kernels_x86_kquant_avx2.c); the avx512 levels inherit them */
     loom_kernels_fill_x86_kquant_avx2(k);

@@ -1,15 +1,20 @@
 /*
- * kernels_fa_avx2.c - AVX2 flash-attention tile kernels (kernels.h fa_qk and fa_pv;
- * fa_softmax stays the reference: this level has no vector exp).
+ * kernels_fa_avx2.c - AVX2 flash-attention tile kernels (kernels.h fa_qk, fa_softmax,
+ * fa_pv).
  *
  * fa_qk: the lanes are 8 query rows; per d, 4 row vectors of the transposed queries
  * and 2 broadcast key values (a 2-key x 32-row block of accumulators). fa_pv: the
  * lanes are 8 values of Dv; per live key, 4 vectors of the V row and 2 broadcast
- * probabilities. Both bit-identical to the references.
+ * probabilities. Both bit-identical to the references. fa_softmax: as the AVX-512
+ * level on 8 rows per vector (each row's mask value picked with a lane permutation,
+ * the polynomial exp of kernels_avx2_exp.h).
  */
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+#include <math.h>
+
+#include "cpu/kernels_avx2_exp.h"
 
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
 
@@ -25,6 +30,40 @@
 #define QK_NK 2
 #define PV_NR 2
 #include "cpu/kernels_fa_body.h"
+
+static void fa_softmax(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT, float *M,
+                       float *S, float *f) {
+    const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
+    for (int64_t r0 = 0; r0 < Rp; r0 += 8) {
+        const int64_t t0 = r0 / G; /* token of lane 0; lane i's is (r0 + i) / G, at most t0 + 7 */
+        int32_t ix[8];
+        for (int i = 0; i < 8; i++) ix[i] = (int32_t)((r0 + i) / G - t0);
+        const __m256i idx = _mm256_loadu_si256((const __m256i *)ix);
+        const __m256 m0 = _mm256_loadu_ps(M + r0);
+        __m256 mx = m0;
+        for (int64_t j = 0; j < nk; j++) {
+            float *xp = sT + (size_t)j * (size_t)Rp + (size_t)r0;
+            const __m256 m = _mm256_permutevar8x32_ps(_mm256_loadu_ps(mT + (size_t)j * ms + (size_t)t0), idx);
+            __m256 x = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(xp), vs), m);
+            x = _mm256_blendv_ps(x, ninf, _mm256_cmp_ps(m, ninf, _CMP_EQ_OQ));
+            _mm256_storeu_ps(xp, x);
+            mx = _mm256_max_ps(x, mx); /* a NaN score leaves the max as it was */
+        }
+        const __m256 same = _mm256_cmp_ps(mx, m0, _CMP_EQ_OQ);
+        const __m256 fr = _mm256_blendv_ps(exp8_neg(_mm256_sub_ps(m0, mx)), one, same);
+        __m256 s = _mm256_mul_ps(_mm256_loadu_ps(S + r0), fr);
+        for (int64_t j = 0; j < nk; j++) {
+            float *xp = sT + (size_t)j * (size_t)Rp + (size_t)r0;
+            const __m256 x = _mm256_loadu_ps(xp);
+            const __m256 p = _mm256_andnot_ps(_mm256_cmp_ps(x, ninf, _CMP_EQ_OQ), exp8_neg(_mm256_sub_ps(x, mx)));
+            _mm256_storeu_ps(xp, p);
+            s = _mm256_add_ps(s, p);
+        }
+        _mm256_storeu_ps(S + r0, s);
+        _mm256_storeu_ps(M + r0, mx);
+        _mm256_storeu_ps(f + r0, fr);
+    }
+}
 
 static bool fa_rows(loom_type t, int64_t n, int64_t D, const void *src, size_t ss, float *dst, size_t ds) {
     if (t == LOOM_TYPE_F16 ? D % 8 != 0 : (D % 32 || (t != LOOM_TYPE_Q8_0 && t != LOOM_TYPE_Q4_0)))
@@ -63,6 +102,7 @@ static bool fa_rows(loom_type t, int64_t n, int64_t D, const void *src, size_t s
 
 void loom_kernels_fill_fa_avx2(loom_kernels *k) {
     k->fa_qk = fa_qk;
+    k->fa_softmax = fa_softmax;
     k->fa_pv = fa_pv;
     k->fa_rows = fa_rows;
 }
