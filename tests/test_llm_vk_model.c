@@ -12,6 +12,7 @@
  *     test_quant_stories) / 1e-2 (quantized), on the float and the int8-dot path;
  *   - synthetic llama models (loom_synth) for the K-quants (rows of 256), within the
  *     noise of 8-bit activations on random weights (see test_synth);
+ *   - tiny gemma2 and gpt-oss models (soft cap, sinks in the flash-attention shader);
  *   - the validation layers (with synchronization validation) report nothing.
  * Skips (77) without a Vulkan device. */
 #include "backend/backend_internal.h"
@@ -457,6 +458,39 @@ static void test_synth(void) {
     unlink(path);
 }
 
+/* Gemma 2's soft-capped scores and gpt-oss's sinks inside the fused attention shader
+ * (loom_flash_attn_ext; the sinks a weight bound next to the mask, or read by the
+ * split-K combine): tiny F32 models of both (loom_synth_arch, stories260K's vocabulary),
+ * every layer on the device with flash attention, prompt and decode logits against the
+ * CPU's (F16 cache on both: summation order and exp only). */
+static void test_arch_extras(void) {
+    static const char *const archs[] = {"gemma2", "gpt-oss"};
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/loom_vk_arch_%d.gguf", (int)getpid());
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        loom_synth_arch_params sp = loom_synth_arch_default_params();
+        sp.arch = archs[i];
+        sp.vocab_path = test_path("models/stories260K.gguf");
+        loom_error e = {0};
+        if (loom_synth_arch_write(&sp, path, &e)) {
+            CHECK_MSG(0, "synth %s: %s", archs[i], e.msg);
+            continue;
+        }
+        size_t n0 = 0, n1 = 0;
+        float *cpu = stories_logits(path, 0, true, 0, &n0);
+        float *gpu = stories_logits(path, 99, true, 0, &n1);
+        CHECK_MSG(cpu && gpu && n0 == n1, "%s: runs failed", archs[i]);
+        if (cpu && gpu && n0 == n1) {
+            const double err = nrmse(gpu, cpu, n0);
+            printf("  %-8s flash    logits nrmse device vs CPU %.2e (tol 3e-05)\n", archs[i], err);
+            CHECK_MSG(err <= 3e-5, "%s: nrmse %.3g > 3e-5", archs[i], err);
+        }
+        free(cpu);
+        free(gpu);
+    }
+    unlink(path);
+}
+
 #include <time.h>
 static double now_s(void) {
     struct timespec ts;
@@ -476,6 +510,7 @@ int main(void) {
     test_quant_stories();
     double t3 = now_s();
     test_synth();
+    test_arch_extras();
     printf("  seconds: stories %.1f, chunks+plan %.1f, quantized stories %.1f, synth %.1f\n", t1 - t0, t2 - t1,
            t3 - t2, now_s() - t3);
     printf("  validation layer messages: %lld\n", (long long)g_reports);
