@@ -445,9 +445,55 @@ static void test_attention_rows_independent(void) {
     }
 }
 
+/* loom_sdpa_ext / loom_flash_attn_ext reject bad extras with the documented status and a
+ * poisoned result: a negative, NaN or infinite soft cap (INVALID_ARG); sinks of the wrong
+ * length, type or layout (SHAPE). A valid call beside them still builds. */
+static void test_attention_extras_errors(void) {
+    static float qd[16 * 4 * 2], kd[16 * 2 * 8], vd[16 * 2 * 8], sd[8];
+    const float bad_cap[] = {-1.0f, NAN, INFINITY};
+    for (int c = 0; c < 5; c++)
+        for (int flash = 0; flash < 2; flash++) {
+            loom_ctx *ctx = nn_ctx(1, flash);
+            loom_tensor *q = nn_f32(ctx, qd, 16, 4, 2, 1), *k = nn_f32(ctx, kd, 16, 2, 8, 1);
+            loom_tensor *v = flash ? nn_f32(ctx, vd, 16, 2, 8, 1) : nn_f32(ctx, vd, 8, 16, 2, 1);
+            float cap = 0.0f;
+            loom_tensor *sk = NULL;
+            loom_status want = LOOM_ERR_SHAPE;
+            if (c < 3) {
+                cap = bad_cap[c];
+                want = LOOM_ERR_INVALID_ARG;
+            } else if (c == 3) {
+                sk = nn_f32(ctx, sd, 3, 1, 1, 1); /* 3 values for 4 heads */
+            } else {
+                sk = loom_transpose(ctx, nn_f32(ctx, sd, 2, 2, 1, 1)); /* 4 values, not contiguous */
+            }
+            loom_tensor *y = loom_sdpa_ext(ctx, q, k, v, NULL, 0.25f, cap, sk);
+            CHECK_MSG(loom_tensor_is_poison(y) && loom_ctx_status(ctx) == want,
+                      "sdpa_ext case %d flash %d: status %s (%s)", c, flash, loom_status_name(loom_ctx_status(ctx)),
+                      loom_ctx_error(ctx));
+            loom_ctx_free(ctx);
+            ctx = nn_ctx(1, true);
+            q = nn_f32(ctx, qd, 16, 2, 4, 1); /* [Dk, T, H] */
+            k = nn_f32(ctx, kd, 16, 8, 2, 1);
+            v = nn_f32(ctx, vd, 16, 8, 2, 1);
+            if (c == 3) sk = nn_f32(ctx, sd, 3, 1, 1, 1);
+            else if (c == 4) sk = loom_transpose(ctx, nn_f32(ctx, sd, 2, 2, 1, 1));
+            y = loom_flash_attn_ext(ctx, q, k, v, NULL, 0.25f, cap, sk);
+            CHECK_MSG(loom_tensor_is_poison(y) && loom_ctx_status(ctx) == want, "flash_attn_ext case %d: status %s (%s)",
+                      c, loom_status_name(loom_ctx_status(ctx)), loom_ctx_error(ctx));
+            loom_ctx_free(ctx);
+        }
+    loom_ctx *ctx = nn_ctx(1, true);
+    loom_tensor *y = loom_sdpa_ext(ctx, nn_f32(ctx, qd, 16, 4, 2, 1), nn_f32(ctx, kd, 16, 2, 8, 1),
+                                   nn_f32(ctx, vd, 16, 2, 8, 1), NULL, 0.25f, 0.5f, nn_f32(ctx, sd, 4, 1, 1, 1));
+    CHECK_MSG(!loom_tensor_is_poison(y) && loom_ctx_status(ctx) == LOOM_OK, "valid sdpa_ext: %s", loom_ctx_error(ctx));
+    loom_ctx_free(ctx);
+}
+
 int main(void) {
     test_rope();
     test_attention();
     test_attention_rows_independent();
+    test_attention_extras_errors();
     return test_finish("test_cpu_ops_nn_attn");
 }

@@ -61,15 +61,16 @@ static void account_graph_estimate(loom_model *m) {
     if (m->hx.n_expert > 0) {
         /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
          * the down projection (the product still live), then the down projection and its
-         * routing-weighted copy before the sum over slots. Expert biases (gpt-oss): the
+         * routing-weighted copy before the sum over slots. A down-projection bias: the
          * bias rows gathered per (slot, token) and the biased copy live with the down
-         * projection (3 [E, K, T] at once), and gpt-oss's clamped gate/up, sigmoid and
-         * products double the [FE, K, T] tensors. */
-        bool exp_bias = false;
+         * projection (3 [E, K, T] at once). The clamped SwiGLU (swiglu_limit, gpt-oss):
+         * clamped gate/up, sigmoid and products double the [FE, K, T] tensors. */
+        bool down_bias = false;
         for (int il = 0; m->layers && il < hp->n_layer; il++)
-            if (m->layers[il].ffn_down_exps_b) exp_bias = true;
+            if (m->layers[il].ffn_down_exps_b) down_bias = true;
         const uint64_t K = (uint64_t)m->hx.n_expert_used, FE = (uint64_t)m->hx.n_ff_exp;
-        const uint64_t up_down = (exp_bias ? 6 : 3) * FE * K + E * K, weighted = (exp_bias ? 3 : 2) * E * K;
+        const uint64_t fe_live = m->hx.swiglu_limit > 0.0f ? 6 : 3;
+        const uint64_t up_down = fe_live * FE * K + E * K, weighted = (down_bias ? 3 : 2) * E * K;
         ffn = (2 * (uint64_t)m->hx.n_expert + (up_down > weighted ? up_down : weighted)) * T * 4;
     }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
