@@ -117,6 +117,11 @@ int main(void) {
     EXPECT("deep containers", "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}",
            LOOM_ERR_RANGE, "LimitError: containers nested deeper than 1000", 1);
     /* size */
+    /* printf-style widths: digits from the template saturate (found by fuzz_template: signed overflow) */
+    EXPECT("%-format 20-digit width", "{{ \"%77777777777777777777d\" % 1 }}", LOOM_ERR_RANGE,
+           "LimitError: format width too large", 1);
+    EXPECT("%-format '*' width", "{{ \"%*d\" % (-9223372036854775807 - 1, 1) }}", LOOM_ERR_RANGE,
+           "LimitError: format width too large", 1);
     EXPECT("x * 10**10", "{{ \"x\" * 10**10 }}", LOOM_ERR_RANGE, "LimitError: a string exceeds max_output", 1);
     EXPECT("[1] * 10**9", "{{ [1] * 10**9 }}", LOOM_ERR_RANGE, "LimitError: a list would exceed max_iterations", 1);
     EXPECT("output flood", "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", LOOM_ERR_RANGE,

@@ -461,10 +461,14 @@ int tpl_percent_format(tpl_ctx *c, const tstr *fmt, bool markup, tval args, tval
         if (i < n && s[i] == '*') {
             if (ai >= an || av[ai].k != TV_INT) { tpl_fail(c, X_TYPE, "* wants int"); goto fail; }
             f.width = av[ai++].u.i;
-            if (f.width < 0) { left = true; f.width = -f.width; }
+            if (f.width < 0) { left = true; f.width = f.width < -1000001 ? 1000001 : -f.width; }
             i++;
         } else {
-            while (i < n && s[i] >= '0' && s[i] <= '9') f.width = f.width * 10 + (s[i++] - '0');
+            /* saturate past the limit: the digits come from the template */
+            while (i < n && s[i] >= '0' && s[i] <= '9') {
+                f.width = f.width > 1000000 ? f.width : f.width * 10 + (s[i] - '0');
+                i++;
+            }
         }
         if (f.width > 1000000) { tpl_fail(c, X_LIMIT, "format width too large"); goto fail; }
         if (i < n && s[i] == '.') {
@@ -474,9 +478,13 @@ int tpl_percent_format(tpl_ctx *c, const tstr *fmt, bool markup, tval args, tval
             if (i < n && s[i] == '*') {
                 if (ai >= an || av[ai].k != TV_INT) { tpl_fail(c, X_TYPE, "* wants int"); goto fail; }
                 f.prec = av[ai++].u.i;
+                if (f.prec < 0) f.prec = 0; /* Python: a negative '*' precision is 0 */
                 i++;
             } else {
-                while (i < n && s[i] >= '0' && s[i] <= '9') f.prec = f.prec * 10 + (s[i++] - '0');
+                while (i < n && s[i] >= '0' && s[i] <= '9') {
+                    f.prec = f.prec > 1000 ? f.prec : f.prec * 10 + (s[i] - '0');
+                    i++;
+                }
             }
             if (f.prec > 1000) f.prec = 1000;
         }
