@@ -24,7 +24,9 @@
  * scales (and for Q4_0 the -8 * sum(y) corrections) are computed once per column
  * tile and slab and reused by every row group; partial sums between slabs stay in c
  * (the fma chain continues from the stored float). Decode (one column) streams each
- * group sequentially (the hardware prefetcher follows it; no software prefetch).
+ * group sequentially with a software prefetch RP_PF bytes ahead (tinyllama-shape 1.1B
+ * at -t 2, tg32 medians of 4 interleaved runs: Q4_0 18.8 -> 22.4 t/s, Q8_0 13.5 ->
+ * 15.7; the hardware prefetcher alone left DRAM bandwidth unused).
  * Prompt shapes register-tile up to RP_MAXCB columns per pass: a weight chunk is
  * loaded and decoded once and used for every column of the tile; one column has
  * its own loop (rp_col1). The tile loops are unrolled explicitly (GCC left them
@@ -40,6 +42,9 @@
 #define RP_UNROLL _Pragma("GCC unroll 8")
 #define RP_SLAB 512 /* activation blocks per slab (whole common rows: one run per group) */
 #define RP_MAXCB 4  /* columns per tile (measured: 3 is no faster) */
+#ifndef RP_PF
+#define RP_PF 4608
+#endif
 
 static ALWAYS_INLINE __m256i bcast32(const int8_t *p) {
     int32_t v;
@@ -198,6 +203,8 @@ static ALWAYS_INLINE void rp_col1(bool q4, int64_t nb, const uint8_t *w, size_t 
             for (int64_t b = s0; b < s1; b++, p += bstep) {
                 const int8_t *yq = y[b].qs;
                 __m256i is0, is1;
+                if (RP_PF)
+                    for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + RP_PF + o), _MM_HINT_T0);
                 if (q4) {
                     __m256i s0a = _mm256_setzero_si256(), s1a = s0a, s0b = s0a, s1b = s0a;
                     RP_UNROLL
@@ -268,7 +275,9 @@ static void rp_cols(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint
 
 static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0) return false; /* no Q4_K layout kernel here */
+    if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K || wt == LOOM_TYPE_Q6_K) /* kernels_repack_kq_avx2.c */
+        return loom_gemm_repacked_kq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+    if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0) return false;
     const bool q4 = wt == LOOM_TYPE_Q4_0;
     const int64_t nb = k / 32;
     const uint8_t *ab = a;
@@ -295,4 +304,7 @@ void loom_kernels_fill_repack_avx2(loom_kernels *k) {
     k->gemm_repacked = gemm_repacked_avx2;
     k->repack[LOOM_TYPE_Q4_0] = true;
     k->repack[LOOM_TYPE_Q8_0] = true;
+    k->repack[LOOM_TYPE_Q4_K] = true;
+    k->repack[LOOM_TYPE_Q5_K] = true;
+    k->repack[LOOM_TYPE_Q6_K] = true;
 }
