@@ -157,6 +157,11 @@ static void test_layout(void) {
  * exceed 2^24, so the same per-32 count bounds it) */
 static double chain_bound(int64_t k, double mag) { return 2.0 * (double)(k / 32 + 4) * ldexp(1.0, -24) * mag + 1e-30; }
 
+/* Set by test_gemm: Q8_K activation rows get extreme bytes (-128 and +127 runs, which
+ * the quantizer never writes) with their bsums recomputed, to check that every level's
+ * integer sums stay exact (int16 lanes must not saturate) for any activation bytes. */
+static bool g_extreme;
+
 static void check_gemm(loom_type t, int64_t k, int64_t n) {
     const int64_t m = 48;
     const loom_kernels *s = loom_kernels_scalar();
@@ -169,6 +174,18 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
     for (int64_t j = 0; j < n; j++) {
         for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * (j % 3 == 1 ? 0.001 : 2.0));
         s->from_float[at](x, a + (size_t)j * arb, k);
+        if (g_extreme && at == LOOM_TYPE_Q8_K) {
+            block_q8_K *yb = (block_q8_K *)(a + (size_t)j * arb);
+            for (int64_t b = 0; b < k / 256; b++) {
+                for (int e = 0; e < 256; e++)
+                    yb[b].qs[e] = (int8_t)((j + b) % 2 ? -128 : e % 64 < 48 ? 127 : -128);
+                for (int g = 0; g < 16; g++) {
+                    int sum = 0;
+                    for (int e = 0; e < 16; e++) sum += yb[b].qs[16 * g + e];
+                    yb[b].bsums[g] = (int16_t)sum;
+                }
+            }
+        }
     }
     CHECK_EQ_INT(loom_repack_rows(t, k, m, w, p), LOOM_OK);
     for (int64_t i = 0; i < m * n; i++) ref[i] = -777.f;
@@ -247,6 +264,18 @@ static void test_gemm(void) {
         check_gemm(LOOM_TYPE_Q5_K, 5632, ns[ni]);
     }
     check_gemm(LOOM_TYPE_Q5_K, 2048, 300);
+    /* decode rows over several activation slabs (the one-column paths keep partial sums
+     * in c between slabs) */
+    check_gemm(LOOM_TYPE_Q4_K, 16640, 1);
+    check_gemm(LOOM_TYPE_Q5_K, 16640, 1);
+    check_gemm(LOOM_TYPE_Q6_K, 16640, 1);
+    check_gemm(LOOM_TYPE_Q6_K, 16640, 5);
+    check_gemm(LOOM_TYPE_Q5_K, 16640, 5);
+    g_extreme = true;
+    static const loom_type kq[4] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
+    for (int ti = 0; ti < 4; ti++)
+        for (int ni = 0; ni < 5; ni++) check_gemm(kq[ti], 512, ns[ni]);
+    g_extreme = false;
 }
 
 /* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */
