@@ -130,7 +130,7 @@ static double kib(uint64_t b) { return (double)b / 1024.0; }
 
 /* Measures path at ctx 32 (fixed overhead) and n_ctx; asserts that plan + F and
  * the real decomposition are both within 5% of the growth. */
-static void check_model(const char *label, const char *path, int n_ctx, bool fa) {
+static void check_model(const char *label, const char *path, int n_ctx, bool fa, double plan_hi) {
     measure small, big;
     bool ok1 = measure_in_child(path, 32, fa, &small), ok2 = measure_in_child(path, n_ctx, fa, &big);
     CHECK_MSG(ok1 && small.ok, "%s ctx 32: %s", label, small.msg);
@@ -156,7 +156,7 @@ static void check_model(const char *label, const char *path, int n_ctx, bool fa)
            "-> error %+.2f%%\n",
            kib(big.real_w), kib(big.real_c), kib(big.real_g), mask_big / 1024, fixed_real / 1024,
            100 * err_real);
-    CHECK_MSG(err >= -0.05 && err <= 0.05, "%s: plan vs RSS error %+.2f%%", label, 100 * err);
+    CHECK_MSG(err >= -0.05 && err <= plan_hi, "%s: plan vs RSS error %+.2f%%", label, 100 * err);
     CHECK_MSG(err_real >= -0.05 && err_real <= 0.05, "%s: real report vs RSS error %+.2f%%", label,
               100 * err_real);
     CHECK(fixed > 0 && fixed < 8.0 * 1024 * 1024);
@@ -234,7 +234,7 @@ int main(void) {
     return test_finish_part("test_llm_memplan", "RSS is not meaningful under sanitizers (shadow memory)");
 #else
     if (status_kb("VmRSS") <= 0) return test_finish_part("test_llm_memplan", "no VmRSS in /proc/self/status");
-    check_model("stories260K", test_path("models/stories260K.gguf"), 512, false);
+    check_model("stories260K", test_path("models/stories260K.gguf"), 512, false, 0.05);
     const char *env = getenv("LOOM_MEMPLAN_SYNTH");
     if (!env || *env != '0') {
         char path[128];
@@ -251,7 +251,7 @@ int main(void) {
         sp.n_threads = 2;
         loom_error err = {0};
         CHECK_MSG(loom_synth_write(&sp, path, NULL, &err) == LOOM_OK, "%s", err.msg);
-        check_model("synthetic dim 512 x 8 layers F32", path, 512, false);
+        check_model("synthetic dim 512 x 8 layers F32", path, 512, false, 0.05);
         unlink(path);
         /* F16 weights with flash attention (no score matrices): the largest part of the
          * graph memory is the prompt products' work area (activations converted to F16
@@ -259,7 +259,19 @@ int main(void) {
         sp.n_layers = 4;
         sp.type_name = "F16";
         CHECK_MSG(loom_synth_write(&sp, path, NULL, &err) == LOOM_OK, "%s", err.msg);
-        check_model("synthetic dim 512 x 4 layers F16, flash attention", path, 512, true);
+        check_model("synthetic dim 512 x 4 layers F16, flash attention", path, 512, true, 0.05);
+        unlink(path);
+        /* Q4_0: repacked at load on every x86 level but scalar (weights in the process's
+         * buffer, norms copied): the plan and the real report against RSS for a repacked
+         * file. (The 2 MiB page-cache folios that made a 1.1B file's mapped norms cost
+         * 72 MiB, docs/reliability.md, cost about 1 MiB at this size, within the checks.)
+         * With 15 MiB of weights the graph estimate's slack above the reserved graph (an
+         * upper bound by design: 5 MiB here) is 6 % of the total, so the plan may be up to
+         * 10 % above. */
+        sp.n_layers = 8;
+        sp.type_name = "Q4_0";
+        CHECK_MSG(loom_synth_write(&sp, path, NULL, &err) == LOOM_OK, "%s", err.msg);
+        check_model("synthetic dim 512 x 8 layers Q4_0 (repacked)", path, 512, false, 0.10);
         unlink(path);
     }
     return test_finish_part("test_llm_memplan", env && *env == '0' ? "LOOM_MEMPLAN_SYNTH=0: the synthetic model was not checked" : NULL);
