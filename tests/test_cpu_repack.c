@@ -159,7 +159,9 @@ static double chain_bound(int64_t k, double mag) { return 2.0 * (double)(k / 32 
 
 /* Set by test_gemm: Q8_K activation rows get extreme bytes (-128 and +127 runs, which
  * the quantizer never writes) with their bsums recomputed, to check that every level's
- * integer sums stay exact (int16 lanes must not saturate) for any activation bytes. */
+ * integer sums stay exact (int16 lanes must not saturate) for any activation bytes;
+ * odd Q8_0 columns get such runs too (the AVX2 sign-trick tiles hand a column with a
+ * -128 byte to the reference). */
 static bool g_extreme;
 
 static void check_gemm(loom_type t, int64_t k, int64_t n) {
@@ -174,6 +176,11 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
     for (int64_t j = 0; j < n; j++) {
         for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * (j % 3 == 1 ? 0.001 : 2.0));
         s->from_float[at](x, a + (size_t)j * arb, k);
+        if (g_extreme && at == LOOM_TYPE_Q8_0 && j % 2) { /* odd columns: -128 / +127 runs */
+            block_q8_0 *yb = (block_q8_0 *)(a + (size_t)j * arb);
+            for (int64_t b = 0; b < k / 32; b++)
+                for (int e = 0; e < 32; e++) yb[b].qs[e] = (int8_t)((e + b) % 3 ? -128 : 127);
+        }
         if (g_extreme && at == LOOM_TYPE_Q8_K) {
             block_q8_K *yb = (block_q8_K *)(a + (size_t)j * arb);
             for (int64_t b = 0; b < k / 256; b++) {
@@ -272,8 +279,9 @@ static void test_gemm(void) {
     check_gemm(LOOM_TYPE_Q6_K, 16640, 5);
     check_gemm(LOOM_TYPE_Q5_K, 16640, 5);
     g_extreme = true;
-    static const loom_type kq[4] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS};
-    for (int ti = 0; ti < 4; ti++)
+    static const loom_type kq[7] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS,
+                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL};
+    for (int ti = 0; ti < 7; ti++)
         for (int ni = 0; ni < 5; ni++) check_gemm(kq[ti], 512, ns[ni]);
     g_extreme = false;
 }

@@ -13,6 +13,8 @@
  *    pair is at most 2*15*128 = 3840 in magnitude, so the 8 products of a block
  *    (4 chunks x low/high nibbles) are added in int16 (<= 30720) and widened once
  *    with vpmaddwd; the offset is removed with -8 * sum(y) per block.
+ *  - IQ4_NL: nibbles index the code table (vpshufb), then Q8_0's sign trick below on
+ *    the int8 codes (|code| <= 127), with the same -128 fallback.
  *  - Q8_0: stored bytes are q ^ 0x80; q is recovered and the sign trick
  *    vpmaddubsw(|q|, sign(y, q)) gives pairs <= 2*128*127 < 32768, widened per
  *    chunk with vpmaddwd. This is exact whenever no activation byte is -128 (the
@@ -32,6 +34,7 @@
  * its own loop (rp_col1). The tile loops are unrolled explicitly (GCC left them
  * rolled, with the accumulators in memory: decode ran about 1.5x slower). */
 #include "cpu/kernels_internal.h"
+#include "quant/iq_tables.h"
 #include "quant/repack.h"
 
 #include <immintrin.h>
@@ -86,9 +89,23 @@ static ALWAYS_INLINE __m256i q8_chunk(const uint8_t *p, __m256i yv, __m256i flip
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(yv, q)), ones16);
 }
 
-static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
+enum { RK_Q4, RK_Q8, RK_IQ4 };
+
+/* the IQ4_NL code table in both 128-bit lanes (vpshufb by nibble) */
+static ALWAYS_INLINE __m256i iq4_lut(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+}
+
+/* 8 row sums of one IQ4_NL half-chunk: codes q (int8, |q| <= 127) times the activation
+ * dword yv, sign trick as q8_chunk (exact when y != -128) */
+static ALWAYS_INLINE __m256i iq4_chunk(__m256i q, __m256i aq, __m256i yv, __m256i ones16) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(yv, q)), ones16);
+}
+
+static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
                                   size_t as, float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j) {
-    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const bool q4 = kind == RK_Q4;
+    const size_t bb = kind == RK_Q8 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
     const __m256i ones16 = _mm256_set1_epi16(1);
@@ -141,6 +158,30 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w,
                         isum[cc][0] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][0], ones16), corr);
                         isum[cc][1] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][1], ones16), corr);
                     }
+                } else if (kind == RK_IQ4) {
+                    const __m256i lut = iq4_lut();
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
+                    RP_UNROLL
+                    for (int ch = 0; ch < 4; ch++) {
+                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
+                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
+                        const __m256i l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, m4));
+                        const __m256i l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, m4));
+                        const __m256i h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4));
+                        const __m256i h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
+                        const __m256i al0 = _mm256_abs_epi8(l0), al1 = _mm256_abs_epi8(l1);
+                        const __m256i ah0 = _mm256_abs_epi8(h0), ah1 = _mm256_abs_epi8(h1);
+                        RP_UNROLL
+                        for (int cc = 0; cc < CB; cc++) {
+                            const int8_t *yq = y[cc][b].qs;
+                            const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
+                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], iq4_chunk(l0, al0, yl, ones16));
+                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], iq4_chunk(l1, al1, yl, ones16));
+                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], iq4_chunk(h0, ah0, yh, ones16));
+                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], iq4_chunk(h1, ah1, yh, ones16));
+                        }
+                    }
                 } else {
                     RP_UNROLL
                     for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
@@ -183,9 +224,10 @@ static ALWAYS_INLINE void rp_tile(int CB, bool q4, int64_t nb, const uint8_t *w,
 
 /* One column (decode): rp_tile's arithmetic with named accumulators and two
  * independent integer chains per half (even/odd chunks, low/high nibbles). */
-static ALWAYS_INLINE void rp_col1(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *c,
+static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *c,
                                   int64_t i0, int64_t i1) {
-    const size_t bb = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    const bool q4 = kind == RK_Q4;
+    const size_t bb = kind == RK_Q8 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
     const __m256i ones16 = _mm256_set1_epi16(1);
@@ -222,6 +264,26 @@ static ALWAYS_INLINE void rp_col1(bool q4, int64_t nb, const uint8_t *w, size_t 
                     const __m256i corr = _mm256_set1_epi32(ncorr[b - s0]);
                     is0 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0a, s0b), ones16), corr);
                     is1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s1a, s1b), ones16), corr);
+                } else if (kind == RK_IQ4) {
+                    const __m256i lut = iq4_lut();
+                    __m256i is0b = _mm256_setzero_si256(), is1b = is0b;
+                    is0 = is1 = is0b;
+                    RP_UNROLL
+                    for (int ch = 0; ch < 4; ch++) {
+                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
+                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
+                        const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
+                        const __m256i l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, m4));
+                        const __m256i l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, m4));
+                        const __m256i h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4));
+                        const __m256i h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
+                        is0 = _mm256_add_epi32(is0, iq4_chunk(l0, _mm256_abs_epi8(l0), yl, ones16));
+                        is1 = _mm256_add_epi32(is1, iq4_chunk(l1, _mm256_abs_epi8(l1), yl, ones16));
+                        is0b = _mm256_add_epi32(is0b, iq4_chunk(h0, _mm256_abs_epi8(h0), yh, ones16));
+                        is1b = _mm256_add_epi32(is1b, iq4_chunk(h1, _mm256_abs_epi8(h1), yh, ones16));
+                    }
+                    is0 = _mm256_add_epi32(is0, is0b);
+                    is1 = _mm256_add_epi32(is1, is1b);
                 } else {
                     __m256i is0b = _mm256_setzero_si256(), is1b = is0b;
                     is0 = is1 = is0b;
@@ -249,23 +311,25 @@ static ALWAYS_INLINE void rp_col1(bool q4, int64_t nb, const uint8_t *w, size_t 
 }
 
 /* Columns [j, j1) of one type, in tiles of at most RP_MAXCB. */
-static void rp_cols(bool q4, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+static void rp_cols(int kind, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
                     size_t ldc, int64_t i0, int64_t i1, int64_t j, int64_t j1) {
     while (j < j1) {
         const int64_t left = j1 - j;
         const int cb = left >= 4 ? 4 : (int)left;
 #define RP(CB)                                                                                          \
     do {                                                                                                \
-        if (q4) rp_tile(CB, true, nb, w, ws, a, as, c, ldc, i0, i1, j);                                 \
-        else rp_tile(CB, false, nb, w, ws, a, as, c, ldc, i0, i1, j);                                   \
+        if (kind == RK_Q4) rp_tile(CB, RK_Q4, nb, w, ws, a, as, c, ldc, i0, i1, j);                     \
+        else if (kind == RK_IQ4) rp_tile(CB, RK_IQ4, nb, w, ws, a, as, c, ldc, i0, i1, j);              \
+        else rp_tile(CB, RK_Q8, nb, w, ws, a, as, c, ldc, i0, i1, j);                                   \
     } while (0)
         switch (cb) {
         case 4: RP(4); break;
         case 3: RP(3); break;
         case 2: RP(2); break;
         default:
-            if (q4) rp_col1(true, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
-            else rp_col1(false, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
+            if (kind == RK_Q4) rp_col1(RK_Q4, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
+            else if (kind == RK_IQ4) rp_col1(RK_IQ4, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
+            else rp_col1(RK_Q8, nb, w, ws, a + (size_t)j * as, c + (size_t)j * ldc, i0, i1);
             break;
         }
 #undef RP
@@ -277,15 +341,16 @@ static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K || wt == LOOM_TYPE_Q6_K) /* kernels_repack_kq_avx2.c */
         return loom_gemm_repacked_kq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-    if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0) return false;
-    const bool q4 = wt == LOOM_TYPE_Q4_0;
+    if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0 && wt != LOOM_TYPE_IQ4_NL) return false;
+    const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
     const int64_t nb = k / 32;
     const uint8_t *ab = a;
-    if (q4) {
-        rp_cols(true, nb, w, ws, ab, as, c, ldc, i0, i1, j0, j1);
+    if (kind == RK_Q4) {
+        rp_cols(RK_Q4, nb, w, ws, ab, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
-    /* Q8_0: runs of columns without a -128 activation byte; the rest by the reference */
+    /* Q8_0 and IQ4_NL (sign trick): runs of columns without a -128 activation byte; the
+     * rest by the reference */
     for (int64_t j = j0; j < j1;) {
         if (!col_clean((const block_q8_0 *)(ab + (size_t)j * as), nb)) {
             (void)loom_gemm_repacked_ref(wt, k, w, ws, a, as, c, ldc, i0, i1, j, j + 1);
@@ -294,7 +359,7 @@ static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws
         }
         int64_t e = j + 1;
         while (e < j1 && col_clean((const block_q8_0 *)(ab + (size_t)e * as), nb)) e++;
-        rp_cols(false, nb, w, ws, ab, as, c, ldc, i0, i1, j, e);
+        rp_cols(kind, nb, w, ws, ab, as, c, ldc, i0, i1, j, e);
         j = e;
     }
     return true;
@@ -304,6 +369,7 @@ void loom_kernels_fill_repack_avx2(loom_kernels *k) {
     k->gemm_repacked = gemm_repacked_avx2;
     k->repack[LOOM_TYPE_Q4_0] = true;
     k->repack[LOOM_TYPE_Q8_0] = true;
+    k->repack[LOOM_TYPE_IQ4_NL] = true;
     k->repack[LOOM_TYPE_Q4_K] = true;
     k->repack[LOOM_TYPE_Q5_K] = true;
     k->repack[LOOM_TYPE_Q6_K] = true;
