@@ -75,7 +75,7 @@ void loom_kernels_fill_gemm_packed_neon(loom_kernels *k);
 bool loom_gemm_float_local_neon(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
-/* AVX2 gemm_repacked for Q4_K, Q5_K and Q6_K weights in the interleaved layout
+/* AVX2 gemm_repacked for Q4_K, Q5_K, Q6_K and IQ4_XS weights in the interleaved layout
  * (kernels_repack_kq_avx2.c; kernels.h gemm_repacked contract, bit for bit with
  * loom_gemm_repacked_ref); declines (returns false) for every other type. */
 bool loom_gemm_repacked_kq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,

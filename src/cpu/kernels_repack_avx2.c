@@ -339,7 +339,8 @@ static void rp_cols(int kind, int64_t nb, const uint8_t *w, size_t ws, const uin
 
 static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K || wt == LOOM_TYPE_Q6_K) /* kernels_repack_kq_avx2.c */
+    if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K || wt == LOOM_TYPE_Q6_K || wt == LOOM_TYPE_IQ4_XS)
+        /* kernels_repack_kq_avx2.c */
         return loom_gemm_repacked_kq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0 && wt != LOOM_TYPE_IQ4_NL) return false;
     const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
@@ -373,4 +374,5 @@ void loom_kernels_fill_repack_avx2(loom_kernels *k) {
     k->repack[LOOM_TYPE_Q4_K] = true;
     k->repack[LOOM_TYPE_Q5_K] = true;
     k->repack[LOOM_TYPE_Q6_K] = true;
+    k->repack[LOOM_TYPE_IQ4_XS] = true;
 }

@@ -1,4 +1,4 @@
-/* AVX2 matmul for Q4_K, Q5_K and Q6_K weights in the row-interleaved layout
+/* AVX2 matmul for Q4_K, Q5_K, Q6_K and IQ4_XS weights in the row-interleaved layout
  * (quant/repack.h) times Q8_K activations: prompt tiles and decode.
  *
  * Unit of work: 8 rows (one half of a 16-row group: in every 64-byte chunk of the
@@ -21,6 +21,10 @@
  *    activation's group-sum pairs), as the reference does in exact integers.
  *  - Q4_K / Q5_K mins: sum_s m[s] * (bsum_2s + bsum_2s+1) as four vpmaddwd of
  *    (m[2t], m[2t+1]) word pairs with the activation's sub-block-sum pairs.
+ *  - IQ4_XS: signed table codes (vpshufb), the sign trick (|code| <= 127), each chunk
+ *    widened by vpmaddwd with its (ls - 32) scale pair; exact when no activation byte is
+ *    -128, so columns holding one (the Q8_K quantizer never writes it) go to the
+ *    scalar reference.
  *
  * Weight-side scale decoding is vectorized per super-block and 16-row group (the
  * 6-bit Q4_K scales and mins from the layout's low-nibble and high-bit bytes), and
@@ -33,6 +37,7 @@
  * super-block two ahead in software: 1.1B Q4_K_M at -t 2, tg32 12 -> 19.5 t/s
  * (medians of 4 interleaved runs), Q6_K 11.9 -> 16.9 t/s. */
 #include "cpu/kernels_internal.h"
+#include "quant/iq_tables.h"
 #include "quant/repack.h"
 
 #include <immintrin.h>
@@ -45,7 +50,7 @@
 #define KQ_SLAB 32   /* super-blocks per activation slab */
 #define KQ_PRE 2048  /* prepared (column, super-block) entries */
 
-enum { KQ_Q4, KQ_Q5, KQ_Q6 };
+enum { KQ_Q4, KQ_Q5, KQ_Q6, KQ_IX };
 #ifndef KQ_PF_ON
 #define KQ_PF_ON 1
 #endif
@@ -333,10 +338,95 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
         for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
 }
 
+/* IQ4_XS: rows of unit (g, h) x columns [j, j + CB), super-blocks [s0, s1). Sub-block s
+ * (32 values) is chunks 4 s .. 4 s + 3 (low nibbles: its values 0..15, high: 16..31);
+ * codes come from the table by vpshufb, the sign trick gives exact pair sums (|code| <=
+ * 127, activations != -128: the caller hands other columns to the reference), and
+ * vpmaddwd with the word pair (ls - 32, ls - 32) scales and widens each chunk. The 6-bit
+ * scales are decoded in lanes: row r's scales_l dword and scales_h word. */
+AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c, size_t ldc,
+                int64_t g, int h0, int64_t j, int64_t s0, int64_t s1, const float *dy, int64_t stride) {
+    const size_t bstep = sizeof(block_iq4_xs) * LOOM_REPACK_ROWS;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m4d = _mm256_set1_epi32(0x0F), m3d = _mm256_set1_epi32(0x03);
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+    const __m256i c32 = _mm256_set1_epi32(32);
+    const size_t ro = (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h0;
+    __m256 acc[2][KQ_MAXCB];
+    KQ_UNROLL
+    for (int hx = 0; hx < NH; hx++)
+        KQ_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[hx][cc] = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx);
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    for (int64_t b = s0; b < s1; b++, p += bstep) {
+        if (NH == 2 && KQ_PF_ON)
+            for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + 2 * bstep + o), _MM_HINT_T0);
+        const int8_t *yq[KQ_MAXCB];
+        __m256i isum[2][KQ_MAXCB];
+        __m256i sl[2], sh[2];
+        KQ_UNROLL
+        for (int hx = 0; hx < NH; hx++) {
+            sl[hx] = _mm256_loadu_si256((const __m256i *)(p + 64 + 32 * (h0 + hx)));
+            sh[hx] = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * (h0 + hx))));
+        }
+        KQ_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            yq[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs;
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++) isum[hx][cc] = _mm256_setzero_si256();
+        }
+        KQ_UNROLL
+        for (int s = 0; s < 8; s++) {
+            __m256i sc[2];
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++) {
+                const __m256i ls = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi32(sl[hx], 4 * s), m4d),
+                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh[hx], 2 * s), m3d), 4));
+                const __m256i x = _mm256_sub_epi32(ls, c32);
+                sc[hx] = _mm256_blend_epi16(x, _mm256_slli_epi32(x, 16), 0xAA);
+            }
+            KQ_UNROLL
+            for (int ch = 0; ch < 4; ch++) {
+                KQ_UNROLL
+                for (int hx = 0; hx < NH; hx++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * (h0 + hx) + 64 * (4 * s + ch)));
+                    const __m256i ql = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
+                    const __m256i qh = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+                    const __m256i al = _mm256_abs_epi8(ql), ah = _mm256_abs_epi8(qh);
+                    KQ_UNROLL
+                    for (int cc = 0; cc < CB; cc++) {
+                        const __m256i yl = bcast32(yq[cc] + 32 * s + 4 * ch), yh = bcast32(yq[cc] + 32 * s + 16 + 4 * ch);
+                        const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(yl, ql));
+                        const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(yh, qh));
+                        /* pair sums <= 2 * 127 * 127 each: their sum may overflow int16, so
+                         * widen both (the scale pair does it) */
+                        isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_add_epi32(_mm256_madd_epi16(pl, sc[hx]),
+                                                                                        _mm256_madd_epi16(ph, sc[hx])));
+                    }
+                }
+            }
+        }
+        KQ_UNROLL
+        for (int hx = 0; hx < NH; hx++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16 * (h0 + hx))));
+            KQ_UNROLL
+            for (int cc = 0; cc < CB; cc++)
+                acc[hx][cc] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dy[cc * stride + (b - s0)]), dx),
+                                              _mm256_cvtepi32_ps(isum[hx][cc]), acc[hx][cc]);
+        }
+    }
+    KQ_UNROLL
+    for (int hx = 0; hx < NH; hx++)
+        KQ_UNROLL
+        for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
+}
+
 AI void kq_tile(int CB, int NH, int kind, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
                 size_t ldc, int64_t g, int h, int64_t j, int64_t s0, int64_t s1, const float *dy, const int32_t *bs,
                 int64_t stride) {
     if (kind == KQ_Q6) k6_tile(CB, NH, w, ws, a, as, c, ldc, g, h, j, s0, s1, dy, bs, stride);
+    else if (kind == KQ_IX) kx_tile(CB, NH, w, ws, a, as, c, ldc, g, h, j, s0, s1, dy, stride);
     else k45_tile(CB, NH, kind == KQ_Q5, w, ws, a, as, c, ldc, g, h, j, s0, s1, dy, bs, stride);
 }
 
@@ -356,6 +446,7 @@ static void kq_gemm(int kind, int64_t k, const uint8_t *w, size_t ws, const uint
                 for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
                     if (kind == KQ_Q4) kq_tile(1, 2, KQ_Q4, w, ws, a, as, c, ldc, g, 0, jc, s0, s1, dy, bs, slab);
                     else if (kind == KQ_Q5) kq_tile(1, 2, KQ_Q5, w, ws, a, as, c, ldc, g, 0, jc, s0, s1, dy, bs, slab);
+                    else if (kind == KQ_IX) kq_tile(1, 2, KQ_IX, w, ws, a, as, c, ldc, g, 0, jc, s0, s1, dy, bs, slab);
                     else kq_tile(1, 2, KQ_Q6, w, ws, a, as, c, ldc, g, 0, jc, s0, s1, dy, bs, slab);
                 }
                 continue;
@@ -372,6 +463,7 @@ static void kq_gemm(int kind, int64_t k, const uint8_t *w, size_t ws, const uint
     do {                                                                                                           \
         if (kind == KQ_Q4) kq_tile(CB, 1, KQ_Q4, w, ws, a, as, c, ldc, g, h, jc + jj, s0, s1, d, q, slab);         \
         else if (kind == KQ_Q5) kq_tile(CB, 1, KQ_Q5, w, ws, a, as, c, ldc, g, h, jc + jj, s0, s1, d, q, slab);    \
+        else if (kind == KQ_IX) kq_tile(CB, 1, KQ_IX, w, ws, a, as, c, ldc, g, h, jc + jj, s0, s1, d, q, slab);    \
         else kq_tile(CB, 1, KQ_Q6, w, ws, a, as, c, ldc, g, h, jc + jj, s0, s1, d, q, slab);                       \
     } while (0)
                     if (cb == 4) KQ(4);
@@ -385,10 +477,41 @@ static void kq_gemm(int kind, int64_t k, const uint8_t *w, size_t ws, const uint
     }
 }
 
+/* True when no quant of the nb Q8_K blocks is -128 (the sign trick's precondition). */
+static bool q8k_clean(const block_q8_K *y, int64_t nb) {
+    const __m256i m128 = _mm256_set1_epi8((char)0x80);
+    __m256i any = _mm256_setzero_si256();
+    for (int64_t b = 0; b < nb; b++)
+        for (int o = 0; o < 256; o += 32)
+            any = _mm256_or_si256(any, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(y[b].qs + o)), m128));
+    return _mm256_testz_si256(any, any) != 0;
+}
+
 bool loom_gemm_repacked_kq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int kind = wt == LOOM_TYPE_Q4_K ? KQ_Q4 : wt == LOOM_TYPE_Q5_K ? KQ_Q5 : wt == LOOM_TYPE_Q6_K ? KQ_Q6 : -1;
+    const int kind = wt == LOOM_TYPE_Q4_K    ? KQ_Q4
+                     : wt == LOOM_TYPE_Q5_K  ? KQ_Q5
+                     : wt == LOOM_TYPE_Q6_K  ? KQ_Q6
+                     : wt == LOOM_TYPE_IQ4_XS ? KQ_IX
+                                              : -1;
     if (kind < 0) return false;
-    kq_gemm(kind, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+    if (kind != KQ_IX) {
+        kq_gemm(kind, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    /* IQ4_XS: runs of columns without a -128 activation byte; the rest by the reference */
+    const uint8_t *ab = a;
+    const int64_t nb = k / 256;
+    for (int64_t j = j0; j < j1;) {
+        if (!q8k_clean((const block_q8_K *)(ab + (size_t)j * as), nb)) {
+            (void)loom_gemm_repacked_ref(wt, k, w, ws, a, as, c, ldc, i0, i1, j, j + 1);
+            j++;
+            continue;
+        }
+        int64_t e = j + 1;
+        while (e < j1 && q8k_clean((const block_q8_K *)(ab + (size_t)e * as), nb)) e++;
+        kq_gemm(KQ_IX, k, w, ws, a, as, c, ldc, i0, i1, j, e);
+        j = e;
+    }
     return true;
 }
