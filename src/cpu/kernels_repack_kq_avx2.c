@@ -164,48 +164,54 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
         }
         KQ_UNROLL
         for (int s = 0; s < 8; s++) { /* sub-block s: piece s / 2, low (even) or high (odd) nibbles */
-            for (int part = 0; part < (q5 ? 2 : 1); part++) {
-                __m256i s16[2][KQ_MAXCB];
+            __m256i sc[2], s16[2][KQ_MAXCB];
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++) {
+                sc[hx] = upair(scm + 16 * s + 8 * (h0 + hx));
                 KQ_UNROLL
-                for (int hx = 0; hx < NH; hx++)
+                for (int cc = 0; cc < CB; cc++) s16[hx][cc] = _mm256_setzero_si256();
+            }
+            KQ_UNROLL
+            for (int ch = 0; ch < 8; ch++) {
+                if (q5 && ch == 4) /* Q5_K: at most 4 chunks per int16 sum */
                     KQ_UNROLL
-                    for (int cc = 0; cc < CB; cc++) s16[hx][cc] = _mm256_setzero_si256();
-                for (int ch = q5 ? 4 * part : 0; ch < (q5 ? 4 * part + 4 : 8); ch++) {
-                    /* one half: broadcast per use (fewer live registers: no spills at CB 4);
-                     * two halves (decode): each broadcast serves both */
-                    __m256i yv[KQ_MAXCB];
-                    if (NH == 2 && s % 2 == 0 && KQ_PF_ON) {
-                        _mm_prefetch((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep), _MM_HINT_T0);
-                        if (s == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + 2 * bstep), _MM_HINT_T0);
-                        if (q5 && s == 2) _mm_prefetch((const char *)(p + 2304 + 64 * ch + 2 * bstep), _MM_HINT_T0);
-                    }
-                    if (NH == 2)
+                    for (int hx = 0; hx < NH; hx++)
                         KQ_UNROLL
-                        for (int cc = 0; cc < CB; cc++) yv[cc] = bcast32(yq[cc] + 32 * s + 4 * ch);
-                    KQ_UNROLL
-                    for (int hx = 0; hx < NH; hx++) {
-                        const int h = h0 + hx;
-                        const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 256 + 32 * h + 64 * (8 * (s / 2) + ch)));
-                        __m256i u = s % 2 ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-                        if (q5) {
-                            const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 2304 + 32 * h + 64 * ch));
-                            u = _mm256_or_si256(u, _mm256_and_si256(bit4(qh, s), m16));
+                        for (int cc = 0; cc < CB; cc++) {
+                            isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc[hx]));
+                            s16[hx][cc] = _mm256_setzero_si256();
                         }
-                        KQ_UNROLL
-                        for (int cc = 0; cc < CB; cc++)
-                            s16[hx][cc] = _mm256_add_epi16(
-                                s16[hx][cc],
-                                _mm256_maddubs_epi16(u, NH == 2 ? yv[cc] : bcast32(yq[cc] + 32 * s + 4 * ch)));
-                    }
+                /* one half: broadcast per use (fewer live registers at CB 4); two halves
+                 * (decode): each broadcast serves both */
+                __m256i yv[KQ_MAXCB];
+                if (NH == 2 && s % 2 == 0 && KQ_PF_ON) {
+                    _mm_prefetch((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep), _MM_HINT_T0);
+                    if (s == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + 2 * bstep), _MM_HINT_T0);
+                    if (q5 && s == 2) _mm_prefetch((const char *)(p + 2304 + 64 * ch + 2 * bstep), _MM_HINT_T0);
                 }
+                if (NH == 2)
+                    KQ_UNROLL
+                    for (int cc = 0; cc < CB; cc++) yv[cc] = bcast32(yq[cc] + 32 * s + 4 * ch);
                 KQ_UNROLL
                 for (int hx = 0; hx < NH; hx++) {
-                    const __m256i sc = upair(scm + 16 * s + 8 * (h0 + hx));
+                    const int h = h0 + hx;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 256 + 32 * h + 64 * (8 * (s / 2) + ch)));
+                    __m256i u = s % 2 ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    if (q5) {
+                        const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 2304 + 32 * h + 64 * ch));
+                        u = _mm256_or_si256(u, _mm256_and_si256(bit4(qh, s), m16));
+                    }
                     KQ_UNROLL
                     for (int cc = 0; cc < CB; cc++)
-                        isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc));
+                        s16[hx][cc] = _mm256_add_epi16(
+                            s16[hx][cc], _mm256_maddubs_epi16(u, NH == 2 ? yv[cc] : bcast32(yq[cc] + 32 * s + 4 * ch)));
                 }
             }
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++)
+                KQ_UNROLL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc[hx]));
         }
         KQ_UNROLL
         for (int hx = 0; hx < NH; hx++) {
