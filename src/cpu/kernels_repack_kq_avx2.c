@@ -137,6 +137,35 @@ AI __m256i bit4(__m256i v, int b) {
     return b < 4 ? _mm256_slli_epi16(v, 4 - b) : b > 4 ? _mm256_srli_epi16(v, b - 4) : v;
 }
 
+/* The float accumulators of a tile (NH halves x CB columns, output rows from ro):
+ * zero on the first slab, else the partial sums stored in c by the previous one. */
+AI void acc_load(int CB, int NH, __m256 acc[2][KQ_MAXCB], const float *c, size_t ldc, int64_t j, size_t ro,
+                 int64_t s0) {
+    KQ_UNROLL
+    for (int hx = 0; hx < NH; hx++)
+        KQ_UNROLL
+        for (int cc = 0; cc < CB; cc++)
+            acc[hx][cc] = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx);
+}
+
+AI void acc_store(int CB, int NH, __m256 acc[2][KQ_MAXCB], float *c, size_t ldc, int64_t j, size_t ro) {
+    KQ_UNROLL
+    for (int hx = 0; hx < NH; hx++)
+        KQ_UNROLL
+        for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
+}
+
+/* Per super-block b: the columns' activation quants and zeroed integer sums. */
+AI void sb_begin(int CB, int NH, const uint8_t *a, size_t as, int64_t j, int64_t b, const int8_t *yq[KQ_MAXCB],
+                 __m256i isum[2][KQ_MAXCB]) {
+    KQ_UNROLL
+    for (int cc = 0; cc < CB; cc++) {
+        yq[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs;
+        KQ_UNROLL
+        for (int hx = 0; hx < NH; hx++) isum[hx][cc] = _mm256_setzero_si256();
+    }
+}
+
 /* Q4_K / Q5_K: rows of unit (g, h) (8 rows) x columns [j, j + CB), super-blocks [s0, s1) */
 AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
                  size_t ldc, int64_t g, int h0, int64_t j, int64_t s0, int64_t s1, const float *dy, const int32_t *bs,
@@ -145,23 +174,14 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
     const __m256i m4 = _mm256_set1_epi8(0x0F), m16 = _mm256_set1_epi8(0x10);
     const size_t ro = (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h0;
     __m256 acc[2][KQ_MAXCB];
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++)
-            acc[hx][cc] = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx);
+    acc_load(CB, NH, acc, c, ldc, j, ro, s0);
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     _Alignas(32) uint8_t scm[256];
     for (int64_t b = s0; b < s1; b++, p += bstep) {
         k4_scales(p, scm);
         const int8_t *yq[KQ_MAXCB];
         __m256i isum[2][KQ_MAXCB];
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            yq[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs;
-            KQ_UNROLL
-            for (int hx = 0; hx < NH; hx++) isum[hx][cc] = _mm256_setzero_si256();
-        }
+        sb_begin(CB, NH, a, as, j, b, yq, isum);
         KQ_UNROLL
         for (int s = 0; s < 8; s++) { /* sub-block s: piece s / 2, low (even) or high (odd) nibbles */
             __m256i sc[2], s16[2][KQ_MAXCB];
@@ -235,10 +255,7 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
             }
         }
     }
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
+    acc_store(CB, NH, acc, c, ldc, j, ro);
 }
 
 /* Q6_K: rows of unit (g, h) x columns [j, j + CB), super-blocks [s0, s1). Value
@@ -252,23 +269,14 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     const size_t ro = (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h0;
     __m256 acc[2][KQ_MAXCB];
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++)
-            acc[hx][cc] = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx);
+    acc_load(CB, NH, acc, c, ldc, j, ro, s0);
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     for (int64_t b = s0; b < s1; b++, p += bstep) {
         if (NH == 2 && KQ_PF_ON) /* decode: the super-block two ahead (see k45_tile) */
             for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + 2 * bstep + o), _MM_HINT_T0);
         const int8_t *yq[KQ_MAXCB];
         __m256i isum[2][KQ_MAXCB];
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            yq[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs;
-            KQ_UNROLL
-            for (int hx = 0; hx < NH; hx++) isum[hx][cc] = _mm256_setzero_si256();
-        }
+        sb_begin(CB, NH, a, as, j, b, yq, isum);
         KQ_UNROLL
         for (int hh = 0; hh < 2; hh++)
             KQ_UNROLL
@@ -338,10 +346,7 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
             }
         }
     }
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
+    acc_store(CB, NH, acc, c, ldc, j, ro);
 }
 
 /* IQ4_XS: rows of unit (g, h) x columns [j, j + CB), super-blocks [s0, s1). Sub-block s
@@ -358,11 +363,7 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
     const __m256i c32 = _mm256_set1_epi32(32);
     const size_t ro = (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h0;
     __m256 acc[2][KQ_MAXCB];
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++)
-            acc[hx][cc] = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx);
+    acc_load(CB, NH, acc, c, ldc, j, ro, s0);
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     for (int64_t b = s0; b < s1; b++, p += bstep) {
         if (NH == 2 && KQ_PF_ON)
@@ -422,10 +423,7 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                                               _mm256_cvtepi32_ps(isum[hx][cc]), acc[hx][cc]);
         }
     }
-    KQ_UNROLL
-    for (int hx = 0; hx < NH; hx++)
-        KQ_UNROLL
-        for (int cc = 0; cc < CB; cc++) _mm256_storeu_ps(c + (size_t)(j + cc) * ldc + ro + 8u * (size_t)hx, acc[hx][cc]);
+    acc_store(CB, NH, acc, c, ldc, j, ro);
 }
 
 AI void kq_tile(int CB, int NH, int kind, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
