@@ -313,26 +313,30 @@ static void choose_repack(loom_backend *be, const loom_backend_params *p) {
     }
 }
 
-/* Weights below this size are not mapped when others are repacked (alloc_weights). */
+/* Weights below this size are not mapped when others of the file are read (alloc_weights). */
 #define LOOM_MAP_MIN_BYTES ((uint64_t)4 << 20)
+
+/* A CPU weight that is its file tensor (not a copy) can live in the mapping, unless it is
+ * rearranged at load. */
+static bool weight_mappable(const loom_backend *be, const be_weight *w) {
+    const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, w->file_index);
+    return be->use_mmap && w->dev == 0 && !w->repack && !strcmp(w->name, ti->name) &&
+           loom_gguf_tensor_data(be->gguf, w->file_index) != NULL;
+}
 
 /* Lay out and allocate one weight buffer per device (§3.6). */
 static loom_status alloc_weights(loom_backend *be, loom_error *err) {
-    bool mapped_ok = be->use_mmap, any_repack = false;
-    for (int64_t i = 0; i < be->n_w; i++) any_repack |= be->w[i].repack;
+    /* When some weights are read rather than mapped (repacked, placed on another device,
+     * copies), small ones are read too: faulting a small mapped tensor in can map the
+     * whole large page-cache folio around it (2 MiB PMD mappings of file folios on Linux
+     * 6.x ext4), i.e. file pages of its read neighbours, which then count in RSS a second
+     * time (measured: +72 MiB on a 1.1B model whose 45 norms sat between repacked
+     * matrices, an 11 % gap against the memory plan). */
+    bool some_read = false;
+    for (int64_t i = 0; i < be->n_w && !some_read; i++) some_read = !weight_mappable(be, &be->w[i]);
     for (int64_t i = 0; i < be->n_w; i++) {
         be_weight *w = &be->w[i];
-        const loom_gguf_tensor_info *ti = loom_gguf_tensor(be->gguf, w->file_index);
-        /* a CPU weight that is its file tensor (not a copy) can live in the mapping,
-         * unless it is rearranged at load. When some weights are repacked (read, not
-         * mapped), small ones are copied too: faulting a small tensor in can map the
-         * whole large page-cache folio around it (2 MiB PMD mappings of file folios on
-         * Linux 6.x ext4), i.e. its repacked neighbours' file pages, which then count
-         * in RSS a second time (measured: +72 MiB on a 1.1B model whose 45 norms sat
-         * between repacked matrices, an 11 % gap against the memory plan). */
-        const bool small = any_repack && w->nbytes < LOOM_MAP_MIN_BYTES;
-        if (mapped_ok && w->dev == 0 && !w->repack && !small && !strcmp(w->name, ti->name) &&
-            loom_gguf_tensor_data(be->gguf, w->file_index)) {
+        if (weight_mappable(be, w) && !(some_read && w->nbytes < LOOM_MAP_MIN_BYTES)) {
             w->mapped = true;
             continue;
         }

@@ -45,9 +45,7 @@
 #define RP_UNROLL _Pragma("GCC unroll 8")
 #define RP_SLAB 512 /* activation blocks per slab (whole common rows: one run per group) */
 #define RP_MAXCB 4  /* columns per tile (measured: 3 is no faster) */
-#ifndef RP_PF
-#define RP_PF 4608
-#endif
+#define RP_PF 4608   /* decode software prefetch distance, bytes (16 Q4_0 / 8 Q8_0 blocks of a group) */
 
 static ALWAYS_INLINE __m256i bcast32(const int8_t *p) {
     int32_t v;
@@ -94,6 +92,18 @@ enum { RK_Q4, RK_Q8, RK_IQ4 };
 /* the IQ4_NL code table in both 128-bit lanes (vpshufb by nibble) */
 static ALWAYS_INLINE __m256i iq4_lut(void) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+}
+
+/* The int8 codes of one IQ4_NL chunk (64 bytes at p: rows 0..7 then 8..15): low
+ * nibbles of each half (l0, l1) and high nibbles (h0, h1). */
+static ALWAYS_INLINE void iq4_codes4(const uint8_t *p, __m256i lut, __m256i *l0, __m256i *l1, __m256i *h0,
+                                     __m256i *h1) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i v0 = _mm256_loadu_si256((const __m256i *)p), v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+    *l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, m4));
+    *l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, m4));
+    *h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4));
+    *h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
 }
 
 /* 8 row sums of one IQ4_NL half-chunk: codes q (int8, |q| <= 127) times the activation
@@ -164,12 +174,8 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                     for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
                     RP_UNROLL
                     for (int ch = 0; ch < 4; ch++) {
-                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
-                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
-                        const __m256i l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, m4));
-                        const __m256i l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, m4));
-                        const __m256i h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4));
-                        const __m256i h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
+                        __m256i l0, l1, h0, h1;
+                        iq4_codes4(p + 32 + 64 * ch, lut, &l0, &l1, &h0, &h1);
                         const __m256i al0 = _mm256_abs_epi8(l0), al1 = _mm256_abs_epi8(l1);
                         const __m256i ah0 = _mm256_abs_epi8(h0), ah1 = _mm256_abs_epi8(h1);
                         RP_UNROLL
@@ -245,8 +251,7 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
             for (int64_t b = s0; b < s1; b++, p += bstep) {
                 const int8_t *yq = y[b].qs;
                 __m256i is0, is1;
-                if (RP_PF)
-                    for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + RP_PF + o), _MM_HINT_T0);
+                for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + RP_PF + o), _MM_HINT_T0);
                 if (q4) {
                     __m256i s0a = _mm256_setzero_si256(), s1a = s0a, s0b = s0a, s1b = s0a;
                     RP_UNROLL
@@ -270,13 +275,9 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                     is0 = is1 = is0b;
                     RP_UNROLL
                     for (int ch = 0; ch < 4; ch++) {
-                        const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
-                        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
                         const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
-                        const __m256i l0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v0, m4));
-                        const __m256i l1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v1, m4));
-                        const __m256i h0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4));
-                        const __m256i h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
+                        __m256i l0, l1, h0, h1;
+                        iq4_codes4(p + 32 + 64 * ch, lut, &l0, &l1, &h0, &h1);
                         is0 = _mm256_add_epi32(is0, iq4_chunk(l0, _mm256_abs_epi8(l0), yl, ones16));
                         is1 = _mm256_add_epi32(is1, iq4_chunk(l1, _mm256_abs_epi8(l1), yl, ones16));
                         is0b = _mm256_add_epi32(is0b, iq4_chunk(h0, _mm256_abs_epi8(h0), yh, ones16));

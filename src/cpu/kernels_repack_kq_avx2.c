@@ -51,9 +51,6 @@
 #define KQ_PRE 2048  /* prepared (column, super-block) entries */
 
 enum { KQ_Q4, KQ_Q5, KQ_Q6, KQ_IX };
-#ifndef KQ_PF_ON
-#define KQ_PF_ON 1
-#endif
 
 AI __m256i bcast32(const int8_t *p) {
     int32_t v;
@@ -137,6 +134,11 @@ AI __m256i bit4(__m256i v, int b) {
     return b < 4 ? _mm256_slli_epi16(v, 4 - b) : b > 4 ? _mm256_srli_epi16(v, b - 4) : v;
 }
 
+/* Software prefetch of one super-block of a 16-row group (bstep bytes at p). */
+AI void prefetch_sb(const uint8_t *p, size_t bstep) {
+    for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+}
+
 /* The float accumulators of a tile (NH halves x CB columns, output rows from ro):
  * zero on the first slab, else the partial sums stored in c by the previous one. */
 AI void acc_load(int CB, int NH, __m256 acc[2][KQ_MAXCB], const float *c, size_t ldc, int64_t j, size_t ro,
@@ -204,7 +206,7 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                 /* one half: broadcast per use (fewer live registers at CB 4); two halves
                  * (decode): each broadcast serves both */
                 __m256i yv[KQ_MAXCB];
-                if (NH == 2 && s % 2 == 0 && KQ_PF_ON) {
+                if (NH == 2 && s % 2 == 0) { /* decode: the super-block two ahead */
                     _mm_prefetch((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep), _MM_HINT_T0);
                     if (s == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + 2 * bstep), _MM_HINT_T0);
                     if (q5 && s == 2) _mm_prefetch((const char *)(p + 2304 + 64 * ch + 2 * bstep), _MM_HINT_T0);
@@ -272,8 +274,7 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
     acc_load(CB, NH, acc, c, ldc, j, ro, s0);
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     for (int64_t b = s0; b < s1; b++, p += bstep) {
-        if (NH == 2 && KQ_PF_ON) /* decode: the super-block two ahead (see k45_tile) */
-            for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + 2 * bstep + o), _MM_HINT_T0);
+        if (NH == 2) prefetch_sb(p + 2 * bstep, bstep); /* decode: the super-block two ahead */
         const int8_t *yq[KQ_MAXCB];
         __m256i isum[2][KQ_MAXCB];
         sb_begin(CB, NH, a, as, j, b, yq, isum);
@@ -366,8 +367,7 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
     acc_load(CB, NH, acc, c, ldc, j, ro, s0);
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     for (int64_t b = s0; b < s1; b++, p += bstep) {
-        if (NH == 2 && KQ_PF_ON)
-            for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + 2 * bstep + o), _MM_HINT_T0);
+        if (NH == 2) prefetch_sb(p + 2 * bstep, bstep); /* decode: the super-block two ahead */
         const int8_t *yq[KQ_MAXCB];
         __m256i isum[2][KQ_MAXCB];
         __m256i sl[2], sh[2];

@@ -112,6 +112,7 @@ CASES = [
     ("m_pad_join", "[{{ 'a'.ljust(3) }}][{{ 'a'.rjust(3, '*') }}][{{ 'ab'.center(5, '-') }}][{{ '42'.zfill(5) }}][{{ '-4'.zfill(4) }}] {{ '-'.join(['a', 'b']) }} {{ s.partition(' ') }} {{ s.rpartition('o') }} {{ 'abc'.removeprefix('a') }} {{ 'abc'.removesuffix('c') }}", D),
     ("m_format", "{{ '{} {}'.format('a', 1) }} {{ '{1}{0}'.format('x', 'y') }} {{ '{name}!'.format(name='n') }} {{ '{:>5}|{:<5}|{:^5}'.format('a', 'b', 'c') }} {{ '{:.3f} {:e} {:g} {:%}'.format(3.14159, 12345.678, 0.0001, 0.25) }} {{ '{:05d} {:+d} {:,} {:x} {:#b}'.format(42, 5, 1234567, 255, 5) }} {{ '{0[a]} {0.a}'.format({'a': 1}) }} {{ '{!r}'.format('q') }} {{ '{{}}'.format() }} {{ '{:*^9}'.format('mid') }} {{ '{:.2}'.format(1.0) }} {{ '{}'.format(1.5) }}", {}),
     ("m_percent", "{{ '%s and %s' % ('a', 'b') }} {{ '%d%%' % 50 }} {{ '%05.1f' % 3.14159 }} {{ '%(x)s' % {'x': 1} }} {{ '%r' % 'q' }} {{ '%-4d|' % 7 }} {{ '%c' % 65 }} {{ '%s' % none }}", {}),
+    ("m_percent_star", "{{ '%*d|%-*d|%.*s|%.*f|' % (-5, 3, 4, 7, -1, 'abc', -2, 1.5) }}", {}),
     ("m_dict_get", "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dflt') }} {{ d.keys() | list | length }} {{ d.copy() == d }}", D),
     ("m_list_methods", "{{ l.index(2) }} {{ [1, 1, 2].count(1) }} {{ l.copy() }} {{ (1, 2).index(2) }}", D),
     ("m_list_append_unsafe", "{% set x = [] %}{{ x.append(1) }}", {}),
