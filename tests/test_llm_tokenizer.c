@@ -237,7 +237,7 @@ static void split_case(const char *pattern, const char *text, const char *want) 
         /* pieces as "|"-separated code point strings */
         for (uint32_t j = 0; j < out.a[k]; j++) {
             unsigned char u[4];
-            size_t l = tok_utf8_encode(cps[at + j], u);
+            size_t l = loom_utf8_encode(cps[at + j], u);
             memcpy(got + w, u, l);
             w += l;
         }

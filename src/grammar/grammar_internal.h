@@ -171,7 +171,4 @@ void uint_range(sbuf *o, uint64_t a, uint64_t b, bool unbounded);
 bool int_range(sbuf *o, int64_t lo, int64_t hi, bool has_lo, bool has_hi);
 bool magnitude_range(sbuf *o, uint64_t lm, bool lex, uint64_t hm, bool hex, bool unbounded);
 
-/* Encode code point cp as UTF-8 into out (4 bytes); returns the length. */
-int utf8_encode(uint32_t cp, uint8_t *out);
-
 #endif

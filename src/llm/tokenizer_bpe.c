@@ -187,7 +187,7 @@ static loom_status do_word(const word_ctx *c, const uint32_t *cps, size_t n) {
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char u[4];
-        size_t k = tok_utf8_encode(cps[i], u);
+        size_t k = loom_utf8_encode(cps[i], u);
         if (t->byte_encode) {
             for (size_t j = 0; j < k; j++) {
                 memcpy(o + w, t->bpe_enc[u[j]], t->bpe_enc_len[u[j]]);

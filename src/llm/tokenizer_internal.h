@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "loom_tokenizer.h"
+#include "utf8.h" /* loom_utf8_encode */
 
 /* ------------------------------------------------------------------ unicode */
 /* Category flags (one bit per major general category) as llama.cpp's
@@ -38,8 +39,6 @@ size_t tok_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
  * checked, nothing else (overlong forms and surrogates pass); failure -> 1
  * byte and TOK_CP_INVALID. */
 size_t tok_utf8_decode_lax(const unsigned char *s, size_t n, uint32_t *cp);
-/* cp > 0x10FFFF is written as U+FFFD. out has room for 4. */
-size_t tok_utf8_encode(uint32_t cp, unsigned char *out);
 /* Lax decode of len bytes into cps (room for len entries), invalid -> U+FFFD;
  * returns the count. */
 size_t tok_cps_from_utf8(const char *text, size_t len, uint32_t *cps);

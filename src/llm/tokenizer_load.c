@@ -333,7 +333,7 @@ static void build_bpe_byte_map(loom_tokenizer *t) {
         if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) cp = (uint32_t)b;
         else cp = 256u + (uint32_t)extra++;
         unsigned char u[4];
-        size_t n = tok_utf8_encode(cp, u);
+        size_t n = loom_utf8_encode(cp, u);
         memcpy(t->bpe_enc[b], u, n);
         t->bpe_enc_len[b] = (uint8_t)n;
         t->bpe_dec[cp] = (int16_t)b;

@@ -415,7 +415,7 @@ loom_status tok_plamo2_fragment(const loom_tokenizer *t, const char *text, size_
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
         bo[i] = w;
-        w += tok_utf8_encode(cps[i], u + w);
+        w += loom_utf8_encode(cps[i], u + w);
     }
     bo[n] = w;
     plamo_path *p = sc->misc.p;

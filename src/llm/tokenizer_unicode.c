@@ -143,7 +143,7 @@ size_t tok_utf8_decode_lax(const unsigned char *s, size_t n, uint32_t *cp) {
     return need;
 }
 
-size_t tok_utf8_encode(uint32_t cp, unsigned char *out) {
+size_t loom_utf8_encode(uint32_t cp, unsigned char *out) {
     if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
     if (cp < 0x800) {
         out[0] = (unsigned char)(0xC0 | (cp >> 6));

@@ -69,7 +69,7 @@ loom_status tok_wpm_fragment(const loom_tokenizer *t, const char *text, size_t l
         if (cp == 0 || cp == 0xFFFD || (f & TOK_CP_CONTROL)) continue;
         if (t->strip_accents && (f & TOK_CP_MARK)) continue;
         unsigned char u[4];
-        size_t k = tok_utf8_encode(t->lowercase ? tok_cp_tolower(cp) : cp, u);
+        size_t k = loom_utf8_encode(t->lowercase ? tok_cp_tolower(cp) : cp, u);
         if ((f & TOK_CP_PUNCT) || (cp < 0x7F && (f & TOK_CP_SYMBOL)) || is_chinese(cp)) {
             if (wl > 3) wpm_word(t, w, wl, out);
             memcpy(w + 3, u, k);

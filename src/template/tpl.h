@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llm/utf8.h" /* loom_utf8_encode */
 #include "loom_template.h"
 
 /* ------------------------------------------------------------------ arena */
@@ -362,7 +363,6 @@ void tpl_format_float(double f, char *buf, size_t cap);  /* Python repr(float) *
 
 /* ---- unicode (tpl_unicode.c) */
 uint32_t tpl_utf8_decode(const char *s, size_t n, size_t *adv); /* U+FFFD on error, adv >= 1 */
-size_t tpl_utf8_encode(uint32_t cp, char *out);
 bool tpl_utf8_valid(const char *s, size_t n);
 bool tpl_is_space(uint32_t cp);     /* str.isspace */
 bool tpl_is_alpha(uint32_t cp);     /* str.isalpha */

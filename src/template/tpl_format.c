@@ -180,7 +180,7 @@ static int fmt_int(tpl_ctx *c, tbuf *b, int64_t v, const fspec *f) {
     }
     case 'c': {
         if (v < 0 || v > 0x10FFFF) return tpl_fail(c, X_OVERFLOW, "%%c arg not in range(0x110000)");
-        size_t k = tpl_utf8_encode((uint32_t)v, body);
+        size_t k = loom_utf8_encode((uint32_t)v, (unsigned char *)body);
         body[k] = 0;
         return emit_padded(c, b, f, "", body, k, '<');
     }
@@ -552,7 +552,7 @@ int tpl_percent_format(tpl_ctx *c, const tstr *fmt, bool markup, tval args, tval
             size_t k;
             if (v.k == TV_INT) {
                 if (v.u.i < 0 || v.u.i > 0x10FFFF) { rc = tpl_fail(c, X_OVERFLOW, "%%c arg not in range(0x110000)"); break; }
-                k = tpl_utf8_encode((uint32_t)v.u.i, tmp);
+                k = loom_utf8_encode((uint32_t)v.u.i, (unsigned char *)tmp);
             } else if (v.k == TV_STR && tstr_nchars(v.u.s) == 1) {
                 k = v.u.s->len;
                 memcpy(tmp, v.u.s->data, k);

@@ -295,7 +295,7 @@ static int unescape(lexer *L, size_t a, size_t b, size_t at, tstr **out) {
             if (e >= '0' && e <= '7') {
                 cp = (uint32_t)(e - '0');
                 for (int j = 0; j < 2 && i < b && s[i] >= '0' && s[i] <= '7'; j++) cp = cp * 8 + (uint32_t)(s[i++] - '0');
-                k += tpl_utf8_encode(cp, buf + k);
+                k += loom_utf8_encode(cp, (unsigned char *)buf + k);
                 continue;
             }
             if ((unsigned char)e >= 0x80) {
@@ -337,7 +337,7 @@ static int unescape(lexer *L, size_t a, size_t b, size_t at, tstr **out) {
         } else if (cp >= 0xD800 && cp <= 0xDFFF) {
             cp = 0xFFFD;
         }
-        k += tpl_utf8_encode(cp, buf + k);
+        k += loom_utf8_encode(cp, (unsigned char *)buf + k);
     }
     *out = tstr_static(&L->t->arena, buf, k);
     free(buf);

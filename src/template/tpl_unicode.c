@@ -26,27 +26,6 @@ uint32_t tpl_utf8_decode(const char *s, size_t n, size_t *adv) {
     return cp;
 }
 
-size_t tpl_utf8_encode(uint32_t cp, char *o) {
-    unsigned char *out = (unsigned char *)o;
-    if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (unsigned char)(0xC0 | (cp >> 6));
-        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (unsigned char)(0xE0 | (cp >> 12));
-        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (unsigned char)(0xF0 | (cp >> 18));
-    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 bool tpl_utf8_valid(const char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
@@ -189,7 +168,7 @@ static int lower_at(const uint32_t *cps, size_t n, size_t i, uint32_t out[3]) {
 static int put_cps(tpl_ctx *c, tbuf *b, const uint32_t *m, int k) {
     char enc[4];
     for (int j = 0; j < k; j++)
-        if (tb_put(c, b, enc, tpl_utf8_encode(m[j], enc)) < 0) return -1;
+        if (tb_put(c, b, enc, loom_utf8_encode(m[j], (unsigned char *)enc)) < 0) return -1;
     return 0;
 }
 
