@@ -134,7 +134,7 @@ typedef struct loom_kernels {
 } loom_kernels;
 
 /* The process-wide table: chosen on first call (thread-safe), honouring
- * LOOM_CPU_ISA=scalar|avx2|avx512|avx512vnni|amx|neon|neon_dotprod (an unavailable
+ * LOOM_CPU_ISA=scalar|avx2|avxvnni|avx512|avx512vnni|amx|neon|neon_dotprod (an unavailable
  * level falls back to the best available one below it in its family, else scalar,
  * with a warning on stderr once). */
 const loom_kernels *loom_kernels_get(void);

@@ -1,5 +1,6 @@
 /* Kernel table selection: one table per compiled-in ISA level, built once. The
  * process-wide choice is the best level the CPU and OS support, or LOOM_CPU_ISA.
+ * x86 levels, in order: scalar, avx2, avxvnni (avx2 + VEX VNNI), avx512, avx512vnni, amx.
  * AMX: the "amx" level (the avx512vnni table with F16 / BF16 prompt-shape gemm tiles on
  * AMX-BF16, kernels_amx.c) needs CPUID amx_tile + amx_bf16, the avx512vnni level, and
  * the OS's permission for the tile data state: on Linux the process asks for it once
@@ -16,12 +17,12 @@
 #include <unistd.h>
 #endif
 
-enum { LV_SCALAR, LV_AVX2, LV_AVX512, LV_AVX512VNNI, LV_AMX, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
-static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2",         "avx512", "avx512vnni",
-                                                    "amx",    "neon",         "neon_dotprod"};
+enum { LV_SCALAR, LV_AVX2, LV_AVXVNNI, LV_AVX512, LV_AVX512VNNI, LV_AMX, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
+static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni",
+                                                    "amx",    "neon", "neon_dotprod"};
 
 #if defined(__x86_64__)
-static const char *const k_levels[] = {"scalar", "avx2", "avx512", "avx512vnni", "amx", NULL};
+static const char *const k_levels[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "amx", NULL};
 #elif defined(__aarch64__)
 static const char *const k_levels[] = {"scalar", "neon", "neon_dotprod", NULL};
 #else
@@ -68,6 +69,15 @@ static void init_tables(void) {
         loom_kernels_fill_avx2(&g_tables[LV_AVX2]);
         g_tables[LV_AVX2].name = "avx2";
         g_avail[LV_AVX2] = true;
+    }
+    /* avxvnni: the avx2 table with the repacked matmuls on VEX vpdpbusd (CPUID.7.1:EAX[4];
+     * Alder Lake and later client cores, which have no AVX-512). AVX-512 CPUs keep their
+     * own levels, which are built from the avx2 table, not from this one. */
+    if (avx2 && f->avx_vnni) {
+        g_tables[LV_AVXVNNI] = g_tables[LV_AVX2];
+        loom_kernels_fill_repack_avxvnni(&g_tables[LV_AVXVNNI]);
+        g_tables[LV_AVXVNNI].name = "avxvnni";
+        g_avail[LV_AVXVNNI] = true;
     }
     if (avx512) {
         g_tables[LV_AVX512] = g_tables[LV_AVX2];

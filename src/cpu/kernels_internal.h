@@ -80,6 +80,9 @@ bool loom_gemm_float_local_neon(loom_type wt, int64_t k, const void *w, size_t w
  * loom_gemm_repacked_ref); declines (returns false) for every other type. */
 bool loom_gemm_repacked_kq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* the same at the avxvnni level (kernels_repack_kq_avxvnni.c) */
+bool loom_gemm_repacked_kq_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* AVX2 gemm tile for MXFP4 weights (kernels_mxfp4_avx2.c; kernels.h gemm contract);
  * declines (returns false) for every other type. */
@@ -108,6 +111,7 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k);
 void loom_kernels_fill_amx(loom_kernels *k);
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx512vnni */
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
+void loom_kernels_fill_repack_avxvnni(loom_kernels *k);    /* the avxvnni level: avx2 table + this */
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx512vnni(loom_kernels *k);    /* called by fill_avx512vnni */
 void loom_kernels_fill_fa_avx2(loom_kernels *k);   /* called by fill_avx2 (kernels_fa_avx2.c) */

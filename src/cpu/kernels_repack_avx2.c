@@ -41,6 +41,46 @@
 #include <string.h>
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* The avxvnni level compiles this file once more (kernels_repack_avxvnni.c defines
+ * LOOM_RP_VNNI, CMake adds -mavxvnni): the u8 x s8 products then go through VEX
+ * vpdpbusd, which adds 4 products per int32 lane without saturating, in place of
+ * vpmaddubsw + int16 adds + vpmaddwd. The integer sums are the same exact values, so
+ * both levels match the scalar reference bit for bit. */
+#ifdef LOOM_RP_VNNI
+#define RP_FN(name) name##_avxvnni
+#else
+#define RP_FN(name) name##_avx2
+#endif
+
+/* acc + the products of unsigned bytes u and signed bytes y: AVX2 adds int16 pair sums
+ * (the caller bounds how many: vpmaddubsw saturates), VNNI int32 quad sums. */
+static ALWAYS_INLINE __m256i rp_acc_us(__m256i acc, __m256i u, __m256i y) {
+#ifdef LOOM_RP_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, y);
+#else
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, y));
+#endif
+}
+
+/* An rp_acc_us accumulator as int32 lane sums (AVX2: vpmaddwd with ones) */
+static ALWAYS_INLINE __m256i rp_widen(__m256i acc) {
+#ifdef LOOM_RP_VNNI
+    return acc;
+#else
+    return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
+#endif
+}
+
+/* int32 acc + the products of u (unsigned) and s (signed) whose pair sums fit int16
+ * (the sign trick: |q| and sign(y, q)) */
+static ALWAYS_INLINE __m256i rp_acc_us32(__m256i acc, __m256i u, __m256i s) {
+#ifdef LOOM_RP_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
 /* the tile loops have constant trip counts; unrolled, the accumulators are registers */
 #define RP_UNROLL _Pragma("GCC unroll 8")
 #define RP_SLAB 512 /* activation blocks per slab (whole common rows: one run per group) */
@@ -80,11 +120,11 @@ static void prep_slab(bool q4, const block_q8_0 *y, int64_t s0, int64_t s1, floa
     }
 }
 
-/* 8 row sums of one Q8_0 chunk (32 stored bytes q ^ 0x80 at p) with the activation
- * dword yv: vpmaddubsw(|q|, sign(y, q)) then vpmaddwd, exact when y != -128. */
-static ALWAYS_INLINE __m256i q8_chunk(const uint8_t *p, __m256i yv, __m256i flip, __m256i ones16) {
+/* acc + 8 row sums of one Q8_0 chunk (32 stored bytes q ^ 0x80 at p) with the
+ * activation dword yv: |q| times sign(y, q), exact when y != -128. */
+static ALWAYS_INLINE __m256i q8_chunk(__m256i acc, const uint8_t *p, __m256i yv, __m256i flip) {
     const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), flip);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(yv, q)), ones16);
+    return rp_acc_us32(acc, _mm256_abs_epi8(q), _mm256_sign_epi8(yv, q));
 }
 
 enum { RK_Q4, RK_Q8, RK_IQ4 };
@@ -106,10 +146,10 @@ static ALWAYS_INLINE void iq4_codes4(const uint8_t *p, __m256i lut, __m256i *l0,
     *h1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4));
 }
 
-/* 8 row sums of one IQ4_NL half-chunk: codes q (int8, |q| <= 127) times the activation
- * dword yv, sign trick as q8_chunk (exact when y != -128) */
-static ALWAYS_INLINE __m256i iq4_chunk(__m256i q, __m256i aq, __m256i yv, __m256i ones16) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(yv, q)), ones16);
+/* acc + 8 row sums of one IQ4_NL half-chunk: codes q (int8, |q| <= 127, aq = |q|)
+ * times the activation dword yv, sign trick as q8_chunk (exact when y != -128) */
+static ALWAYS_INLINE __m256i iq4_chunk(__m256i acc, __m256i q, __m256i aq, __m256i yv) {
+    return rp_acc_us32(acc, aq, _mm256_sign_epi8(yv, q));
 }
 
 static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
@@ -118,7 +158,6 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
     const size_t bb = kind == RK_Q8 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
-    const __m256i ones16 = _mm256_set1_epi16(1);
     const block_q8_0 *y[RP_MAXCB];
     RP_UNROLL
     for (int cc = 0; cc < CB; cc++) y[cc] = (const block_q8_0 *)(a + (size_t)(j + cc) * as);
@@ -156,17 +195,17 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                         for (int cc = 0; cc < CB; cc++) {
                             const int8_t *yq = y[cc][b].qs;
                             const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
-                            isum[cc][0] = _mm256_add_epi16(isum[cc][0], _mm256_maddubs_epi16(lo0, yl));
-                            isum[cc][1] = _mm256_add_epi16(isum[cc][1], _mm256_maddubs_epi16(lo1, yl));
-                            isum[cc][0] = _mm256_add_epi16(isum[cc][0], _mm256_maddubs_epi16(hi0, yh));
-                            isum[cc][1] = _mm256_add_epi16(isum[cc][1], _mm256_maddubs_epi16(hi1, yh));
+                            isum[cc][0] = rp_acc_us(isum[cc][0], lo0, yl);
+                            isum[cc][1] = rp_acc_us(isum[cc][1], lo1, yl);
+                            isum[cc][0] = rp_acc_us(isum[cc][0], hi0, yh);
+                            isum[cc][1] = rp_acc_us(isum[cc][1], hi1, yh);
                         }
                     }
                     RP_UNROLL
                     for (int cc = 0; cc < CB; cc++) {
                         const __m256i corr = _mm256_set1_epi32(ncorr[cc][b - s0]);
-                        isum[cc][0] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][0], ones16), corr);
-                        isum[cc][1] = _mm256_add_epi32(_mm256_madd_epi16(isum[cc][1], ones16), corr);
+                        isum[cc][0] = _mm256_add_epi32(rp_widen(isum[cc][0]), corr);
+                        isum[cc][1] = _mm256_add_epi32(rp_widen(isum[cc][1]), corr);
                     }
                 } else if (kind == RK_IQ4) {
                     const __m256i lut = iq4_lut();
@@ -182,10 +221,10 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                         for (int cc = 0; cc < CB; cc++) {
                             const int8_t *yq = y[cc][b].qs;
                             const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
-                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], iq4_chunk(l0, al0, yl, ones16));
-                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], iq4_chunk(l1, al1, yl, ones16));
-                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], iq4_chunk(h0, ah0, yh, ones16));
-                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], iq4_chunk(h1, ah1, yh, ones16));
+                            isum[cc][0] = iq4_chunk(isum[cc][0], l0, al0, yl);
+                            isum[cc][1] = iq4_chunk(isum[cc][1], l1, al1, yl);
+                            isum[cc][0] = iq4_chunk(isum[cc][0], h0, ah0, yh);
+                            isum[cc][1] = iq4_chunk(isum[cc][1], h1, ah1, yh);
                         }
                     }
                 } else {
@@ -202,10 +241,8 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                         RP_UNROLL
                         for (int cc = 0; cc < CB; cc++) {
                             const __m256i yv = bcast32(y[cc][b].qs + 4 * ch);
-                            const __m256i p0 = _mm256_maddubs_epi16(aq0, _mm256_sign_epi8(yv, q0));
-                            const __m256i p1 = _mm256_maddubs_epi16(aq1, _mm256_sign_epi8(yv, q1));
-                            isum[cc][0] = _mm256_add_epi32(isum[cc][0], _mm256_madd_epi16(p0, ones16));
-                            isum[cc][1] = _mm256_add_epi32(isum[cc][1], _mm256_madd_epi16(p1, ones16));
+                            isum[cc][0] = rp_acc_us32(isum[cc][0], aq0, _mm256_sign_epi8(yv, q0));
+                            isum[cc][1] = rp_acc_us32(isum[cc][1], aq1, _mm256_sign_epi8(yv, q1));
                         }
                     }
                 }
@@ -236,7 +273,6 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
     const size_t bb = kind == RK_Q8 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     const size_t gbytes = ws * LOOM_REPACK_ROWS, bstep = bb * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), flip = _mm256_set1_epi8((char)0x80);
-    const __m256i ones16 = _mm256_set1_epi16(1);
     const block_q8_0 *y = (const block_q8_0 *)a;
     float dy[RP_SLAB];
     int32_t ncorr[RP_SLAB];
@@ -259,16 +295,20 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                         const __m256i v0 = _mm256_loadu_si256((const __m256i *)(p + 32 + 64 * ch));
                         const __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 64 + 64 * ch));
                         const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
-                        s0a = _mm256_add_epi16(s0a, _mm256_maddubs_epi16(_mm256_and_si256(v0, m4), yl));
-                        s1a = _mm256_add_epi16(s1a, _mm256_maddubs_epi16(_mm256_and_si256(v1, m4), yl));
-                        s0b = _mm256_add_epi16(
-                            s0b, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v0, 4), m4), yh));
-                        s1b = _mm256_add_epi16(
-                            s1b, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v1, 4), m4), yh));
+                        s0a = rp_acc_us(s0a, _mm256_and_si256(v0, m4), yl);
+                        s1a = rp_acc_us(s1a, _mm256_and_si256(v1, m4), yl);
+                        s0b = rp_acc_us(s0b, _mm256_and_si256(_mm256_srli_epi16(v0, 4), m4), yh);
+                        s1b = rp_acc_us(s1b, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4), yh);
                     }
+                    /* (AVX2: a + b adds two int16 sums of 8 products, <= 30720: exact) */
                     const __m256i corr = _mm256_set1_epi32(ncorr[b - s0]);
-                    is0 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s0a, s0b), ones16), corr);
-                    is1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(s1a, s1b), ones16), corr);
+#ifdef LOOM_RP_VNNI
+                    is0 = _mm256_add_epi32(_mm256_add_epi32(s0a, s0b), corr);
+                    is1 = _mm256_add_epi32(_mm256_add_epi32(s1a, s1b), corr);
+#else
+                    is0 = _mm256_add_epi32(rp_widen(_mm256_add_epi16(s0a, s0b)), corr);
+                    is1 = _mm256_add_epi32(rp_widen(_mm256_add_epi16(s1a, s1b)), corr);
+#endif
                 } else if (kind == RK_IQ4) {
                     const __m256i lut = iq4_lut();
                     __m256i is0b = _mm256_setzero_si256(), is1b = is0b;
@@ -278,10 +318,10 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                         const __m256i yl = bcast32(yq + 4 * ch), yh = bcast32(yq + 16 + 4 * ch);
                         __m256i l0, l1, h0, h1;
                         iq4_codes4(p + 32 + 64 * ch, lut, &l0, &l1, &h0, &h1);
-                        is0 = _mm256_add_epi32(is0, iq4_chunk(l0, _mm256_abs_epi8(l0), yl, ones16));
-                        is1 = _mm256_add_epi32(is1, iq4_chunk(l1, _mm256_abs_epi8(l1), yl, ones16));
-                        is0b = _mm256_add_epi32(is0b, iq4_chunk(h0, _mm256_abs_epi8(h0), yh, ones16));
-                        is1b = _mm256_add_epi32(is1b, iq4_chunk(h1, _mm256_abs_epi8(h1), yh, ones16));
+                        is0 = iq4_chunk(is0, l0, _mm256_abs_epi8(l0), yl);
+                        is1 = iq4_chunk(is1, l1, _mm256_abs_epi8(l1), yl);
+                        is0b = iq4_chunk(is0b, h0, _mm256_abs_epi8(h0), yh);
+                        is1b = iq4_chunk(is1b, h1, _mm256_abs_epi8(h1), yh);
                     }
                     is0 = _mm256_add_epi32(is0, is0b);
                     is1 = _mm256_add_epi32(is1, is1b);
@@ -291,10 +331,10 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                     RP_UNROLL
                     for (int ch = 0; ch < 8; ch += 2) {
                         const __m256i ya = bcast32(yq + 4 * ch), yb = bcast32(yq + 4 * ch + 4);
-                        is0 = _mm256_add_epi32(is0, q8_chunk(p + 32 + 64 * ch, ya, flip, ones16));
-                        is1 = _mm256_add_epi32(is1, q8_chunk(p + 64 + 64 * ch, ya, flip, ones16));
-                        is0b = _mm256_add_epi32(is0b, q8_chunk(p + 96 + 64 * ch, yb, flip, ones16));
-                        is1b = _mm256_add_epi32(is1b, q8_chunk(p + 128 + 64 * ch, yb, flip, ones16));
+                        is0 = q8_chunk(is0, p + 32 + 64 * ch, ya, flip);
+                        is1 = q8_chunk(is1, p + 64 + 64 * ch, ya, flip);
+                        is0b = q8_chunk(is0b, p + 96 + 64 * ch, yb, flip);
+                        is1b = q8_chunk(is1b, p + 128 + 64 * ch, yb, flip);
                     }
                     is0 = _mm256_add_epi32(is0, is0b);
                     is1 = _mm256_add_epi32(is1, is1b);
@@ -338,11 +378,11 @@ static void rp_cols(int kind, int64_t nb, const uint8_t *w, size_t ws, const uin
     }
 }
 
-static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+static bool RP_FN(gemm_repacked)(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K || wt == LOOM_TYPE_Q6_K || wt == LOOM_TYPE_IQ4_XS)
-        /* kernels_repack_kq_avx2.c */
-        return loom_gemm_repacked_kq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        /* kernels_repack_kq_avx2.c (kernels_repack_kq_avxvnni.c) */
+        return RP_FN(loom_gemm_repacked_kq)(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (wt != LOOM_TYPE_Q4_0 && wt != LOOM_TYPE_Q8_0 && wt != LOOM_TYPE_IQ4_NL) return false;
     const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
     const int64_t nb = k / 32;
@@ -367,8 +407,8 @@ static bool gemm_repacked_avx2(loom_type wt, int64_t k, const void *w, size_t ws
     return true;
 }
 
-void loom_kernels_fill_repack_avx2(loom_kernels *k) {
-    k->gemm_repacked = gemm_repacked_avx2;
+void RP_FN(loom_kernels_fill_repack)(loom_kernels *k) {
+    k->gemm_repacked = RP_FN(gemm_repacked);
     k->repack[LOOM_TYPE_Q4_0] = true;
     k->repack[LOOM_TYPE_Q8_0] = true;
     k->repack[LOOM_TYPE_IQ4_NL] = true;

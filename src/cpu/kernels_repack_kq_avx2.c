@@ -52,6 +52,39 @@
 
 enum { KQ_Q4, KQ_Q5, KQ_Q6, KQ_IX };
 
+/* The avxvnni level compiles this file once more (kernels_repack_kq_avxvnni.c defines
+ * LOOM_RP_VNNI, CMake adds -mavxvnni). There a sub-block's (Q6_K: a group's) products
+ * add in int32 lanes with VEX vpdpbusd (no int16 bound, no flush), and the scale is
+ * applied once per sub-block by vpmulld with the lane's scale as an int32 instead of
+ * vpmaddwd with a word pair. The integer sums are the same exact values. */
+#ifdef LOOM_RP_VNNI
+#define KQ_FN(name) name##_avxvnni
+#define KQ_VNNI 1
+#else
+#define KQ_FN(name) name##_avx2
+#define KQ_VNNI 0
+#endif
+
+/* s + the products of unsigned bytes u and signed bytes y (AVX2: int16 pair sums, the
+ * caller bounds how many; VNNI: int32 quad sums) */
+AI __m256i kq_acc_us(__m256i s, __m256i u, __m256i y) {
+#ifdef LOOM_RP_VNNI
+    return _mm256_dpbusd_avx_epi32(s, u, y);
+#else
+    return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, y));
+#endif
+}
+
+/* isum + s times the lane's scale: sc is the word pair (sc, sc) for AVX2 (vpmaddwd of
+ * the int16 sums), the int32 scale for VNNI (vpmulld of the int32 sums) */
+AI __m256i kq_scale_add(__m256i isum, __m256i s, __m256i sc) {
+#ifdef LOOM_RP_VNNI
+    return _mm256_add_epi32(isum, _mm256_mullo_epi32(s, sc));
+#else
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(s, sc));
+#endif
+}
+
 AI __m256i bcast32(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
@@ -189,18 +222,19 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
             __m256i sc[2], s16[2][KQ_MAXCB];
             KQ_UNROLL
             for (int hx = 0; hx < NH; hx++) {
-                sc[hx] = upair(scm + 16 * s + 8 * (h0 + hx));
+                sc[hx] = KQ_VNNI ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(scm + 16 * s + 8 * (h0 + hx))))
+                                 : upair(scm + 16 * s + 8 * (h0 + hx));
                 KQ_UNROLL
                 for (int cc = 0; cc < CB; cc++) s16[hx][cc] = _mm256_setzero_si256();
             }
             KQ_UNROLL
             for (int ch = 0; ch < 8; ch++) {
-                if (q5 && ch == 4) /* Q5_K: at most 4 chunks per int16 sum */
+                if (!KQ_VNNI && q5 && ch == 4) /* Q5_K: at most 4 chunks per int16 sum */
                     KQ_UNROLL
                     for (int hx = 0; hx < NH; hx++)
                         KQ_UNROLL
                         for (int cc = 0; cc < CB; cc++) {
-                            isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc[hx]));
+                            isum[hx][cc] = kq_scale_add(isum[hx][cc], s16[hx][cc], sc[hx]);
                             s16[hx][cc] = _mm256_setzero_si256();
                         }
                 /* one half: broadcast per use (fewer live registers at CB 4); two halves
@@ -225,15 +259,13 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                     }
                     KQ_UNROLL
                     for (int cc = 0; cc < CB; cc++)
-                        s16[hx][cc] = _mm256_add_epi16(
-                            s16[hx][cc], _mm256_maddubs_epi16(u, NH == 2 ? yv[cc] : bcast32(yq[cc] + 32 * s + 4 * ch)));
+                        s16[hx][cc] = kq_acc_us(s16[hx][cc], u, NH == 2 ? yv[cc] : bcast32(yq[cc] + 32 * s + 4 * ch));
                 }
             }
             KQ_UNROLL
             for (int hx = 0; hx < NH; hx++)
                 KQ_UNROLL
-                for (int cc = 0; cc < CB; cc++)
-                    isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc[hx]));
+                for (int cc = 0; cc < CB; cc++) isum[hx][cc] = kq_scale_add(isum[hx][cc], s16[hx][cc], sc[hx]);
         }
         KQ_UNROLL
         for (int hx = 0; hx < NH; hx++) {
@@ -284,13 +316,14 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
             for (int q = 0; q < 4; q++)
                 KQ_UNROLL
                 for (int lh = 0; lh < 2; lh++) { /* group 8 hh + 2 q + lh: chunks 4 lh .. 4 lh + 3 */
+                    __m256i s16[2][KQ_MAXCB];
                     KQ_UNROLL
                     for (int pr = 0; pr < 2; pr++) {
-                        __m256i s16[2][KQ_MAXCB];
-                        KQ_UNROLL
-                        for (int hx = 0; hx < NH; hx++)
+                        if (pr == 0 || !KQ_VNNI) /* AVX2: 2 chunks per int16 sum; VNNI: the group */
                             KQ_UNROLL
-                            for (int cc = 0; cc < CB; cc++) s16[hx][cc] = _mm256_setzero_si256();
+                            for (int hx = 0; hx < NH; hx++)
+                                KQ_UNROLL
+                                for (int cc = 0; cc < CB; cc++) s16[hx][cc] = _mm256_setzero_si256();
                         KQ_UNROLL
                         for (int ci = 4 * lh + 2 * pr; ci < 4 * lh + 2 * pr + 2; ci++) {
                             __m256i yv[KQ_MAXCB];
@@ -312,19 +345,20 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                                 const __m256i u = _mm256_or_si256(lo4, hi2);
                                 KQ_UNROLL
                                 for (int cc = 0; cc < CB; cc++)
-                                    s16[hx][cc] = _mm256_add_epi16(
-                                        s16[hx][cc],
-                                        _mm256_maddubs_epi16(
-                                            u, NH == 2 ? yv[cc] : bcast32(yq[cc] + 128 * hh + 32 * q + 4 * ci)));
+                                    s16[hx][cc] = kq_acc_us(
+                                        s16[hx][cc], u,
+                                        NH == 2 ? yv[cc] : bcast32(yq[cc] + 128 * hh + 32 * q + 4 * ci));
                             }
                         }
-                        KQ_UNROLL
-                        for (int hx = 0; hx < NH; hx++) {
-                            const __m256i sc = spair(p + 32 + 8 * (h0 + hx) + 16 * (8 * hh + 2 * q + lh));
+                        if (pr == 1 || !KQ_VNNI)
                             KQ_UNROLL
-                            for (int cc = 0; cc < CB; cc++)
-                                isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_madd_epi16(s16[hx][cc], sc));
-                        }
+                            for (int hx = 0; hx < NH; hx++) {
+                                const uint8_t *sp8 = p + 32 + 8 * (h0 + hx) + 16 * (8 * hh + 2 * q + lh);
+                                const __m256i sc =
+                                    KQ_VNNI ? _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sp8)) : spair(sp8);
+                                KQ_UNROLL
+                                for (int cc = 0; cc < CB; cc++) isum[hx][cc] = kq_scale_add(isum[hx][cc], s16[hx][cc], sc);
+                            }
                     }
                 }
         KQ_UNROLL
@@ -391,8 +425,15 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                     _mm256_and_si256(_mm256_srli_epi32(sl[hx], 4 * s), m4d),
                     _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sh[hx], 2 * s), m3d), 4));
                 const __m256i x = _mm256_sub_epi32(ls, c32);
-                sc[hx] = _mm256_blend_epi16(x, _mm256_slli_epi32(x, 16), 0xAA);
+                sc[hx] = KQ_VNNI ? x : _mm256_blend_epi16(x, _mm256_slli_epi32(x, 16), 0xAA);
             }
+#ifdef LOOM_RP_VNNI
+            __m256i s32[2][KQ_MAXCB]; /* the sub-block's products, scaled once at its end */
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++)
+                KQ_UNROLL
+                for (int cc = 0; cc < CB; cc++) s32[hx][cc] = _mm256_setzero_si256();
+#endif
             KQ_UNROLL
             for (int ch = 0; ch < 4; ch++) {
                 KQ_UNROLL
@@ -404,15 +445,26 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                     KQ_UNROLL
                     for (int cc = 0; cc < CB; cc++) {
                         const __m256i yl = bcast32(yq[cc] + 32 * s + 4 * ch), yh = bcast32(yq[cc] + 32 * s + 16 + 4 * ch);
+#ifdef LOOM_RP_VNNI
+                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], al, _mm256_sign_epi8(yl, ql));
+                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], ah, _mm256_sign_epi8(yh, qh));
+#else
                         const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(yl, ql));
                         const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(yh, qh));
                         /* pair sums <= 2 * 127 * 127 each: their sum may overflow int16, so
                          * widen both (the scale pair does it) */
                         isum[hx][cc] = _mm256_add_epi32(isum[hx][cc], _mm256_add_epi32(_mm256_madd_epi16(pl, sc[hx]),
                                                                                         _mm256_madd_epi16(ph, sc[hx])));
+#endif
                     }
                 }
             }
+#ifdef LOOM_RP_VNNI
+            KQ_UNROLL
+            for (int hx = 0; hx < NH; hx++)
+                KQ_UNROLL
+                for (int cc = 0; cc < CB; cc++) isum[hx][cc] = kq_scale_add(isum[hx][cc], s32[hx][cc], sc[hx]);
+#endif
         }
         KQ_UNROLL
         for (int hx = 0; hx < NH; hx++) {
@@ -491,7 +543,7 @@ static bool q8k_clean(const block_q8_K *y, int64_t nb) {
     return _mm256_testz_si256(any, any) != 0;
 }
 
-bool loom_gemm_repacked_kq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+bool KQ_FN(loom_gemm_repacked_kq)(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int kind = wt == LOOM_TYPE_Q4_K    ? KQ_Q4
                      : wt == LOOM_TYPE_Q5_K  ? KQ_Q5
