@@ -452,8 +452,7 @@ loom_backend *loom_embed_backend(const loom_embedder *e) { return e ? e->be : NU
 
 void loom_embed_cancel(loom_embedder *e) {
     if (!e) return;
-    atomic_store(&e->cancel, true);
-    if (e->be) loom_backend_cancel(e->be);
+    atomic_store(&e->cancel, true); /* polled by the compute's abort callback: see loom_model_cancel */
 }
 
 loom_status loom_embed_tokenizer(loom_embedder *e, const loom_tokenizer **out, loom_error *err) {

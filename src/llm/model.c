@@ -605,6 +605,10 @@ void loom_model_set_eval_callback(loom_model *m, loom_eval_cb cb, void *user) {
 
 void loom_model_cancel(loom_model *m) {
     if (!m) return;
+    /* One flag: every eval graph polls it through its abort callback (generate.c), and
+     * the eval that returns LOOM_ERR_CANCELLED consumes it. It must not also set the
+     * backend's own cancel flag: that second store, landing after an eval had already
+     * consumed this cancel and the next compute had cleared the backend flag, cancelled
+     * that next eval too (one cancel observed twice; test_llm_cancel_race, ~2% of runs). */
     atomic_store(&m->cancel, true);
-    if (m->be) loom_backend_cancel(m->be);
 }
