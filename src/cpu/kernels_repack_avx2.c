@@ -103,19 +103,21 @@ static bool col_clean(const block_q8_0 *y, int64_t nb) {
     return _mm256_testz_si256(any, any) != 0;
 }
 
-/* Activation blocks [s0, s1) of one column: scales as float into dy and, for Q4_0,
- * the nibble-offset corrections -8 * sum(y) into ncorr (both indexed from s0). */
-static void prep_slab(bool q4, const block_q8_0 *y, int64_t s0, int64_t s1, float *dy, int32_t *ncorr) {
+/* Activation blocks [s0, s1) of one column: scales as float into dy and, when off is
+ * not 0, the weight-offset corrections -off * sum(y) into ncorr (both indexed from s0):
+ * 8 for Q4_0's nibbles; at the VNNI level also 128 for Q8_0 (stored q + 128) and IQ4_NL
+ * (codes looked up as table value + 128), unsigned operands of vpdpbusd. */
+static void prep_slab(int off, const block_q8_0 *y, int64_t s0, int64_t s1, float *dy, int32_t *ncorr) {
     const __m256i ones16 = _mm256_set1_epi16(1), ones8 = _mm256_set1_epi8(1);
     for (int64_t b = s0; b < s1; b++) {
         dy[b - s0] = _cvtsh_ss(y[b].d);
-        if (q4) {
+        if (off) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)y[b].qs);
             const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v), ones16); /* exact */
             __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
             t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-            ncorr[b - s0] = -8 * _mm_cvtsi128_si32(t);
+            ncorr[b - s0] = -off * _mm_cvtsi128_si32(t);
         }
     }
 }
@@ -123,15 +125,45 @@ static void prep_slab(bool q4, const block_q8_0 *y, int64_t s0, int64_t s1, floa
 /* acc + 8 row sums of one Q8_0 chunk (32 stored bytes q ^ 0x80 at p) with the
  * activation dword yv: |q| times sign(y, q), exact when y != -128. */
 static ALWAYS_INLINE __m256i q8_chunk(__m256i acc, const uint8_t *p, __m256i yv, __m256i flip) {
+#ifdef LOOM_RP_VNNI
+    (void)flip; /* VNNI: the stored q + 128 is the unsigned operand (-128 * sum y per block) */
+    return _mm256_dpbusd_avx_epi32(acc, _mm256_loadu_si256((const __m256i *)p), yv);
+#else
     const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), flip);
     return rp_acc_us32(acc, _mm256_abs_epi8(q), _mm256_sign_epi8(yv, q));
+#endif
+}
+
+/* acc + 8 row sums of q8 codes q (= stored ^ 0x80, aq = |q|) with yv, as q8_chunk */
+static ALWAYS_INLINE __m256i q8_acc(__m256i acc, __m256i q, __m256i aq, __m256i yv, __m256i flip) {
+#ifdef LOOM_RP_VNNI
+    (void)aq;
+    return _mm256_dpbusd_avx_epi32(acc, _mm256_xor_si256(q, flip), yv);
+#else
+    (void)flip;
+    return rp_acc_us32(acc, aq, _mm256_sign_epi8(yv, q));
+#endif
 }
 
 enum { RK_Q4, RK_Q8, RK_IQ4 };
 
+/* The weight offset whose correction prep_slab computes for a kind */
+static ALWAYS_INLINE int rp_off(int kind) {
+#ifdef LOOM_RP_VNNI
+    return kind == RK_Q4 ? 8 : 128;
+#else
+    return kind == RK_Q4 ? 8 : 0;
+#endif
+}
+
 /* the IQ4_NL code table in both 128-bit lanes (vpshufb by nibble) */
 static ALWAYS_INLINE __m256i iq4_lut(void) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+    const __m128i t = _mm_loadu_si128((const __m128i *)loom_iq4nl_kv);
+#ifdef LOOM_RP_VNNI
+    return _mm256_broadcastsi128_si256(_mm_add_epi8(t, _mm_set1_epi8(-128))); /* code + 128: 1..241 */
+#else
+    return _mm256_broadcastsi128_si256(t);
+#endif
 }
 
 /* The int8 codes of one IQ4_NL chunk (64 bytes at p: rows 0..7 then 8..15): low
@@ -149,7 +181,22 @@ static ALWAYS_INLINE void iq4_codes4(const uint8_t *p, __m256i lut, __m256i *l0,
 /* acc + 8 row sums of one IQ4_NL half-chunk: codes q (int8, |q| <= 127, aq = |q|)
  * times the activation dword yv, sign trick as q8_chunk (exact when y != -128) */
 static ALWAYS_INLINE __m256i iq4_chunk(__m256i acc, __m256i q, __m256i aq, __m256i yv) {
+#ifdef LOOM_RP_VNNI
+    (void)aq; /* VNNI: q is code + 128 (iq4_lut), -128 * sum y per block */
+    return _mm256_dpbusd_avx_epi32(acc, q, yv);
+#else
     return rp_acc_us32(acc, aq, _mm256_sign_epi8(yv, q));
+#endif
+}
+
+/* VNNI: the -128 * sum(y) block correction of the Q8_0 / IQ4_NL sums (AVX2: none) */
+static ALWAYS_INLINE __m256i rp_corr128(__m256i isum, int32_t nc) {
+#ifdef LOOM_RP_VNNI
+    return _mm256_add_epi32(isum, _mm256_set1_epi32(nc));
+#else
+    (void)nc;
+    return isum;
+#endif
 }
 
 static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
@@ -165,7 +212,7 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
     int32_t ncorr[RP_MAXCB][RP_SLAB];
     for (int64_t s0 = 0; s0 < nb; s0 += RP_SLAB) {
         const int64_t s1 = s0 + RP_SLAB < nb ? s0 + RP_SLAB : nb;
-        for (int cc = 0; cc < CB; cc++) prep_slab(q4, y[cc], s0, s1, dy[cc], ncorr[cc]);
+        for (int cc = 0; cc < CB; cc++) prep_slab(rp_off(kind), y[cc], s0, s1, dy[cc], ncorr[cc]);
         for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
             __m256 acc[RP_MAXCB][2];
             RP_UNROLL
@@ -227,6 +274,11 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                             isum[cc][1] = iq4_chunk(isum[cc][1], h1, ah1, yh);
                         }
                     }
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) {
+                        isum[cc][0] = rp_corr128(isum[cc][0], ncorr[cc][b - s0]);
+                        isum[cc][1] = rp_corr128(isum[cc][1], ncorr[cc][b - s0]);
+                    }
                 } else {
                     RP_UNROLL
                     for (int cc = 0; cc < CB; cc++) isum[cc][0] = isum[cc][1] = _mm256_setzero_si256();
@@ -241,9 +293,14 @@ static ALWAYS_INLINE void rp_tile(int CB, int kind, int64_t nb, const uint8_t *w
                         RP_UNROLL
                         for (int cc = 0; cc < CB; cc++) {
                             const __m256i yv = bcast32(y[cc][b].qs + 4 * ch);
-                            isum[cc][0] = rp_acc_us32(isum[cc][0], aq0, _mm256_sign_epi8(yv, q0));
-                            isum[cc][1] = rp_acc_us32(isum[cc][1], aq1, _mm256_sign_epi8(yv, q1));
+                            isum[cc][0] = q8_acc(isum[cc][0], q0, aq0, yv, flip);
+                            isum[cc][1] = q8_acc(isum[cc][1], q1, aq1, yv, flip);
                         }
+                    }
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) {
+                        isum[cc][0] = rp_corr128(isum[cc][0], ncorr[cc][b - s0]);
+                        isum[cc][1] = rp_corr128(isum[cc][1], ncorr[cc][b - s0]);
                     }
                 }
                 const __m256 dx0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
@@ -278,7 +335,7 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
     int32_t ncorr[RP_SLAB];
     for (int64_t s0 = 0; s0 < nb; s0 += RP_SLAB) {
         const int64_t s1 = s0 + RP_SLAB < nb ? s0 + RP_SLAB : nb;
-        prep_slab(q4, y, s0, s1, dy, ncorr);
+        prep_slab(rp_off(kind), y, s0, s1, dy, ncorr);
         for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
             float *cg = c + (size_t)g * LOOM_REPACK_ROWS;
             __m256 acc0 = s0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(cg);
@@ -323,8 +380,8 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                         is0b = iq4_chunk(is0b, h0, _mm256_abs_epi8(h0), yh);
                         is1b = iq4_chunk(is1b, h1, _mm256_abs_epi8(h1), yh);
                     }
-                    is0 = _mm256_add_epi32(is0, is0b);
-                    is1 = _mm256_add_epi32(is1, is1b);
+                    is0 = rp_corr128(_mm256_add_epi32(is0, is0b), ncorr[b - s0]);
+                    is1 = rp_corr128(_mm256_add_epi32(is1, is1b), ncorr[b - s0]);
                 } else {
                     __m256i is0b = _mm256_setzero_si256(), is1b = is0b;
                     is0 = is1 = is0b;
@@ -336,8 +393,8 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
                         is0b = q8_chunk(is0b, p + 96 + 64 * ch, yb, flip);
                         is1b = q8_chunk(is1b, p + 128 + 64 * ch, yb, flip);
                     }
-                    is0 = _mm256_add_epi32(is0, is0b);
-                    is1 = _mm256_add_epi32(is1, is1b);
+                    is0 = rp_corr128(_mm256_add_epi32(is0, is0b), ncorr[b - s0]);
+                    is1 = rp_corr128(_mm256_add_epi32(is1, is1b), ncorr[b - s0]);
                 }
                 const __m256 vdy = _mm256_set1_ps(dy[b - s0]);
                 const __m256 dx0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
@@ -391,6 +448,11 @@ static bool RP_FN(gemm_repacked)(loom_type wt, int64_t k, const void *w, size_t 
         rp_cols(RK_Q4, nb, w, ws, ab, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
+#ifdef LOOM_RP_VNNI
+    /* VNNI: Q8_0 and IQ4_NL as unsigned (value + 128) operands: exact for any activation */
+    rp_cols(kind, nb, w, ws, ab, as, c, ldc, i0, i1, j0, j1);
+    return true;
+#endif
     /* Q8_0 and IQ4_NL (sign trick): runs of columns without a -128 activation byte; the
      * rest by the reference */
     for (int64_t j = j0; j < j1;) {

@@ -394,7 +394,10 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                 int64_t g, int h0, int64_t j, int64_t s0, int64_t s1, const float *dy, int64_t stride) {
     const size_t bstep = sizeof(block_iq4_xs) * LOOM_REPACK_ROWS;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m4d = _mm256_set1_epi32(0x0F), m3d = _mm256_set1_epi32(0x03);
-    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+    /* VNNI: codes looked up as value + 128 (1..241), unsigned operands of vpdpbusd; the
+     * offset comes off per sub-block as 128 * its activation sum (Q8_K bsums) */
+    const __m256i lut = _mm256_broadcastsi128_si256(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv), _mm_set1_epi8(KQ_VNNI ? -128 : 0)));
     const __m256i c32 = _mm256_set1_epi32(32);
     const size_t ro = (size_t)g * LOOM_REPACK_ROWS + 8u * (size_t)h0;
     __m256 acc[2][KQ_MAXCB];
@@ -403,6 +406,7 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
     for (int64_t b = s0; b < s1; b++, p += bstep) {
         if (NH == 2) prefetch_sb(p + 2 * bstep, bstep); /* decode: the super-block two ahead */
         const int8_t *yq[KQ_MAXCB];
+        const int16_t *ybs[KQ_MAXCB];
         __m256i isum[2][KQ_MAXCB];
         __m256i sl[2], sh[2];
         KQ_UNROLL
@@ -413,9 +417,11 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
         KQ_UNROLL
         for (int cc = 0; cc < CB; cc++) {
             yq[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs;
+            ybs[cc] = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].bsums;
             KQ_UNROLL
             for (int hx = 0; hx < NH; hx++) isum[hx][cc] = _mm256_setzero_si256();
         }
+        (void)ybs;
         KQ_UNROLL
         for (int s = 0; s < 8; s++) {
             __m256i sc[2];
@@ -446,8 +452,9 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                     for (int cc = 0; cc < CB; cc++) {
                         const __m256i yl = bcast32(yq[cc] + 32 * s + 4 * ch), yh = bcast32(yq[cc] + 32 * s + 16 + 4 * ch);
 #ifdef LOOM_RP_VNNI
-                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], al, _mm256_sign_epi8(yl, ql));
-                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], ah, _mm256_sign_epi8(yh, qh));
+                        (void)al, (void)ah;
+                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], ql, yl);
+                        s32[hx][cc] = _mm256_dpbusd_avx_epi32(s32[hx][cc], qh, yh);
 #else
                         const __m256i pl = _mm256_maddubs_epi16(al, _mm256_sign_epi8(yl, ql));
                         const __m256i ph = _mm256_maddubs_epi16(ah, _mm256_sign_epi8(yh, qh));
@@ -463,7 +470,10 @@ AI void kx_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
             KQ_UNROLL
             for (int hx = 0; hx < NH; hx++)
                 KQ_UNROLL
-                for (int cc = 0; cc < CB; cc++) isum[hx][cc] = kq_scale_add(isum[hx][cc], s32[hx][cc], sc[hx]);
+                for (int cc = 0; cc < CB; cc++) {
+                    const __m256i off = _mm256_set1_epi32(128 * (ybs[cc][2 * s] + ybs[cc][2 * s + 1]));
+                    isum[hx][cc] = kq_scale_add(isum[hx][cc], _mm256_sub_epi32(s32[hx][cc], off), sc[hx]);
+                }
 #endif
         }
         KQ_UNROLL
@@ -551,7 +561,7 @@ bool KQ_FN(loom_gemm_repacked_kq)(loom_type wt, int64_t k, const void *w, size_t
                      : wt == LOOM_TYPE_IQ4_XS ? KQ_IX
                                               : -1;
     if (kind < 0) return false;
-    if (kind != KQ_IX) {
+    if (kind != KQ_IX || KQ_VNNI) { /* VNNI's IQ4_XS is exact for any activation byte */
         kq_gemm(kind, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
