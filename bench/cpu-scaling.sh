@@ -171,9 +171,14 @@ run_all() {
     printf '|---|---|---:|---:|---:|---:|---:|---:|\n'
     for t in $THREADS_LIST; do
       [ -f "$OUTDIR/scaling-t$t.md" ] || continue
-      # vs-llamacpp.sh's summary rows: "| file | type | llama pp | loom pp | ratio | llama tg | loom tg | ratio |"
-      awk -v t="$t" -F'|' '/^\| .*\.gguf \|/ && NF >= 10 {
-        printf "| %s |%s|%s|%s|%s|%s|%s|%s|\n", t, $2, $4, $5, $6, $7, $8, $9 }' "$OUTDIR/scaling-t$t.md"
+      # vs-llamacpp.sh's per-file tables ("## FILE (...)", then rows "| ppP | llama | loom |
+      # ratio | rounds | rounds |" and "| tgN | ..."): its own summary table is printed only
+      # for two or more files
+      awk -v t="$t" -F'|' '
+        /^## / { split($0, a, " "); f = a[2]; pl = po = pr = " - " }
+        /^\| pp[0-9]+ \|/ { pl = $3; po = $4; pr = $5 }
+        /^\| tg[0-9]+ \|/ { printf "| %s | %s |%s|%s|%s|%s|%s|%s|\n", t, f, pl, po, pr, $3, $4, $5 }' \
+        "$OUTDIR/scaling-t$t.md"
     done
   } >"$OUTDIR/summary.md"
   cat "$OUTDIR/summary.md"
