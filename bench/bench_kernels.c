@@ -195,27 +195,45 @@ __attribute__((target("avx512f,avx512vnni"))) static double dp512(int64_t iters)
     return (double)t[0] + (double)t[15];
 }
 __attribute__((target("avx2"))) static double madd256(int64_t iters) {
-    __m256i a[8];
-    const __m256i u = _mm256_set1_epi8(3), v = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-    for (int i = 0; i < 8; i++) a[i] = _mm256_set1_epi32(i);
-    for (int64_t it = 0; it < iters; it++)
+    /* the asm barrier makes u opaque each iteration, so the products are not hoisted out
+     * of the loop (they were: the loop measured vpaddd); 8 distinct v keep the 8 products
+     * of an iteration distinct */
+    __m256i a[8], v[8];
+    __m256i u = _mm256_set1_epi8(3);
+    const __m256i one = _mm256_set1_epi16(1);
+    for (int i = 0; i < 8; i++) a[i] = _mm256_set1_epi32(i), v[i] = _mm256_set1_epi8((char)(-2 - i));
+    for (int64_t it = 0; it < iters; it++) {
+        __asm__ volatile("" : "+x"(u));
         PEAK_UNROLL
-        for (int i = 0; i < 8; i++) a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), one));
+        for (int i = 0; i < 8; i++) a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u, v[i]), one));
+    }
     __m256i s = a[0];
     for (int i = 1; i < 8; i++) s = _mm256_add_epi32(s, a[i]);
     return (double)_mm256_extract_epi32(s, 0);
 }
+__attribute__((target("avx2,avxvnni"))) static double dp256(int64_t iters) {
+    __m256i a[12];
+    const __m256i u = _mm256_set1_epi8(3), v = _mm256_set1_epi8(-2);
+    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_epi32(i);
+    for (int64_t it = 0; it < iters; it++)
+        PEAK_UNROLL
+        for (int i = 0; i < 12; i++) a[i] = _mm256_dpbusd_avx_epi32(a[i], u, v);
+    __m256i s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm256_add_epi32(s, a[i]);
+    return (double)_mm256_extract_epi32(s, 0);
+}
 #endif
 
-static int g_level; /* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni or amx */
+/* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni or amx, 4 avxvnni (256-bit FMA and VEX vpdpbusd) */
+static int g_level;
 
 static void fma_fn(job *j, int ith, int nth) {
     (void)nth;
     double ops = 0;
     int64_t it = j->reps;
 #if defined(__x86_64__)
-    if (g_level >= 2) { j->result[128 + ith] = fma512(it); ops = (double)it * 12 * 16 * 2; }
-    else if (g_level == 1) { j->result[128 + ith] = fma256(it); ops = (double)it * 12 * 8 * 2; }
+    if (g_level == 2 || g_level == 3) { j->result[128 + ith] = fma512(it); ops = (double)it * 12 * 16 * 2; }
+    else if (g_level == 1 || g_level == 4) { j->result[128 + ith] = fma256(it); ops = (double)it * 12 * 8 * 2; }
     else
 #endif
     {
@@ -233,7 +251,8 @@ static void int8_fn(job *j, int ith, int nth) {
     double ops = 0;
     int64_t it = j->reps;
 #if defined(__x86_64__)
-    if (g_level >= 3) { j->result[128 + ith] = dp512(it); ops = (double)it * 12 * 64 * 2; }
+    if (g_level == 3) { j->result[128 + ith] = dp512(it); ops = (double)it * 12 * 64 * 2; }
+    else if (g_level == 4) { j->result[128 + ith] = dp256(it); ops = (double)it * 12 * 32 * 2; }
     else if (g_level >= 1) { j->result[128 + ith] = madd256(it); ops = (double)it * 8 * 32 * 2; }
     else
 #endif
@@ -307,7 +326,8 @@ int loom_bench_kernels(int argc, char **argv) {
         }
     }
     const loom_kernels *k = loom_kernels_get();
-    g_level = !strcmp(k->name, "avx512vnni") || !strcmp(k->name, "amx") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1 : 0;
+    g_level = !strcmp(k->name, "avx512vnni") || !strcmp(k->name, "amx") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1
+              : !strcmp(k->name, "avxvnni") ? 4 : 0;
     char desc[512];
     loom_kernels_describe(desc, sizeof desc);
 
