@@ -287,6 +287,32 @@ static void test_requests(void) {
                400, "invalid tool call arguments");
     expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"reasoning_effort\":\"max\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                400, "invalid reasoning value");
+    /* log probabilities are not computed: asking for them is a 400 in every API (OpenAI
+     * chat: logprobs true / top_logprobs > 0; completions: logprobs an integer; Ollama:
+     * logprobs true); not asking (false, null, 0) is fine. best_of > 1 likewise. */
+    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "\"logprobs\": token log probabilities are not supported");
+    expect_err(SRV_API_OAI_CHAT,
+               "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":3,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "not supported");
+    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"top_logprobs\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "\"top_logprobs\"");
+    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "\"logprobs\" must be a boolean");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":0}", 400, "not supported");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":5}", 400, "not supported");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"best_of\":3}", 400, "\"best_of\"");
+    expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":true}", 400, "not supported");
+    expect_err(SRV_API_CHAT, "{\"model\":\"m\",\"top_logprobs\":5,\"messages\":[]}", 400, "not supported");
+    CHECK(decode(SRV_API_OAI_CHAT,
+                 "{\"model\":\"m\",\"logprobs\":false,\"top_logprobs\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                 &r, &e));
+    srv_gen_req_free(&r);
+    CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":null,\"best_of\":1}", &r, &e));
+    srv_gen_req_free(&r);
+    CHECK(decode(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":false}", &r, &e));
+    srv_gen_req_free(&r);
+
     /* OpenAI completions: a one-element prompt array, token arrays refused */
     CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":[\"hello\"],\"max_tokens\":2}", &r, &e));
     CHECK(r.prompt && !strcmp(r.prompt, "hello") && r.opt.num_predict == 2);
@@ -401,6 +427,8 @@ static void test_responses(void) {
         if (ev == 0) CHECK(!strcmp(json_string_value(json_object_get(delta, "role")), "assistant"));
         if (ev == 1) CHECK(!json_object_get(delta, "role") && !strcmp(json_string_value(json_object_get(delta, "content")), "llo"));
         if (ev <= 1) CHECK(json_is_null(json_object_get(json_array_get(ch, 0), "finish_reason")));
+        /* OpenAI's choice objects always carry logprobs (null when not asked) */
+        if (ev <= 2) CHECK(json_is_null(json_object_get(json_array_get(ch, 0), "logprobs")));
         if (ev == 2) {
             CHECK(json_object_size(delta) == 0);
             CHECK(!strcmp(json_string_value(json_object_get(json_array_get(ch, 0), "finish_reason")), "stop"));
@@ -455,6 +483,7 @@ static void test_responses(void) {
     j = parse_line(b.data, b.len);
     json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
     CHECK(!strcmp(json_string_value(json_object_get(c0, "finish_reason")), "tool_calls"));
+    CHECK(json_is_null(json_object_get(c0, "logprobs")) && json_object_get(c0, "logprobs"));
     CHECK(json_array_size(json_object_get(json_object_get(c0, "message"), "tool_calls")) == 1);
     json_decref(j);
     json_decref(calls);

@@ -390,6 +390,29 @@ static bool opt_bool(const json_t *body, const char *key, bool *out, bool *set, 
     return true;
 }
 
+/* Token log probabilities are not computed (the engine does not keep the distribution
+ * a token was drawn from): a request that asks for them is a 400, never an answer
+ * without them. logprobs false / null and top_logprobs 0 / null are accepted.
+ * Completions' logprobs is an integer (any value asks for the sampled token's). */
+static bool refuse_logprobs(const json_t *body, bool int_form, srv_err *e) {
+    const json_t *lp = json_object_get(body, "logprobs");
+    if (lp && !json_is_null(lp) && !json_is_false(lp)) {
+        if (!(int_form ? json_is_integer(lp) : json_is_boolean(lp))) {
+            srv_err_set(e, 400, "\"logprobs\" must be %s (got %s)", int_form ? "an integer" : "a boolean",
+                        type_name(lp));
+            return false;
+        }
+        srv_err_set(e, 400, "\"logprobs\": token log probabilities are not supported");
+        return false;
+    }
+    const json_t *top = json_object_get(body, "top_logprobs");
+    if (top && !json_is_null(top) && !(json_is_integer(top) && json_integer_value(top) == 0)) {
+        srv_err_set(e, 400, "\"top_logprobs\": token log probabilities are not supported");
+        return false;
+    }
+    return true;
+}
+
 /* A text-only content value: a string, or OpenAI parts [{type: "text", text}] joined
  * with "\n". Images (parts of type image_url, or Ollama "images") are refused. */
 static json_t *content_text(const json_t *c, size_t idx, srv_err *e) {
@@ -739,7 +762,7 @@ static bool decode_ollama(const json_t *body, const srv_limits *lim, srv_gen_req
     if (chat && !decode_tool_choice(body, r, e)) return false;
     if (!decode_think(body, r, e)) return false;
     if (!opt_bool(body, "truncate", &r->truncate, &r->truncate_set, e)) return false;
-    if (!opt_bool(body, "logprobs", &r->logprobs, NULL, e)) return false;
+    if (!refuse_logprobs(body, false, e)) return false;
     return srv_options_parse(json_object_get(body, "options"), lim, &r->opt, e);
 }
 
@@ -767,6 +790,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         }
         if (!opt_bool(so, "include_usage", &r->include_usage, NULL, e)) return false;
     }
+    if (!refuse_logprobs(body, !chat, e)) return false;
     const json_t *n = json_object_get(body, "n");
     if (n && !json_is_null(n) && !(json_is_integer(n) && json_integer_value(n) == 1)) {
         srv_err_set(e, 400, "\"n\": only one choice per request is supported");
@@ -815,8 +839,6 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
             r->think = strcmp(s, "none") != 0;
             if (r->think) r->think_level = loom_strdup(s);
         }
-        const json_t *lp = json_object_get(body, "logprobs");
-        if (json_is_true(lp)) r->logprobs = true;
     } else {
         const json_t *p = json_object_get(body, "prompt");
         if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
@@ -839,6 +861,11 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
             }
         }
         if (!opt_string(body, "suffix", &r->suffix, &r->suffix_len, e)) return false;
+        const json_t *bo = json_object_get(body, "best_of");
+        if (bo && !json_is_null(bo) && !(json_is_integer(bo) && json_integer_value(bo) == 1)) {
+            srv_err_set(e, 400, "\"best_of\": only one candidate per request is supported");
+            return false;
+        }
         const json_t *echo = json_object_get(body, "echo");
         if (json_is_true(echo)) {
             srv_err_set(e, 400, "\"echo\" is not supported");

@@ -126,7 +126,6 @@ typedef struct srv_gen_req {
     int64_t keep_alive_ns;  /* < 0 = forever */
     bool truncate;          /* drop the oldest messages when the prompt is too long */
     bool truncate_set;
-    bool logprobs;
     srv_options opt;
 } srv_gen_req;
 

@@ -221,6 +221,7 @@ static json_t *oai_choice(const srv_oai_ctx *c, bool chunk, const srv_delta *d, 
         if (d && d->tool_calls && json_array_size(d->tool_calls))
             json_object_set_new(m, "tool_calls", oai_tool_calls(d->tool_calls, first_tool_index));
         json_object_set_new(ch, chunk ? "delta" : "message", m);
+        json_object_set_new(ch, "logprobs", json_null()); /* as OpenAI: present, null when not asked */
     } else {
         json_object_set_new(ch, "text", srv_json_text(with_content ? text : "", with_content ? n : 0));
         json_object_set_new(ch, "index", json_integer(0));

@@ -202,6 +202,7 @@ await test('openai chat.completions (not streaming) = ollama chat', async () => 
   assert.equal(c.object, 'chat.completion');
   assert.equal(c.choices[0].message.role, 'assistant');
   assert.equal(c.choices[0].finish_reason, 'length');
+  assert.strictEqual(c.choices[0].logprobs, null); // required by the API reference, null when not asked
   assert.equal(c.usage.completion_tokens, expect.n);
   assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + c.usage.completion_tokens);
   const o = await ollama.chat({ model: 'tiny', messages: msgs, options: greedy });
@@ -248,6 +249,13 @@ await test('openai errors: unknown model is NotFoundError, bad request is BadReq
                        (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /not found/.test(e.message));
   await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [] }),
                        (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+  // token log probabilities are not computed: asking is a clear 400, never an answer without them
+  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 2 }),
+                       (e) => e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message));
+  await assert.rejects(openai.completions.create({ model: 'stories', prompt: 'x', logprobs: 2 }),
+                       (e) => e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message));
+  await assert.rejects(ollama.generate({ model: 'stories', prompt: 'x', logprobs: true }),
+                       (e) => e.status_code === 400 && /logprobs/.test(e.error));
 });
 
 await test('openai stream abort frees the slot', async () => {
