@@ -313,6 +313,21 @@ static void test_requests(void) {
     CHECK(decode(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":false}", &r, &e));
     srv_gen_req_free(&r);
 
+    /* OpenAI logit_bias: {"id": bias in [-100, 100]} */
+    CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"7\":-100,\"300\":2.5}}", &r, &e));
+    CHECK(r.n_bias == 2 && r.bias_ids[0] == 7 && r.bias_vals[0] == -100.0f && r.bias_ids[1] == 300 && r.bias_vals[1] == 2.5f);
+    srv_gen_req_free(&r);
+    CHECK(decode(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logit_bias\":null,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                 &r, &e));
+    CHECK(r.n_bias == 0);
+    srv_gen_req_free(&r);
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"7\":101}}", 400, "from -100 to 100");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"7\":\"1\"}}", 400, "from -100 to 100");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"x\":1}}", 400, "invalid token id");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"-3\":1}}", 400, "invalid token id");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"99999999999\":1}}", 400, "invalid token id");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":[[1,2]]}", 400, "\"logit_bias\" must be an object");
+
     /* OpenAI completions: a one-element prompt array, token arrays refused */
     CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":[\"hello\"],\"max_tokens\":2}", &r, &e));
     CHECK(r.prompt && !strcmp(r.prompt, "hello") && r.opt.num_predict == 2);

@@ -480,6 +480,16 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     t->gvocab = gvocab;
     grammar = NULL; /* the task owns it */
     t->render_special = use_co; /* the parser reads the syntax's control tokens */
+    for (int i = 0, nv = srv_engine_n_vocab(in->eng); i < r.n_bias; i++) {
+        if (r.bias_ids[i] >= nv) {
+            srv_err_set(&e, 400, "\"logit_bias\": token id %d is out of range (the vocabulary has %d tokens)",
+                        (int)r.bias_ids[i], nv);
+            goto error;
+        }
+    }
+    t->bias_ids = r.bias_ids, r.bias_ids = NULL;
+    t->bias_vals = r.bias_vals, r.bias_vals = NULL;
+    t->n_bias = r.n_bias;
     if (o.n_stop) {
         t->stop = loom_calloc((size_t)o.n_stop, sizeof *t->stop);
         if (!t->stop) {

@@ -42,6 +42,8 @@ void srv_task_unref(srv_task *t) {
     loom_free(t->prompt);
     loom_free(t->seg);
     loom_free(t->gen);
+    loom_free(t->bias_ids);
+    loom_free(t->bias_vals);
     loom_grammar_free(t->grammar);
     srv_buf_free(&t->text);
     loom_free(t);
@@ -132,6 +134,7 @@ struct srv_engine {
     bool *b_want;
     char *piece;
     size_t piece_cap;
+    float *biased;          /* [n_vocab]: a row of logits plus a task's logit_bias (lazily) */
     srv_buf out;            /* text of one token after stop handling */
 
     pthread_t th;
@@ -446,6 +449,17 @@ static void step(srv_engine *e) {
         eng_slot *s = &e->slots[i];
         if (s->row < 0 || s->state == SLOT_IDLE) continue;
         const float *lg = srv_llm_logits(e->llm, s->row);
+        if (lg && s->task->n_bias) { /* logit_bias: on a copy (the model's row stays as it is) */
+            if (!e->biased && !(e->biased = loom_malloc((size_t)e->n_vocab * sizeof *e->biased))) {
+                slot_finish(e, s, SRV_DONE_ERROR, 500, "out of memory");
+                continue;
+            }
+            memcpy(e->biased, lg, (size_t)e->n_vocab * sizeof *e->biased);
+            for (int k = 0; k < s->task->n_bias; k++)
+                if (s->task->bias_ids[k] >= 0 && s->task->bias_ids[k] < e->n_vocab)
+                    e->biased[s->task->bias_ids[k]] += s->task->bias_vals[k];
+            lg = e->biased;
+        }
         int32_t id = 0;
         loom_status ss = lg ? loom_sampler_sample(s->smp, lg, &id) : LOOM_ERR_INTERNAL;
         if (ss == LOOM_ERR_NOT_FOUND && s->gm) { /* the grammar allows no token of this vocabulary */
@@ -577,6 +591,7 @@ void srv_engine_free(srv_engine *e) {
     }
     loom_free(e->slots);
     loom_free(e->piece);
+    loom_free(e->biased);
     loom_free(e->b_tok);
     loom_free(e->b_pos);
     loom_free(e->b_seq);
@@ -657,5 +672,6 @@ void srv_engine_get_stats(srv_engine *e, srv_engine_stats *st) {
 
 int srv_engine_n_slots(const srv_engine *e) { return e->n_slots; }
 int srv_engine_n_ctx(const srv_engine *e) { return e->n_ctx; }
+int srv_engine_n_vocab(const srv_engine *e) { return e->n_vocab; }
 srv_llm *srv_engine_llm(srv_engine *e) { return e->llm; }
 uint64_t srv_engine_random_seed(void) { return random_seed(); }

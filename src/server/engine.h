@@ -48,6 +48,9 @@ struct srv_task {
     loom_grammar *grammar;  /* structured output (owned; NULL = none) */
     const loom_grammar_vocab *gvocab; /* the model's (borrowed: the model outlives its tasks) */
     bool render_special;    /* output control tokens as their text (chat syntaxes made of them) */
+    int32_t *bias_ids;      /* OpenAI logit_bias: added to these logits before sampling (owned; */
+    float *bias_vals;       /* ids < the model's vocabulary, checked before submit) */
+    int n_bias;
 
     /* ---- shared with the reader (under mu) */
     pthread_mutex_t mu;
@@ -117,6 +120,7 @@ typedef struct srv_engine_stats {
 void srv_engine_get_stats(srv_engine *e, srv_engine_stats *s);
 int srv_engine_n_slots(const srv_engine *e);
 int srv_engine_n_ctx(const srv_engine *e);
+int srv_engine_n_vocab(const srv_engine *e);
 srv_llm *srv_engine_llm(srv_engine *e);
 
 #endif

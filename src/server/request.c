@@ -1,8 +1,10 @@
 /* request.c - JSON bodies -> srv_gen_req, with limits (see request.h). */
 #include "server/request.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -778,6 +780,44 @@ static bool oai_number(const json_t *body, const char *key, float *out, bool *se
     return true;
 }
 
+/* OpenAI logit_bias: {"token id": bias}, ids as decimal strings, biases in [-100, 100]
+ * (added to the logits: -100 in effect bans a token, 100 makes it the only choice). */
+static bool decode_logit_bias(const json_t *lb, srv_gen_req *r, srv_err *e) {
+    if (!lb || json_is_null(lb)) return true;
+    if (!json_is_object(lb)) {
+        srv_err_set(e, 400, "\"logit_bias\" must be an object mapping token ids to numbers (got %s)", type_name(lb));
+        return false;
+    }
+    size_t n = json_object_size(lb);
+    if (!n) return true;
+    r->bias_ids = loom_malloc(n * sizeof *r->bias_ids);
+    r->bias_vals = loom_malloc(n * sizeof *r->bias_vals);
+    if (!r->bias_ids || !r->bias_vals) {
+        srv_err_set(e, 500, "out of memory");
+        return false;
+    }
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)lb, k, v) {
+        char *end = NULL;
+        errno = 0;
+        long id = k[0] >= '0' && k[0] <= '9' ? strtol(k, &end, 10) : -1;
+        if (id < 0 || errno || !end || *end || id > INT32_MAX) {
+            srv_err_set(e, 400, "\"logit_bias\": invalid token id \"%.64s\" (a non-negative integer)", k);
+            return false;
+        }
+        double b = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(b >= -100.0 && b <= 100.0)) {
+            srv_err_set(e, 400, "\"logit_bias\".%.64s must be a number from -100 to 100", k);
+            return false;
+        }
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias_vals[r->n_bias] = (float)b;
+        r->n_bias++;
+    }
+    return true;
+}
+
 static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req *r, srv_err *e) {
     bool chat = r->api == SRV_API_OAI_CHAT;
     r->stream = false;
@@ -904,6 +944,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         srv_err_set(e, 400, "\"temperature\" and \"top_p\" must be non-negative");
         return false;
     }
+    if (!decode_logit_bias(json_object_get(body, "logit_bias"), r, e)) return false;
     const json_t *rf = json_object_get(body, "response_format");
     if (rf && !json_is_null(rf)) {
         const json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
@@ -976,6 +1017,8 @@ void srv_gen_req_free(srv_gen_req *r) {
     loom_free(r->context);
     loom_free(r->think_level);
     loom_free(r->tool_choice_name);
+    loom_free(r->bias_ids);
+    loom_free(r->bias_vals);
     json_decref(r->messages);
     json_decref(r->tools);
     json_decref(r->format);

@@ -126,6 +126,11 @@ typedef struct srv_gen_req {
     int64_t keep_alive_ns;  /* < 0 = forever */
     bool truncate;          /* drop the oldest messages when the prompt is too long */
     bool truncate_set;
+    /* OpenAI logit_bias: added to the logits of these token ids before sampling (owned;
+     * ids checked against the vocabulary when the model is known) */
+    int32_t *bias_ids;
+    float *bias_vals;
+    int n_bias;
     srv_options opt;
 } srv_gen_req;
 

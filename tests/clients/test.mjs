@@ -244,6 +244,32 @@ await test('openai completions = loom run --temp 0', async () => {
   assert.equal(st.choices[0].finish_reason, 'stop');
 });
 
+await test('openai logit_bias: +100 makes a token the only choice, -100 bans it', async () => {
+  // the tokens (ids and texts) of the greedy answer from ollama: one streamed part per token,
+  // and the final context = prompt ids + answer ids
+  const parts = [];
+  let ctx = null;
+  for await (const p of await ollama.generate({ model: 'stories', prompt: expect.prompt, raw: true, stream: true,
+                                                 options: { ...greedy, num_predict: 3 } })) {
+    if (p.done) ctx = p.context; else parts.push(p.response);
+  }
+  assert.equal(parts.length, 3);
+  const ids = ctx.slice(ctx.length - 3);
+  const forced = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: 3,
+                                                   logit_bias: { [ids[1]]: 100 } });
+  assert.equal(forced.choices[0].text, parts[1].repeat(3));
+  const chat = await openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], max_tokens: 2,
+                                                      logit_bias: { [ids[1]]: 100 } });
+  assert.equal(chat.choices[0].message.content, parts[1].repeat(2));
+  const plain = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: 1 });
+  assert.equal(plain.choices[0].text, parts[0]);
+  const banned = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: 1,
+                                                   logit_bias: { [ids[0]]: -100 } });
+  assert.notEqual(banned.choices[0].text, parts[0]);
+  await assert.rejects(openai.completions.create({ model: 'stories', prompt: 'x', logit_bias: { 1000000: 1 } }),
+                       (e) => e instanceof OpenAI.BadRequestError && /logit_bias/.test(e.message));
+});
+
 await test('openai errors: unknown model is NotFoundError, bad request is BadRequestError', async () => {
   await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
                        (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /not found/.test(e.message));
