@@ -195,8 +195,13 @@ static void text(srv_response *out, int status, const char *t) {
     out->content_type = "text/plain; charset=utf-8";
 }
 
-static void method_not_allowed(srv_response *out, const char *allow) {
-    srv_respond_json(out, 405, json_pack("{s:s}", "error", "method not allowed"));
+/* OpenAI's paths answer errors in OpenAI's shape ({"error": {"message", "type", ...}}),
+ * which the openai SDKs parse into their error classes; Ollama's paths as Ollama does. */
+static bool oai_path(const char *p) { return !strncmp(p, "/v1/", 4); }
+
+static void method_not_allowed(srv_response *out, const char *path, const char *allow) {
+    if (oai_path(path)) srv_api_error(out, SRV_API_OAI_CHAT, 405, "method not allowed");
+    else srv_respond_json(out, 405, json_pack("{s:s}", "error", "method not allowed"));
     out->allow = allow;
 }
 
@@ -218,42 +223,42 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
     }
     if (!strcmp(p, "/")) {
         if (get) text(out, 200, "Ollama is running");
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/api/version")) {
         if (get) srv_respond_json(out, 200, json_pack("{s:s,s:s}", "version", LOOM_SERVER_VERSION, "loom", LOOM_SERVER_LOOM_VERSION));
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/api/tags")) {
         if (get) srv_api_tags(s, out, false);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/v1/models")) {
         if (get) srv_api_tags(s, out, true);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strncmp(p, "/v1/models/", 11) && p[11]) {
         if (get) srv_api_model_get(s, p + 11, out);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/api/ps")) {
         if (get) srv_api_ps(s, out);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/health")) {
         if (get) srv_api_health(s, out);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     if (!strcmp(p, "/metrics")) {
         if (get) srv_api_metrics(s, out);
-        else method_not_allowed(out, "GET, HEAD");
+        else method_not_allowed(out, p, "GET, HEAD");
         return;
     }
     static const struct {
@@ -266,12 +271,12 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(p, gen[i].path)) continue;
         if (IS("POST")) srv_api_generate(s, gen[i].api, rq, conn, out);
-        else method_not_allowed(out, "POST");
+        else method_not_allowed(out, p, "POST");
         return;
     }
     if (!strcmp(p, "/api/show")) {
         if (IS("POST") || IS("GET")) srv_api_show(s, rq, out);
-        else method_not_allowed(out, "POST");
+        else method_not_allowed(out, p, "POST");
         return;
     }
     static const struct {
@@ -281,13 +286,20 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
                {"/api/push", "POST", "push"}};
     if (!strcmp(p, "/api/embed") || !strcmp(p, "/api/embeddings") || !strcmp(p, "/v1/embeddings")) {
         if (IS("POST")) srv_api_embed(s, rq, out);
-        else method_not_allowed(out, "POST");
+        else method_not_allowed(out, p, "POST");
         return;
     }
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (strcmp(p, ops[i].path)) continue;
         if (IS(ops[i].method)) srv_api_store_op(s, rq, ops[i].op, out);
-        else method_not_allowed(out, ops[i].method);
+        else method_not_allowed(out, p, ops[i].method);
+        return;
+    }
+    if (oai_path(p)) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "unknown endpoint %s %.200s (served: /v1/chat/completions, /v1/completions, "
+                 "/v1/embeddings, /v1/models)", rq->method, p);
+        srv_api_error(out, SRV_API_OAI_CHAT, 404, msg);
         return;
     }
     text(out, 404, "404 page not found");
