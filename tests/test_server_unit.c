@@ -216,7 +216,11 @@ static void test_requests(void) {
     expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"num_predict\":\"many\"}}", 400,
                "option \"num_predict\" must be of type integer");
     expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"temperature\":\"hot\"}}", 400, "\"temperature\"");
-    expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"stop\":\"x\"}}", 400, "must be of type array");
+    /* options.stop: a string or an array of strings (docs.ollama.com/openapi.yaml ModelOptions) */
+    CHECK(decode(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"stop\":\"x\\n\"}}", &r, &e));
+    CHECK(r.opt.n_stop == 1 && !strcmp(r.opt.stop[0], "x\n"));
+    srv_gen_req_free(&r);
+    expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"stop\":7}}", 400, "must be of type array");
     expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"stop\":[1]}}", 400, "array of strings");
     expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"use_mmap\":1}}", 400, "boolean");
     expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"options\":{\"min_p\":2}}", 400, "out of range");

@@ -319,8 +319,8 @@ bool srv_options_parse(const json_t *obj, const srv_limits *lim, srv_options *o,
             o->use_mmap_set = true;
             continue;
         }
-        if (!strcmp(key, "stop")) {
-            if (!parse_stop(key, v, lim, false, o, e)) return false;
+        if (!strcmp(key, "stop")) { /* a string or an array of strings (Ollama's OpenAPI reference) */
+            if (!parse_stop(key, v, lim, true, o, e)) return false;
             continue;
         }
         /* Known Ollama options Loom accepts and ignores (documented), and unknown

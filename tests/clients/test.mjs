@@ -128,6 +128,10 @@ await test('stop strings are cut and end with done_reason stop', async () => {
   const it = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: { ...greedy, stop: [expect.stop] }, stream: true });
   for await (const p of it) parts.push(p);
   assert.equal(parts.map((p) => p.response).join(''), expect.greedy_stop);
+  // Ollama's OpenAPI reference: options.stop is a string or an array of strings
+  const one = await ollama.generate({ model: 'stories', prompt: expect.prompt, options: { ...greedy, stop: expect.stop } });
+  assert.equal(one.response, expect.greedy_stop);
+  assert.equal(one.done_reason, 'stop');
 });
 
 await test('abort mid-stream frees the slot; the next request works', async () => {
