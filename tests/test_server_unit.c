@@ -448,6 +448,8 @@ static void test_responses(void) {
         if (ev <= 1) CHECK(json_is_null(json_object_get(json_array_get(ch, 0), "finish_reason")));
         /* OpenAI's choice objects always carry logprobs (null when not asked) */
         if (ev <= 2) CHECK(json_is_null(json_object_get(json_array_get(ch, 0), "logprobs")));
+        /* include_usage: every chunk before the usage chunk has "usage": null (OpenAI's reference) */
+        if (ev <= 2) CHECK(json_object_get(x, "usage") && json_is_null(json_object_get(x, "usage")));
         if (ev == 2) {
             CHECK(json_object_size(delta) == 0);
             CHECK(!strcmp(json_string_value(json_object_get(json_array_get(ch, 0), "finish_reason")), "stop"));

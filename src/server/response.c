@@ -247,6 +247,8 @@ void srv_oai_chunk_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *d, boo
     json_t *choices = json_array();
     json_array_append_new(choices, oai_choice(c, true, d, first, true, NULL, first_tool_index));
     json_object_set_new(j, "choices", choices);
+    /* OpenAI: with include_usage every chunk but the last carries "usage": null */
+    if (c->include_usage) json_object_set_new(j, "usage", json_null());
     sse(out, j);
 }
 
@@ -260,6 +262,7 @@ void srv_oai_stream_end(srv_buf *out, const srv_oai_ctx *c, const char *finish, 
     json_t *choices = json_array();
     json_array_append_new(choices, oai_choice(c, true, NULL, false, false, finish, 0));
     json_object_set_new(j, "choices", choices);
+    if (c->include_usage) json_object_set_new(j, "usage", json_null());
     sse(out, j);
     if (c->include_usage) {
         j = oai_head(c, true);
