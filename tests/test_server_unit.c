@@ -317,6 +317,17 @@ static void test_requests(void) {
     CHECK(decode(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":false}", &r, &e));
     srv_gen_req_free(&r);
 
+    /* OpenAI output modalities: text only */
+    CHECK(decode(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"modalities\":[\"text\"],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                 &r, &e));
+    srv_gen_req_free(&r);
+    expect_err(SRV_API_OAI_CHAT,
+               "{\"model\":\"m\",\"modalities\":[\"text\",\"audio\"],\"audio\":{\"voice\":\"alloy\",\"format\":\"wav\"},"
+               "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "\"modalities\"[1]: only \"text\"");
+    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"audio\":{\"voice\":\"alloy\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "audio output is not supported");
+
     /* OpenAI logit_bias: {"id": bias in [-100, 100]} */
     CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"logit_bias\":{\"7\":-100,\"300\":2.5}}", &r, &e));
     CHECK(r.n_bias == 2 && r.bias_ids[0] == 7 && r.bias_vals[0] == -100.0f && r.bias_ids[1] == 300 && r.bias_vals[1] == 2.5f);

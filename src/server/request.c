@@ -852,6 +852,26 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
             r->tools = json_incref((json_t *)tools);
         }
         if (!decode_tool_choice(body, r, e)) return false;
+        /* output modalities: text only (a request for audio gets a 400, not a text answer) */
+        const json_t *mod = json_object_get(body, "modalities");
+        if (mod && !json_is_null(mod)) {
+            if (!json_is_array(mod)) {
+                srv_err_set(e, 400, "\"modalities\" must be an array (got %s)", type_name(mod));
+                return false;
+            }
+            for (size_t i = 0; i < json_array_size(mod); i++) {
+                const json_t *m = json_array_get(mod, i);
+                if (!json_is_string(m) || strcmp(json_string_value(m), "text")) {
+                    srv_err_set(e, 400, "\"modalities\"[%zu]: only \"text\" output is supported", i);
+                    return false;
+                }
+            }
+        }
+        const json_t *audio = json_object_get(body, "audio");
+        if (audio && !json_is_null(audio)) {
+            srv_err_set(e, 400, "\"audio\": audio output is not supported");
+            return false;
+        }
         /* llama.cpp's chat_template_kwargs: enable_thinking maps to think */
         const json_t *kw = json_object_get(body, "chat_template_kwargs");
         if (kw && !json_is_null(kw)) {
