@@ -105,6 +105,15 @@ static void test_model(const char *dir, const char *name) {
     CHECK(json_integer_value(json_object_get(j, "prompt_eval_count")) == 4);
     CHECK(json_is_integer(json_object_get(j, "total_duration")) && json_is_string(json_object_get(j, "model")));
     json_decref(j);
+    /* the model is loaded now: no load, and zero values are left out (Ollama's omitempty) */
+    j = post("/api/embed", body, 200);
+    CHECK(!json_object_get(j, "load_duration") && json_integer_value(json_object_get(j, "prompt_eval_count")) == 4);
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"model\":\"%s\",\"input\":[]}", name);
+    j = post("/api/embed", body, 200);
+    CHECK(json_array_size(json_object_get(j, "embeddings")) == 0 && !json_object_get(j, "prompt_eval_count"));
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"model\":\"%s\",\"input\":\"hello world\"}", name);
 
     /* a list: each item as alone */
     snprintf(body, sizeof body, "{\"model\":\"%s\",\"input\":[\"a much longer second input, with punctuation!\",\"hello world\"]}", name);

@@ -374,6 +374,9 @@ void srv_api_embed(loom_server *s, const srv_request *rq, srv_response *out) {
                         (json_int_t)(srv_mono_ns() - t0), "load_duration", (json_int_t)load_ns, "prompt_eval_count",
                         total);
         if (!res) goto oom;
+        /* Ollama's EmbedResponse: the durations and the count are omitempty */
+        if (!load_ns) json_object_del(res, "load_duration");
+        if (!total) json_object_del(res, "prompt_eval_count");
         goto send;
     oom_all:
         json_decref(all);
