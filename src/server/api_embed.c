@@ -404,7 +404,7 @@ oom:
 error:
     if (locked) pthread_mutex_unlock(&s->embeds->mu);
     locked = false;
-    srv_api_error(out, api, e.status ? e.status : 500, e.msg);
+    srv_api_error_e(out, api, &e);
 done:
     json_decref(res);
     if (ids)

@@ -47,6 +47,15 @@ void srv_api_error(srv_response *out, srv_api api, int status, const char *msg) 
     else srv_ollama_error(&out->body, msg, false);
 }
 
+void srv_api_error_e(srv_response *out, srv_api api, const srv_err *e) {
+    int status = e->status ? e->status : 500;
+    srv_api_error(out, api, status, e->msg);
+    if (is_openai(api) && (e->code || e->param)) {
+        srv_buf_clear(&out->body);
+        srv_oai_error_ex(&out->body, status, e->msg, e->param, e->code);
+    }
+}
+
 /* ------------------------------------------------------------------ options */
 
 /* Request options over the model's params layer over the server defaults. */
@@ -278,7 +287,7 @@ static void load_only(loom_server *s, srv_api api, const srv_gen_req *r, const s
             if (srv_gguf_is_embedding(info->gguf) && (e.status = 0) == 0)
                 srv_err_set(&e, 400, "\"%s\" is an embedding model: it does not support generate or chat "
                                      "(use /api/embed)", r->model);
-            srv_api_error(out, api, e.status, e.msg);
+            srv_api_error_e(out, api, &e);
             return;
         }
         srv_models_release(s->models, in, r->keep_alive_set, r->keep_alive_ns);
@@ -391,6 +400,8 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
         if (n_toks > n_ctx) {
             srv_err_set(&e, 400, "the prompt has %d tokens, more than the context window (num_ctx = %d); shorten it, "
                         "raise num_ctx, or send \"truncate\": true", n_toks, n_ctx);
+            e.code = "context_length_exceeded"; /* OpenAI's code, which clients test to trim a history */
+            e.param = api == SRV_API_OAI_COMPLETE ? "prompt" : "messages";
             goto error;
         }
     }
@@ -572,7 +583,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     goto done;
 
 error:
-    srv_api_error(out, api, e.status ? e.status : 500, e.msg);
+    srv_api_error_e(out, api, &e);
 done:
     loom_grammar_free(grammar);
     if (t) srv_task_unref(t);

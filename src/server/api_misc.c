@@ -134,7 +134,7 @@ void srv_api_model_get(loom_server *s, const char *name, srv_response *out) {
     srv_model_info m;
     srv_err e = {0};
     if (!srv_store_find(s->store, name, &m, false, &e)) {
-        srv_api_error(out, SRV_API_OAI_CHAT, e.status, e.msg);
+        srv_api_error_e(out, SRV_API_OAI_CHAT, &e);
         return;
     }
     char own[128];

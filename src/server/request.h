@@ -33,6 +33,9 @@ srv_limits srv_limits_default(void);
 typedef struct srv_err {
     int status;
     char msg[512];
+    /* OpenAI's error "code" and "param" where one applies (static strings; NULL = null):
+     * "model_not_found", "context_length_exceeded" (which clients test to trim a history) */
+    const char *code, *param;
 } srv_err;
 
 void srv_err_set(srv_err *e, int status, const char *fmt, ...)

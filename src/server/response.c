@@ -291,23 +291,25 @@ void srv_oai_final(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t 
     srv_oai_final_d(out, c, &d, finish, pt, ct);
 }
 
-static json_t *oai_error_obj(int status, const char *msg) {
+static json_t *oai_error_obj(int status, const char *msg, const char *param, const char *code) {
     const char *type = status == 400 || status == 413 ? "invalid_request_error"
                        : status == 404                ? "not_found_error"
                                                       : "api_error";
     json_t *e = json_object();
     json_object_set_new(e, "message", srv_json_text(msg, strlen(msg)));
     json_object_set_new(e, "type", json_string(type));
-    json_object_set_new(e, "param", json_null());
-    json_object_set_new(e, "code", json_null());
+    json_object_set_new(e, "param", param ? json_string(param) : json_null());
+    json_object_set_new(e, "code", code ? json_string(code) : json_null());
     return json_pack("{s:o}", "error", e);
 }
 
-void srv_oai_error(srv_buf *out, int status, const char *msg) {
-    json_t *j = oai_error_obj(status, msg);
+void srv_oai_error(srv_buf *out, int status, const char *msg) { srv_oai_error_ex(out, status, msg, NULL, NULL); }
+
+void srv_oai_error_ex(srv_buf *out, int status, const char *msg, const char *param, const char *code) {
+    json_t *j = oai_error_obj(status, msg, param, code);
     srv_json_append(out, j);
     srv_buf_append(out, "\n", 1);
     json_decref(j);
 }
 
-void srv_oai_stream_error(srv_buf *out, int status, const char *msg) { sse(out, oai_error_obj(status, msg)); }
+void srv_oai_stream_error(srv_buf *out, int status, const char *msg) { sse(out, oai_error_obj(status, msg, NULL, NULL)); }

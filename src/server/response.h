@@ -86,6 +86,8 @@ void srv_oai_final_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *whole,
 void srv_oai_final(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t n, const char *finish,
                    int prompt_tokens, int completion_tokens);
 void srv_oai_error(srv_buf *out, int status, const char *msg);
+/* The same with OpenAI's "param" and "code" (NULL = null). */
+void srv_oai_error_ex(srv_buf *out, int status, const char *msg, const char *param, const char *code);
 /* An error inside an SSE stream: data: {"error": {...}}\n\n */
 void srv_oai_stream_error(srv_buf *out, int status, const char *msg);
 

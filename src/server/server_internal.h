@@ -167,6 +167,8 @@ void srv_http_stop(loom_server *s);
 /* Handlers (api_*.c). */
 void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const srv_conn *conn, srv_response *out);
 void srv_api_error(srv_response *out, srv_api api, int status, const char *msg);
+/* e's status (500 when unset), message, and for OpenAI its code and param. */
+void srv_api_error_e(srv_response *out, srv_api api, const srv_err *e);
 void srv_api_tags(loom_server *s, srv_response *out, bool openai);
 void srv_api_show(loom_server *s, const srv_request *rq, srv_response *out);
 void srv_api_ps(loom_server *s, srv_response *out);

@@ -483,6 +483,7 @@ bool srv_store_find(srv_store *s, const char *name, srv_model_info *out, bool wi
             if (load_ollama_manifest(s, path, disp, out, with_digest)) return true;
         }
     }
+    if (!e->status) e->code = "model_not_found"; /* OpenAI's code */
     srv_err_set(e, 404, "model '%s' not found", name);
     return false;
 }

@@ -276,7 +276,14 @@ await test('openai logit_bias: +100 makes a token the only choice, -100 bans it'
 
 await test('openai errors: unknown model is NotFoundError, bad request is BadRequestError', async () => {
   await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
-                       (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /not found/.test(e.message));
+                       (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /not found/.test(e.message) &&
+                              e.code === 'model_not_found');
+  // a prompt over the context: OpenAI's code and param, which clients test to trim a conversation
+  const long = 'word '.repeat(4000);
+  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }] }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded' && e.param === 'messages');
+  await assert.rejects(openai.completions.create({ model: 'stories', prompt: long }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded' && e.param === 'prompt');
   await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [] }),
                        (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
   // token log probabilities are not computed: asking is a clear 400, never an answer without them
