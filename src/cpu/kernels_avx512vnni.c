@@ -281,31 +281,42 @@ static ALWAYS_INLINE void k4_unpack(const uint8_t *q, uint32_t out[4]) {
     out[3] = ((v[2] >> 4) & m4) | (((v[1] >> 6) & m2) << 4);     /* m 4-7 */
 }
 
-/* Q4_K x Q8_K: RB rows x CB columns. Sub-block j of 32 values uses scale sc_j (vpdpwssd
- * on the vpmaddubsw pairs) and min m_j (subtracted as d_y * dmin * sum_j m_j * bsum_j). */
-static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
-                                    size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+/* Q4_K / Q5_K x Q8_K: RB rows x CB columns. Sub-block j of 32 values uses scale sc_j
+ * (vpdpwssd on the vpmaddubsw pairs) and min m_j (subtracted as d_y * dmin * sum_j m_j *
+ * bsum_j). Q5_K (q5) adds bit j of qh[l] as bit 4 of element l of sub-block j (codes
+ * 0..31: vpmaddubsw pairs <= 2 * 31 * 128, exact); its d, dmin, scales come first in
+ * the block as in Q4_K, then qh[32], then qs. Used by the GGUF layout (MoE experts, and
+ * any matrix the engine does not repack): Q5_K had only vec_dot per element here. */
+static ALWAYS_INLINE void tile_q45_K(int RB, int CB, bool q5, int64_t nb, const uint8_t *w, size_t ws,
+                                     const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m256 acc[4][4];
     LOOM_UNROLL
     for (int r = 0; r < RB; r++)
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones16 = _mm256_set1_epi16(1), b16 = _mm256_set1_epi8(0x10);
+    const size_t bsz = q5 ? sizeof(block_q5_K) : sizeof(block_q4_K);
     for (int64_t b = 0; b < nb; b++) {
-        const block_q4_K *xb[4];
+        const block_q4_K *xb[4]; /* d, dmin, scales only: the same offsets in block_q5_K */
+        const uint8_t *xq[4];    /* qs */
+        __m256i qh[4];
         __m256i sc16[4], mn32[4];
         if (CB == 1) {
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
-                const char *pf = (const char *)((const block_q4_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
+                const char *pf = (const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * bsz);
                 _mm_prefetch(pf, _MM_HINT_T0);
                 _mm_prefetch(pf + 64, _MM_HINT_T0);
                 _mm_prefetch(pf + 128, _MM_HINT_T0);
+                if (q5) _mm_prefetch(pf + 175, _MM_HINT_T0);
             }
         }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
-            xb[r] = (const block_q4_K *)(w + (size_t)(i + r) * ws) + b;
+            const uint8_t *blk = w + (size_t)(i + r) * ws + (size_t)b * bsz;
+            xb[r] = (const block_q4_K *)blk;
+            xq[r] = q5 ? ((const block_q5_K *)blk)->qs : xb[r]->qs;
+            if (q5) qh[r] = _mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh);
             uint32_t u[4];
             k4_unpack(xb[r]->scales, u);
             const __m128i v = _mm_loadu_si128((const __m128i *)u);
@@ -322,9 +333,14 @@ static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w
             __m256i lo[4], hi[4], s0[4], s1[4];
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(xb[r]->qs + 32 * q));
+                __m256i v = _mm256_loadu_si256((const __m256i *)(xq[r] + 32 * q));
                 lo[r] = _mm256_and_si256(v, m4);
                 hi[r] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (q5) { /* bits 2q and 2q + 1 of qh[l] -> 0x10 */
+                    lo[r] = _mm256_or_si256(lo[r], _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh[r], 2 * q), 4), b16));
+                    hi[r] = _mm256_or_si256(hi[r],
+                                            _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh[r], 2 * q + 1), 4), b16));
+                }
                 s0[r] = _mm256_permutexvar_epi16(_mm256_set1_epi16((short)(2 * q)), sc16[r]);
                 s1[r] = _mm256_permutexvar_epi16(_mm256_set1_epi16((short)(2 * q + 1)), sc16[r]);
             }
@@ -363,7 +379,7 @@ static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w
 
 /* ------------------------------------------------ Q4_K prompt path: rows in lanes
  *
- * tile_q4_K keeps the 256 values of a block in the vector lanes, so every 32-value
+ * tile_q45_K keeps the 256 values of a block in the vector lanes, so every 32-value
  * sub-block needs its own scale multiply per 64 products (vpmaddubsw + vpdpwssd) and
  * every (row, column) pair its own float epilogue and final horizontal sum. For many
  * columns the weights are instead transposed once per call into "rows in lanes" form
@@ -385,13 +401,13 @@ static ALWAYS_INLINE void tile_q4_K(int RB, int CB, int64_t nb, const uint8_t *w
  * the call; the partial sums of each chunk are added to c. Every output element gets
  * the same arithmetic whatever its position in the row / column tiling (so results do
  * not depend on how the caller splits the work). Measured on Zen 5 (1 thread, 4096 x
- * 4096 x 512): ~50% of the vpdpbusd peak vs ~13% for tile_q4_K; 2 to 4 columns per
+ * 4096 x 512): ~50% of the vpdpbusd peak vs ~13% for tile_q45_K; 2 to 4 columns per
  * call are faster here too when compute-bound, but with 2 DRAM-bound columns
- * tile_q4_K streams the weights faster (fewer concurrent row streams), hence
+ * tile_q45_K streams the weights faster (fewer concurrent row streams), hence
  * Q4K_MIN_COLS. */
 #define Q4K_KC 4       /* blocks per transposed chunk */
 #define Q4K_CB 6       /* columns per register tile (2 row vectors x 6 x 2 accumulators) */
-#define Q4K_MIN_COLS 3 /* fewer columns per call: tile_q4_K (see gemm_vnni) */
+#define Q4K_MIN_COLS 3 /* fewer columns per call: tile_q45_K (see gemm_vnni) */
 
 typedef struct {
     __m512i w[4][4][2]; /* [chunk q][k][row vector]: code pairs (sub-blocks 2q, 2q+1) */
@@ -794,9 +810,14 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
             gemm_q4k_lanes(k / QK_K, W, ws, A, as, c, ldc, i0, i1, j0, j1);
             return true;
         }
-#define T_Q4K(RB, CB, ii, jj) tile_q4_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+#define T_Q4K(RB, CB, ii, jj) tile_q45_K(RB, CB, false, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K(T_Q4K)
 #undef T_Q4K
+        return true;
+    case LOOM_TYPE_Q5_K:
+#define T_Q5K(RB, CB, ii, jj) tile_q45_K(RB, CB, true, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH_K(T_Q5K)
+#undef T_Q5K
         return true;
     case LOOM_TYPE_Q6_K:
 #define T_Q6K(RB, CB, ii, jj) tile_q6_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
