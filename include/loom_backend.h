@@ -95,13 +95,13 @@ typedef struct loom_backend_params {
     /* Opt-in CPU weight repacking (an extension of contract §4, which copies raw
      * bytes). A CPU weight for which repack_filter(name, repack_user) returns true
      * and whose type and shape the process's kernel level has a faster interleaved
-     * layout for (today, 2-D with rows a multiple of 16: Q4_0 and Q8_0 at the AVX2,
-     * AVX-512 and AVX-512 VNNI levels, Q4_K and Q6_K at AVX-512 VNNI; none at scalar
+     * layout for (today: rows a multiple of 16, 2-D or a 3-D stack of experts; Q4_0,
+     * Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS from the AVX2 level up; none at scalar
      * or NEON)
      * is read into the CPU weight buffer (not mapped) and rearranged after its last
      * byte is read. Same size, same accounting. Such a tensor may only be the weight
-     * operand (a) of loom_mul_mat: any other use fails when the graph is built
-     * (LOOM_ERR_UNSUPPORTED). NULL (default): every weight keeps the GGUF layout
+     * operand (a) of loom_mul_mat (2-D) or loom_mul_mat_id (3-D): any other use fails
+     * when the graph is built (LOOM_ERR_UNSUPPORTED). NULL (default): every weight keeps the GGUF layout
      * (the CLI maps LOOM_REPACK=0 and --no-repack onto that). The filter is called during
      * open, on the opening thread, and not kept. */
     bool (*repack_filter)(const char *name, void *user);

@@ -14,6 +14,7 @@
  * AVX-512 VNNI machine over all levels (printed): 8-bit activations 1.8e-5 (bound
  * 5e-5), F16 4.4e-8 (2e-7), BF16 2.8e-6 (1.5e-5), F32 1.9e-13 (1e-12). */
 #include "cpu/kernels.h"
+#include "quant/repack.h"
 #include "nn_test_common.h"
 
 #include <unistd.h>
@@ -28,6 +29,7 @@ static double bound(loom_type wt) {
 }
 
 static double g_worst[LOOM_TYPE_COUNT];
+static int g_repacked_cases; /* cases also run with repacked experts */
 
 /* Expert weights [K, M, E] of type t: the bytes (*nbytes) and the dequantized values
  * in wdq. Row r of expert x is row (5 r + 11 x) % 61 of a pool of 61 quantized random
@@ -95,12 +97,15 @@ static void make_ids(int32_t *ids, int64_t S, int64_t T, int64_t E) {
         }
 }
 
-/* One MUL_MAT_ID; out gets S*T*M floats. Returns the status. */
+/* One MUL_MAT_ID; out gets S*T*M floats; repacked: wq is in the row-interleaved layout
+ * (quant/repack.h) and the tensor says so. Returns the status. */
 static loom_status run_one(loom_type t, int nth, int64_t K, int64_t M, int64_t E, int64_t B1, int64_t S, int64_t T,
-                           const int32_t *ids, const float *x, const unsigned char *wq, size_t wbytes, float *out) {
+                           const int32_t *ids, const float *x, const unsigned char *wq, size_t wbytes, bool repacked,
+                           float *out) {
     loom_ctx *ctx = nn_ctx(nth, false);
     int64_t wne[4] = {K, M, E, 1}, ine[2] = {S, T};
     loom_tensor *w = loom_from_bytes(loom_ctx_input(ctx), t, wq, wbytes, 4, wne);
+    if (repacked && w && !(w->flags & LOOM_TF_POISON)) w->flags |= LOOM_TF_REPACKED;
     loom_tensor *idt = loom_from_i32(loom_ctx_input(ctx), ids, (size_t)(S * T), 2, ine);
     loom_tensor *y = loom_mul_mat_id(ctx, w, nn_f32(ctx, x, K, B1, T, 1), idt);
     loom_status st = nn_run(ctx, y, out, (size_t)(M * S * T));
@@ -123,7 +128,43 @@ static void check_case(loom_type t, int64_t K, int64_t M, int64_t E, int64_t B1,
     bool ok = true;
     for (int i = 0; i < 3; i++) {
         out[i] = fmalloc(no);
-        ok &= run_one(t, nths[i], K, M, E, B1, S, T, ids, x, wq, wbytes, out[i]) == LOOM_OK;
+        ok &= run_one(t, nths[i], K, M, E, B1, S, T, ids, x, wq, wbytes, false, out[i]) == LOOM_OK;
+    }
+    /* experts repacked at load where this level asks for the type (M a multiple of 16):
+     * each output must be, bit for bit, the scalar reference gemm_repacked of its expert's
+     * slice and its activation row converted by this level (the engine's own conversion),
+     * for 1 and 3 threads */
+    const loom_kernels *kt = loom_kernels_get();
+    if (ok && kt->repack[t] && M % 16 == 0) {
+        const loom_type at = loom_repack_act_type(t);
+        size_t rb = 0, arb = 0;
+        CHECK_EQ_INT(loom_type_row_bytes(t, K, &rb), LOOM_OK);
+        CHECK_EQ_INT(loom_type_row_bytes(at, K, &arb), LOOM_OK);
+        unsigned char *wp = (unsigned char *)malloc(wbytes), *ar = (unsigned char *)malloc(arb);
+        float *rp = fmalloc(no), *got = fmalloc(no), *col = fmalloc((size_t)M);
+        CHECK_EQ_INT(loom_repack_rows(t, K, M * E, wq, wp), LOOM_OK);
+        for (int64_t tt = 0; tt < T; tt++)
+            for (int64_t s = 0; s < S; s++) {
+                const int32_t ex = ids[tt * S + s];
+                kt->from_float[at](x + (tt * B1 + s % B1) * K, ar, K);
+                CHECK(loom_kernels_scalar()->gemm_repacked(t, K, wp + (size_t)(ex * M) * rb, rb, ar, arb, col,
+                                                            (size_t)M, 0, M, 0, 1));
+                memcpy(rp + (tt * S + s) * M, col, (size_t)M * sizeof(float));
+            }
+        static const int rn[2] = {1, 3};
+        for (int i = 0; i < 2; i++) {
+            if (run_one(t, rn[i], K, M, E, B1, S, T, ids, x, wp, wbytes, true, got) != LOOM_OK) continue;
+            CHECK_MSG(memcmp(got, rp, no * sizeof(float)) == 0,
+                      "%s %s repacked experts K=%lld M=%lld B1=%lld S=%lld T=%lld nth=%d: not the reference gemm",
+                      kt->name, loom_type_name(t), (long long)K, (long long)M, (long long)B1, (long long)S,
+                      (long long)T, rn[i]);
+        }
+        g_repacked_cases++;
+        free(wp);
+        free(ar);
+        free(rp);
+        free(got);
+        free(col);
     }
     if (ok) {
         for (int64_t tt = 0; tt < T; tt++)
@@ -155,21 +196,30 @@ static void check_case(loom_type t, int64_t K, int64_t M, int64_t E, int64_t B1,
 }
 
 static void run_level(void) {
-    static const loom_type types[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0,
-                                      LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K};
+    static const loom_type types[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16,   LOOM_TYPE_Q4_0,
+                                      LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K,   LOOM_TYPE_Q5_K,
+                                      LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_MXFP4};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const loom_type t = types[ti];
         /* prompt: 80 tokens x 4 slots (expert 0: 80 pairs = two panels), M not a
          * multiple of the 64-row tile nor of 4 */
         check_case(t, 256, 70, 8, 1, 4, 80);
         check_case(t, 256, 64, 8, 4, 4, 24);
+        /* several 64-row tiles, the last one short (160 = 64 + 64 + 32, a multiple of 16:
+         * repacked too) */
+        check_case(t, 256, 160, 8, 1, 4, 40);
         /* decode: 1 and 2 tokens */
         check_case(t, 512, 80, 8, 1, 4, 1);
         check_case(t, 256, 48, 8, 4, 4, 2);
     }
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
-        printf("  %-10s %-5s worst nmse %.2e (bound %.0e)\n", loom_kernels_get()->name, loom_type_name(types[ti]),
+        printf("  %-10s %-6s worst nmse %.2e (bound %.0e)\n", loom_kernels_get()->name, loom_type_name(types[ti]),
                g_worst[types[ti]], bound(types[ti]));
+    printf("  %-10s %d cases also with repacked experts\n", loom_kernels_get()->name, g_repacked_cases);
+    /* the levels with a repacked layout must have run some */
+    bool any = false;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) any |= loom_kernels_get()->repack[types[ti]];
+    CHECK(!any || g_repacked_cases > 0);
 }
 
 int main(int argc, char **argv) {

@@ -131,10 +131,13 @@ static void test_layout(void) {
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_1, 32, 16, a, b), LOOM_ERR_INVALID_ARG); /* no layout */
     CHECK_EQ_INT(loom_unpack_rows(LOOM_TYPE_Q8_0, 0, 16, a, b), LOOM_ERR_INVALID_ARG);
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q8_0, 32, 16, NULL, b), LOOM_ERR_INVALID_ARG);
-    const int64_t ok[4] = {64, 32, 1, 1}, odd[4] = {64, 40, 1, 1}, b3[4] = {64, 32, 2, 1};
+    const int64_t ok[4] = {64, 32, 1, 1}, odd[4] = {64, 40, 1, 1}, b3[4] = {64, 32, 2, 1}, b3odd[4] = {64, 24, 2, 1},
+                  b4[4] = {64, 32, 1, 2};
     CHECK(loom_repack_shape_ok(LOOM_TYPE_Q8_0, ok));
     CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q8_0, odd));
-    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_0, b3));
+    CHECK(loom_repack_shape_ok(LOOM_TYPE_Q4_0, b3));     /* a stack of experts, each 32 rows */
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_0, b3odd)); /* 24 rows per expert: a group would straddle two */
+    CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_0, b4));
     CHECK(!loom_repack_shape_ok(LOOM_TYPE_Q4_K, ok)); /* k not a multiple of 256 */
     const int64_t kok[4] = {512, 32, 1, 1};
     CHECK(loom_repack_shape_ok(LOOM_TYPE_Q4_K, kok));

@@ -81,7 +81,10 @@ static bool repack_weight(load_job *j, be_weight *w) {
         return false;
     }
     unsigned char *data = w->t.data;
-    for (int64_t g = 0; g < w->t.ne[1] / LOOM_REPACK_ROWS; g++) {
+    /* every row of the tensor (a 3-D expert tensor [K, M, E] is E matrices of M rows, M a
+     * multiple of 16: its groups never straddle two experts) */
+    const int64_t nrows = w->t.ne[1] * w->t.ne[2] * w->t.ne[3];
+    for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++) {
         memcpy(tmp, data + (size_t)g * gb, gb);
         (void)loom_repack_rows(w->t.type, w->t.ne[0], LOOM_REPACK_ROWS, tmp, data + (size_t)g * gb);
     }

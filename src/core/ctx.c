@@ -201,10 +201,11 @@ loom_tensor *loom_new_node(loom_ctx *ctx, loom_op op, loom_type type, const int6
                              loom_type_name(type));
     for (int i = 0; i < n_src; i++) {
         const loom_tensor *sb = srcs[i] ? loom_tensor_base(srcs[i]) : NULL;
-        if (sb && (sb->flags & LOOM_TF_REPACKED) && !(op == LOOM_OP_MUL_MAT && i == 0 && srcs[i] == sb))
+        if (sb && (sb->flags & LOOM_TF_REPACKED) &&
+            !((op == LOOM_OP_MUL_MAT || op == LOOM_OP_MUL_MAT_ID) && i == 0 && srcs[i] == sb))
             return loom_ctx_fail(ctx, LOOM_ERR_UNSUPPORTED, op, srcs[i], NULL,
-                                 "tensor '%s' is stored in the CPU repacked layout: only MUL_MAT accepts it, as its "
-                                 "weight operand",
+                                 "tensor '%s' is stored in the CPU repacked layout: only MUL_MAT and MUL_MAT_ID "
+                                 "accept it, as their weight operand",
                                  sb->name);
     }
     loom_tensor *t = arena_take(ctx, op);

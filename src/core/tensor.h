@@ -42,7 +42,7 @@ enum loom_tensor_flag {
     LOOM_TF_ALLOCATED = 1u << 4, /* leaf whose memory was committed at creation */
     LOOM_TF_EMPTY = 1u << 5,   /* zero elements (ne0 == 0): no memory */
     LOOM_TF_REPACKED = 1u << 6, /* weight data in the CPU row-interleaved layout (quant/repack.h):
-                                  only MUL_MAT accepts it, as src[0]; set by the backend */
+                                  only MUL_MAT and MUL_MAT_ID accept it, as src[0]; set by the backend */
     LOOM_TF_DEVMEM = 1u << 7    /* data is device memory (a Vulkan device address), not
                                   host-addressable: loom_tensor_read/write go through the
                                   engine's tensor_io hook (core/ctx.h); set by the backend */

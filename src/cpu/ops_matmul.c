@@ -212,8 +212,8 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
     }
     /* weights in the row-interleaved layout: whole 16-row groups per tile */
     const bool repacked = (a->flags & LOOM_TF_REPACKED) != 0;
-    if (repacked &&
-        (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) || vdt != loom_repack_act_type(a->type))) {
+    if (repacked && (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) ||
+                     vdt != loom_repack_act_type(a->type) || a->ne[2] != 1 || a->ne[3] != 1)) {
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
         return false;
     }
@@ -595,7 +595,12 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
     const loom_type vdt = e->vec_dot_type;
     const bool in_place = vdt == LOOM_TYPE_F32;
     const mmid_layout L = mmid_plan(dst, kt, p->nth);
-    if (a->flags & LOOM_TF_REPACKED) { /* expert matrices are never repacked */
+    /* experts in the row-interleaved layout (quant/repack.h; each expert's [K, M] slice
+     * is a repacked matrix of its own since M is a multiple of 16): tiles of whole 16-row
+     * groups through gemm_repacked, the activations in its type (the same as vec_dot's) */
+    const bool repacked = (a->flags & LOOM_TF_REPACKED) != 0;
+    if (repacked && (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) ||
+                     vdt != loom_repack_act_type(a->type) || MMID_RC % LOOM_REPACK_ROWS != 0)) {
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
         return;
     }
@@ -646,6 +651,10 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
                 float *o = (float *)((char *)dst->data + (size_t)s * dst->nb[1] + (size_t)t * dst->nb[2]);
                 if (K == 0) {
                     for (int64_t i = i0; i < i1; i++) o[i] = 0.0f;
+                } else if (repacked) {
+                    if (!kt->gemm_repacked(a->type, K, w, w_stride, ar, rb, o, (size_t)M, i0, i1, 0, 1))
+                        (void)loom_kernels_scalar()->gemm_repacked(a->type, K, w, w_stride, ar, rb, o, (size_t)M, i0,
+                                                                   i1, 0, 1);
                 } else if (!kt->gemm || !kt->gemm(a->type, K, w, w_stride, ar, rb, o, (size_t)M, i0, i1, 0, 1)) {
                     for (int64_t i = i0; i < i1; i++) e->vec_dot(K, &o[i], w + (size_t)i * w_stride, ar);
                 }
@@ -695,6 +704,10 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
         const int64_t nq = q1 - q0;
         if (K == 0) {
             for (int64_t j = 0; j < nq * nr; j++) scr[j] = 0.0f;
+        } else if (repacked) { /* i0 is a multiple of 16: w is the first of the tile's row groups */
+            if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, rb, scr, (size_t)nr, 0, nr, 0, nq))
+                (void)loom_kernels_scalar()->gemm_repacked(a->type, K, w, w_stride, ab, rb, scr, (size_t)nr, 0, nr, 0,
+                                                           nq);
         } else if (!kt->gemm || !kt->gemm(a->type, K, w, w_stride, ab, rb, scr, (size_t)nr, 0, nr, 0, nq)) {
             for (int64_t j0 = 0; j0 < nq; j0 += MM_COL_BLOCK) {
                 const int64_t j1 = j0 + MM_COL_BLOCK < nq ? j0 + MM_COL_BLOCK : nq;

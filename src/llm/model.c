@@ -409,12 +409,15 @@ loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, in
     return s;
 }
 
-/* The weights the llama-family graphs (llama.c) use only as loom_mul_mat weights:
- * candidates for the backend's CPU repacking (loom_backend_params.repack_filter). */
+/* The weights the llama-family graphs (llama.c) use only as loom_mul_mat weights, and
+ * the MoE experts (llm_graph.c) only as loom_mul_mat_id weights: candidates for the
+ * backend's CPU repacking (loom_backend_params.repack_filter). */
 static bool llm_repack_filter(const char *name, void *user) {
     (void)user;
-    static const char *const mm[] = {"attn_q.weight",   "attn_k.weight", "attn_v.weight",  "attn_output.weight",
-                                     "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"};
+    static const char *const mm[] = {"attn_q.weight",        "attn_k.weight",      "attn_v.weight",
+                                     "attn_output.weight",   "ffn_gate.weight",    "ffn_up.weight",
+                                     "ffn_down.weight",      "ffn_gate_exps.weight", "ffn_up_exps.weight",
+                                     "ffn_down_exps.weight"};
     if (!strcmp(name, "output.weight")) return true;
     return llm_blk_tensor_in(name, mm, sizeof mm / sizeof mm[0]);
 }

@@ -68,7 +68,7 @@ static void q6k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
 
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]) {
     return loom_repack_type_ok(t) && ne[0] > 0 && ne[0] % block_elems(t) == 0 && ne[1] > 0 &&
-           ne[1] % LOOM_REPACK_ROWS == 0 && ne[2] == 1 && ne[3] == 1;
+           ne[1] % LOOM_REPACK_ROWS == 0 && ne[2] >= 1 && ne[3] == 1;
 }
 
 /* Q4_K: the 6-bit scale sc[s] and min m[s] of sub-block s from the 12 GGUF bytes. */

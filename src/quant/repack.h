@@ -49,8 +49,8 @@
  *                row r at 4r (sub-block s = u / 4; low nibbles are its elements
  *                0..15, high nibbles 16..31; codes index the IQ4_NL table).
  *
- * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT
- * (as its weight operand) accepts them. The backend repacks only when its
+ * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT and
+ * MUL_MAT_ID (as their weight operand) accept them. The backend repacks only when its
  * params ask for it (the GGUF layout is the default, contract §4).
  * Thread-safety: pure functions on caller memory.
  */
@@ -73,8 +73,9 @@ bool loom_repack_type_ok(loom_type t);
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
- * multiple of the type's block size, m > 0 a multiple of LOOM_REPACK_ROWS,
- * n2 == n3 == 1. */
+ * multiple of the type's block size, m > 0 a multiple of LOOM_REPACK_ROWS, n3 == 1
+ * (n2 > 1: a stack of n2 matrices such as MUL_MAT_ID's experts, each repacked on its
+ * own since its rows start a group; MUL_MAT takes only n2 == 1). */
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]);
 
 /* Convert nrows GGUF-layout rows of k elements (src) into the interleaved layout
