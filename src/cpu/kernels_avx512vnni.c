@@ -6,6 +6,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/kernels_x86_q3k.h"
+
 #define H2F(h) _cvtsh_ss(h)
 #define ALWAYS_INLINE LOOM_ALWAYS_INLINE
 
@@ -629,6 +631,88 @@ static void gemm_q4k_lanes(int64_t nb, const uint8_t *w, size_t ws, const uint8_
     }
 }
 
+/* Q3_K x Q8_K: RB rows x CB columns, in the shape of tile_q6_K. Chunk q = 4n + j (32
+ * values) has codes u = ((qs[32n + l] >> 2j) & 3) | (bit 4n + j of hmask[l]) << 2, in
+ * 0..7, the value being u - 4: vpmaddubsw(u, y) pairs are exact, vpdpwssd applies the
+ * signed 6-bit scales of its two 16-value groups, and -4 * sum_g sc_g * bsum_g (exact
+ * integers, as vd_q3_K) seeds the accumulator. */
+static ALWAYS_INLINE void tile_q3_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
+                                    size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+    __m256 acc[4][4];
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(0x03), m4b = _mm256_set1_epi8(0x04);
+    for (int64_t b = 0; b < nb; b++) {
+        const block_q3_K *xb[4];
+        __m256i sc16[4], hm[4];
+        __m256i isum[4][4];
+        if (CB == 1) {
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++) {
+                const char *pf = (const char *)((const block_q3_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
+                _mm_prefetch(pf, _MM_HINT_T0);
+                _mm_prefetch(pf + 64, _MM_HINT_T0);
+                _mm_prefetch(pf + 109, _MM_HINT_T0);
+            }
+        }
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
+            xb[r] = (const block_q3_K *)(w + (size_t)(i + r) * ws) + b;
+            sc16[r] = _mm256_cvtepi8_epi16(loom_q3k_scales(xb[r]->scales));
+            hm[r] = _mm256_loadu_si256((const __m256i *)xb[r]->hmask);
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)yb->bsums);
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                isum[r][cc] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[r], bs), 2));
+        }
+        LOOM_UNROLL
+        for (int n = 0; n < 2; n++) {
+            LOOM_UNROLL
+            for (int k = 0; k < 4; k++) {
+                const int q = 4 * n + k, hb = 4 * n + k;
+                const __m256i sidx = _mm256_set_m128i(_mm_set1_epi16((short)(2 * q + 1)), _mm_set1_epi16((short)(2 * q)));
+                __m256i u[4], scv[4];
+                LOOM_UNROLL
+                for (int r = 0; r < RB; r++) {
+                    const __m256i l = _mm256_loadu_si256((const __m256i *)(xb[r]->qs + 32 * n));
+                    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(l, 2 * k), m3);
+                    const __m256i hi = _mm256_and_si256(hb >= 2 ? _mm256_srli_epi16(hm[r], hb - 2)
+                                                                : _mm256_slli_epi16(hm[r], 2 - hb),
+                                                        m4b);
+                    u[r] = _mm256_or_si256(lo, hi);
+                    scv[r] = _mm256_permutexvar_epi16(sidx, sc16[r]);
+                }
+                LOOM_UNROLL
+                for (int cc = 0; cc < CB; cc++) {
+                    const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+                    const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * q));
+                    LOOM_UNROLL
+                    for (int r = 0; r < RB; r++)
+                        isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(u[r], yv), scv[r]);
+                }
+            }
+        }
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->d)), _mm256_cvtepi32_ps(isum[r][cc]),
+                                             acc[r][cc]);
+        }
+    }
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
+}
+
 /* Q6_K x Q8_K: RB rows x CB columns (256-bit). Per 32-value chunk q (0..7) the 6-bit
  * unsigned codes u (q + 32) are rebuilt from ql/qh, multiplied with the activations
  * (vpmaddubsw, exact: 63 * 127 * 2 < 2^15) and accumulated with the two 16-value group
@@ -818,6 +902,11 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
 #define T_Q5K(RB, CB, ii, jj) tile_q45_K(RB, CB, true, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K(T_Q5K)
 #undef T_Q5K
+        return true;
+    case LOOM_TYPE_Q3_K:
+#define T_Q3K(RB, CB, ii, jj) tile_q3_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH_K(T_Q3K)
+#undef T_Q3K
         return true;
     case LOOM_TYPE_Q6_K:
 #define T_Q6K(RB, CB, ii, jj) tile_q6_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)

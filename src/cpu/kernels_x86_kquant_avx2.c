@@ -16,6 +16,8 @@
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+
+#include "cpu/kernels_x86_q3k.h"
 #include <math.h>
 
 static inline float hsum8(__m256 v) {
@@ -97,21 +99,6 @@ static void vd_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
     *s = hsum8(acc) - hsum8(accm);
 }
 
-/* The 16 signed 6-bit scales (backend contract 9.2) as int8, from the 12 packed bytes:
- * lo4 = k<8 ? s[k]&15 : s[k-8]>>4, hi2 = (s[8+k%4] >> 2*(k/4)) & 3, sc = lo4|hi2<<4 - 32. */
-AI __m128i q3_scales(const uint8_t *p) {
-    uint64_t lo8;
-    uint32_t hi4;
-    memcpy(&lo8, p, 8);
-    memcpy(&hi4, p + 8, 4);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i v = _mm_cvtsi64_si128((long long)lo8);
-    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
-    const __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)hi4), _mm_setr_epi32(0, 2, 4, 6));
-    const __m128i h2 = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
-    return _mm_sub_epi8(_mm_or_si128(lo, h2), _mm_set1_epi8(32));
-}
-
 /* u = low | hbit<<2 for hmask bit HB = 4h+j */
 #define Q3U(q, SH, hm, HB)                                                                   \
     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, SH), m3),                               \
@@ -127,7 +114,7 @@ static void vd_q3_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i c0 = pair_ctl(0), c1 = pair_ctl(1), c2 = pair_ctl(2), c3 = pair_ctl(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const __m128i sc8 = q3_scales(x[i].scales);
+        const __m128i sc8 = loom_q3k_scales(x[i].scales);
         /* 8 int32 partial sums of sc_g * bsums[g], times 4 */
         const __m256i corr = _mm256_slli_epi32(
             _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8), _mm256_loadu_si256((const __m256i *)y[i].bsums)), 2);
