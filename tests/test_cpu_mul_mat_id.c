@@ -1,7 +1,7 @@
 /* MUL_MAT_ID (mixture-of-experts matmul) against a float64 reference computed from
  * the dequantized expert weights:
  *  - every weight type with a gemm tile function on some level (F16, BF16, Q4_0,
- *    Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4) and a few without one on some levels (F32,
+ *    Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4) and a few without one on some levels (F32,
  *    Q4_1, IQ4_NL, IQ4_XS: the vec_dot fallback), and the repacked experts of the
  *    levels that have a layout for the type;
  *  - prompt shapes (many (slot, token) pairs: gathered activations, gemm tiles; one
@@ -201,7 +201,7 @@ static void run_level(void) {
     static const loom_type types[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16,   LOOM_TYPE_Q4_0,
                                       LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K,   LOOM_TYPE_Q5_K,
                                       LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_MXFP4,
-                                      LOOM_TYPE_Q3_K};
+                                      LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const loom_type t = types[ti];
         /* prompt: 80 tokens x 4 slots (expert 0: 80 pairs = two panels), M not a
