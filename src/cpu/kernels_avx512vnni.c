@@ -631,42 +631,65 @@ static void gemm_q4k_lanes(int64_t nb, const uint8_t *w, size_t ws, const uint8_
     }
 }
 
-/* Q2_K x Q8_K: RB rows x CB columns, in the shape of tile_q3_K. Chunk q = 4n + k has
- * codes u = (qs[32n + l] >> 2k) & 3; group g (16 values) has scale scales[g] & 15 and min
- * scales[g] >> 4: sum = d * sum_g sc_g * sum u*y - dmin * sum_g m_g * bsum_g, both
- * integer sums exact (as vd_q2_K). */
-static ALWAYS_INLINE void tile_q2_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
-                                    size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+/* Q2_K / Q3_K x Q8_K: RB rows x CB columns, in the shape of tile_q6_K. Chunk q = 4n + k
+ * (32 values, groups 2q and 2q + 1 of 16) has codes u = (qs[32n + l] >> 2k) & 3, and for
+ * Q3_K (q3) | (bit 4n + k of hmask[l]) << 2; vpmaddubsw(u, y) pairs are exact and
+ * vpdpwssd applies the group scales. Q3_K: value u - 4 with signed 6-bit scales, so -4 *
+ * sum_g sc_g * bsum_g seeds the integer sum. Q2_K: value d * sc_g * u - dmin * m_g with
+ * 4-bit sc_g = scales[g] & 15, m_g = scales[g] >> 4, the mins an exact int32 sum scaled by
+ * dmin. The same integer sums as vd_q2_K / vd_q3_K. */
+static ALWAYS_INLINE void tile_q23_K(int RB, int CB, bool q3, int64_t nb, const uint8_t *w, size_t ws,
+                                     const uint8_t *a, size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
     __m256 acc[4][4];
     LOOM_UNROLL
     for (int r = 0; r < RB; r++)
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
-    const __m256i m3 = _mm256_set1_epi8(0x03);
+    const __m256i m3 = _mm256_set1_epi8(0x03), m4b = _mm256_set1_epi8(0x04);
     const __m128i m4 = _mm_set1_epi8(0x0F);
+    const size_t bsz = q3 ? sizeof(block_q3_K) : sizeof(block_q2_K);
     for (int64_t b = 0; b < nb; b++) {
-        const block_q2_K *xb[4];
-        __m256i sc16[4], mn16[4];
+        const uint8_t *qs[4];
+        float dx[4], dmx[4];
+        __m256i sc16[4], hm[4], mn16[4];
         __m256i isum[4][4];
         if (CB == 1) {
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
-                const char *pf = (const char *)((const block_q2_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
+                const char *pf = (const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * bsz);
                 _mm_prefetch(pf, _MM_HINT_T0);
-                _mm_prefetch(pf + 83, _MM_HINT_T0);
+                _mm_prefetch(pf + 64, _MM_HINT_T0);
+                _mm_prefetch(pf + bsz - 1, _MM_HINT_T0);
             }
         }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
-            xb[r] = (const block_q2_K *)(w + (size_t)(i + r) * ws) + b;
-            const __m128i sc = _mm_loadu_si128((const __m128i *)xb[r]->scales);
-            sc16[r] = _mm256_cvtepu8_epi16(_mm_and_si128(sc, m4));
-            mn16[r] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), m4));
+            const uint8_t *blk = w + (size_t)(i + r) * ws + (size_t)b * bsz;
+            if (q3) {
+                const block_q3_K *x = (const block_q3_K *)blk;
+                qs[r] = x->qs;
+                dx[r] = H2F(x->d);
+                sc16[r] = _mm256_cvtepi8_epi16(loom_q3k_scales(x->scales));
+                hm[r] = _mm256_loadu_si256((const __m256i *)x->hmask);
+            } else {
+                const block_q2_K *x = (const block_q2_K *)blk;
+                qs[r] = x->qs;
+                dx[r] = H2F(x->d);
+                dmx[r] = H2F(x->dmin);
+                const __m128i sc = _mm_loadu_si128((const __m128i *)x->scales);
+                sc16[r] = _mm256_cvtepu8_epi16(_mm_and_si128(sc, m4));
+                mn16[r] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), m4));
+            }
         }
         LOOM_UNROLL
-        for (int r = 0; r < RB; r++)
+        for (int cc = 0; cc < CB; cc++) {
+            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)yb->bsums);
             LOOM_UNROLL
-            for (int cc = 0; cc < CB; cc++) isum[r][cc] = _mm256_setzero_si256();
+            for (int r = 0; r < RB; r++)
+                isum[r][cc] = q3 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[r], bs), 2))
+                                 : _mm256_setzero_si256();
+        }
         LOOM_UNROLL
         for (int n = 0; n < 2; n++) {
             LOOM_UNROLL
@@ -676,8 +699,12 @@ static ALWAYS_INLINE void tile_q2_K(int RB, int CB, int64_t nb, const uint8_t *w
                 __m256i u[4], scv[4];
                 LOOM_UNROLL
                 for (int r = 0; r < RB; r++) {
-                    const __m256i l = _mm256_loadu_si256((const __m256i *)(xb[r]->qs + 32 * n));
+                    const __m256i l = _mm256_loadu_si256((const __m256i *)(qs[r] + 32 * n));
                     u[r] = _mm256_and_si256(_mm256_srli_epi16(l, 2 * k), m3);
+                    if (q3) /* hmask bit q to bit 2 */
+                        u[r] = _mm256_or_si256(
+                            u[r], _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(hm[r], q - 2) : _mm256_slli_epi16(hm[r], 2 - q),
+                                                   m4b));
                     scv[r] = _mm256_permutexvar_epi16(sidx, sc16[r]);
                 }
                 LOOM_UNROLL
@@ -696,94 +723,11 @@ static ALWAYS_INLINE void tile_q2_K(int RB, int CB, int64_t nb, const uint8_t *w
             const __m256i bs = _mm256_loadu_si256((const __m256i *)yb->bsums);
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
-                const __m256i msum = _mm256_madd_epi16(mn16[r], bs);
-                acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->d)), _mm256_cvtepi32_ps(isum[r][cc]),
-                                             acc[r][cc]);
-                acc[r][cc] = _mm256_fnmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->dmin)), _mm256_cvtepi32_ps(msum),
-                                              acc[r][cc]);
+                acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * dx[r]), _mm256_cvtepi32_ps(isum[r][cc]), acc[r][cc]);
+                if (!q3)
+                    acc[r][cc] = _mm256_fnmadd_ps(_mm256_set1_ps(yb->d * dmx[r]),
+                                                  _mm256_cvtepi32_ps(_mm256_madd_epi16(mn16[r], bs)), acc[r][cc]);
             }
-        }
-    }
-    LOOM_UNROLL
-    for (int r = 0; r < RB; r++)
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
-}
-
-/* Q3_K x Q8_K: RB rows x CB columns, in the shape of tile_q6_K. Chunk q = 4n + j (32
- * values) has codes u = ((qs[32n + l] >> 2j) & 3) | (bit 4n + j of hmask[l]) << 2, in
- * 0..7, the value being u - 4: vpmaddubsw(u, y) pairs are exact, vpdpwssd applies the
- * signed 6-bit scales of its two 16-value groups, and -4 * sum_g sc_g * bsum_g (exact
- * integers, as vd_q3_K) seeds the accumulator. */
-static ALWAYS_INLINE void tile_q3_K(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
-                                    size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
-    __m256 acc[4][4];
-    LOOM_UNROLL
-    for (int r = 0; r < RB; r++)
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
-    const __m256i m3 = _mm256_set1_epi8(0x03), m4b = _mm256_set1_epi8(0x04);
-    for (int64_t b = 0; b < nb; b++) {
-        const block_q3_K *xb[4];
-        __m256i sc16[4], hm[4];
-        __m256i isum[4][4];
-        if (CB == 1) {
-            LOOM_UNROLL
-            for (int r = 0; r < RB; r++) {
-                const char *pf = (const char *)((const block_q3_K *)(w + (size_t)(i + r + PF_ROWS) * ws) + b);
-                _mm_prefetch(pf, _MM_HINT_T0);
-                _mm_prefetch(pf + 64, _MM_HINT_T0);
-                _mm_prefetch(pf + 109, _MM_HINT_T0);
-            }
-        }
-        LOOM_UNROLL
-        for (int r = 0; r < RB; r++) {
-            xb[r] = (const block_q3_K *)(w + (size_t)(i + r) * ws) + b;
-            sc16[r] = _mm256_cvtepi8_epi16(loom_q3k_scales(xb[r]->scales));
-            hm[r] = _mm256_loadu_si256((const __m256i *)xb[r]->hmask);
-        }
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)yb->bsums);
-            LOOM_UNROLL
-            for (int r = 0; r < RB; r++)
-                isum[r][cc] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16[r], bs), 2));
-        }
-        LOOM_UNROLL
-        for (int n = 0; n < 2; n++) {
-            LOOM_UNROLL
-            for (int k = 0; k < 4; k++) {
-                const int q = 4 * n + k, hb = 4 * n + k;
-                const __m256i sidx = _mm256_set_m128i(_mm_set1_epi16((short)(2 * q + 1)), _mm_set1_epi16((short)(2 * q)));
-                __m256i u[4], scv[4];
-                LOOM_UNROLL
-                for (int r = 0; r < RB; r++) {
-                    const __m256i l = _mm256_loadu_si256((const __m256i *)(xb[r]->qs + 32 * n));
-                    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(l, 2 * k), m3);
-                    const __m256i hi = _mm256_and_si256(hb >= 2 ? _mm256_srli_epi16(hm[r], hb - 2)
-                                                                : _mm256_slli_epi16(hm[r], 2 - hb),
-                                                        m4b);
-                    u[r] = _mm256_or_si256(lo, hi);
-                    scv[r] = _mm256_permutexvar_epi16(sidx, sc16[r]);
-                }
-                LOOM_UNROLL
-                for (int cc = 0; cc < CB; cc++) {
-                    const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
-                    const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb->qs + 32 * q));
-                    LOOM_UNROLL
-                    for (int r = 0; r < RB; r++)
-                        isum[r][cc] = _mm256_dpwssd_epi32(isum[r][cc], _mm256_maddubs_epi16(u[r], yv), scv[r]);
-                }
-            }
-        }
-        LOOM_UNROLL
-        for (int cc = 0; cc < CB; cc++) {
-            const block_q8_K *yb = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
-            LOOM_UNROLL
-            for (int r = 0; r < RB; r++)
-                acc[r][cc] = _mm256_fmadd_ps(_mm256_set1_ps(yb->d * H2F(xb[r]->d)), _mm256_cvtepi32_ps(isum[r][cc]),
-                                             acc[r][cc]);
         }
     }
     LOOM_UNROLL
@@ -1001,12 +945,12 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
 #undef T_Q5K
         return true;
     case LOOM_TYPE_Q2_K:
-#define T_Q2K(RB, CB, ii, jj) tile_q2_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+#define T_Q2K(RB, CB, ii, jj) tile_q23_K(RB, CB, false, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K4(T_Q2K)
 #undef T_Q2K
         return true;
     case LOOM_TYPE_Q3_K:
-#define T_Q3K(RB, CB, ii, jj) tile_q3_K(RB, CB, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
+#define T_Q3K(RB, CB, ii, jj) tile_q23_K(RB, CB, true, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K4(T_Q3K)
 #undef T_Q3K
         return true;
