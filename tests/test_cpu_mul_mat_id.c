@@ -197,6 +197,35 @@ static void check_case(loom_type t, int64_t K, int64_t M, int64_t E, int64_t B1,
     free(ref);
 }
 
+/* Repacked weights the kernels have no layout for: MUL_MAT_ID with experts of 24 rows (a
+ * row group would straddle two experts) and MUL_MAT with a 3-D weight are refused with
+ * LOOM_ERR_UNSUPPORTED when computed, never read out of bounds (the backend never makes
+ * them; a caller setting the flag could). */
+static void check_repacked_refused(void) {
+    if (!loom_kernels_get()->repack[LOOM_TYPE_Q8_0]) return;
+    const int64_t K = 64, E = 2;
+    size_t rb = 0;
+    CHECK_EQ_INT(loom_type_row_bytes(LOOM_TYPE_Q8_0, K, &rb), LOOM_OK);
+    unsigned char *wq = (unsigned char *)calloc(rb * (size_t)(32 * E), 1);
+    float x[64 * 2] = {0}, out[32 * 2];
+    int32_t ids[1] = {1};
+    for (int op = 0; op < 2; op++) {
+        const int64_t M = op == 0 ? 24 : 32; /* MUL_MAT: whole row groups, refused for being 3-D */
+        loom_ctx *ctx = nn_ctx(1, false);
+        int64_t wne[4] = {K, M, E, 1}, ine[2] = {1, 1};
+        loom_tensor *w = loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_Q8_0, wq, rb * (size_t)(M * E), 3, wne);
+        if (w && !(w->flags & LOOM_TF_POISON)) w->flags |= LOOM_TF_REPACKED;
+        loom_tensor *xt = nn_f32(ctx, x, K, 1, op == 0 ? 1 : E, 1);
+        loom_tensor *y = op == 0 ? loom_mul_mat_id(ctx, w, xt, loom_from_i32(loom_ctx_input(ctx), ids, 1, 2, ine))
+                                 : loom_mul_mat(ctx, w, xt);
+        const loom_status st = nn_run(ctx, y, out, op == 0 ? (size_t)M : (size_t)(M * E));
+        CHECK_MSG(st == LOOM_ERR_UNSUPPORTED, "%s on a repacked %s weight: status %d, expected UNSUPPORTED",
+                  op == 0 ? "MUL_MAT_ID" : "MUL_MAT", op == 0 ? "24-row expert" : "3-D", (int)st);
+        loom_ctx_free(ctx);
+    }
+    free(wq);
+}
+
 static void run_level(void) {
     static const loom_type types[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16,   LOOM_TYPE_Q4_0,
                                       LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q4_K,   LOOM_TYPE_Q5_K,
@@ -223,6 +252,7 @@ static void run_level(void) {
     bool any = false;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) any |= loom_kernels_get()->repack[types[ti]];
     CHECK(!any || g_repacked_cases > 0);
+    check_repacked_refused();
 }
 
 int main(int argc, char **argv) {

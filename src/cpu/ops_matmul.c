@@ -599,8 +599,9 @@ void loom_cpu_op_mul_mat_id(const loom_compute_params *p, loom_tensor *dst) {
      * is a repacked matrix of its own since M is a multiple of 16): tiles of whole 16-row
      * groups through gemm_repacked, the activations in its type (the same as vec_dot's) */
     const bool repacked = (a->flags & LOOM_TF_REPACKED) != 0;
-    if (repacked && (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) ||
-                     vdt != loom_repack_act_type(a->type) || MMID_RC % LOOM_REPACK_ROWS != 0)) {
+    _Static_assert(MMID_RC % LOOM_REPACK_ROWS == 0, "prompt tiles start on a row group");
+    if (repacked &&
+        (M % LOOM_REPACK_ROWS != 0 || !loom_repack_type_ok(a->type) || vdt != loom_repack_act_type(a->type))) {
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
         return;
     }

@@ -39,21 +39,22 @@ struct srv_stream {
 
 static bool is_openai(srv_api api) { return api == SRV_API_OAI_CHAT || api == SRV_API_OAI_COMPLETE; }
 
-void srv_api_error(srv_response *out, srv_api api, int status, const char *msg) {
+/* The error body in the API's shape; OpenAI's carries param and code (NULL = null). */
+static void api_error(srv_response *out, srv_api api, int status, const char *msg, const char *param,
+                      const char *code) {
     srv_buf_clear(&out->body);
     out->status = status;
     out->content_type = "application/json; charset=utf-8";
-    if (is_openai(api)) srv_oai_error(&out->body, status, msg);
+    if (is_openai(api)) srv_oai_error_ex(&out->body, status, msg, param, code);
     else srv_ollama_error(&out->body, msg, false);
 }
 
+void srv_api_error(srv_response *out, srv_api api, int status, const char *msg) {
+    api_error(out, api, status, msg, NULL, NULL);
+}
+
 void srv_api_error_e(srv_response *out, srv_api api, const srv_err *e) {
-    int status = e->status ? e->status : 500;
-    srv_api_error(out, api, status, e->msg);
-    if (is_openai(api) && (e->code || e->param)) {
-        srv_buf_clear(&out->body);
-        srv_oai_error_ex(&out->body, status, e->msg, e->param, e->code);
-    }
+    api_error(out, api, e->status ? e->status : 500, e->msg, e->param, e->code);
 }
 
 /* ------------------------------------------------------------------ options */
