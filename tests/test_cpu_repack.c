@@ -4,7 +4,7 @@
  *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
  *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
- *    group (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
+ *    group (Q4_0, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
  *    not repack);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
@@ -62,6 +62,14 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
             if (grp[2336 + 64 * (e / 4) + 4 * rr + e % 4] != src[128 + e]) bad++;
         return bad;
     }
+    if (t == LOOM_TYPE_Q2_K) { /* GGUF block: scales[16] qs[64] d dmin */
+        if (memcmp(grp + 2 * rr, src + 80, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 82, 2) != 0) bad++;
+        for (int s = 0; s < 16; s++)
+            if (grp[64 + 16 * s + rr] != src[s]) bad++;
+        for (int e = 0; e < 64; e++)
+            if (grp[320 + 64 * (e / 4) + 4 * rr + e % 4] != src[16 + e]) bad++;
+        return bad;
+    }
     if (t == LOOM_TYPE_IQ4_XS) { /* GGUF block: d, scales_h, scales_l[4], qs[128] */
         if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0 ||
             memcmp(grp + 64 + 4 * rr, src + 4, 4) != 0)
@@ -99,13 +107,13 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
 }
 
 static void test_layout(void) {
-    static const loom_type ts[7] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K};
+    static const loom_type ts[8] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
+                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K};
     static const int64_t ks[3] = {32, 96, 4192}, kks[3] = {256, 768, 4352};
-    for (int ti = 0; ti < 7; ti++)
+    for (int ti = 0; ti < 8; ti++)
         for (int ki = 0; ki < 3; ki++) {
             loom_type t = ts[ti];
-            const bool kq = t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K;
+            const bool kq = loom_type_get(t)->block_size == 256;
             int64_t k = kq ? kks[ki] : ks[ki], m = 48, qk = kq ? 256 : 32;
             size_t rb = rowb(t, k), n = rb * (size_t)m;
             uint8_t *w = make_rows(t, k, m), *p = malloc(n), *u = malloc(n);
@@ -145,7 +153,9 @@ static void test_layout(void) {
     CHECK(loom_repack_type_ok(LOOM_TYPE_Q4_0) && loom_repack_type_ok(LOOM_TYPE_Q8_0) &&
           loom_repack_type_ok(LOOM_TYPE_Q4_K) && loom_repack_type_ok(LOOM_TYPE_Q6_K) &&
           loom_repack_type_ok(LOOM_TYPE_IQ4_NL) && loom_repack_type_ok(LOOM_TYPE_IQ4_XS) &&
-          loom_repack_type_ok(LOOM_TYPE_Q5_K) && !loom_repack_type_ok(LOOM_TYPE_Q3_K));
+          loom_repack_type_ok(LOOM_TYPE_Q5_K) && loom_repack_type_ok(LOOM_TYPE_Q2_K) &&
+          !loom_repack_type_ok(LOOM_TYPE_Q3_K));
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q2_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_NL), LOOM_TYPE_Q8_0);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_XS), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q6_K), LOOM_TYPE_Q8_K);
@@ -274,6 +284,11 @@ static void test_gemm(void) {
         check_gemm(LOOM_TYPE_Q5_K, 5632, ns[ni]);
     }
     check_gemm(LOOM_TYPE_Q5_K, 2048, 300);
+    for (int ni = 0; ni < 5; ni++) {
+        check_gemm(LOOM_TYPE_Q2_K, 256, ns[ni]);
+        check_gemm(LOOM_TYPE_Q2_K, 5632, ns[ni]);
+    }
+    check_gemm(LOOM_TYPE_Q2_K, 2048, 300);
     /* decode rows over several activation slabs (the one-column paths keep partial sums
      * in c between slabs) */
     check_gemm(LOOM_TYPE_Q4_K, 16640, 1);
@@ -281,10 +296,12 @@ static void test_gemm(void) {
     check_gemm(LOOM_TYPE_Q6_K, 16640, 1);
     check_gemm(LOOM_TYPE_Q6_K, 16640, 5);
     check_gemm(LOOM_TYPE_Q5_K, 16640, 5);
+    check_gemm(LOOM_TYPE_Q2_K, 16640, 1);
+    check_gemm(LOOM_TYPE_Q2_K, 16640, 5);
     g_extreme = true;
-    static const loom_type kq[7] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS,
-                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL};
-    for (int ti = 0; ti < 7; ti++)
+    static const loom_type kq[8] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS,
+                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K};
+    for (int ti = 0; ti < 8; ti++)
         for (int ni = 0; ni < 5; ni++) check_gemm(kq[ti], 512, ns[ni]);
     g_extreme = false;
 }
@@ -313,11 +330,11 @@ static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, in
 }
 
 static void test_engine(void) {
-    static const loom_type et[7] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K};
-    for (int ti = 0; ti < 7; ti++) {
+    static const loom_type et[8] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
+                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K};
+    for (int ti = 0; ti < 8; ti++) {
         loom_type t = et[ti];
-        const int64_t k = ti == 2 || ti == 3 || ti == 5 || ti == 6 ? 4352 : 4192, m = 80;
+        const int64_t k = loom_type_get(t)->block_size == 256 ? 4352 : 4192, m = 80;
         static const int64_t ns[3] = {1, 5, 70};
         uint8_t *w = make_rows(t, k, m);
         for (int ni = 0; ni < 3 && w; ni++) {

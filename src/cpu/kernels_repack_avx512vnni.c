@@ -251,6 +251,8 @@ static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_q6k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                               int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+static void gemm_repacked_q2k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static void gemm_repacked_iq4xs(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                                 int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
@@ -266,6 +268,10 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
     }
     if (wt == LOOM_TYPE_Q6_K) {
         gemm_repacked_q6k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q2_K) {
+        gemm_repacked_q2k(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     if (wt == LOOM_TYPE_IQ4_XS) {
@@ -491,6 +497,141 @@ static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a
     gemm_repacked_q45k(true, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
+/* ------------------------------------------------------------------ Q2_K */
+/* Q2_K (layout in quant/repack.h) times Q8_K: per half (128 values) the 8 vectors of
+ * 16 rows x 4 quant bytes are loaded once; shift 2j of them gives the codes (0..3) of
+ * values 32j + 0..31 of the half, i.e. groups 8h + 2j (chunks 0..3) and 8h + 2j + 1
+ * (chunks 4..7). Each group's dpbusd chain is scaled by its 4-bit scale (vpmulld) into
+ * the super-block's integer sum; the mins term sum_s m[s] * bsum_s is 8 vpdpwssd of
+ * (m[2t], m[2t+1]) word pairs with the activation's group sums. Then two fmas per
+ * super-block, as in the scalar reference (bit for bit). */
+#define RP2_MAXCB 4
+#define RP2_SLAB 64  /* super-blocks per activation slab */
+#define RP2_PRE 1024 /* prepared (column, super-block) entries */
+
+/* Per column and super-block of [s0, s1): the scale and the 8 group-sum word pairs
+ * (bsum_2t | bsum_2t+1 << 16) of the activation. */
+static void rp2_prepare(const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1, int64_t stride,
+                        float *dy, int32_t *bs) {
+    for (int64_t cc = 0; cc < n; cc++) {
+        const block_q8_K *y = (const block_q8_K *)(a + (size_t)(j0 + cc) * as);
+        for (int64_t b = s0; b < s1; b++) {
+            const int64_t e = cc * stride + (b - s0);
+            dy[e] = y[b].d;
+            for (int t = 0; t < 8; t++)
+                bs[8 * e + t] = (int32_t)(((uint32_t)(uint16_t)y[b].bsums[2 * t + 1] << 16) |
+                                          (uint32_t)(uint16_t)y[b].bsums[2 * t]);
+        }
+    }
+}
+
+static ALWAYS_INLINE void rp2_tile(int CB, const uint8_t *w, size_t ws, const uint8_t *a, size_t as, float *c,
+                                   size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1, const float *dy,
+                                   const int32_t *bs, int64_t stride) {
+    const size_t bstep = sizeof(block_q2_K) * LOOM_REPACK_ROWS, pf = 2 * bstep;
+    const __m512i m3 = _mm512_set1_epi8(0x03), m15 = _mm512_set1_epi32(15);
+    __m512 acc[RP2_MAXCB];
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        acc[cc] = s0 == 0 ? _mm512_setzero_ps()
+                          : _mm512_loadu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS);
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    for (int64_t b = s0; b < s1; b++, p += bstep) {
+        __m512i isum[RP2_MAXCB];
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) isum[cc] = _mm512_setzero_si512();
+        RP_UNROLL
+        for (int h = 0; h < 2; h++) {
+            __m512i v[8];
+            RP_UNROLL
+            for (int ch = 0; ch < 8; ch++) {
+                v[ch] = _mm512_loadu_si512((const void *)(p + 320 + 64 * (8 * h + ch)));
+                _mm_prefetch((const char *)(p + 320 + 64 * (8 * h + ch) + pf), _MM_HINT_T0);
+            }
+            if (h == 0)
+                for (int t = 0; t < 5; t++) _mm_prefetch((const char *)(p + 64 * t + pf), _MM_HINT_T0);
+            RP_UNROLL
+            for (int jj = 0; jj < 4; jj++) {
+                __m512i de[RP2_MAXCB], dod[RP2_MAXCB];
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++) de[cc] = dod[cc] = _mm512_setzero_si512();
+                RP_UNROLL
+                for (int ch = 0; ch < 8; ch++) {
+                    const __m512i q = _mm512_and_si512(_mm512_srli_epi16(v[ch], (unsigned)(2 * jj)), m3);
+                    RP_UNROLL
+                    for (int cc = 0; cc < CB; cc++) {
+                        const int8_t *yq = ((const block_q8_K *)(a + (size_t)(j + cc) * as))[b].qs + 128 * h +
+                                           32 * jj + 4 * ch;
+                        if (ch < 4) de[cc] = _mm512_dpbusd_epi32(de[cc], q, _mm512_set1_epi32(ld32(yq)));
+                        else dod[cc] = _mm512_dpbusd_epi32(dod[cc], q, _mm512_set1_epi32(ld32(yq)));
+                    }
+                }
+                const int s = 8 * h + 2 * jj;
+                const __m512i se = _mm512_and_si512(rpk_bytes(p + 64 + 16 * s), m15);
+                const __m512i so = _mm512_and_si512(rpk_bytes(p + 64 + 16 * (s + 1)), m15);
+                RP_UNROLL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[cc] = _mm512_add_epi32(isum[cc], _mm512_add_epi32(_mm512_mullo_epi32(de[cc], se),
+                                                                           _mm512_mullo_epi32(dod[cc], so)));
+            }
+        }
+        /* (m[2t], m[2t+1]) word pairs per lane */
+        __m512i mp[8];
+        RP_UNROLL
+        for (int t = 0; t < 8; t++)
+            mp[t] = _mm512_or_si512(_mm512_srli_epi32(rpk_bytes(p + 64 + 32 * t), 4),
+                                    _mm512_slli_epi32(_mm512_srli_epi32(rpk_bytes(p + 64 + 32 * t + 16), 4), 16));
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32)));
+        RP_UNROLL
+        for (int cc = 0; cc < CB; cc++) {
+            const int64_t e = cc * stride + (b - s0);
+            __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mp[0], _mm512_set1_epi32(bs[8 * e]));
+            RP_UNROLL
+            for (int t = 1; t < 8; t++) ms = _mm512_dpwssd_epi32(ms, mp[t], _mm512_set1_epi32(bs[8 * e + t]));
+            const __m512 dyv = _mm512_set1_ps(dy[e]);
+            acc[cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dyv), _mm512_cvtepi32_ps(isum[cc]), acc[cc]);
+            acc[cc] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, dyv), _mm512_cvtepi32_ps(ms), acc[cc]);
+        }
+    }
+    RP_UNROLL
+    for (int cc = 0; cc < CB; cc++)
+        _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
+}
+
+static void gemm_repacked_q2k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    float dy[RP2_PRE];
+    int32_t bs[8 * RP2_PRE];
+    for (int64_t jc = j0; jc < j1; jc += RP_COLS) {
+        const int64_t jn = j1 - jc < RP_COLS ? j1 - jc : RP_COLS;
+        int64_t slab = RP2_PRE / jn;
+        if (slab > RP2_SLAB) slab = RP2_SLAB;
+        for (int64_t s0 = 0; s0 < nb; s0 += slab) {
+            const int64_t s1 = s0 + slab < nb ? s0 + slab : nb;
+            rp2_prepare(a, as, jc, jn, s0, s1, slab, dy, bs);
+            for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+                for (int64_t jj = 0; jj < jn;) {
+                    const int64_t left = jn - jj;
+                    const float *d = dy + jj * slab;
+                    const int32_t *q = bs + 8 * jj * slab;
+                    if (left >= 4) {
+                        rp2_tile(4, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        jj += 4;
+                    } else if (left >= 2) {
+                        rp2_tile(2, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        jj += 2;
+                    } else {
+                        rp2_tile(1, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
+                        jj += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ Q6_K */
 /* Q6_K (layout in quant/repack.h) times Q8_K: per half (128 values) and 4-value piece
  * c, two ql vectors and one qh vector of 16 rows rebuild the unsigned 6-bit codes of
@@ -668,4 +809,5 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->repack[LOOM_TYPE_Q6_K] = true;
     k->repack[LOOM_TYPE_IQ4_XS] = true;
     k->repack[LOOM_TYPE_Q5_K] = true;
+    k->repack[LOOM_TYPE_Q2_K] = true;
 }

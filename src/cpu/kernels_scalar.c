@@ -360,6 +360,28 @@ static float q6k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float a
     return fmaf(y->d * H2F(hd), (float)isum, acc);
 }
 
+/* Q2_K: exact integer sums isum = sum_s sc[s] * dot_s and msum = sum_s m[s] * bsum_s over
+ * the 16 groups of 16 (sc, m: the low and high nibbles of scales[s]), then
+ * acc = fma(dy*d, isum, acc) and acc = fma(-(dy*dmin), msum, acc), as for Q4_K. */
+static float q2k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
+    uint16_t hd, hm;
+    memcpy(&hd, p + 2 * r, 2);
+    memcpy(&hm, p + 32 + 2 * r, 2);
+    int32_t isum = 0, msum = 0;
+    for (int s = 0; s < 16; s++) {
+        const uint8_t sc = p[64 + 16 * s + r];
+        int32_t dot = 0;
+        for (int e = 16 * s; e < 16 * s + 16; e++) {
+            const int q = 32 * (e / 128) + e % 32, j = (e % 128) / 32; /* qs byte, shift 2j */
+            dot += ((p[320 + 64 * (q / 4) + 4 * r + q % 4] >> (2 * j)) & 3) * y->qs[e];
+        }
+        isum += (sc & 15) * dot;
+        msum += (sc >> 4) * y->bsums[s];
+    }
+    acc = fmaf(y->d * H2F(hd), (float)isum, acc);
+    return fmaf(-(y->d * H2F(hm)), (float)msum, acc);
+}
+
 /* IQ4_XS: the exact integer isum = sum_s (ls_s - 32) * sum_{e in s} table[u_e] * y_e over
  * the 8 sub-blocks, then acc = fma(dy*d, isum, acc) (the SIMD kernels match it bit for
  * bit; they compute each sub-block sum as sum (table[u] + 128) y - 128 * bsum). */
@@ -405,6 +427,10 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
     if (!loom_repack_type_ok(wt)) return false;
     if (wt == LOOM_TYPE_IQ4_XS) {
         gemm_repacked_kq_ref(iq4xs_block_ref, sizeof(block_iq4_xs), k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q2_K) {
+        gemm_repacked_kq_ref(q2k_block_ref, sizeof(block_q2_K), k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     if (wt == LOOM_TYPE_Q5_K) {

@@ -8,7 +8,7 @@
 
 bool loom_repack_type_ok(loom_type t) {
     return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ||
-           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K;
+           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K || t == LOOM_TYPE_Q2_K;
 }
 
 loom_type loom_repack_act_type(loom_type t) {
@@ -16,6 +16,7 @@ loom_type loom_repack_act_type(loom_type t) {
     case LOOM_TYPE_Q4_0:
     case LOOM_TYPE_IQ4_NL:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
+    case LOOM_TYPE_Q2_K:
     case LOOM_TYPE_Q4_K:
     case LOOM_TYPE_Q5_K:
     case LOOM_TYPE_IQ4_XS:
@@ -25,7 +26,29 @@ loom_type loom_repack_act_type(loom_type t) {
 }
 
 static int64_t block_elems(loom_type t) {
-    return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K ? 256 : 32;
+    return t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K ||
+                   t == LOOM_TYPE_Q2_K
+               ? 256
+               : 32;
+}
+
+/* Q2_K super-block b of a 16-row group, either direction (see repack.h): fields moved
+ * as they are. */
+static void q2k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
+    const size_t bb = sizeof(block_q2_K), p0 = b * bb * LOOM_REPACK_ROWS;
+    for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
+        const size_t u0 = r * rowb + b * bb;
+#define MOVE(poff, uoff, n)                                                                        \
+    do {                                                                                           \
+        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
+        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
+    } while (0)
+        MOVE(2 * r, offsetof(block_q2_K, d), 2);
+        MOVE(32 + 2 * r, offsetof(block_q2_K, dmin), 2);
+        for (size_t k = 0; k < 16; k++) MOVE(64 + 16 * k + r, offsetof(block_q2_K, scales) + k, 1);
+        for (size_t u = 0; u < 16; u++) MOVE(320 + 64 * u + 4 * r, offsetof(block_q2_K, qs) + 4 * u, 4);
+#undef MOVE
+    }
 }
 
 /* IQ4_XS super-block b of a 16-row group, either direction (see repack.h): fields moved
@@ -133,12 +156,14 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
     if (!loom_repack_type_ok(t) || k <= 0 || k % block_elems(t) != 0 || nrows < 0 ||
         nrows % LOOM_REPACK_ROWS != 0 || !src || !dst)
         return LOOM_ERR_INVALID_ARG;
-    if (t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K) {
-        const bool k5 = t == LOOM_TYPE_Q5_K, k4 = t == LOOM_TYPE_Q4_K || k5, xs = t == LOOM_TYPE_IQ4_XS;
+    if (block_elems(t) == 256) {
+        const bool k5 = t == LOOM_TYPE_Q5_K, k4 = t == LOOM_TYPE_Q4_K || k5, xs = t == LOOM_TYPE_IQ4_XS,
+                   k2 = t == LOOM_TYPE_Q2_K;
         const size_t nbk = (size_t)(k / 256),
                      rowb = nbk * (k5   ? sizeof(block_q5_K)
                                    : k4 ? sizeof(block_q4_K)
                                    : xs ? sizeof(block_iq4_xs)
+                                   : k2 ? sizeof(block_q2_K)
                                         : sizeof(block_q6_K));
         const size_t gbytes = rowb * LOOM_REPACK_ROWS;
         for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
@@ -147,6 +172,7 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
                 uint8_t *gd = (uint8_t *)dst + (size_t)g * gbytes;
                 if (k4) q4k_block(gs, gd, rowb, b, to_packed, k5);
                 else if (xs) iq4xs_block(gs, gd, rowb, b, to_packed);
+                else if (k2) q2k_block(gs, gd, rowb, b, to_packed);
                 else q6k_block(gs, gd, rowb, b, to_packed);
             }
         return LOOM_OK;

@@ -1,7 +1,7 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0, IQ4_NL, Q8_0, Q4_K, Q5_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
+ * A 2-D Q4_0, IQ4_NL, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
  * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
  * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
  * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
@@ -48,6 +48,14 @@
  *   [128, 2176)  for u = 0..31, 16 x 4 bytes at 128 + 64u: qs bytes 4u..4u+3 of
  *                row r at 4r (sub-block s = u / 4; low nibbles are its elements
  *                0..15, high nibbles 16..31; codes index the IQ4_NL table).
+ * Q2_K (B = 84; super-blocks of 256, 16 groups of 16 with a 4-bit scale (low nibble
+ * of scales[s]) and a 4-bit min (high nibble)), 1344 bytes per super-block b of the
+ * group, every field as it is:
+ *   [0, 32)      16 x uint16 d;  [32, 64) 16 x uint16 dmin;
+ *   [64, 320)    byte 16*s + r = scales[s] of row r, s = 0..15;
+ *   [320, 1344)  for u = 0..15, 16 x 4 bytes at 320 + 64u: qs bytes 4u..4u+3 of
+ *                row r at 4r (qs byte q holds, at bits 2j, the code of element
+ *                128 * (q / 32) + 32j + q % 32).
  *
  * Tensors in this layout carry LOOM_TF_REPACKED (core/tensor.h); only MUL_MAT and
  * MUL_MAT_ID (as their weight operand) accept them. The backend repacks only when its
@@ -64,12 +72,12 @@
 
 #define LOOM_REPACK_ROWS 16
 
-/* True for the types that have an interleaved layout (Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K,
- * IQ4_XS, Q5_K). */
+/* True for the types that have an interleaved layout (Q4_0, IQ4_NL, Q8_0, Q2_K, Q4_K,
+ * Q6_K, IQ4_XS, Q5_K). */
 bool loom_repack_type_ok(loom_type t);
 
 /* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0, IQ4_NL
- * and Q8_0, Q8_K for Q4_K, Q5_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
+ * and Q8_0, Q8_K for Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
