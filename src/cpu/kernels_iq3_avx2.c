@@ -35,27 +35,33 @@ static inline __m256i sign_mask(uint32_t s4) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
 
-/* IQ3_XXS: 4 groups of 7 stored sign bits (bits 7l .. 7l+6 of w) -> the minus-sign
- * byte mask of 32 values; byte 8l+7 is the group's even-parity sign. Bytes 8l..8l+6
- * test their stored bit; byte 8l+7 tests no bit (always 0xFF), so one psadbw per
- * 64-bit lane sums 255 x (number of minus signs + 1), and its low bit, moved to the
- * top of byte 8l+7, clears that byte when the count of stored minus signs is even. */
-static inline __m256i sign_mask_xxs(uint32_t w) {
-    const __m256i spread = _mm256_set_epi64x(0x0003030303020202, 0x0002020202020101, 0x0001010101010100, 0);
-    const __m256i bits = _mm256_set_epi64x(0x0008040201804020, 0x0010080402018040, 0x0020100804020180,
-                                           0x0040201008040201);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), spread);
-    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
-    const __m256i odd = _mm256_slli_epi64(_mm256_sad_epu8(m, _mm256_setzero_si256()), 63);
-    return _mm256_xor_si256(m, _mm256_cmpgt_epi8(_mm256_setzero_si256(), odd));
+/* IQ3_XXS, the 8 sign/scale words of a block at once: word ib (bits 7l .. 7l+6: the
+ * stored signs of values 8l .. 8l+6; bits 28..31: the sub-block scale ls) -> the 4
+ * sign bytes of sub-block ib (bit 7 of each: the even-parity sign, from a nibble
+ * parity table) in s4[ib], and 2 ls + 1 in both 16-bit halves of sc[ib]. */
+static inline void xxs_block_words(const uint8_t *ss, uint32_t s4[8], uint32_t sc[8]) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)ss);
+    const __m256i b7 = _mm256_set1_epi32(0x7F);
+    __m256i p = _mm256_and_si256(w, b7);
+    p = _mm256_or_si256(p, _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_slli_epi32(b7, 8)));
+    p = _mm256_or_si256(p, _mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_slli_epi32(b7, 16)));
+    p = _mm256_or_si256(p, _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_slli_epi32(b7, 24)));
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0,
+                                         0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i lo = _mm256_set1_epi8(0x0F);
+    const __m256i odd = _mm256_xor_si256(_mm256_shuffle_epi8(par, _mm256_and_si256(p, lo)),
+                                         _mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(p, 4), lo)));
+    _mm256_storeu_si256((__m256i *)s4, _mm256_or_si256(p, odd));
+    const __m256i ls = _mm256_add_epi32(_mm256_slli_epi32(_mm256_srli_epi32(w, 28), 1), _mm256_set1_epi32(1));
+    _mm256_storeu_si256((__m256i *)sc, _mm256_or_si256(ls, _mm256_slli_epi32(ls, 16)));
 }
 
 /* 32 grid values g (unsigned bytes), their minus-sign mask m, activations a, integer
- * sub-block scale ls: 8 int32 lanes summing to ls * sum(+-g * a) */
-static inline __m256i sub_dot(__m256i g, __m256i m, __m256i a, int ls) {
+ * sub-block scale ls in both halves of ls2: 8 int32 lanes summing to ls * sum(+-g * a) */
+static inline __m256i sub_dot(__m256i g, __m256i m, __m256i a, uint32_t ls2) {
     const __m256i gs = _mm256_sub_epi8(_mm256_xor_si256(g, m), m);
     const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(gs, a));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16((short)ls));
+    return _mm256_madd_epi16(p, _mm256_set1_epi32((int)ls2));
 }
 
 /* 8 bytes -> 8 int32 lanes (grid indices) */
@@ -68,13 +74,13 @@ static void vd_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *q = x[i].qs, *ss = x[i].qs + 64;
         const int8_t *a = y[i].qs;
+        uint32_t s4[8], sc[8];
+        xxs_block_words(ss, s4, sc);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            uint32_t w;
-            memcpy(&w, ss + 4 * ib, 4);
             const __m256i g = _mm256_i32gather_epi32((const int *)loom_iq3xxs_grid, bytes8(q), 4);
             const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * ib));
-            isum = _mm256_add_epi32(isum, sub_dot(g, sign_mask_xxs(w), av, (int)(2 * (w >> 28) + 1)));
+            isum = _mm256_add_epi32(isum, sub_dot(g, sign_mask(s4[ib]), av, sc[ib]));
             q += 8;
         }
         const __m256 d = _mm256_set1_ps(H2F(x[i].d) * y[i].d * 0.25f);
@@ -90,18 +96,23 @@ static void vd_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *q = x[i].qs;
         const int8_t *a = y[i].qs;
+        /* 2 sc + 1 of sub-block ib (nibble ib of the scale bytes) in both halves of sc[ib] */
+        uint32_t sc[8], s4, h;
+        memcpy(&s4, x[i].scales, 4);
+        const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)s4), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                             _mm256_set1_epi32(0xF));
+        const __m256i ls = _mm256_add_epi32(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
+        _mm256_storeu_si256((__m256i *)sc, _mm256_or_si256(ls, _mm256_slli_epi32(ls, 16)));
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
-            const uint32_t h = x[i].qh[ib];
-            uint32_t s4;
             memcpy(&s4, x[i].signs + 4 * ib, 4);
-            /* grid index j: qs byte j, bit 8 from bit j of qh (shifted up by 8 - j) */
+            memcpy(&h, x[i].qh + ib, 4); /* qh[ib] in the low byte (the rest: masked off) */
+            /* grid index j: qs byte j, bit 8 from bit j of qh[ib] (shifted up by 8 - j) */
             const __m256i hi = _mm256_sllv_epi32(_mm256_set1_epi32((int)h), _mm256_set_epi32(1, 2, 3, 4, 5, 6, 7, 8));
             const __m256i idx = _mm256_or_si256(bytes8(q), _mm256_and_si256(hi, _mm256_set1_epi32(256)));
             const __m256i g = _mm256_i32gather_epi32((const int *)loom_iq3s_grid, idx, 4);
             const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * ib));
-            const int sc = (x[i].scales[ib / 2] >> (4 * (ib & 1))) & 0xF;
-            isum = _mm256_add_epi32(isum, sub_dot(g, sign_mask(s4), av, 2 * sc + 1));
+            isum = _mm256_add_epi32(isum, sub_dot(g, sign_mask(s4), av, sc[ib]));
             q += 8;
         }
         const __m256 d = _mm256_set1_ps(H2F(x[i].d) * y[i].d);
