@@ -2,10 +2,11 @@
  * loom_vd_iq3_xxs_ref / loom_vd_iq3_s_ref in kernels_iq_scalar.c).
  *
  * Per 32-value sub-block: the 8 grid entries (4 unsigned values <= 62 each) come with
- * one 8-lane gather (measured here against 8 scalar loads + inserts: ~16 vs ~11-15
- * GFLOP/s); the 32 sign bits (IQ3_S: 4 stored bytes; IQ3_XXS: 4 x 7 stored bits, the
- * 8th sign of each 8 the even-parity one, made with a psadbw) become a byte mask by a
- * byte shuffle of the broadcast word and a bit test. The
+ * one 8-lane gather (measured on this machine against 8 scalar loads + inserts: ~16 vs
+ * ~11-15 GFLOP/s, noisy); the 32 sign bits become a byte mask by a byte shuffle of the
+ * broadcast sign word and a bit test. The sign words (IQ3_S: stored; IQ3_XXS: 4 x 7
+ * stored bits spread to bytes, bit 7 of each the even-parity sign from a nibble parity
+ * shuffle) and the integer scales are made once per block, 8 sub-blocks at a time. The
  * sign goes on the grid value (signed, |g| <= 62), and the dot with the activations is
  * maddubs(|a|, sign(g, a)): exact for every activation byte, -128 included (|a| = 128
  * as an unsigned byte; pair sums <= 2 * 62 * 128, no int16 saturation). One madd with
@@ -99,8 +100,8 @@ static void vd_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
         /* 2 sc + 1 of sub-block ib (nibble ib of the scale bytes) in both halves of sc[ib] */
         uint32_t sc[8], s4, h;
         memcpy(&s4, x[i].scales, 4);
-        const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)s4), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                             _mm256_set1_epi32(0xF));
+        const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+        const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)s4), sh), _mm256_set1_epi32(0xF));
         const __m256i ls = _mm256_add_epi32(_mm256_slli_epi32(nib, 1), _mm256_set1_epi32(1));
         _mm256_storeu_si256((__m256i *)sc, _mm256_or_si256(ls, _mm256_slli_epi32(ls, 16)));
         __m256i isum = _mm256_setzero_si256();
