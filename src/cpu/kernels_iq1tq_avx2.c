@@ -27,10 +27,27 @@ AI __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p
 /* the 8 int32 partial sums of the 16 bsums of a Q8_K block */
 AI __m256i bsums_i32(const block_q8_K *y) { return _mm256_madd_epi16(load256(y->bsums), _mm256_set1_epi16(1)); }
 
-/* four 8-byte grid rows (codes -1, 0, 1) as 32 bytes, row l in bytes 8l..8l+7 */
-AI __m256i grid4(uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
-    return _mm256_set_epi64x((long long)loom_iq1s_grid[i3], (long long)loom_iq1s_grid[i2],
-                             (long long)loom_iq1s_grid[i1], (long long)loom_iq1s_grid[i0]);
+/* Four 8-byte grid rows (codes -1, 0, 1) as 32 bytes, row l in bytes 8l..8l+7, from
+ * their byte offsets 8 * index: broadcast loads and blends (no shuffle-port work). */
+AI __m256i grid4(const uint16_t *off) {
+    const char *g = (const char *)loom_iq1s_grid;
+#define G(j) _mm256_set1_epi64x((long long)*(const uint64_t *)(const void *)(g + off[j]))
+    const __m256i a = _mm256_blend_epi32(G(0), G(1), 0x0C), b = _mm256_blend_epi32(G(2), G(3), 0xC0);
+#undef G
+    return _mm256_blend_epi32(a, b, 0xF0);
+}
+
+/* off[4ib + l] = 8 * (qs[4ib + l] | hi3(ib, l) << 8) for a block's 32 grid rows, where
+ * hc picks (per 16-bit lane) the byte or word holding hi3 and hm shifts hi3 to bits
+ * 11..13 (so every shift is to the left). */
+AI void grid_offsets(const uint8_t *qs, __m256i h, __m256i hc0, __m256i hc1, __m256i hm, uint16_t off[32]) {
+    const __m256i m = _mm256_set1_epi16(0x3800);
+    const __m256i lo0 = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)qs)), 3);
+    const __m256i lo1 = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(qs + 16))), 3);
+    const __m256i hi0 = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(h, hc0), hm), m);
+    const __m256i hi1 = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(h, hc1), hm), m);
+    _mm256_storeu_si256((__m256i *)off, _mm256_or_si256(lo0, hi0));
+    _mm256_storeu_si256((__m256i *)(off + 16), _mm256_or_si256(lo1, hi1));
 }
 
 /* shuffle control that fills the low 128-bit lane with int16 element j of the low lane
@@ -45,7 +62,13 @@ AI __m256i bcast16_ctl(int j) { return _mm256_set1_epi16((short)(((2 * j + 1) <<
 static void vd_iq1_s(int64_t n, float *s, const void *vx, const void *vy) {
     const block_iq1_s *x = vx;
     const block_q8_K *y = vy;
-    const __m256i one8 = _mm256_set1_epi8(1);
+    const __m256i one8 = _mm256_set1_epi8(1), two8 = _mm256_set1_epi8(2);
+    /* grid index bits 8..10 of row l of sub-block ib: bits 3l..3l+2 of word qh[ib] */
+    const __m256i hc0 = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7,
+                                         6, 7, 6, 7);
+    const __m256i hc1 = _mm256_add_epi8(hc0, _mm256_set1_epi8(8));
+    const __m256i hm = _mm256_setr_epi16(1 << 11, 1 << 8, 1 << 5, 1 << 2, 1 << 11, 1 << 8, 1 << 5, 1 << 2, 1 << 11, 1 << 8,
+                                         1 << 5, 1 << 2, 1 << 11, 1 << 8, 1 << 5, 1 << 2);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
         const __m128i qh = _mm_loadu_si128((const __m128i *)x[i].qh);
@@ -56,15 +79,14 @@ static void vd_iq1_s(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256i coef = _mm256_set_m128i(_mm_unpackhi_epi16(c8, c8), _mm_unpacklo_epi16(c8, c8));
         const __m256i corr = _mm256_madd_epi16(load256(y[i].bsums), coef);
         const __m256i ls2 = _mm256_broadcastsi128_si256(ls);
-        const uint8_t *qs = x[i].qs;
+        uint16_t off[32];
+        grid_offsets(x[i].qs, _mm256_broadcastsi128_si256(qh), hc0, hc1, hm, off);
         const int8_t *a = y[i].qs;
-        __m256i acc = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++, qs += 4, a += 32) {
-            const uint32_t h = x[i].qh[ib];
-            const __m256i g = grid4(qs[0] | (h << 8 & 0x700), qs[1] | (h << 5 & 0x700), qs[2] | (h << 2 & 0x700),
-                                    qs[3] | (h >> 1 & 0x700));
-            const __m256i p = _mm256_maddubs_epi16(_mm256_add_epi8(g, one8), load256(a));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls2, bcast16_ctl(ib))));
+        __m256i acc = _mm256_setzero_si256(), ctl = bcast16_ctl(0);
+        for (int ib = 0; ib < 8; ib++, a += 32) {
+            const __m256i p = _mm256_maddubs_epi16(_mm256_add_epi8(grid4(off + 4 * ib), one8), load256(a));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls2, ctl)));
+            ctl = _mm256_add_epi8(ctl, two8);
         }
         const int32_t isum = hsum8_i32(_mm256_sub_epi32(_mm256_slli_epi32(acc, 3), corr));
         sum += (H2F(x[i].d) * y[i].d) * ((float)isum * 0.125f);
@@ -95,6 +117,14 @@ static void vd_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
     /* bsums into the same order: even 16-groups in the low lane, odd in the high one */
     const __m256i bctl = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2,
                                           3, 6, 7, 10, 11, 14, 15);
+    /* grid index bits 8..10 of row l of sub-block ib: low (l even) or high (l odd)
+     * nibble of byte qh[2ib + l/2] */
+    const __m256i hc0 = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5, -1, 5, -1,
+                                         6, -1, 6, -1, 7, -1, 7, -1);
+    const __m256i hc1 = _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1, 12, -1, 12, -1, 13,
+                                         -1, 13, -1, 14, -1, 14, -1, 15, -1, 15, -1);
+    const __m256i hm = _mm256_setr_epi16(1 << 11, 1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7, 1 << 11,
+                                         1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
         uint64_t sc;
@@ -106,21 +136,19 @@ static void vd_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
                                            _mm256_set1_epi16(1));
         const __m256i bs = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(load256(y[i].bsums), bctl), 0xD8);
         const __m256i corr = _mm256_madd_epi16(bs, ls);
-        const uint8_t *qs = x[i].qs, *qh = x[i].qh;
+        const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[i].qh));
+        uint16_t off[32];
+        grid_offsets(x[i].qs, qh, hc0, hc1, hm, off);
         const int8_t *a = y[i].qs;
-        __m256i acc = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++, qs += 4, qh += 2, a += 32) {
-            const uint32_t h0 = qh[0], h1 = qh[1];
-            const __m256i g = grid4(qs[0] | (h0 << 8 & 0x700), qs[1] | (h0 << 4 & 0x700), qs[2] | (h1 << 8 & 0x700),
-                                    qs[3] | (h1 << 4 & 0x700));
+        __m256i acc = _mm256_setzero_si256(), ctl = bcast16_ctl(0);
+        for (int ib = 0; ib < 8; ib++, a += 32) {
             /* 2 in the bytes of the groups whose delta bit is clear (delta +1/8) */
             const __m256i dpos = _mm256_and_si256(
-                _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16((short)(h0 | h1 << 8)), dmask),
-                                   _mm256_setzero_si256()),
-                two8);
-            const __m256i u = _mm256_or_si256(_mm256_slli_epi16(_mm256_add_epi8(g, one8), 3), dpos);
+                _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), dmask), _mm256_setzero_si256()), two8);
+            const __m256i u = _mm256_or_si256(_mm256_slli_epi16(_mm256_add_epi8(grid4(off + 4 * ib), one8), 3), dpos);
             const __m256i p = _mm256_maddubs_epi16(u, load256(a));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls, bcast16_ctl(ib))));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls, ctl)));
+            ctl = _mm256_add_epi8(ctl, two8);
         }
         const int32_t isum = hsum8_i32(_mm256_sub_epi32(acc, _mm256_add_epi32(_mm256_slli_epi32(corr, 3), corr)));
         sum += (H2F(dbits) * y[i].d) * ((float)isum * 0.125f);
