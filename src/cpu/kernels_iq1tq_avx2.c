@@ -28,26 +28,28 @@ AI __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p
 AI __m256i bsums_i32(const block_q8_K *y) { return _mm256_madd_epi16(load256(y->bsums), _mm256_set1_epi16(1)); }
 
 /* Four 8-byte grid rows (codes -1, 0, 1) as 32 bytes, row l in bytes 8l..8l+7, from
- * their byte offsets 8 * index: broadcast loads and blends (no shuffle-port work). */
-AI __m256i grid4(const uint16_t *off) {
+ * their byte offsets 8 * index (16 bits each in off): broadcast loads and blends (no
+ * shuffle-port work). */
+AI __m256i grid4(uint64_t off) {
     const char *g = (const char *)loom_iq1s_grid;
-#define G(j) _mm256_set1_epi64x((long long)*(const uint64_t *)(const void *)(g + off[j]))
+#define G(j) _mm256_set1_epi64x((long long)*(const uint64_t *)(const void *)(g + (off >> (16 * (j)) & 0xFFFF)))
     const __m256i a = _mm256_blend_epi32(G(0), G(1), 0x0C), b = _mm256_blend_epi32(G(2), G(3), 0xC0);
 #undef G
     return _mm256_blend_epi32(a, b, 0xF0);
 }
 
-/* off[4ib + l] = 8 * (qs[4ib + l] | hi3(ib, l) << 8) for a block's 32 grid rows, where
+/* bits 16l.. of off[ib] = 8 * (qs[4ib + l] | hi3(ib, l) << 8) for a block's 32 grid
+ * rows (read as 64-bit words: 8 vector extracts, not 32), where
  * hc picks (per 16-bit lane) the byte or word holding hi3 and hm shifts hi3 to bits
  * 11..13 (so every shift is to the left). */
-AI void grid_offsets(const uint8_t *qs, __m256i h, __m256i hc0, __m256i hc1, __m256i hm, uint16_t off[32]) {
+AI void grid_offsets(const uint8_t *qs, __m256i h, __m256i hc0, __m256i hc1, __m256i hm, uint64_t off[8]) {
     const __m256i m = _mm256_set1_epi16(0x3800);
     const __m256i lo0 = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)qs)), 3);
     const __m256i lo1 = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(qs + 16))), 3);
     const __m256i hi0 = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(h, hc0), hm), m);
     const __m256i hi1 = _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(h, hc1), hm), m);
     _mm256_storeu_si256((__m256i *)off, _mm256_or_si256(lo0, hi0));
-    _mm256_storeu_si256((__m256i *)(off + 16), _mm256_or_si256(lo1, hi1));
+    _mm256_storeu_si256((__m256i *)(off + 4), _mm256_or_si256(lo1, hi1));
 }
 
 /* shuffle control that fills the low 128-bit lane with int16 element j of the low lane
@@ -79,12 +81,12 @@ static void vd_iq1_s(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256i coef = _mm256_set_m128i(_mm_unpackhi_epi16(c8, c8), _mm_unpacklo_epi16(c8, c8));
         const __m256i corr = _mm256_madd_epi16(load256(y[i].bsums), coef);
         const __m256i ls2 = _mm256_broadcastsi128_si256(ls);
-        uint16_t off[32];
+        uint64_t off[8];
         grid_offsets(x[i].qs, _mm256_broadcastsi128_si256(qh), hc0, hc1, hm, off);
         const int8_t *a = y[i].qs;
         __m256i acc = _mm256_setzero_si256(), ctl = bcast16_ctl(0);
         for (int ib = 0; ib < 8; ib++, a += 32) {
-            const __m256i p = _mm256_maddubs_epi16(_mm256_add_epi8(grid4(off + 4 * ib), one8), load256(a));
+            const __m256i p = _mm256_maddubs_epi16(_mm256_add_epi8(grid4(off[ib]), one8), load256(a));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls2, ctl)));
             ctl = _mm256_add_epi8(ctl, two8);
         }
@@ -137,7 +139,7 @@ static void vd_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
         const __m256i bs = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(load256(y[i].bsums), bctl), 0xD8);
         const __m256i corr = _mm256_madd_epi16(bs, ls);
         const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[i].qh));
-        uint16_t off[32];
+        uint64_t off[8];
         grid_offsets(x[i].qs, qh, hc0, hc1, hm, off);
         const int8_t *a = y[i].qs;
         __m256i acc = _mm256_setzero_si256(), ctl = bcast16_ctl(0);
@@ -145,7 +147,7 @@ static void vd_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
             /* 2 in the bytes of the groups whose delta bit is clear (delta +1/8) */
             const __m256i dpos = _mm256_and_si256(
                 _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), dmask), _mm256_setzero_si256()), two8);
-            const __m256i u = _mm256_or_si256(_mm256_slli_epi16(_mm256_add_epi8(grid4(off + 4 * ib), one8), 3), dpos);
+            const __m256i u = _mm256_or_si256(_mm256_slli_epi16(_mm256_add_epi8(grid4(off[ib]), one8), 3), dpos);
             const __m256i p = _mm256_maddubs_epi16(u, load256(a));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(ls, ctl)));
             ctl = _mm256_add_epi8(ctl, two8);
