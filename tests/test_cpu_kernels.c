@@ -23,7 +23,8 @@ static const loom_type k_wtypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_B
                                      LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
                                      LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_MXFP4,
                                      LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
-                                     LOOM_TYPE_IQ3_XXS, LOOM_TYPE_IQ3_S};
+                                     LOOM_TYPE_IQ3_XXS, LOOM_TYPE_IQ3_S, LOOM_TYPE_IQ1_S, LOOM_TYPE_IQ1_M,
+                                     LOOM_TYPE_TQ1_0, LOOM_TYPE_TQ2_0};
 #define NWT (int)(sizeof k_wtypes / sizeof k_wtypes[0])
 static const loom_type k_atypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_1, LOOM_TYPE_Q8_K};
 
@@ -44,6 +45,19 @@ static size_t row_bytes(loom_type t, int64_t k) {
 }
 
 static void u16put(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* the f16 block scale h of a type without a Loom quantizer: at byte 0, except TQ1_0 /
+ * TQ2_0 (after the codes) and IQ1_M (nibble j in the top nibble of scale word j) */
+static void put_block_d(loom_type t, uint8_t *blk, uint16_t h) {
+    switch (t) {
+    case LOOM_TYPE_TQ1_0: u16put(blk + 52, h); break;
+    case LOOM_TYPE_TQ2_0: u16put(blk + 64, h); break;
+    case LOOM_TYPE_IQ1_M:
+        for (int j = 0; j < 4; j++) blk[49 + 2 * j] = (uint8_t)((blk[49 + 2 * j] & 0x0F) | (((h >> (4 * j)) & 0xF) << 4));
+        break;
+    default: u16put(blk, h); break;
+    }
+}
 
 /* Independent float64 expectation for one (weight row, activation row) pair and a
  * magnitude scale for the rounding bound. */
@@ -188,7 +202,7 @@ static void test_vec_dot(void) {
                     for (size_t b = 0; b < wrb / bb; b++) {
                         uint8_t *blk = w + r * wrb + b * bb;
                         for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)rnd();
-                        u16put(blk, r == 3 ? 0x4800 : (uint16_t)(0x1C00 + (rnd() & 0x3FF)));
+                        put_block_d(wt, blk, r == 3 ? 0x4800 : (uint16_t)(0x1C00 + (rnd() & 0x3FF)));
                     }
                 }
             }
@@ -215,6 +229,9 @@ static void test_vec_dot(void) {
                     case LOOM_TYPE_IQ4_NL: u16put(blk, 0x2C00); break;
                     case LOOM_TYPE_IQ4_XS: u16put(blk, 0x2000); break;
                     case LOOM_TYPE_IQ3_XXS: case LOOM_TYPE_IQ3_S: u16put(blk, 0x2000); break;
+                    case LOOM_TYPE_IQ1_S: case LOOM_TYPE_IQ1_M: case LOOM_TYPE_TQ1_0: case LOOM_TYPE_TQ2_0:
+                        put_block_d(wt, blk, 0x2000);
+                        break;
                     default: break;
                     }
                 }
@@ -860,9 +877,7 @@ static void test_env_override(const char *self) {
  * float64 dot of the reference dequantization within the float rounding bound. */
 static void test_dequant_dot_types(void) {
     static const struct { loom_type t; int d_off; } ts[] = {
-        {LOOM_TYPE_IQ2_XXS, 0}, {LOOM_TYPE_IQ2_XS, 0}, {LOOM_TYPE_IQ2_S, 0},
-        {LOOM_TYPE_IQ1_S, 0},  {LOOM_TYPE_IQ1_M, -1}, {LOOM_TYPE_TQ1_0, 52},
-        {LOOM_TYPE_TQ2_0, 64}};
+        {LOOM_TYPE_IQ2_XXS, 0}, {LOOM_TYPE_IQ2_XS, 0}, {LOOM_TYPE_IQ2_S, 0}};
     const char *const *lv = loom_kernels_levels();
     enum { K = 1024 };
     static uint8_t w[K / 256 * 110];
@@ -873,12 +888,7 @@ static void test_dequant_dot_types(void) {
         for (size_t i = 0; i < bb * (K / 256); i++) w[i] = (uint8_t)rnd();
         for (int b = 0; b < K / 256; b++) {
             uint8_t *blk = w + b * bb;
-            if (ts[ti].d_off >= 0) {
-                u16put(blk + ts[ti].d_off, (uint16_t)(0x2C00 + (rnd() & 0x3FF)));
-            } else { /* IQ1_M: the f16 scale 0x2C00 is the top nibbles of the 4 scale words */
-                blk[49] &= 0x0F, blk[51] &= 0x0F;
-                blk[53] = (uint8_t)((blk[53] & 0x0F) | 0xC0), blk[55] = (uint8_t)((blk[55] & 0x0F) | 0x20);
-            }
+            u16put(blk + ts[ti].d_off, (uint16_t)(0x2C00 + (rnd() & 0x3FF)));
         }
         for (int i = 0; i < K; i++) act[i] = (float)gauss();
         CHECK_EQ_INT(loom_dequantize_row(t, w, wf, K), LOOM_OK);

@@ -445,6 +445,8 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_iq4_avx2(k);
     /* IQ3_XXS / IQ3_S (kernels_iq3_avx2.c) */
     loom_kernels_fill_iq3_avx2(k);
+    /* IQ1_S / IQ1_M / TQ1_0 / TQ2_0 (kernels_iq1tq_avx2.c) */
+    loom_kernels_fill_iq1tq_avx2(k);
     /* F16 / BF16 prompt tiles (kernels_gemm_packed_avx2.c), then MXFP4 gemm tiles
      * (kernels_mxfp4_avx2.c); the avx512 level chains the MXFP4 ones after its float
      * tiles, the VNNI level has its own */
