@@ -22,7 +22,8 @@ static double gauss(void) { return sqrt(-2.0 * log(urand())) * cos(6.28318530717
 static const loom_type k_wtypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_BF16, LOOM_TYPE_Q4_0, LOOM_TYPE_Q4_1,
                                      LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
                                      LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_MXFP4,
-                                     LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS};
+                                     LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
+                                     LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S};
 #define NWT (int)(sizeof k_wtypes / sizeof k_wtypes[0])
 static const loom_type k_atypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_1, LOOM_TYPE_Q8_K};
 
@@ -213,6 +214,7 @@ static void test_vec_dot(void) {
                     case LOOM_TYPE_MXFP4: blk[0] = 120; break;
                     case LOOM_TYPE_IQ4_NL: u16put(blk, 0x2C00); break;
                     case LOOM_TYPE_IQ4_XS: u16put(blk, 0x2000); break;
+                    case LOOM_TYPE_IQ2_XXS: case LOOM_TYPE_IQ2_XS: case LOOM_TYPE_IQ2_S: u16put(blk, 0x2000); break;
                     default: break;
                     }
                 }
@@ -858,9 +860,8 @@ static void test_env_override(const char *self) {
  * float64 dot of the reference dequantization within the float rounding bound. */
 static void test_dequant_dot_types(void) {
     static const struct { loom_type t; int d_off; } ts[] = {
-        {LOOM_TYPE_IQ2_XXS, 0}, {LOOM_TYPE_IQ2_XS, 0}, {LOOM_TYPE_IQ2_S, 0}, {LOOM_TYPE_IQ3_XXS, 0},
-        {LOOM_TYPE_IQ3_S, 0},   {LOOM_TYPE_IQ1_S, 0},  {LOOM_TYPE_IQ1_M, -1}, {LOOM_TYPE_TQ1_0, 52},
-        {LOOM_TYPE_TQ2_0, 64}};
+        {LOOM_TYPE_IQ3_XXS, 0}, {LOOM_TYPE_IQ3_S, 0},   {LOOM_TYPE_IQ1_S, 0},
+        {LOOM_TYPE_IQ1_M, -1},  {LOOM_TYPE_TQ1_0, 52},  {LOOM_TYPE_TQ2_0, 64}};
     const char *const *lv = loom_kernels_levels();
     enum { K = 1024 };
     static uint8_t w[K / 256 * 110];

@@ -44,6 +44,9 @@ void loom_vd_q5_K_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_q6_K_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_iq4_nl_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_iq4_xs_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_xxs_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_xs_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_s_ref(int64_t n, float *s, const void *x, const void *y);
 
 /* Scalar reference gemm for the row-interleaved layout (kernels.h gemm_repacked). */
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
