@@ -443,6 +443,7 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     loom_kernels_fill_repack_avx2(k);
     /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
     loom_kernels_fill_iq4_avx2(k);
+    loom_kernels_fill_iq2_avx2(k); /* IQ2_XXS / IQ2_XS / IQ2_S (kernels_iq2_avx2.c) */
     /* F16 / BF16 prompt tiles (kernels_gemm_packed_avx2.c), then MXFP4 gemm tiles
      * (kernels_mxfp4_avx2.c); the avx512 level chains the MXFP4 ones after its float
      * tiles, the VNNI level has its own */

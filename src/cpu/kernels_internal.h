@@ -116,6 +116,7 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
 void loom_kernels_fill_repack_avxvnni(loom_kernels *k);    /* the avxvnni level: avx2 table + this */
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
+void loom_kernels_fill_iq2_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx512vnni(loom_kernels *k);    /* called by fill_avx512vnni */
 void loom_kernels_fill_fa_avx2(loom_kernels *k);   /* called by fill_avx2 (kernels_fa_avx2.c) */
 void loom_kernels_fill_fa_avx512(loom_kernels *k); /* called by fill_avx512 (kernels_fa_avx512.c) */
