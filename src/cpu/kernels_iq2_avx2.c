@@ -1,13 +1,16 @@
 /* AVX2 kernels for IQ2_XXS, IQ2_XS and IQ2_S (x Q8_K); references in kernels_iq_scalar.c.
  *
  * Per 32-value sub-block: the four 8-value groups are four 64-bit grid loads (grid bytes
- * are unsigned, at most 43); the four sign bytes (one per group, bit j = value j) are
- * broadcast, spread to one byte per value by a shuffle and turned into a 0/-1 byte mask
- * by and+compare; the activation bytes take the signs (sign_epi8), and maddubs(grid,
+ * are unsigned, at most 43), broadcast and blended into one vector; the four sign bytes
+ * (one per group, bit j = value j) are spread to one byte per value by one in-lane
+ * shuffle of the block's sign vector (sgv below) and turned into a 0/-1 byte mask by
+ * and+compare; the activation bytes take the signs (sign_epi8), and maddubs(grid,
  * signed activations) makes exact int16 pair sums (|.| <= 2 * 43 * 127). madd with the
  * odd scales 2s+1 (one per 32 values for IQ2_XXS, one per 16 for IQ2_XS / IQ2_S) gives
- * int32 lanes; exact int32 per block, one float FMA per block, a final exact 1/8 -- the
- * scalar reference's integers and float steps, with the 8 lanes summed at the end.
+ * int32 lanes. Each lane sums 32 values of a block (|.| <= 32 * 43 * 127 * 31 < 2^23),
+ * so its float conversion is exact; then one FMA per block and lane, the 8 lanes summed
+ * at the end and a final exact 1/8: no more float roundings than the scalar reference's
+ * one product and one sum per block (test_cpu_kernels' bound).
  *
  * Negating the activation is exact for bytes in [-127, 127], which is what every Q8_K
  * from_float produces (its scale maps the largest magnitude to 127); a -128 byte would
