@@ -23,8 +23,9 @@ static const loom_type k_wtypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_B
                                      LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1, LOOM_TYPE_Q8_0, LOOM_TYPE_Q2_K, LOOM_TYPE_Q3_K,
                                      LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_MXFP4,
                                      LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
-                                     LOOM_TYPE_IQ3_XXS, LOOM_TYPE_IQ3_S, LOOM_TYPE_IQ1_S, LOOM_TYPE_IQ1_M,
-                                     LOOM_TYPE_TQ1_0, LOOM_TYPE_TQ2_0};
+                                     LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S, LOOM_TYPE_IQ3_XXS,
+                                     LOOM_TYPE_IQ3_S, LOOM_TYPE_IQ1_S, LOOM_TYPE_IQ1_M, LOOM_TYPE_TQ1_0,
+                                     LOOM_TYPE_TQ2_0};
 #define NWT (int)(sizeof k_wtypes / sizeof k_wtypes[0])
 static const loom_type k_atypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_1, LOOM_TYPE_Q8_K};
 
@@ -228,6 +229,7 @@ static void test_vec_dot(void) {
                     case LOOM_TYPE_MXFP4: blk[0] = 120; break;
                     case LOOM_TYPE_IQ4_NL: u16put(blk, 0x2C00); break;
                     case LOOM_TYPE_IQ4_XS: u16put(blk, 0x2000); break;
+                    case LOOM_TYPE_IQ2_XXS: case LOOM_TYPE_IQ2_XS: case LOOM_TYPE_IQ2_S: u16put(blk, 0x2000); break;
                     case LOOM_TYPE_IQ3_XXS: case LOOM_TYPE_IQ3_S: u16put(blk, 0x2000); break;
                     case LOOM_TYPE_IQ1_S: case LOOM_TYPE_IQ1_M: case LOOM_TYPE_TQ1_0: case LOOM_TYPE_TQ2_0:
                         put_block_d(wt, blk, 0x2000);
@@ -872,46 +874,6 @@ static void test_env_override(const char *self) {
     }
 }
 
-/* IQ/TQ types without an integer kernel: every level dots a weight row (random codes,
- * a finite block scale) with an F32 activation row in place; the result must be the
- * float64 dot of the reference dequantization within the float rounding bound. */
-static void test_dequant_dot_types(void) {
-    static const struct { loom_type t; int d_off; } ts[] = {
-        {LOOM_TYPE_IQ2_XXS, 0}, {LOOM_TYPE_IQ2_XS, 0}, {LOOM_TYPE_IQ2_S, 0}};
-    const char *const *lv = loom_kernels_levels();
-    enum { K = 1024 };
-    static uint8_t w[K / 256 * 110];
-    static float act[K], wf[K];
-    for (size_t ti = 0; ti < sizeof ts / sizeof ts[0]; ti++) {
-        const loom_type t = ts[ti].t;
-        const size_t bb = loom_type_get(t)->block_bytes;
-        for (size_t i = 0; i < bb * (K / 256); i++) w[i] = (uint8_t)rnd();
-        for (int b = 0; b < K / 256; b++) {
-            uint8_t *blk = w + b * bb;
-            u16put(blk + ts[ti].d_off, (uint16_t)(0x2C00 + (rnd() & 0x3FF)));
-        }
-        for (int i = 0; i < K; i++) act[i] = (float)gauss();
-        CHECK_EQ_INT(loom_dequantize_row(t, w, wf, K), LOOM_OK);
-        double dd = 0, mag = 0;
-        for (int i = 0; i < K; i++) {
-            dd += (double)wf[i] * act[i];
-            mag += fabs((double)wf[i] * act[i]);
-        }
-        const double tol = 2.0 * (K + 4) * ldexp(1.0, -24) * mag + 1e-30;
-        for (int li = 0; lv[li]; li++) {
-            const loom_kernels *kt = loom_kernels_for(lv[li]);
-            if (!kt) continue;
-            CHECK_MSG(kt->dot[t].vec_dot && kt->dot[t].vec_dot_type == LOOM_TYPE_F32, "%s %s", lv[li],
-                      loom_type_name(t));
-            if (!kt->dot[t].vec_dot) continue;
-            float v = NAN;
-            kt->dot[t].vec_dot(K, &v, w, act);
-            CHECK_MSG(mag > 0 && fabs(v - dd) <= tol, "%s %s: %.9g vs f64 %.9g (tol %.3g)", lv[li], loom_type_name(t),
-                      v, dd, tol);
-        }
-    }
-}
-
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--print-isa") == 0) {
         printf("%s\n", loom_kernels_get()->name);
@@ -936,7 +898,6 @@ int main(int argc, char **argv) {
     test_from_float_special();
     test_kquant_low_exact();
     test_f32_helpers();
-    test_dequant_dot_types();
     test_env_override(self);
     return test_finish("test_cpu_kernels");
 }

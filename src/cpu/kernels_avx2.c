@@ -441,11 +441,12 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     /* gemm_repacked for Q4_0/Q8_0 (kernels_repack_avx2.c); avx512 inherits it, the
      * VNNI level installs its own */
     loom_kernels_fill_repack_avx2(k);
-    /* IQ4_NL / IQ4_XS (kernels_iq4_avx2.c) */
+    /* the IQ / TQ types x Q8_K (Q8_0 for IQ4_NL): kernels_iq4_avx2.c (IQ4_NL, IQ4_XS),
+     * kernels_iq2_avx2.c (IQ2_XXS, IQ2_XS, IQ2_S), kernels_iq3_avx2.c (IQ3_XXS, IQ3_S),
+     * kernels_iq1tq_avx2.c (IQ1_S, IQ1_M, TQ1_0, TQ2_0) */
     loom_kernels_fill_iq4_avx2(k);
-    /* IQ3_XXS / IQ3_S (kernels_iq3_avx2.c) */
+    loom_kernels_fill_iq2_avx2(k);
     loom_kernels_fill_iq3_avx2(k);
-    /* IQ1_S / IQ1_M / TQ1_0 / TQ2_0 (kernels_iq1tq_avx2.c) */
     loom_kernels_fill_iq1tq_avx2(k);
     /* F16 / BF16 prompt tiles (kernels_gemm_packed_avx2.c), then MXFP4 gemm tiles
      * (kernels_mxfp4_avx2.c); the avx512 level chains the MXFP4 ones after its float

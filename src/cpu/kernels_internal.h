@@ -50,6 +50,9 @@ void loom_vd_iq1_s_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_iq1_m_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_tq1_0_ref(int64_t n, float *s, const void *x, const void *y);
 void loom_vd_tq2_0_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_xxs_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_xs_ref(int64_t n, float *s, const void *x, const void *y);
+void loom_vd_iq2_s_ref(int64_t n, float *s, const void *x, const void *y);
 
 /* Scalar reference gemm for the row-interleaved layout (kernels.h gemm_repacked). */
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
@@ -121,6 +124,7 @@ void loom_kernels_fill_repack_avxvnni(loom_kernels *k);    /* the avxvnni level:
 void loom_kernels_fill_iq4_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq3_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq1tq_avx2(loom_kernels *k);        /* called by fill_avx2 */
+void loom_kernels_fill_iq2_avx2(loom_kernels *k);          /* called by fill_avx2 */
 void loom_kernels_fill_iq4_avx512vnni(loom_kernels *k);    /* called by fill_avx512vnni */
 void loom_kernels_fill_fa_avx2(loom_kernels *k);   /* called by fill_avx2 (kernels_fa_avx2.c) */
 void loom_kernels_fill_fa_avx512(loom_kernels *k); /* called by fill_avx512 (kernels_fa_avx512.c) */
