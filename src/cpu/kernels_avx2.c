@@ -313,7 +313,8 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
 static bool gemm_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     return loom_gemm_float_local_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-           loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+           loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_iq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 /* ---- vector exp users (kernels_avx2_exp.h); tails through an 8-float buffer */

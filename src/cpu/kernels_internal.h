@@ -98,6 +98,13 @@ bool loom_gemm_repacked_kq_avxvnni(loom_type wt, int64_t k, const void *w, size_
 bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* AVX2 gemm tile for the grid / ternary IQ and TQ types (IQ2_*, IQ3_*, IQ1_*, TQ*_0)
+ * times Q8_K (kernels_iq_gemm_avx2.c; kernels.h gemm contract): each weight super-block
+ * decoded once to int8 per call and column chunk; declines (returns false) for other
+ * types and for fewer than 4 columns. */
+bool loom_gemm_iq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* References for loom_kernels.fa_qk / fa_softmax / fa_pv (kernels_fa_scalar.c; the
  * contracts are in kernels.h). */
 void loom_fa_qk_ref(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
