@@ -454,49 +454,6 @@ static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws,
         _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
 }
 
-static ALWAYS_INLINE void gemm_repacked_q45k(bool q5, int64_t k, const void *w, size_t ws, const void *a, size_t as,
-                                             float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nb = k / 256;
-    float dy[RPK_PRE];
-    int32_t bs[4 * RPK_PRE];
-    for (int64_t jc = j0; jc < j1; jc += RP_COLS) {
-        const int64_t jn = j1 - jc < RP_COLS ? j1 - jc : RP_COLS;
-        int64_t slab = RPK_PRE / jn;
-        if (slab > RPK_SLAB) slab = RPK_SLAB;
-        for (int64_t s0 = 0; s0 < nb; s0 += slab) {
-            const int64_t s1 = s0 + slab < nb ? s0 + slab : nb;
-            rpk_prepare(a, as, jc, jn, s0, s1, slab, dy, bs);
-            for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-                for (int64_t jj = 0; jj < jn;) {
-                    const int64_t left = jn - jj;
-                    const float *d = dy + jj * slab;
-                    const int32_t *q = bs + 4 * jj * slab;
-                    if (left >= 4) {
-                        rpk_tile(4, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 4;
-                    } else if (left >= 2) {
-                        rpk_tile(2, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 2;
-                    } else {
-                        rpk_tile(1, q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 1;
-                    }
-                }
-            }
-        }
-    }
-}
-
-static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
-                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    gemm_repacked_q45k(false, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-}
-
-static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
-                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    gemm_repacked_q45k(true, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-}
-
 /* ------------------------------------------------------------------ Q2_K */
 /* Q2_K (layout in quant/repack.h) times Q8_K: per half (128 values) the 8 vectors of
  * 16 rows x 4 quant bytes are loaded once; shift 2j of them gives the codes (0..3) of
@@ -599,37 +556,60 @@ static ALWAYS_INLINE void rp2_tile(int CB, const uint8_t *w, size_t ws, const ui
         _mm512_storeu_ps(c + (size_t)(j + cc) * ldc + (size_t)g * LOOM_REPACK_ROWS, acc[cc]);
 }
 
-static void gemm_repacked_q2k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
-                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nb = k / 256;
-    float dy[RP2_PRE];
-    int32_t bs[8 * RP2_PRE];
+/* The slab driver of the Q4_K, Q5_K and Q2_K tiles: per column block and slab of
+ * super-blocks, the activation's scales and group-sum pairs are prepared once (4 pairs
+ * per super-block for Q4_K / Q5_K, 8 for Q2_K) and reused by every 16-row group. */
+enum { RPK_Q4, RPK_Q5, RPK_Q2 };
+static ALWAYS_INLINE void gemm_repacked_kq(int kind, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                           float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    _Static_assert(4 * RPK_PRE == 8 * RP2_PRE, "one group-sum buffer for both");
+    const int64_t nb = k / 256, npair = kind == RPK_Q2 ? 8 : 4, pre = kind == RPK_Q2 ? RP2_PRE : RPK_PRE;
+    const int64_t maxslab = kind == RPK_Q2 ? RP2_SLAB : RPK_SLAB;
+    float dy[RPK_PRE];
+    int32_t bs[4 * RPK_PRE];
     for (int64_t jc = j0; jc < j1; jc += RP_COLS) {
         const int64_t jn = j1 - jc < RP_COLS ? j1 - jc : RP_COLS;
-        int64_t slab = RP2_PRE / jn;
-        if (slab > RP2_SLAB) slab = RP2_SLAB;
+        int64_t slab = pre / jn;
+        if (slab > maxslab) slab = maxslab;
         for (int64_t s0 = 0; s0 < nb; s0 += slab) {
             const int64_t s1 = s0 + slab < nb ? s0 + slab : nb;
-            rp2_prepare(a, as, jc, jn, s0, s1, slab, dy, bs);
+            if (kind == RPK_Q2) rp2_prepare(a, as, jc, jn, s0, s1, slab, dy, bs);
+            else rpk_prepare(a, as, jc, jn, s0, s1, slab, dy, bs);
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
                 for (int64_t jj = 0; jj < jn;) {
                     const int64_t left = jn - jj;
+                    const int cb = left >= 4 ? 4 : left >= 2 ? 2 : 1;
                     const float *d = dy + jj * slab;
-                    const int32_t *q = bs + 8 * jj * slab;
-                    if (left >= 4) {
-                        rp2_tile(4, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 4;
-                    } else if (left >= 2) {
-                        rp2_tile(2, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 2;
-                    } else {
-                        rp2_tile(1, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);
-                        jj += 1;
-                    }
+                    const int32_t *q = bs + npair * jj * slab;
+#define RPK(CB)                                                                                        \
+    do {                                                                                               \
+        if (kind == RPK_Q2) rp2_tile(CB, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);        \
+        else rpk_tile(CB, kind == RPK_Q5, w, ws, a, as, c, ldc, g, jc + jj, s0, s1, d, q, slab);       \
+    } while (0)
+                    if (cb == 4) RPK(4);
+                    else if (cb == 2) RPK(2);
+                    else RPK(1);
+#undef RPK
+                    jj += cb;
                 }
             }
         }
     }
+}
+
+static void gemm_repacked_q4k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemm_repacked_kq(RPK_Q4, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
+static void gemm_repacked_q5k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemm_repacked_kq(RPK_Q5, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
+static void gemm_repacked_q2k(int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemm_repacked_kq(RPK_Q2, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 /* ------------------------------------------------------------------ Q6_K */
