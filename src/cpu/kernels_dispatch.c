@@ -96,6 +96,7 @@ static void init_tables(void) {
         if (g_amx_perm > 0) {
             g_tables[LV_AMX] = g_tables[LV_AVX512VNNI];
             loom_kernels_fill_amx(&g_tables[LV_AMX]);
+            if (f->amx_int8) loom_kernels_fill_amx_int8(&g_tables[LV_AMX]);
             g_tables[LV_AMX].name = "amx";
             g_avail[LV_AMX] = true;
         }

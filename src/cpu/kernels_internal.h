@@ -125,6 +125,9 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k);
 /* On a copy of the avx512vnni table: F16 / BF16 prompt-shape gemm tiles with AMX-BF16
  * (kernels_amx.c). Only when the OS granted XTILEDATA (kernels_dispatch.c). */
 void loom_kernels_fill_amx(loom_kernels *k);
+/* AMX-INT8 tiles for repacked Q8_0 / Q4_0 / IQ4_NL prompts (kernels_int8_amx.c); after
+ * loom_kernels_fill_amx, on CPUs with AMX-INT8 */
+void loom_kernels_fill_amx_int8(loom_kernels *k);
 void loom_kernels_fill_repack_avx512vnni(loom_kernels *k); /* called by fill_avx512vnni */
 void loom_kernels_fill_repack_avx2(loom_kernels *k);       /* called by fill_avx2 */
 void loom_kernels_fill_repack_avxvnni(loom_kernels *k);    /* the avxvnni level: avx2 table + this */
