@@ -164,6 +164,163 @@ static void tile16(const uint8_t *a, size_t as, const int8_t *bq, const float *d
     for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
 }
 
+/* ---- Q4_K and Q5_K (super-blocks of 256: 8 sub-blocks of 32 with 6-bit scales and
+ * mins) x Q8_K. Per sub-block one TDPBSSD (codes 0..15 / 0..31 as int8); per column and
+ * super-block the integer sum sum_s sc[s] C_s (vpmulld) and the mins term sum_s m[s]
+ * bsum_s (vpdpwssd of (m[2t], m[2t+1]) word pairs), then the two fmas of the scalar
+ * reference and the avx512vnni tile (bit-identical to both). */
+#define AQ_KC 8 /* super-blocks per k chunk: weight scratch AQ_KC x 4 KiB */
+
+typedef struct {
+    _Alignas(64) int8_t q[8][512]; /* B tiles of sub-blocks 0..7 */
+    int32_t sc[8][16];             /* scales per sub-block and row */
+    int32_t mp[4][16];             /* (m[2t], m[2t+1]) word pairs per row */
+    float dx[16], dm[16];
+} aq_sb;
+
+static LOOM_ALWAYS_INLINE __m512i aq_bytes(const uint8_t *p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+
+static void prep_kq(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb *o) {
+    const size_t bstep = (q5 ? sizeof(block_q5_K) : sizeof(block_q4_K)) * LOOM_REPACK_ROWS;
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), m16 = _mm512_set1_epi8(0x10);
+    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
+        _Alignas(64) uint8_t scm[256]; /* sc of sub-blocks 0..7 (16 rows each), then m */
+        const __m512i lo0 = _mm512_loadu_si512((const void *)(p + 64)), lo1 = _mm512_loadu_si512((const void *)(p + 128));
+        const __m512i hi = _mm512_loadu_si512((const void *)(p + 192));
+        const __m512i h1 = _mm512_srli_epi16(hi, 2), h2 = _mm512_srli_epi16(hi, 4), h3 = _mm512_srli_epi16(hi, 6);
+        _mm512_store_si512((void *)scm, _mm512_or_si512(_mm512_and_si512(lo0, m4), _mm512_slli_epi16(_mm512_and_si512(hi, m3), 4)));
+        _mm512_store_si512((void *)(scm + 64),
+                           _mm512_or_si512(_mm512_and_si512(lo1, m4), _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
+        _mm512_store_si512((void *)(scm + 128), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo0, 4), m4),
+                                                                 _mm512_slli_epi16(_mm512_and_si512(h2, m3), 4)));
+        _mm512_store_si512((void *)(scm + 192), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo1, 4), m4),
+                                                                 _mm512_slli_epi16(_mm512_and_si512(h3, m3), 4)));
+        for (int sb = 0; sb < 8; sb++) _mm512_storeu_si512((void *)o->sc[sb], aq_bytes(scm + 16 * sb));
+        for (int t = 0; t < 4; t++)
+            _mm512_storeu_si512((void *)o->mp[t], _mm512_or_si512(aq_bytes(scm + 128 + 32 * t),
+                                                                  _mm512_slli_epi32(aq_bytes(scm + 128 + 32 * t + 16), 16)));
+        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        _mm512_storeu_ps(o->dm, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32))));
+        /* sub-block 2j + h: nibble h of chunks 8j + kk (B row kk), fifth bit 2j + h of qh chunk kk */
+        for (int j = 0; j < 4; j++)
+            for (int kk = 0; kk < 8; kk++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * j + kk)));
+                __m512i lo = _mm512_and_si512(v, m4), hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (q5) {
+                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * kk));
+                    const int b0 = 2 * j, b1 = 2 * j + 1;
+                    const __m512i f0 = b0 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b0)) : b0 > 4 ? _mm512_srli_epi16(qh, (unsigned)(b0 - 4)) : qh;
+                    const __m512i f1 = b1 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b1)) : _mm512_srli_epi16(qh, (unsigned)(b1 - 4));
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(f0, m16));
+                    hn = _mm512_or_si512(hn, _mm512_and_si512(f1, m16));
+                }
+                _mm512_store_si512((void *)(o->q[2 * j] + 64 * kk), lo);
+                _mm512_store_si512((void *)(o->q[2 * j + 1] + 64 * kk), hn);
+            }
+    }
+}
+
+/* acc[t] of 16 columns += the super-block whose 8 C tiles are in cb */
+static LOOM_ALWAYS_INLINE void fold_kq(__m512 acc[16], const int32_t *cb, const aq_sb *o, const float *dy,
+                                       const int32_t *bs, int64_t stride) {
+    const __m512 dx = _mm512_loadu_ps(o->dx), dm = _mm512_loadu_ps(o->dm);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) {
+        __m512i is = _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 16 * t)), _mm512_loadu_si512((const void *)o->sc[0]));
+        for (int sb = 1; sb < 8; sb++)
+            is = _mm512_add_epi32(is, _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 256 * sb + 16 * t)),
+                                                         _mm512_loadu_si512((const void *)o->sc[sb])));
+        const int32_t *bt = bs + 4 * t * stride;
+        __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)o->mp[0]), _mm512_set1_epi32(bt[0]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[1]), _mm512_set1_epi32(bt[1]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[2]), _mm512_set1_epi32(bt[2]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[3]), _mm512_set1_epi32(bt[3]));
+        const __m512 dyv = _mm512_set1_ps(dy[t * stride]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dyv), _mm512_cvtepi32_ps(is), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, dyv), _mm512_cvtepi32_ps(ms), acc[t]);
+    }
+}
+
+/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
+ * s0); dy / bs: the columns' scales and sub-block-sum pairs (stride per column) */
+static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    _Alignas(64) int32_t cb[2][8 * 256];
+    __m512 acc[16];
+    float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
+    const uint8_t *ab = a + (size_t)j * as + 4; /* qs of super-block 0 of column j */
+    int half = 0;
+    for (int64_t b = s0; b < s1; b++, half ^= 1) {
+        const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_K);
+        const aq_sb *ob = o + (b - s0);
+        int32_t *out = cb[half];
+#define AQ_STEP(Q, S, TA, TB)                  \
+    do {                                       \
+        TLOAD(TA, a0 + 32 * (S), as);          \
+        TLOAD(TB, ob->q[S], 64);               \
+        _tile_zero(Q);                         \
+        _tile_dpbssd(Q, TA, TB);               \
+    } while (0)
+        AQ_STEP(0, 0, 4, 6);
+        AQ_STEP(1, 1, 5, 7);
+        AQ_STEP(2, 2, 4, 6);
+        AQ_STEP(3, 3, 5, 7);
+        _tile_stored(0, out, 64);
+        _tile_stored(1, out + 256, 64);
+        _tile_stored(2, out + 512, 64);
+        _tile_stored(3, out + 768, 64);
+        AQ_STEP(0, 4, 4, 6);
+        AQ_STEP(1, 5, 5, 7);
+        AQ_STEP(2, 6, 4, 6);
+        AQ_STEP(3, 7, 5, 7);
+        _tile_stored(0, out + 1024, 64);
+        _tile_stored(1, out + 1280, 64);
+        _tile_stored(2, out + 1536, 64);
+        _tile_stored(3, out + 1792, 64);
+#undef AQ_STEP
+        if (b > s0) fold_kq(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
+    }
+    fold_kq(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
+}
+
+static void amx_kq(bool q5, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 256;
+    aq_sb o[AQ_KC];
+    float dy[AI_JC * AQ_KC];
+    int32_t bs[AI_JC * AQ_KC * 4];
+    for (int64_t jc = j0; jc < j1; jc += AI_JC) {
+        const int64_t jn = j1 - jc < AI_JC ? j1 - jc : AI_JC;
+        for (int64_t s0 = 0; s0 < nb; s0 += AQ_KC) {
+            const int64_t s1 = s0 + AQ_KC < nb ? s0 + AQ_KC : nb;
+            for (int64_t jj = 0; jj < jn; jj++) {
+                const block_q8_K *y = (const block_q8_K *)((const uint8_t *)a + (size_t)(jc + jj) * as);
+                for (int64_t b = s0; b < s1; b++) {
+                    const int64_t e = jj * AQ_KC + (b - s0);
+                    dy[e] = y[b].d;
+                    for (int t = 0; t < 4; t++) {
+                        const int lo = y[b].bsums[4 * t] + y[b].bsums[4 * t + 1];
+                        const int hi = y[b].bsums[4 * t + 2] + y[b].bsums[4 * t + 3];
+                        bs[4 * e + t] = (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xFFFFu));
+                    }
+                }
+            }
+            for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
+                prep_kq(q5, w, ws, g, s0, s1, o);
+                for (int64_t jj = 0; jj < jn; jj += 16)
+                    tile16_kq(a, as, o, dy + jj * AQ_KC, bs + 4 * jj * AQ_KC, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+            }
+        }
+    }
+}
+
 /* the avx512vnni table's gemm_repacked (set once by loom_kernels_fill_amx_int8, inside
  * the dispatcher's pthread_once, before any use) */
 static loom_gemm_fn g_below;
@@ -172,6 +329,12 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int kind = wt == LOOM_TYPE_Q8_0 ? AK_Q8 : wt == LOOM_TYPE_Q4_0 ? AK_Q4 : wt == LOOM_TYPE_IQ4_NL ? AK_IQ4 : -1;
     const int64_t full = (j1 - j0) / 16 * 16; /* columns in whole 16-column tiles */
+    if ((wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K) && full >= AI_MIN_COLS && k > 0 && k % 256 == 0 && i0 < i1) {
+        _tile_loadconfig(&k_cfg);
+        amx_kq(wt == LOOM_TYPE_Q5_K, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full);
+        _tile_release();
+        return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);
+    }
     if (kind < 0 || j1 - j0 < AI_MIN_COLS || k <= 0 || k % 32 != 0 || i0 >= i1)
         return g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     const int64_t nb = k / 32;
@@ -207,4 +370,6 @@ void loom_kernels_fill_amx_int8(loom_kernels *k) {
     k->gemm_repacked_cols[LOOM_TYPE_Q8_0] = AI_TILE_COLS;
     k->gemm_repacked_cols[LOOM_TYPE_Q4_0] = AI_TILE_COLS;
     k->gemm_repacked_cols[LOOM_TYPE_IQ4_NL] = AI_TILE_COLS;
+    k->gemm_repacked_cols[LOOM_TYPE_Q4_K] = AI_TILE_COLS;
+    k->gemm_repacked_cols[LOOM_TYPE_Q5_K] = AI_TILE_COLS;
 }
