@@ -35,7 +35,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define AI_KC 64        /* blocks (of 32) per k chunk: weight scratch AI_KC x 512 bytes */
+#define AI_KC 32        /* blocks (of 32) per k chunk: weight scratch AI_KC x 512 bytes */
 #define AI_JC 64        /* columns per column block: activation scales AI_JC x AI_KC */
 #define AI_MIN_COLS 16  /* fewer columns per call: the avx512vnni tile */
 #define AI_QUAD 4       /* blocks in flight (C tiles 0-3) */
@@ -110,25 +110,24 @@ static LOOM_ALWAYS_INLINE void fold(__m512 acc[16], const int32_t *cb, const flo
 /* 16 columns [j, j + 16) x row group g over the prepared blocks [s0, s1). Software
  * pipelined: the products of step n are issued (and stored to one half of cb) before
  * the accumulators take step n - 1 from the other half. */
-static void tile16(const uint8_t *a, size_t as, const int8_t *bq, const float *dw, const float *da,
+static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const float *da,
                    int64_t da_stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
     _Alignas(64) int32_t cb[2][AI_QUAD * 256];
     __m512 acc[16];
     float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
-    const uint8_t *ab = a + (size_t)j * as + 2; /* qs of block 0 of column j */
     int64_t prev = -1; /* the step (its first block, relative to s0) waiting in cb[half ^ 1] */
     int prev_n = 0, half = 0;
     for (int64_t b = s0; b < s1; b += AI_QUAD, half ^= 1) {
         const int nq = s1 - b < AI_QUAD ? (int)(s1 - b) : AI_QUAD;
         const int64_t l = b - s0;
-        const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_0);
+        const int8_t *a0 = ap + 512 * l;
         const int8_t *b0 = bq + 512 * l;
         int32_t *out = cb[half];
 #define AI_STEP(Q, TA, TB)                            \
     do {                                              \
-        TLOAD(TA, a0 + (Q) * sizeof(block_q8_0), as); \
+        TLOAD(TA, a0 + 512 * (Q), 32);                \
         TLOAD(TB, b0 + 512 * (Q), 64);                \
         _tile_zero(Q);                                \
         _tile_dpbssd(Q, TA, TB);                      \
@@ -341,6 +340,7 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
     _Alignas(64) int8_t bq[AI_KC * 512];
     _Alignas(64) float dw[AI_KC * 16];
     float da[AI_JC * AI_KC];
+    _Alignas(64) int8_t ap[AI_JC * AI_KC * 32]; /* A tiles: [column tile][block][16 x 32] */
     _tile_loadconfig(&k_cfg);
     for (int64_t jc = j0; jc < j0 + full; jc += AI_JC) {
         const int64_t jn = j0 + full - jc < AI_JC ? j0 + full - jc : AI_JC;
@@ -348,12 +348,16 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
             const int64_t s1 = s0 + AI_KC < nb ? s0 + AI_KC : nb;
             for (int64_t jj = 0; jj < jn; jj++) {
                 const block_q8_0 *y = (const block_q8_0 *)((const uint8_t *)a + (size_t)(jc + jj) * as);
-                for (int64_t b = s0; b < s1; b++) da[jj * AI_KC + (b - s0)] = _cvtsh_ss(y[b].d);
+                int8_t *dst = ap + (jj / 16) * (AI_KC * 512) + (jj % 16) * 32;
+                for (int64_t b = s0; b < s1; b++) {
+                    da[jj * AI_KC + (b - s0)] = _cvtsh_ss(y[b].d);
+                    memcpy(dst + 512 * (b - s0), y[b].qs, 32);
+                }
             }
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
                 prep_weights(kind, w, ws, g, s0, s1, bq, dw);
                 for (int64_t jj = 0; jj < jn; jj += 16)
-                    tile16(a, as, bq, dw, da + jj * AI_KC, AI_KC, c, ldc, g, jc + jj, s0, s1);
+                    tile16(ap + (jj / 16) * (AI_KC * 512), bq, dw, da + jj * AI_KC, AI_KC, c, ldc, g, jc + jj, s0, s1);
             }
         }
     }
