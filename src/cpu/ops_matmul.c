@@ -137,10 +137,17 @@ static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, b
     }
     if (repacked) {
         rc = (rc + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS * LOOM_REPACK_ROWS;
-        /* tall tiles (activation preparation is per call, see LOOM_MM_REPACKED_ROWS)
-         * while that still leaves >= 8 tiles */
-        const int64_t panels = (N + MM_PANEL_COLS - 1) / MM_PANEL_COLS, tall = LOOM_MM_REPACKED_ROWS;
-        if (ns * panels * ((M + tall - 1) / tall) >= 8) rc = tall;
+        /* tall tiles (activation preparation is per call, see LOOM_MM_REPACKED_ROWS):
+         * the tallest of 256, 128, 64, 32 rows that still leaves >= 8 tiles and >= 2
+         * per thread (a K / V projection of 256 rows on 16 threads: 32-row tiles, not
+         * 8 tiles for 16 threads) */
+        const int64_t panels = (N + MM_PANEL_COLS - 1) / MM_PANEL_COLS;
+        const int64_t want = nth > 4 ? 2 * (int64_t)nth : 8;
+        for (int64_t tall = LOOM_MM_REPACKED_ROWS; tall > rc; tall /= 2)
+            if (ns * panels * ((M + tall - 1) / tall) >= want) {
+                rc = tall;
+                break;
+            }
     }
     return rc;
 }
