@@ -51,6 +51,8 @@ typedef struct {
 /* tiles 0-3: C (16 x 16 int32); 4, 5: A (16 columns x 32 quants); 6, 7: B (8 rows of
  * 16 x 4 quants) */
 static const ai_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
+/* the same with K = 16 (Q6_K's groups): A 16 columns x 16 quants, B 4 rows */
+static const ai_cfg k_cfg16 = {1, 0, {0}, {64, 64, 64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 16, 16, 4, 4}};
 
 /* GCC's _tile_loadd asm names no memory operand: a compiler barrier first, so scratch
  * stores made before a tile load are not moved after it. */
@@ -171,8 +173,8 @@ static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const fl
 #define AQ_KC 8 /* super-blocks per k chunk: weight scratch AQ_KC x 4 KiB */
 
 typedef struct {
-    _Alignas(64) int8_t q[8][512]; /* B tiles of sub-blocks 0..7 */
-    int32_t sc[8][16];             /* scales per sub-block and row */
+    _Alignas(64) int8_t q[4096]; /* B tiles: 8 sub-blocks x 512 bytes (Q6_K: 16 groups x 256) */
+    int32_t sc[16][16];          /* scales per sub-block (group) and row */
     int32_t mp[4][16];             /* (m[2t], m[2t+1]) word pairs per row */
     float dx[16], dm[16];
 } aq_sb;
@@ -216,22 +218,84 @@ static void prep_kq(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0,
                     lo = _mm512_or_si512(lo, _mm512_and_si512(f0, m16));
                     hn = _mm512_or_si512(hn, _mm512_and_si512(f1, m16));
                 }
-                _mm512_store_si512((void *)(o->q[2 * j] + 64 * kk), lo);
-                _mm512_store_si512((void *)(o->q[2 * j + 1] + 64 * kk), hn);
+                _mm512_store_si512((void *)(o->q + 512 * (2 * j) + 64 * kk), lo);
+                _mm512_store_si512((void *)(o->q + 512 * (2 * j + 1) + 64 * kk), hn);
+            }
+    }
+}
+
+/* Q6_K: group 8h + q (16 values) of B rows kk = 0..3; u1..u4 of a chunk ci (values
+ * 128h + 4ci + {0, 32, 64, 96}) go to groups 8h + {0, 2, 4, 6} + (ci >= 4), B row ci % 4 */
+static void prep_q6k(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb *o) {
+    const size_t bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
+    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
+        for (int q = 0; q < 16; q++)
+            _mm512_storeu_si512((void *)o->sc[q], _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * q))));
+        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        for (int h = 0; h < 2; h++)
+            for (int ci = 0; ci < 8; ci++) {
+                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
+                const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
+                const __m512i qv = _mm512_loadu_si512((const void *)(p + 2336 + 64 * (8 * h + ci)));
+                const __m512i u[4] = {
+                    _mm512_or_si512(_mm512_and_si512(qa, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 4), m30)),
+                    _mm512_or_si512(_mm512_and_si512(qb, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 2), m30)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qa, 4), m4), _mm512_and_si512(qv, m30)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qb, 4), m4),
+                                    _mm512_and_si512(_mm512_srli_epi16(qv, 2), m30))};
+                for (int v = 0; v < 4; v++) {
+                    const int grp = 8 * h + 2 * v + (ci >= 4);
+                    _mm512_store_si512((void *)(o->q + 256 * grp + 64 * (ci % 4)), _mm512_sub_epi8(u[v], k32));
+                }
+            }
+    }
+}
+
+/* IQ4_XS: sub-block s = chunks 4s..4s+3 (low nibbles: B rows 0..3, high: 4..7), table
+ * values; scales (6 bits) - 32 */
+static void prep_iq4xs(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb *o) {
+    const size_t bstep = sizeof(block_iq4_xs) * LOOM_REPACK_ROWS;
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
+    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
+        const __m512i sl = _mm512_loadu_si512((const void *)(p + 64));
+        const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + 32)));
+        for (int sb = 0; sb < 8; sb++)
+            _mm512_storeu_si512((void *)o->sc[sb],
+                                _mm512_sub_epi32(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 8 * (sb / 2) + 4 * (sb % 2)),
+                                                                                  _mm512_set1_epi32(15)),
+                                                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * sb),
+                                                                                                    _mm512_set1_epi32(3)),
+                                                                                   4)),
+                                                 _mm512_set1_epi32(32)));
+        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        for (int sb = 0; sb < 8; sb++)
+            for (int ch = 0; ch < 4; ch++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(p + 128 + 64 * (4 * sb + ch)));
+                _mm512_store_si512((void *)(o->q + 512 * sb + 64 * ch), _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4)));
+                _mm512_store_si512((void *)(o->q + 512 * sb + 64 * (ch + 4)),
+                                   _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)));
             }
     }
 }
 
 /* acc[t] of 16 columns += the super-block whose 8 C tiles are in cb */
-static LOOM_ALWAYS_INLINE void fold_kq(__m512 acc[16], const int32_t *cb, const aq_sb *o, const float *dy,
-                                       const int32_t *bs, int64_t stride) {
+static LOOM_ALWAYS_INLINE void fold_kq(int NS, bool mins, __m512 acc[16], const int32_t *cb, const aq_sb *o,
+                                       const float *dy, const int32_t *bs, int64_t stride) {
     const __m512 dx = _mm512_loadu_ps(o->dx), dm = _mm512_loadu_ps(o->dm);
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) {
         __m512i is = _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 16 * t)), _mm512_loadu_si512((const void *)o->sc[0]));
-        for (int sb = 1; sb < 8; sb++)
+        for (int sb = 1; sb < NS; sb++)
             is = _mm512_add_epi32(is, _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 256 * sb + 16 * t)),
                                                          _mm512_loadu_si512((const void *)o->sc[sb])));
+        if (!mins) {
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[t * stride])), _mm512_cvtepi32_ps(is), acc[t]);
+            continue;
+        }
         const int32_t *bt = bs + 4 * t * stride;
         __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)o->mp[0]), _mm512_set1_epi32(bt[0]));
         ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[1]), _mm512_set1_epi32(bt[1]));
@@ -244,10 +308,13 @@ static LOOM_ALWAYS_INLINE void fold_kq(__m512 acc[16], const int32_t *cb, const 
 }
 
 /* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
- * s0); dy / bs: the columns' scales and sub-block-sum pairs (stride per column) */
-static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
-                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    _Alignas(64) int32_t cb[2][8 * 256];
+ * s0); dy / bs: the columns' scales and sub-block-sum pairs (stride per column). NS
+ * sub-blocks of 256 / NS values per super-block (C tiles through cb, four at a time). */
+static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *a, size_t as, const aq_sb *o,
+                                              const float *dy, const int32_t *bs, int64_t stride, float *c,
+                                              size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    _Alignas(64) int32_t cb[2][16 * 256];
+    const int KS = 256 / NS, BB = 4096 / NS; /* values and B-tile bytes per sub-block */
     __m512 acc[16];
     float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
     LOOM_UNROLL_ALL
@@ -260,36 +327,45 @@ static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *
         int32_t *out = cb[half];
 #define AQ_STEP(Q, S, TA, TB)                  \
     do {                                       \
-        TLOAD(TA, a0 + 32 * (S), as);          \
-        TLOAD(TB, ob->q[S], 64);               \
+        TLOAD(TA, a0 + KS * (S), as);          \
+        TLOAD(TB, ob->q + BB * (S), 64);       \
         _tile_zero(Q);                         \
         _tile_dpbssd(Q, TA, TB);               \
     } while (0)
-        AQ_STEP(0, 0, 4, 6);
-        AQ_STEP(1, 1, 5, 7);
-        AQ_STEP(2, 2, 4, 6);
-        AQ_STEP(3, 3, 5, 7);
-        _tile_stored(0, out, 64);
-        _tile_stored(1, out + 256, 64);
-        _tile_stored(2, out + 512, 64);
-        _tile_stored(3, out + 768, 64);
-        AQ_STEP(0, 4, 4, 6);
-        AQ_STEP(1, 5, 5, 7);
-        AQ_STEP(2, 6, 4, 6);
-        AQ_STEP(3, 7, 5, 7);
-        _tile_stored(0, out + 1024, 64);
-        _tile_stored(1, out + 1280, 64);
-        _tile_stored(2, out + 1536, 64);
-        _tile_stored(3, out + 1792, 64);
+        for (int s4 = 0; s4 < NS; s4 += 4) {
+            AQ_STEP(0, s4, 4, 6);
+            AQ_STEP(1, s4 + 1, 5, 7);
+            AQ_STEP(2, s4 + 2, 4, 6);
+            AQ_STEP(3, s4 + 3, 5, 7);
+            _tile_stored(0, out + 256 * s4, 64);
+            _tile_stored(1, out + 256 * (s4 + 1), 64);
+            _tile_stored(2, out + 256 * (s4 + 2), 64);
+            _tile_stored(3, out + 256 * (s4 + 3), 64);
+        }
 #undef AQ_STEP
-        if (b > s0) fold_kq(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
+        if (b > s0) fold_kq(NS, mins, acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
     }
-    fold_kq(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
+    fold_kq(NS, mins, acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
 }
 
-static void amx_kq(bool q5, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+}
+static void tile16_x8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+}
+static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+                       int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+}
+
+enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
+
+static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
     aq_sb o[AQ_KC];
@@ -312,9 +388,16 @@ static void amx_kq(bool q5, int64_t k, const void *w, size_t ws, const void *a, 
                 }
             }
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-                prep_kq(q5, w, ws, g, s0, s1, o);
-                for (int64_t jj = 0; jj < jn; jj += 16)
-                    tile16_kq(a, as, o, dy + jj * AQ_KC, bs + 4 * jj * AQ_KC, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+                if (kind == AQ_Q6K) prep_q6k(w, ws, g, s0, s1, o);
+                else if (kind == AQ_IQ4XS) prep_iq4xs(w, ws, g, s0, s1, o);
+                else prep_kq(kind == AQ_Q5K, w, ws, g, s0, s1, o);
+                for (int64_t jj = 0; jj < jn; jj += 16) {
+                    const float *d = dy + jj * AQ_KC;
+                    const int32_t *q = bs + 4 * jj * AQ_KC;
+                    if (kind == AQ_Q6K) tile16_x16(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+                    else if (kind == AQ_IQ4XS) tile16_x8(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+                    else tile16_kq(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+                }
             }
         }
     }
@@ -328,9 +411,11 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int kind = wt == LOOM_TYPE_Q8_0 ? AK_Q8 : wt == LOOM_TYPE_Q4_0 ? AK_Q4 : wt == LOOM_TYPE_IQ4_NL ? AK_IQ4 : -1;
     const int64_t full = (j1 - j0) / 16 * 16; /* columns in whole 16-column tiles */
-    if ((wt == LOOM_TYPE_Q4_K || wt == LOOM_TYPE_Q5_K) && full >= AI_MIN_COLS && k > 0 && k % 256 == 0 && i0 < i1) {
-        _tile_loadconfig(&k_cfg);
-        amx_kq(wt == LOOM_TYPE_Q5_K, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full);
+    const int kq = wt == LOOM_TYPE_Q4_K ? AQ_Q4K : wt == LOOM_TYPE_Q5_K ? AQ_Q5K : wt == LOOM_TYPE_Q6_K ? AQ_Q6K
+                 : wt == LOOM_TYPE_IQ4_XS ? AQ_IQ4XS : -1;
+    if (kq >= 0 && full >= AI_MIN_COLS && k > 0 && k % 256 == 0 && i0 < i1) {
+        _tile_loadconfig(kq == AQ_Q6K ? &k_cfg16 : &k_cfg);
+        amx_kq(kq, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full);
         _tile_release();
         return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);
     }
@@ -376,4 +461,6 @@ void loom_kernels_fill_amx_int8(loom_kernels *k) {
     k->gemm_repacked_cols[LOOM_TYPE_IQ4_NL] = AI_TILE_COLS;
     k->gemm_repacked_cols[LOOM_TYPE_Q4_K] = AI_TILE_COLS;
     k->gemm_repacked_cols[LOOM_TYPE_Q5_K] = AI_TILE_COLS;
+    k->gemm_repacked_cols[LOOM_TYPE_Q6_K] = AI_TILE_COLS;
+    k->gemm_repacked_cols[LOOM_TYPE_IQ4_XS] = AI_TILE_COLS;
 }
