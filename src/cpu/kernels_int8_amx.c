@@ -1,7 +1,9 @@
 /*
- * kernels_int8_amx.c - AMX-INT8 (TDPBSSD) prompt-shape tiles for repacked Q8_0, Q4_0 and
- * IQ4_NL weights x Q8_0 activations (the kernels.h gemm_repacked contract), level "amx"
- * on CPUs with AMX-INT8.
+ * kernels_int8_amx.c - AMX-INT8 (TDPBSSD) prompt-shape tiles for repacked weights (the
+ * kernels.h gemm_repacked contract), level "amx" on CPUs with AMX-INT8: Q8_0, Q4_0 and
+ * IQ4_NL x Q8_0 activations (below), and Q4_K, Q5_K, Q6_K and IQ4_XS x Q8_K (the
+ * K-quant part further down: one product per sub-block of 32 values, per group of 16
+ * for Q6_K, folded with integer scales). Q2_K stays on the avx512vnni tile.
  *
  * One TDPBSSD computes C[16 x 16] += A[16 x 64] B[64 x 16] in int8 x int8 -> int32. These
  * types carry one scale per 32 weights (and per 32 activations), so each block is its
