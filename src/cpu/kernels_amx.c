@@ -61,6 +61,7 @@
  * count. Tile state is per thread: each call loads the tile configuration and releases
  * it at the end. The OS must have granted XTILEDATA (kernels_dispatch.c asks once).
  */
+#include "cpu/amx_tile.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
@@ -89,24 +90,9 @@
 #define TILE_U16 (16 * KS) /* uint16 per 16 x 32 operand tile (1 KiB) */
 #define PF_STEPS 4         /* weight prefetch distance in k steps (of 64 bytes per row) */
 
-typedef struct {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
-
 /* tiles 0-3: C (jt, t) = (0,0), (0,1), (1,0), (1,1); 4, 5: A of column tile 0, 1;
  * 6, 7: B of row tile 0, 1; all 16 rows x 64 bytes */
 static const amx_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
-
-/* GCC's _tile_loadd asm names no memory operand: a compiler barrier first, so scratch
- * and C stores made before a tile load are not moved after it. */
-#define TLOAD(T, p, s)                        \
-    do {                                      \
-        __asm__ volatile("" ::: "memory");    \
-        _tile_loadd(T, (p), (s));       \
-    } while (0)
 
 /* ---- operand preparation ---- */
 

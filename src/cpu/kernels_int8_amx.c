@@ -30,6 +30,7 @@
  * Tile state is per thread: each call loads the configuration and releases it. The OS
  * must have granted XTILEDATA (kernels_dispatch.c asks once).
  */
+#include "cpu/amx_tile.h"
 #include "cpu/kernels_internal.h"
 #include "quant/iq_tables.h"
 #include "quant/repack.h"
@@ -43,26 +44,13 @@
 #define AI_QUAD 4       /* blocks in flight (C tiles 0-3) */
 #define AI_TILE_COLS 256 /* columns per prompt tile the engine gives (ops_matmul.c) */
 
-typedef struct {
-    uint8_t palette, start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} ai_cfg;
 
 /* tiles 0-3: C (16 x 16 int32); 4, 5: A (16 columns x 32 quants); 6, 7: B (8 rows of
  * 16 x 4 quants) */
-static const ai_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
+static const amx_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
 /* the same with K = 16 (Q6_K's groups): A 16 columns x 16 quants, B 4 rows */
-static const ai_cfg k_cfg16 = {1, 0, {0}, {64, 64, 64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 16, 16, 4, 4}};
+static const amx_cfg k_cfg16 = {1, 0, {0}, {64, 64, 64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 16, 16, 4, 4}};
 
-/* GCC's _tile_loadd asm names no memory operand: a compiler barrier first, so scratch
- * stores made before a tile load are not moved after it. */
-#define TLOAD(T, p, s)                     \
-    do {                                   \
-        __asm__ volatile("" ::: "memory"); \
-        _tile_loadd(T, (p), (s));          \
-    } while (0)
 
 enum { AK_Q8, AK_Q4, AK_IQ4 };
 
