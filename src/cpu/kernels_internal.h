@@ -121,10 +121,18 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
  * reference; false for other types. Needs AVX2 + F16C. */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
 
-/* The same gemm with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c): float results identical
- * to loom_gemm_iq_avx2's; declines in the same cases. */
+/* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
+ * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;
+ * declines in the same cases. */
 bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                              size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* The AVX2 tile with AVX-VNNI (kernels_iq_gemm_avxvnni.c), and the avxvnni level's table
+ * step that puts it in front of the table's gemm. */
+bool loom_gemm_iq_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void loom_kernels_fill_iq_avxvnni(loom_kernels *k);
+bool loom_gemm_iq_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                         size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* References for loom_kernels.fa_qk / fa_softmax / fa_pv (kernels_fa_scalar.c; the
  * contracts are in kernels.h). */

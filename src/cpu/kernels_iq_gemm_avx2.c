@@ -19,7 +19,12 @@
  * had (lane l: bytes 4l..4l+3 of each 32-byte step), so the float result is unchanged:
  * one float FMA per super-block and lane, (d * dy) * lane sum, then the 8-lane sum times
  * the type's power-of-two factor. The int32 super-block sum is the one of the scalar
- * reference (kernels_iq_scalar.c).
+ * reference (kernels_iq_scalar.c). TQ1_0 / TQ2_0 (every scale 1, |w| <= 1) add the
+ * vpmaddubsw pair sums of the 8 steps in int16 (<= 8 * 2 * 255) and widen them once
+ * (vpmaddwd by 1): the same lane integers.
+ *
+ * kernels_iq_gemm_avxvnni.c includes this file with LOOM_IQG_AVXVNNI (vpdpwssd / vpdpbusd
+ * in dp_scaled / dp_unit; the preparation stays in this object).
  *
  * Declines (returns false) for other types and for fewer than IQG_MIN_COLS columns,
  * where the decoding is not amortized (the caller then uses vec_dot). */
@@ -33,6 +38,7 @@
 #define IQG_CHUNK 64 /* columns whose float accumulators are live at once */
 #define IQG_R 4      /* weight rows per pass */
 
+#ifndef LOOM_IQG_AVXVNNI /* the preparation: once, in the AVX2 object */
 /* 7 stored sign bits -> 8 (bit 7: even parity), built at compile time */
 #define SG_P(x) (((x) ^ ((x) >> 1) ^ ((x) >> 2) ^ ((x) >> 3) ^ ((x) >> 4) ^ ((x) >> 5) ^ ((x) >> 6)) & 1)
 #define SG(x) (uint8_t)((x) | (SG_P(x) << 7))
@@ -256,6 +262,28 @@ bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post)
     }
 }
 
+#endif /* LOOM_IQG_AVXVNNI */
+
+#ifdef LOOM_IQG_AVXVNNI
+#define IQG_FN(name) name##_avxvnni
+static inline __m256i dp_scaled(__m256i acc, __m256i p, __m256i s) { return _mm256_dpwssd_avx_epi32(acc, p, s); }
+static inline __m256i dp_unit(__m256i acc, __m256i u, __m256i w) { return _mm256_dpbusd_avx_epi32(acc, u, w); }
+static inline __m256i unit_widen(__m256i acc, __m256i n) { (void)n; return acc; }
+#define IQG_UNIT_START(n) (n)
+#else
+#define IQG_FN(name) name##_avx2
+static inline __m256i dp_scaled(__m256i acc, __m256i p, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+}
+static inline __m256i dp_unit(__m256i acc16, __m256i u, __m256i w) { /* <= 8 * 2 * 255 per int16 */
+    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, w));
+}
+static inline __m256i unit_widen(__m256i acc16, __m256i n) {
+    return _mm256_add_epi32(n, _mm256_madd_epi16(acc16, _mm256_set1_epi16(1)));
+}
+#define IQG_UNIT_START(n) _mm256_setzero_si256()
+#endif
+
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -264,8 +292,8 @@ static inline float hsum8(__m256 v) {
 }
 
 /* R rows x C columns from j of super-block b: acc[r][j] += (dw * dy) * lane sums */
-static LOOM_ALWAYS_INLINE void iqg_tile(int R, int C, const loom_iqg_prep *pr, const void *a, size_t as, int64_t j,
-                                        int64_t b, __m256 (*acc)[IQG_CHUNK], int64_t jj) {
+static LOOM_ALWAYS_INLINE void iqg_tile(int R, int C, bool unit, const loom_iqg_prep *pr, const void *a, size_t as,
+                                        int64_t j, int64_t b, __m256 (*acc)[IQG_CHUNK], int64_t jj) {
     const block_q8_K *y[2];
     __m256i isum[IQG_R][2];
     const __m256i off = _mm256_set1_epi8((char)0x80);
@@ -275,7 +303,7 @@ static LOOM_ALWAYS_INLINE void iqg_tile(int R, int C, const loom_iqg_prep *pr, c
     for (int r = 0; r < R; r++) {
         const __m256i n = _mm256_load_si256((const __m256i *)pr[r].ncorr);
         LOOM_UNROLL
-        for (int c = 0; c < C; c++) isum[r][c] = n;
+        for (int c = 0; c < C; c++) isum[r][c] = unit ? IQG_UNIT_START(n) : n;
     }
     LOOM_UNROLL
     for (int q = 0; q < 8; q++) {
@@ -285,10 +313,24 @@ static LOOM_ALWAYS_INLINE void iqg_tile(int R, int C, const loom_iqg_prep *pr, c
         LOOM_UNROLL
         for (int r = 0; r < R; r++) {
             const __m256i wv = _mm256_load_si256((const __m256i *)(pr[r].w + 32 * q));
-            const __m256i sv = _mm256_load_si256((const __m256i *)(pr[r].scv + 16 * q));
+            if (unit) {
+                LOOM_UNROLL
+                for (int c = 0; c < C; c++) isum[r][c] = dp_unit(isum[r][c], ax[c], wv);
+            } else {
+                const __m256i sv = _mm256_load_si256((const __m256i *)(pr[r].scv + 16 * q));
+                LOOM_UNROLL
+                for (int c = 0; c < C; c++)
+                    isum[r][c] = dp_scaled(isum[r][c], _mm256_maddubs_epi16(ax[c], wv), sv);
+            }
+        }
+    }
+    if (unit) {
+        LOOM_UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m256i n = _mm256_load_si256((const __m256i *)pr[r].ncorr);
             LOOM_UNROLL
             for (int c = 0; c < C; c++)
-                isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(ax[c], wv), sv));
+                isum[r][c] = unit_widen(isum[r][c], n);
         }
     }
     LOOM_UNROLL
@@ -296,44 +338,75 @@ static LOOM_ALWAYS_INLINE void iqg_tile(int R, int C, const loom_iqg_prep *pr, c
         LOOM_UNROLL
         for (int c = 0; c < C; c++)
             acc[r][jj + c] = _mm256_fmadd_ps(_mm256_set1_ps(pr[r].dw * y[c]->d), _mm256_cvtepi32_ps(isum[r][c]),
-                                             acc[r][jj + c]);
+                                             b == 0 ? _mm256_setzero_ps() : acc[r][jj + c]);
 }
 
-static LOOM_ALWAYS_INLINE void iqg_rows(int R, loom_iqg_prep_fn prep, size_t bb, float post, int64_t nb,
+static LOOM_ALWAYS_INLINE void iqg_rows(int R, bool unit, loom_iqg_prep_fn prep, size_t bb, float post, int64_t nb,
                                         const uint8_t *row, size_t ws, const void *a, size_t as, float *c,
                                         size_t ldc, int64_t i, int64_t jc, int64_t jn) {
     loom_iqg_prep pr[IQG_R];
     __m256 acc[IQG_R][IQG_CHUNK];
-    for (int r = 0; r < R; r++)
-        for (int64_t jj = 0; jj < jn; jj++) acc[r][jj] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         for (int r = 0; r < R; r++) prep(row + (size_t)r * ws + (size_t)b * bb, &pr[r]);
         int64_t jj = 0;
-        for (; jj + 2 <= jn; jj += 2) iqg_tile(R, 2, pr, a, as, jc + jj, b, acc, jj);
-        if (jj < jn) iqg_tile(R, 1, pr, a, as, jc + jj, b, acc, jj);
+        for (; jj + 2 <= jn; jj += 2) iqg_tile(R, 2, unit, pr, a, as, jc + jj, b, acc, jj);
+        if (jj < jn) iqg_tile(R, 1, unit, pr, a, as, jc + jj, b, acc, jj);
     }
     for (int r = 0; r < R; r++)
-        for (int64_t jj = 0; jj < jn; jj++) c[(size_t)(jc + jj) * ldc + (size_t)(i + r)] = post * hsum8(acc[r][jj]);
+        for (int64_t jj = 0; jj < jn; jj++) c[(size_t)(jc + jj) * ldc + (size_t)(i + r)] = nb ? post * hsum8(acc[r][jj]) : 0.f;
 }
 
-bool loom_gemm_iq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
-                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+static void iqg_rows_any(int R, bool unit, loom_iqg_prep_fn prep, size_t bb, float post, int64_t nb,
+                         const uint8_t *row, size_t ws, const void *a, size_t as, float *c, size_t ldc, int64_t i,
+                         int64_t jc, int64_t jn) {
+#define ROWS(RR, U) iqg_rows(RR, U, prep, bb, post, nb, row, ws, a, as, c, ldc, i, jc, jn)
+    if (unit) {
+        switch (R) {
+        case 4: ROWS(4, true); break;
+        case 3: ROWS(3, true); break;
+        case 2: ROWS(2, true); break;
+        default: ROWS(1, true); break;
+        }
+    } else {
+        switch (R) {
+        case 4: ROWS(4, false); break;
+        case 3: ROWS(3, false); break;
+        case 2: ROWS(2, false); break;
+        default: ROWS(1, false); break;
+        }
+    }
+#undef ROWS
+}
+
+bool IQG_FN(loom_gemm_iq)(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     loom_iqg_prep_fn prep;
     size_t bb;
     float post;
     if (!loom_iqg_type(wt, &prep, &bb, &post) || j1 - j0 < IQG_MIN_COLS || k % QK_K != 0) return false;
+    const bool unit = wt == LOOM_TYPE_TQ1_0 || wt == LOOM_TYPE_TQ2_0; /* every scale 1 */
     const int64_t nb = k / QK_K;
     for (int64_t jc = j0; jc < j1; jc += IQG_CHUNK) {
         const int64_t jn = j1 - jc < IQG_CHUNK ? j1 - jc : IQG_CHUNK;
-        int64_t i = i0;
-        for (; i + IQG_R <= i1; i += IQG_R)
-            iqg_rows(IQG_R, prep, bb, post, nb, (const uint8_t *)w + (size_t)i * ws, ws, a, as, c, ldc, i, jc, jn);
-        switch (i1 - i) {
-        case 3: iqg_rows(3, prep, bb, post, nb, (const uint8_t *)w + (size_t)i * ws, ws, a, as, c, ldc, i, jc, jn); break;
-        case 2: iqg_rows(2, prep, bb, post, nb, (const uint8_t *)w + (size_t)i * ws, ws, a, as, c, ldc, i, jc, jn); break;
-        case 1: iqg_rows(1, prep, bb, post, nb, (const uint8_t *)w + (size_t)i * ws, ws, a, as, c, ldc, i, jc, jn); break;
-        default: break;
+        for (int64_t i = i0; i < i1; i += IQG_R) {
+            const int R = i1 - i < IQG_R ? (int)(i1 - i) : IQG_R;
+            iqg_rows_any(R, unit, prep, bb, post, nb, (const uint8_t *)w + (size_t)i * ws, ws, a, as, c, ldc, i, jc, jn);
         }
     }
     return true;
 }
+
+#ifdef LOOM_IQG_AVXVNNI
+static loom_gemm_fn g_below; /* the avx2 table's gemm */
+
+static bool gemm_iq_first(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    return loom_gemm_iq_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           (g_below && g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1));
+}
+
+void loom_kernels_fill_iq_avxvnni(loom_kernels *k) {
+    g_below = k->gemm;
+    k->gemm = gemm_iq_first;
+}
+#endif

@@ -11,7 +11,9 @@
  * same integers. The low 256 bits start at the row's offset correction (ncorr). After a
  * super-block, low + high 256 bits are the AVX2 tile's 8 int32 lane sums exactly; they
  * take the same float FMA with (dw * dy) per lane (two columns per 512-bit FMA), and the
- * same final 8-lane sum, so the float results are identical to the AVX2 tile's. */
+ * same final 8-lane sum, so the float results are identical to the AVX2 tile's.
+ * kernels_iq_gemm_avx512.c includes this file with LOOM_IQG_NO_VNNI for the avx512 level
+ * (dp_scaled / dp_unit without VNNI instructions). */
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
@@ -21,6 +23,26 @@
 #define IQG_R 4
 #define IQG_C 4
 
+#ifdef LOOM_IQG_NO_VNNI /* kernels_iq_gemm_avx512.c: vpmaddwd + vpaddd, int16 sums for TQ */
+#define IQG_FN(name) name##_avx512
+static inline __m512i dp_scaled(__m512i acc, __m512i p, __m512i s) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+}
+static inline __m512i dp_unit(__m512i acc16, __m512i u, __m512i w) { /* <= 4 * 2 * 255 per int16 */
+    return _mm512_add_epi16(acc16, _mm512_maddubs_epi16(u, w));
+}
+static inline __m512i unit_widen(__m512i acc16, __m512i n) {
+    return _mm512_add_epi32(n, _mm512_madd_epi16(acc16, _mm512_set1_epi16(1)));
+}
+#define IQG_UNIT_START(n) _mm512_setzero_si512()
+#else
+#define IQG_FN(name) name##_avx512vnni
+static inline __m512i dp_scaled(__m512i acc, __m512i p, __m512i s) { return _mm512_dpwssd_epi32(acc, p, s); }
+static inline __m512i dp_unit(__m512i acc, __m512i u, __m512i w) { return _mm512_dpbusd_epi32(acc, u, w); }
+static inline __m512i unit_widen(__m512i acc, __m512i n) { (void)n; return acc; }
+#define IQG_UNIT_START(n) (n)
+#endif
+
 typedef struct {
     _Alignas(64) float v[IQG_CHUNK][8];
 } iqg_acc;
@@ -28,6 +50,7 @@ typedef struct {
 /* R rows x C columns from j of super-block b into acc[r].v[jj..jj + C) */
 static LOOM_ALWAYS_INLINE void tile(int R, int C, bool unit, const loom_iqg_prep *pr, const void *a, size_t as,
                                     int64_t j, int64_t b, iqg_acc *acc, int64_t jj) {
+    const bool first = b == 0; /* accumulators start at 0: not read */
     const block_q8_K *y[IQG_C];
     __m512i isum[IQG_R][IQG_C];
     const __m512i off = _mm512_set1_epi8((char)0x80);
@@ -37,7 +60,7 @@ static LOOM_ALWAYS_INLINE void tile(int R, int C, bool unit, const loom_iqg_prep
     for (int r = 0; r < R; r++) {
         const __m512i n = _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *)pr[r].ncorr));
         LOOM_UNROLL
-        for (int c = 0; c < C; c++) isum[r][c] = n;
+        for (int c = 0; c < C; c++) isum[r][c] = unit ? IQG_UNIT_START(n) : n;
     }
     LOOM_UNROLL
     for (int p = 0; p < 4; p++) {
@@ -49,13 +72,21 @@ static LOOM_ALWAYS_INLINE void tile(int R, int C, bool unit, const loom_iqg_prep
             const __m512i wv = _mm512_load_si512(pr[r].w + 64 * p);
             if (unit) {
                 LOOM_UNROLL
-                for (int c = 0; c < C; c++) isum[r][c] = _mm512_dpbusd_epi32(isum[r][c], ax[c], wv);
+                for (int c = 0; c < C; c++) isum[r][c] = dp_unit(isum[r][c], ax[c], wv);
             } else {
                 const __m512i sv = _mm512_load_si512(pr[r].scv + 32 * p);
                 LOOM_UNROLL
                 for (int c = 0; c < C; c++)
-                    isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(ax[c], wv), sv);
+                    isum[r][c] = dp_scaled(isum[r][c], _mm512_maddubs_epi16(ax[c], wv), sv);
             }
+        }
+    }
+    if (unit) {
+        LOOM_UNROLL
+        for (int r = 0; r < R; r++) {
+            const __m512i n = _mm512_zextsi256_si512(_mm256_load_si256((const __m256i *)pr[r].ncorr));
+            LOOM_UNROLL
+            for (int c = 0; c < C; c++) isum[r][c] = unit_widen(isum[r][c], n);
         }
     }
     /* fold and scale: two columns per 512-bit vector, [col c | col c + 1] */
@@ -68,7 +99,8 @@ static LOOM_ALWAYS_INLINE void tile(int R, int C, bool unit, const loom_iqg_prep
             const __m512i hi = _mm512_shuffle_i64x2(isum[r][c], isum[r][c + 1], 0xEE);
             const __m512 s = _mm512_mul_ps(_mm512_set1_ps(pr[r].dw), dy);
             float *ap = acc[r].v[jj + c];
-            _mm512_store_ps(ap, _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)), _mm512_load_ps(ap)));
+            _mm512_store_ps(ap, _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_add_epi32(lo, hi)),
+                                                first ? _mm512_setzero_ps() : _mm512_load_ps(ap)));
         }
     }
     if (C & 1) {
@@ -77,7 +109,8 @@ static LOOM_ALWAYS_INLINE void tile(int R, int C, bool unit, const loom_iqg_prep
         for (int r = 0; r < R; r++) {
             const __m256i t = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][c]), _mm512_extracti64x4_epi64(isum[r][c], 1));
             float *ap = acc[r].v[jj + c];
-            _mm256_store_ps(ap, _mm256_fmadd_ps(_mm256_set1_ps(pr[r].dw * y[c]->d), _mm256_cvtepi32_ps(t), _mm256_load_ps(ap)));
+            _mm256_store_ps(ap, _mm256_fmadd_ps(_mm256_set1_ps(pr[r].dw * y[c]->d), _mm256_cvtepi32_ps(t),
+                                                first ? _mm256_setzero_ps() : _mm256_load_ps(ap)));
         }
     }
 }
@@ -95,8 +128,6 @@ static LOOM_ALWAYS_INLINE void rows(int R, bool unit, loom_iqg_prep_fn prep, siz
                                     int64_t i, int64_t jc, int64_t jn) {
     loom_iqg_prep pr[IQG_R];
     iqg_acc acc[IQG_R];
-    for (int r = 0; r < R; r++)
-        for (int64_t jj = 0; jj < jn; jj++) _mm256_store_ps(acc[r].v[jj], _mm256_setzero_ps());
     for (int64_t b = 0; b < nb; b++) {
         for (int r = 0; r < R; r++) prep(row + (size_t)r * ws + (size_t)b * bb, &pr[r]);
         int64_t jj = 0;
@@ -109,7 +140,7 @@ static LOOM_ALWAYS_INLINE void rows(int R, bool unit, loom_iqg_prep_fn prep, siz
         }
     }
     for (int r = 0; r < R; r++)
-        for (int64_t jj = 0; jj < jn; jj++) c[(size_t)(jc + jj) * ldc + (size_t)(i + r)] = post * hsum8(acc[r].v[jj]);
+        for (int64_t jj = 0; jj < jn; jj++) c[(size_t)(jc + jj) * ldc + (size_t)(i + r)] = nb ? post * hsum8(acc[r].v[jj]) : 0.f;
 }
 
 static void rows_any(int R, bool unit, loom_iqg_prep_fn prep, size_t bb, float post, int64_t nb, const uint8_t *row,
@@ -133,8 +164,8 @@ static void rows_any(int R, bool unit, loom_iqg_prep_fn prep, size_t bb, float p
 #undef ROWS
 }
 
-bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
-                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+bool IQG_FN(loom_gemm_iq)(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     loom_iqg_prep_fn prep;
     size_t bb;
     float post;
