@@ -175,12 +175,13 @@ static float exp_sum_f32(int64_t n, float *x, float max) {
     return _mm512_reduce_add_ps(acc);
 }
 
-/* F16/BF16 tiles (kernels_gemm_avx512.c), then the avx2 level's MXFP4 and IQ / TQ tiles */
+/* F16/BF16 tiles (kernels_gemm_avx512.c), the avx2 level's MXFP4 tile, then the IQ / TQ
+ * tiles (kernels_iq_gemm_avx512.c) */
 static bool gemm_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                         size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-           loom_gemm_iq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+           loom_gemm_iq_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 void loom_kernels_fill_avx512(loom_kernels *k) {

@@ -965,10 +965,10 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
             return true;
         }
         return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-    default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c), the avx2
-              * level's IQ / TQ tiles (kernels_iq_gemm_avx2.c); false otherwise */
+    default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c), the IQ / TQ
+              * tiles (kernels_iq_gemm_avx512vnni.c); false otherwise */
         return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-               loom_gemm_iq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+               loom_gemm_iq_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     }
 }
 

@@ -76,6 +76,7 @@ static void init_tables(void) {
     if (avx2 && f->avx_vnni) {
         g_tables[LV_AVXVNNI] = g_tables[LV_AVX2];
         loom_kernels_fill_repack_avxvnni(&g_tables[LV_AVXVNNI]);
+        loom_kernels_fill_iq_avxvnni(&g_tables[LV_AVXVNNI]); /* IQ / TQ prompt gemm */
         g_tables[LV_AVXVNNI].name = "avxvnni";
         g_avail[LV_AVXVNNI] = true;
     }

@@ -105,6 +105,35 @@ bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, con
 bool loom_gemm_iq_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                        size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* One weight super-block of those types prepared for the int8 dot (kernels_iq_gemm_avx2.c):
+ * w the signed values (within [-62, 62]); scv per 32 values q: 8 x the scale of values
+ * 32q..32q+15, 8 x that of 32q+16..32q+31 (the vpmaddwd operand); ncorr the int32 lane
+ * start -128 * sum over q of vpmaddwd(vpmaddubsw(0x80, w_q), scv_q) that cancels the +128
+ * offset of the activation bytes; dw the f16 block scale as float. */
+typedef struct {
+    _Alignas(64) int8_t w[256];
+    _Alignas(64) int16_t scv[128];
+    _Alignas(32) int32_t ncorr[8];
+    float dw;
+} loom_iqg_prep;
+typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
+/* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
+ * reference; false for other types. Needs AVX2 + F16C. */
+bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
+
+/* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
+ * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;
+ * declines in the same cases. */
+bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* The AVX2 tile with AVX-VNNI (kernels_iq_gemm_avxvnni.c), and the avxvnni level's table
+ * step that puts it in front of the table's gemm. */
+bool loom_gemm_iq_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void loom_kernels_fill_iq_avxvnni(loom_kernels *k);
+bool loom_gemm_iq_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                         size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* References for loom_kernels.fa_qk / fa_softmax / fa_pv (kernels_fa_scalar.c; the
  * contracts are in kernels.h). */
 void loom_fa_qk_ref(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
