@@ -68,10 +68,6 @@ typedef struct loom_kernels {
      * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table
      * holds the reference. Returns false for a type without that layout. */
     loom_gemm_fn gemm_repacked;
-    /* Columns per prompt-shape tile the engine gives gemm_repacked for weights of a
-     * type (0: the default panel, 64): a level whose tile prepares the weights per
-     * call (amx's int8 tiles) wants wider ones. */
-    int gemm_repacked_cols[LOOM_TYPE_COUNT];
 /* The packed-activation layout of gemm_float_pack / gemm_float_packed. */
 #define LOOM_GEMM_PANEL 32
 #define LOOM_GEMM_PACKED_KC 256

@@ -42,7 +42,6 @@
 #define AI_JC 64        /* columns per column block: activation scales AI_JC x AI_KC */
 #define AI_MIN_COLS 16  /* fewer columns per call: the avx512vnni tile */
 #define AI_QUAD 4       /* blocks in flight (C tiles 0-3) */
-#define AI_TILE_COLS 256 /* columns per prompt tile the engine gives (ops_matmul.c) */
 
 
 /* tiles 0-3: C (16 x 16 int32); 4, 5: A (16 columns x 32 quants); 6, 7: B (8 rows of
@@ -446,11 +445,4 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
 void loom_kernels_fill_amx_int8(loom_kernels *k) {
     g_below = k->gemm_repacked;
     k->gemm_repacked = gemm_repacked_amx;
-    k->gemm_repacked_cols[LOOM_TYPE_Q8_0] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_Q4_0] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_IQ4_NL] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_Q4_K] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_Q5_K] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_Q6_K] = AI_TILE_COLS;
-    k->gemm_repacked_cols[LOOM_TYPE_IQ4_XS] = AI_TILE_COLS;
 }

@@ -251,18 +251,6 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
             }
         }
     }
-    if (repacked && N > MM_PANEL_COLS && kt->gemm_repacked_cols[a->type] > MM_PANEL_COLS) {
-        /* wider panels for a tile that prepares the weights per call: the widest (not
-         * above the level's) that leaves >= 4 tiles per thread (and >= 8) */
-        const int64_t want = p->nth > 2 ? 4 * (int64_t)p->nth : 8, nr = (M + pl->rc - 1) / pl->rc;
-        for (int64_t pcw = kt->gemm_repacked_cols[a->type]; pcw > MM_PANEL_COLS; pcw /= 2) {
-            const int64_t pc = N <= pcw ? N : pcw;
-            if (n_slices * nr * ((N + pc - 1) / pc) >= want) {
-                pl->pc = pc;
-                break;
-            }
-        }
-    }
     pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;
     pl->n_tiles = n_slices * pl->n_rchunks * pl->n_panels;
