@@ -462,6 +462,44 @@ static void gemm_operands(loom_type wt, loom_type at, int64_t k, int M, int big,
     }
 }
 
+/* The grid / ternary IQ and TQ types (random codes and scales: every grid index and sign
+ * pattern is a valid block) through every level's gemm: rows [3, 37) of a 37-row matrix
+ * (a 16-row group remainder), columns [1, N) for N in {18, 41, 64} (16-column tiles with
+ * remainders of 1, 8 and 15 columns) and 1, 2, 7, K of 1 and 9 super-blocks (more than
+ * one 8-super-block k chunk of the amx tile); activations with +-127 runs. */
+static void test_gemm_iq_shapes(loom_type wt) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const loom_type at = s->dot[wt].vec_dot_type;
+    enum { M = 37, I0 = 3, NMAX = 64 };
+    static const int64_t ks[] = {256, 2304};
+    static const int64_t ns[] = {1, 2, 7, 18, 41, 64};
+    const size_t bb = loom_type_get(wt)->block_bytes;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki];
+        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
+            CHECK(0);
+            free(w); free(a); free(xf);
+            return;
+        }
+        for (int r = 0; r < M; r++)
+            for (size_t b = 0; b < wrb / bb; b++) {
+                uint8_t *blk = w + r * wrb + b * bb;
+                for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)(r == 7 ? rnd() | 0x88 : rnd());
+                put_block_d(wt, blk, r % 11 == 4 ? 0x4800 : (uint16_t)(0x1C00 + (rnd() & 0x3FF)));
+            }
+        for (int c = 0; c < NMAX; c++) {
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
+            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
+            s->from_float[at](xf, a + c * arb, k);
+        }
+        check_gemm_levels(loom_type_name(wt), wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
+    }
+}
+
 /* gemm tiles for the float weight types (F16, BF16) on every level whose gemm accepts
  * them: M rows, odd k (masked tails) and column counts (decode, remainder and full
  * micro-tiles), rows [3, M) only, C with padding rows; against a float64 dot of the
@@ -894,6 +932,12 @@ int main(int argc, char **argv) {
     test_gemm_kq_shapes(LOOM_TYPE_Q3_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q5_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q6_K);
+    {
+        static const loom_type iq[] = {LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S,
+                                       LOOM_TYPE_IQ3_XXS, LOOM_TYPE_IQ3_S,  LOOM_TYPE_IQ1_S,
+                                       LOOM_TYPE_IQ1_M,  LOOM_TYPE_TQ1_0,  LOOM_TYPE_TQ2_0};
+        for (size_t i = 0; i < sizeof iq / sizeof iq[0]; i++) test_gemm_iq_shapes(iq[i]);
+    }
     test_gemm_mxfp4_shapes();
     test_from_float_special();
     test_kquant_low_exact();

@@ -301,13 +301,14 @@ static LOOM_ALWAYS_INLINE void fold_kq(int NS, bool mins, __m512 acc[16], const 
  * sub-blocks of 256 / NS values per super-block (C tiles through cb, four at a time). */
 static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *a, size_t as, const aq_sb *o,
                                               const float *dy, const int32_t *bs, int64_t stride, float *c,
-                                              size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+                                              size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
+                                              int64_t s1) {
     _Alignas(64) int32_t cb[2][16 * 256];
     const int KS = 256 / NS, BB = 4096 / NS; /* values and B-tile bytes per sub-block */
     __m512 acc[16];
-    float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
+    float *cp = c + (size_t)j * ldc + (size_t)row0;
     LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
+    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rm, cp + (size_t)t * ldc);
     const uint8_t *ab = a + (size_t)j * as + 4; /* qs of super-block 0 of column j */
     int half = 0;
     for (int64_t b = s0; b < s1; b++, half ^= 1) {
@@ -336,20 +337,20 @@ static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *
     }
     fold_kq(NS, mins, acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
     LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
+    for (int t = 0; t < 16; t++) _mm512_mask_storeu_ps(cp + (size_t)t * ldc, rm, acc[t]);
 }
 
 static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
                       int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 static void tile16_x8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
                       int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
                        int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, g, j, s0, s1);
+    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 
 enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
@@ -390,6 +391,127 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
             }
         }
     }
+}
+
+/* ---- the grid / ternary IQ and TQ types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ * IQ1_M, TQ1_0, TQ2_0; plain rows, not repacked) x Q8_K, the kernels.h gemm contract.
+ * Each super-block of 16 weight rows is decoded once per call and k chunk by the
+ * avx512vnni tile's preparation (loom_iqg_prep: signed int8 values, one integer scale
+ * per 16 values), transposed into B-tile order (B row kk of a group: dwords kk of the 16
+ * rows) and multiplied by every column tile of the call with the K-quant tile above
+ * (one product per group of 32 values, or of 16 where the scales are per 16). The int32
+ * super-block sum sum_s sc[s] C_s is the scalar reference's; each super-block adds
+ * (d * dy) * sum to the float accumulator and the type's power-of-two factor is applied
+ * at the end, as in the reference. (The avx512vnni tile keeps 8 float lanes per output:
+ * its results differ from these in the last bits; both are within the test's bound.) */
+#define IQ_JC 256  /* columns per column chunk (the decoded rows are reused by all of them) */
+#define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_iq_rows) */
+static const int32_t k_nobs[4 * AQ_KC]; /* the tile's (unread) sub-block sums */
+
+static void tile16_iq8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, int64_t stride, float *c,
+                       size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
+    tile16_kq_body(8, false, a, as, o, dy, k_nobs, stride, c, ldc, row0, rm, j, s0, s1);
+}
+static void tile16_iq16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, int64_t stride, float *c,
+                        size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
+    tile16_kq_body(16, false, a, as, o, dy, k_nobs, stride, c, ldc, row0, rm, j, s0, s1);
+}
+
+/* 16 x 16 dwords: v[m] (dword d of row m) -> v[d] (dword d of rows 0..15) */
+static LOOM_ALWAYS_INLINE void transpose16(__m512i v[16]) {
+    __m512i t[16];
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m += 2) {
+        t[m] = _mm512_unpacklo_epi32(v[m], v[m + 1]);
+        t[m + 1] = _mm512_unpackhi_epi32(v[m], v[m + 1]);
+    }
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m += 4) {
+        v[m] = _mm512_unpacklo_epi64(t[m], t[m + 2]);
+        v[m + 1] = _mm512_unpackhi_epi64(t[m], t[m + 2]);
+        v[m + 2] = _mm512_unpacklo_epi64(t[m + 1], t[m + 3]);
+        v[m + 3] = _mm512_unpackhi_epi64(t[m + 1], t[m + 3]);
+    }
+    /* v[4q + e] now holds, per 128-bit lane L, dword 4L + e of rows 4q..4q+3 */
+    LOOM_UNROLL_ALL
+    for (int e = 0; e < 4; e++) {
+        t[e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0x88);      /* lanes 0, 2 of rows 0-3, 4-7 */
+        t[4 + e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0xDD);  /* lanes 1, 3 */
+        t[8 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0x88);
+        t[12 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0xDD);
+    }
+    LOOM_UNROLL_ALL
+    for (int e = 0; e < 4; e++) {
+        v[e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0x88);          /* lane 0: dword e */
+        v[8 + e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0xDD);      /* lane 2 */
+        v[4 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0x88); /* lane 1 */
+        v[12 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0xDD);/* lane 3 */
+    }
+}
+
+/* rows [i, i + nr) (nr <= 16; the others zero) of super-blocks [s0, s1) into o */
+static void prep_iq(loom_iqg_prep_fn prep, size_t bb, int NS, const uint8_t *w, size_t ws, int64_t i, int nr,
+                    int64_t s0, int64_t s1, aq_sb *o) {
+    loom_iqg_prep pr[16];
+    for (int r = nr; r < 16; r++) {
+        memset(pr[r].w, 0, sizeof pr[r].w);
+        memset(pr[r].scv, 0, sizeof pr[r].scv);
+        pr[r].dw = 0.f;
+    }
+    const int sstep = 128 / NS; /* scv entries per group */
+    for (int64_t b = s0; b < s1; b++, o++) {
+        for (int r = 0; r < nr; r++) prep(w + (size_t)(i + r) * ws + (size_t)b * bb, &pr[r]);
+        for (int r = 0; r < 16; r++) {
+            o->dx[r] = pr[r].dw;
+            for (int s = 0; s < NS; s++) o->sc[s][r] = pr[r].scv[sstep * s];
+        }
+        for (int blk = 0; blk < 4; blk++) {
+            __m512i v[16];
+            LOOM_UNROLL_ALL
+            for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void *)(pr[r].w + 64 * blk));
+            transpose16(v);
+            LOOM_UNROLL_ALL
+            for (int d = 0; d < 16; d++) _mm512_store_si512((void *)(o->q + 64 * (16 * blk + d)), v[d]);
+        }
+    }
+}
+
+static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
+                   int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    loom_iqg_prep_fn prep;
+    size_t bb;
+    float post;
+    if (!loom_iqg_type(wt, &prep, &bb, &post)) return false;
+    /* scales per 16 values: two groups of 16 per 32-value sub-block */
+    const int NS = wt == LOOM_TYPE_IQ2_XS || wt == LOOM_TYPE_IQ2_S || wt == LOOM_TYPE_IQ1_M ? 16 : 8;
+    const int64_t nb = k / 256;
+    aq_sb o[AQ_KC];
+    float dy[IQ_JC * AQ_KC];
+    _tile_loadconfig(NS == 16 ? &k_cfg16 : &k_cfg);
+    for (int64_t jc = j0; jc < j1; jc += IQ_JC) {
+        const int64_t jn = j1 - jc < IQ_JC ? j1 - jc : IQ_JC;
+        for (int64_t s0 = 0; s0 < nb; s0 += AQ_KC) {
+            const int64_t s1 = s0 + AQ_KC < nb ? s0 + AQ_KC : nb;
+            for (int64_t jj = 0; jj < jn; jj++) {
+                const block_q8_K *y = (const block_q8_K *)((const uint8_t *)a + (size_t)(jc + jj) * as);
+                for (int64_t b = s0; b < s1; b++) dy[jj * AQ_KC + (b - s0)] = y[b].d;
+            }
+            for (int64_t i = i0; i < i1; i += 16) {
+                const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
+                const __mmask16 rm = (__mmask16)((1u << nr) - 1);
+                prep_iq(prep, bb, NS, w, ws, i, nr, s0, s1, o);
+                for (int64_t jj = 0; jj < jn; jj += 16) {
+                    if (NS == 16) tile16_iq16(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                    else tile16_iq8(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                }
+            }
+        }
+        if (post != 1.f)
+            for (int64_t j = jc; j < jc + jn; j++)
+                for (int64_t i = i0; i < i1; i++) c[(size_t)j * ldc + (size_t)i] *= post;
+    }
+    _tile_release();
+    return true;
 }
 
 /* the avx512vnni table's gemm_repacked (set once by loom_kernels_fill_amx_int8, inside
@@ -440,9 +562,34 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
     return true;
 }
 
+/* the avx512vnni table's gemm (the IQ / TQ tile and the other types) and the amx table
+ * itself (its vec_dots), set with g_below */
+static loom_gemm_fn g_below_gemm;
+static const loom_kernels *g_tab;
+
+static bool gemm_amx(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                     size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t full = (j1 - j0) / 16 * 16;
+    if (full < AI_MIN_COLS || k <= 0 || k % 256 != 0 || i0 >= i1 || !amx_iq(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full))
+        return g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+    if (full == j1 - j0 || (g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1)))
+        return true;
+    for (int64_t j = j0 + full; j < j1; j++) /* a remainder the tile below declines: vec_dot */
+        for (int64_t i = i0; i < i1; i++)
+            g_tab->dot[wt].vec_dot(k, c + (size_t)j * ldc + (size_t)i, (const uint8_t *)w + (size_t)i * ws,
+                                   (const uint8_t *)a + (size_t)j * as);
+    return true;
+}
+
 /* k: the amx table (a copy of the avx512vnni one). Its gemm_repacked stays in charge of
- * the other repacked types and of calls with few columns. */
+ * the other repacked types and of calls with few columns; its gemm of the types the AMX
+ * tiles do not take. */
 void loom_kernels_fill_amx_int8(loom_kernels *k) {
     g_below = k->gemm_repacked;
     k->gemm_repacked = gemm_repacked_amx;
+    g_below_gemm = k->gemm;
+    g_tab = k;
+    k->gemm = gemm_amx;
+    k->gemm_iq_rows = IQ_ROWS;
+    k->gemm_iq_cols = IQ_JC;
 }
