@@ -966,8 +966,10 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
         }
         return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c), the IQ / TQ
-              * tiles (kernels_iq_gemm_avx512vnni.c); false otherwise */
+              * 16-row tiles (kernels_iq16_avx512vnni.c), the TQ tiles
+              * (kernels_iq_gemm_avx512vnni.c); false otherwise */
         return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+               loom_gemm_iq16_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
                loom_gemm_iq_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     }
 }
@@ -978,6 +980,8 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
+    k->gemm_iq_rows = 64;
+    k->gemm_iq_cols = 256;
     loom_kernels_fill_repack_avx512vnni(k);
     loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
 }

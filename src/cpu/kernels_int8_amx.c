@@ -161,12 +161,7 @@ static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const fl
  * reference and the avx512vnni tile (bit-identical to both). */
 #define AQ_KC 8 /* super-blocks per k chunk: weight scratch AQ_KC x 4 KiB */
 
-typedef struct {
-    _Alignas(64) int8_t q[4096]; /* B tiles: 8 sub-blocks x 512 bytes (Q6_K: 16 groups x 256) */
-    int32_t sc[16][16];          /* scales per sub-block (group) and row */
-    int32_t mp[4][16];             /* (m[2t], m[2t+1]) word pairs per row */
-    float dx[16], dm[16];
-} aq_sb;
+typedef loom_sb16 aq_sb; /* kernels_internal.h */
 
 static LOOM_ALWAYS_INLINE __m512i aq_bytes(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
@@ -395,15 +390,13 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
 
 /* ---- the grid / ternary IQ and TQ types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
  * IQ1_M, TQ1_0, TQ2_0; plain rows, not repacked) x Q8_K, the kernels.h gemm contract.
- * Each super-block of 16 weight rows is decoded once per call and k chunk by the
- * avx512vnni tile's preparation (loom_iqg_prep: signed int8 values, one integer scale
- * per 16 values), transposed into B-tile order (B row kk of a group: dwords kk of the 16
- * rows) and multiplied by every column tile of the call with the K-quant tile above
- * (one product per group of 32 values, or of 16 where the scales are per 16). The int32
- * super-block sum sum_s sc[s] C_s is the scalar reference's; each super-block adds
- * (d * dy) * sum to the float accumulator and the type's power-of-two factor is applied
- * at the end, as in the reference. (The avx512vnni tile keeps 8 float lanes per output:
- * its results differ from these in the last bits; both are within the test's bound.) */
+ * Each super-block of 16 weight rows is decoded and transposed into B-tile order once per
+ * call and k chunk (loom_iq16_prep, kernels_iq16_avx512vnni.c: signed values, integer
+ * scales per group of 32 or 16 values) and multiplied by every column tile of the call
+ * with the K-quant tile above (one product per group). The int32 super-block sum
+ * sum_s sc[s] C_s is the scalar reference's; each super-block adds (d * dy) * sum to the
+ * float accumulator and the type's power-of-two factor is applied at the end, as in the
+ * reference (the avx512vnni level's 16-row tile computes the same values). */
 #define IQ_JC 256  /* columns per column chunk (the decoded rows are reused by all of them) */
 #define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_iq_rows) */
 static const int32_t k_nobs[4 * AQ_KC]; /* the tile's (unread) sub-block sums */
@@ -417,65 +410,6 @@ static void tile16_iq16(const uint8_t *a, size_t as, const aq_sb *o, const float
     tile16_kq_body(16, false, a, as, o, dy, k_nobs, stride, c, ldc, row0, rm, j, s0, s1);
 }
 
-/* 16 x 16 dwords: v[m] (dword d of row m) -> v[d] (dword d of rows 0..15) */
-static LOOM_ALWAYS_INLINE void transpose16(__m512i v[16]) {
-    __m512i t[16];
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 16; m += 2) {
-        t[m] = _mm512_unpacklo_epi32(v[m], v[m + 1]);
-        t[m + 1] = _mm512_unpackhi_epi32(v[m], v[m + 1]);
-    }
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 16; m += 4) {
-        v[m] = _mm512_unpacklo_epi64(t[m], t[m + 2]);
-        v[m + 1] = _mm512_unpackhi_epi64(t[m], t[m + 2]);
-        v[m + 2] = _mm512_unpacklo_epi64(t[m + 1], t[m + 3]);
-        v[m + 3] = _mm512_unpackhi_epi64(t[m + 1], t[m + 3]);
-    }
-    /* v[4q + e] now holds, per 128-bit lane L, dword 4L + e of rows 4q..4q+3 */
-    LOOM_UNROLL_ALL
-    for (int e = 0; e < 4; e++) {
-        t[e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0x88);      /* lanes 0, 2 of rows 0-3, 4-7 */
-        t[4 + e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0xDD);  /* lanes 1, 3 */
-        t[8 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0x88);
-        t[12 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0xDD);
-    }
-    LOOM_UNROLL_ALL
-    for (int e = 0; e < 4; e++) {
-        v[e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0x88);          /* lane 0: dword e */
-        v[8 + e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0xDD);      /* lane 2 */
-        v[4 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0x88); /* lane 1 */
-        v[12 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0xDD);/* lane 3 */
-    }
-}
-
-/* rows [i, i + nr) (nr <= 16; the others zero) of super-blocks [s0, s1) into o */
-static void prep_iq(loom_iqg_prep_fn prep, size_t bb, int NS, const uint8_t *w, size_t ws, int64_t i, int nr,
-                    int64_t s0, int64_t s1, aq_sb *o) {
-    loom_iqg_prep pr[16];
-    for (int r = nr; r < 16; r++) {
-        memset(pr[r].w, 0, sizeof pr[r].w);
-        memset(pr[r].scv, 0, sizeof pr[r].scv);
-        pr[r].dw = 0.f;
-    }
-    const int sstep = 128 / NS; /* scv entries per group */
-    for (int64_t b = s0; b < s1; b++, o++) {
-        for (int r = 0; r < nr; r++) prep(w + (size_t)(i + r) * ws + (size_t)b * bb, &pr[r]);
-        for (int r = 0; r < 16; r++) {
-            o->dx[r] = pr[r].dw;
-            for (int s = 0; s < NS; s++) o->sc[s][r] = pr[r].scv[sstep * s];
-        }
-        for (int blk = 0; blk < 4; blk++) {
-            __m512i v[16];
-            LOOM_UNROLL_ALL
-            for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void *)(pr[r].w + 64 * blk));
-            transpose16(v);
-            LOOM_UNROLL_ALL
-            for (int d = 0; d < 16; d++) _mm512_store_si512((void *)(o->q + 64 * (16 * blk + d)), v[d]);
-        }
-    }
-}
-
 static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     loom_iqg_prep_fn prep;
@@ -483,7 +417,7 @@ static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void
     float post;
     if (!loom_iqg_type(wt, &prep, &bb, &post)) return false;
     /* scales per 16 values: two groups of 16 per 32-value sub-block */
-    const int NS = wt == LOOM_TYPE_IQ2_XS || wt == LOOM_TYPE_IQ2_S || wt == LOOM_TYPE_IQ1_M ? 16 : 8;
+    const int NS = loom_iq16_groups(wt);
     const int64_t nb = k / 256;
     aq_sb o[AQ_KC];
     float dy[IQ_JC * AQ_KC];
@@ -499,7 +433,7 @@ static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void
             for (int64_t i = i0; i < i1; i += 16) {
                 const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
                 const __mmask16 rm = (__mmask16)((1u << nr) - 1);
-                prep_iq(prep, bb, NS, w, ws, i, nr, s0, s1, o);
+                loom_iq16_prep(prep, bb, NS, false, w, ws, i, nr, s0, s1, o);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
                     if (NS == 16) tile16_iq16(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
                     else tile16_iq8(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);

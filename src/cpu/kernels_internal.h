@@ -121,6 +121,34 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
  * reference; false for other types. Needs AVX2 + F16C. */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
 
+/* 16 weight rows of one super-block prepared for the 16-row tiles of the grid / ternary
+ * IQ types (kernels_iq16_avx512vnni.c; kernels_int8_amx.c also keeps its K-quant
+ * super-blocks in it): q the values (signed, or + 128 as unsigned bytes) in the order of
+ * an AMX B tile (bytes 64 d + 4 r .. + 3 = values 4 d .. 4 d + 3 of row r), sc[s][r] the
+ * integer scale of group s (256 / NS values) of row r, dx[r] the block scale; mp, dm:
+ * the K-quant mins. */
+typedef struct {
+    _Alignas(64) int8_t q[4096];
+    int32_t sc[16][16];
+    int32_t mp[4][16];
+    float dx[16], dm[16];
+} loom_sb16;
+/* Groups per super-block for these types: 16 where the scales are per 16 values (IQ2_XS,
+ * IQ2_S, IQ1_M), 8 otherwise. */
+int loom_iq16_groups(loom_type t);
+/* Rows [i, i + nr) (nr <= 16; the others zero) of super-blocks [s0, s1) of the row-major
+ * weights w (row bytes ws; prep and bb from loom_iqg_type) into o[0 .. s1 - s0); u8: the
+ * values + 128 (unsigned), else signed. Needs AVX-512. */
+void loom_iq16_prep(loom_iqg_prep_fn prep, size_t bb, int NS, bool u8, const uint8_t *w, size_t ws, int64_t i,
+                    int nr, int64_t s0, int64_t s1, loom_sb16 *o);
+/* The avx512vnni level's gemm for the grid IQ types (kernels_iq16_avx512vnni.c; kernels.h
+ * gemm contract): per 16-row group and k chunk the prepared super-blocks above (u8),
+ * dpbusd with 4 columns' activation bytes, the scalar reference's integer super-block
+ * sums; declines TQ1_0 / TQ2_0 (their unit-scale tile is faster), other types, fewer than
+ * 4 columns and k not a multiple of 256. */
+bool loom_gemm_iq16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
  * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;
  * declines in the same cases. */
