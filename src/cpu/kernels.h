@@ -46,7 +46,7 @@ typedef struct loom_kernels {
     int gemm_float_rows, gemm_float_cols;
     /* The same for the grid / ternary IQ and TQ weight types (IQ2_*, IQ3_*, IQ1_*, TQ*_0),
      * whose gemm decodes each weight super-block once per call: 0 for the defaults; set
-     * by levels whose decoded blocks serve many columns (amx). */
+     * by levels whose decoded blocks serve many columns (amx, avx512vnni, avxvnni). */
     int gemm_iq_rows, gemm_iq_cols;
     /* F16 / BF16 prompt products on activations packed once per product (optional:
      * NULL on levels without; ops_matmul.c uses them from LOOM_GEMM_PACKED_MIN_COLS

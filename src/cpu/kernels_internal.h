@@ -134,7 +134,7 @@ typedef struct {
     float dx[16], dm[16];
 } loom_sb16;
 /* Groups per super-block for these types: 16 where the scales are per 16 values (IQ2_XS,
- * IQ2_S, IQ1_M), 8 otherwise. */
+ * IQ2_S, IQ1_M), 8 otherwise (kernels_iq_gemm_avx2.c: plain C in the AVX2 object). */
 int loom_iq16_groups(loom_type t);
 /* Rows [i, i + nr) (nr <= 16; the others zero) of super-blocks [s0, s1) of the row-major
  * weights w (row bytes ws; prep and bb from loom_iqg_type) into o[0 .. s1 - s0); u8: the
@@ -159,6 +159,13 @@ bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, 
 bool loom_gemm_iq_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 void loom_kernels_fill_iq_avxvnni(loom_kernels *k);
+/* The avxvnni level's gemm for the grid IQ types (kernels_iq8_avxvnni.c; kernels.h gemm
+ * contract): the 16-row tile above on 8-row groups with 256-bit VEX vpdpbusd (its own
+ * 8-row prepared super-blocks, per call, row group and k chunk); the avxvnni table tries
+ * it before loom_gemm_iq_avxvnni. Declines TQ1_0 / TQ2_0, other types, fewer than 4
+ * columns and k not a multiple of 256. */
+bool loom_gemm_iq8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 bool loom_gemm_iq_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                          size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 

@@ -30,10 +30,6 @@
 #define IQ16_KC 8 /* super-blocks per k chunk (prepared: IQ16_KC x sizeof(loom_sb16)) */
 #define IQ16_CB 4 /* columns per pass */
 
-int loom_iq16_groups(loom_type t) {
-    return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M ? 16 : 8;
-}
-
 /* 16 x 16 dwords: v[m] (dword d of row m) -> v[d] (dword d of rows 0..15) */
 static LOOM_ALWAYS_INLINE void transpose16(__m512i v[16]) {
     __m512i t[16];

@@ -262,6 +262,11 @@ bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post)
     }
 }
 
+/* kernels_internal.h; here (AVX2 object) since the avxvnni level's 8-row tile uses it too */
+int loom_iq16_groups(loom_type t) {
+    return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M ? 16 : 8;
+}
+
 #endif /* LOOM_IQG_AVXVNNI */
 
 #ifdef LOOM_IQG_AVXVNNI
@@ -364,12 +369,15 @@ static loom_gemm_fn g_below; /* the avx2 table's gemm */
 
 static bool gemm_iq_first(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    return loom_gemm_iq_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+    return loom_gemm_iq8_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_iq_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            (g_below && g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1));
 }
 
 void loom_kernels_fill_iq_avxvnni(loom_kernels *k) {
     g_below = k->gemm;
     k->gemm = gemm_iq_first;
+    k->gemm_iq_rows = 64; /* 8-row tile: the decoding serves every column of a call */
+    k->gemm_iq_cols = 256;
 }
 #endif
