@@ -984,4 +984,5 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->gemm_iq_cols = 256;
     loom_kernels_fill_repack_avx512vnni(k);
     loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
+    loom_kernels_fill_tq_avx512vnni(k);  /* TQ2_0 decode (kernels_tq_avx512vnni.c) */
 }

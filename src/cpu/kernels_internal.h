@@ -159,6 +159,9 @@ bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, 
 bool loom_gemm_iq_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 void loom_kernels_fill_iq_avxvnni(loom_kernels *k);
+/* The avx512vnni table's TQ2_0 vec_dot (kernels_tq_avx512vnni.c; bit-identical to the
+ * scalar reference). */
+void loom_kernels_fill_tq_avx512vnni(loom_kernels *k);
 /* The avxvnni level's gemm for the grid IQ types (kernels_iq8_avxvnni.c; kernels.h gemm
  * contract): the 16-row tile above on 8-row groups with 256-bit VEX vpdpbusd (its own
  * 8-row prepared super-blocks, per call, row group and k chunk); the avxvnni table tries
