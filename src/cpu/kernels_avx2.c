@@ -92,57 +92,87 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
 
+/* Q5_0: q - 16 = nibble + (fifth bit ? 0 : -16), signed; two blocks per step into two
+ * accumulators with the weights prefetched a few blocks ahead (one chain per block
+ * and no prefetch: 7 t/s on the 1.1B file against 13 at 2 threads). */
+static inline __m256i q5_0_codes(const block_q5_0 *b) {
+    uint32_t h;
+    memcpy(&h, b->qh, 4);
+    return _mm256_or_si256(unpack_nibbles(b->qs), _mm256_andnot_si256(bits_to_bytes(h), _mm256_set1_epi8((char)0xF0)));
+}
+
 static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q5_0 *x = vx;
     const block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
-        uint32_t h;
-        memcpy(&h, x[i].qh, 4);
-        /* q - 16 = nibble + (bit ? 0 : -16) */
-        __m256i off = _mm256_andnot_si256(bits_to_bytes(h), _mm256_set1_epi8((char)0xF0));
-        __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), off);
-        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8(q, a)), acc);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        _mm_prefetch((const char *)(x + i) + 512, _MM_HINT_T0);
+        const __m256i p0 = dot_s8(q5_0_codes(x + i), _mm256_loadu_si256((const __m256i *)y[i].qs));
+        const __m256i p1 = dot_s8(q5_0_codes(x + i + 1), _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i + 1].d) * H2F(y[i + 1].d)), _mm256_cvtepi32_ps(p1), acc1);
     }
-    *s = hsum8(acc);
+    for (; i < nb; i++)
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d)),
+                               _mm256_cvtepi32_ps(dot_s8(q5_0_codes(x + i), _mm256_loadu_si256((const __m256i *)y[i].qs))),
+                               acc0);
+    *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
+
+/* Q4_1 / Q5_1: codes 0..15 (0..31) unsigned against the signed activations in one
+ * vpmaddubsw (pair sums <= 2 x 31 x 128), the mins through the Q8_1 block sums s.
+ * Two blocks per step into two accumulators, the mins in a vector, the weights
+ * prefetched a few blocks ahead: one chain per block, a scalar min sum per block and no
+ * prefetch ran the 1.1B Q4_1 file at 7.2 t/s against 13.4 at 2 threads. */
+static inline __m256i q5_hbits(const uint8_t *qh) {
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    return _mm256_and_si256(bits_to_bytes(h), _mm256_set1_epi8(0x10));
+}
+
+#define VD_X1_BODY(CODES)                                                                                           \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), mn = _mm256_setzero_ps();                      \
+    const int64_t nb = n / 32;                                                                                      \
+    int64_t i = 0;                                                                                                  \
+    for (; i + 2 <= nb; i += 2) {                                                                                   \
+        _mm_prefetch((const char *)(x + i) + 512, _MM_HINT_T0);                                                    \
+        const __m256i q0 = CODES(i), q1 = CODES(i + 1);                                                             \
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q0, _mm256_loadu_si256((const __m256i *)y[i].qs)), \
+                                             _mm256_set1_epi16(1));                                                 \
+        const __m256i p1 = _mm256_madd_epi16(                                                                       \
+            _mm256_maddubs_epi16(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs)), _mm256_set1_epi16(1));      \
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);            \
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i + 1].d) * H2F(y[i + 1].d)), _mm256_cvtepi32_ps(p1), acc1);    \
+        mn = _mm256_add_ps(mn, _mm256_setr_ps(H2F(x[i].m) * H2F(y[i].s), H2F(x[i + 1].m) * H2F(y[i + 1].s), 0, 0, 0, \
+                                              0, 0, 0));                                                            \
+    }                                                                                                               \
+    float summ = 0.f;                                                                                               \
+    for (; i < nb; i++) {                                                                                           \
+        const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(CODES(i), _mm256_loadu_si256((const __m256i *)y[i].qs)), \
+                                             _mm256_set1_epi16(1));                                                 \
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);            \
+        summ += H2F(x[i].m) * H2F(y[i].s);                                                                          \
+    }                                                                                                               \
+    *s = hsum8(_mm256_add_ps(acc0, acc1)) + (hsum8(mn) + summ)
 
 static void vd_q4_1(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q4_1 *x = vx;
     const block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.f;
-    for (int64_t i = 0; i < n / 32; i++) {
-        __m256i q = unpack_nibbles(x[i].qs);
-        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
-        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-        summ += H2F(x[i].m) * H2F(y[i].s);
-    }
-    *s = hsum8(acc) + summ;
+#define CODES(b) unpack_nibbles(x[b].qs)
+    VD_X1_BODY(CODES);
+#undef CODES
 }
 
 static void vd_q5_1(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q5_1 *x = vx;
     const block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float summ = 0.f;
-    for (int64_t i = 0; i < n / 32; i++) {
-        uint32_t h;
-        memcpy(&h, x[i].qh, 4);
-        __m256i hb = _mm256_and_si256(bits_to_bytes(h), _mm256_set1_epi8(0x10));
-        __m256i q = _mm256_or_si256(unpack_nibbles(x[i].qs), hb);
-        __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), _mm256_set1_epi16(1));
-        __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-        summ += H2F(x[i].m) * H2F(y[i].s);
-    }
-    *s = hsum8(acc) + summ;
+#define CODES(b) _mm256_or_si256(unpack_nibbles(x[b].qs), q5_hbits(x[b].qh))
+    VD_X1_BODY(CODES);
+#undef CODES
 }
+#undef VD_X1_BODY
 
 /* ------------------------------------------------------------------ K-quants */
 

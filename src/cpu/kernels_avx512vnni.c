@@ -123,11 +123,12 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
 /* Q4_0 / Q8_0 / MXFP4 weights x Q8_0 activations with 512-bit vectors: RB rows x CB
  * columns, two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned
  * form u = q + off (off 8 for Q4_0, 128 for Q8_0, 12 for MXFP4, whose codes map through
- * the E2M1 table to the integers -12..12 in units of half the block scale): sum q*y =
+ * the E2M1 table to the integers -12..12 in units of half the block scale; 16 for Q5_0,
+ * whose fifth bits add 16 to the nibbles under a byte mask): sum q*y =
  * sum u*y - off*sum y, where the -off*sum y term (per column and block) seeds the
  * vpdpbusd accumulator. The same arithmetic per element for every RB/CB, so decode
  * (CB 1) and prompt tiles agree. */
-enum { TZ_Q8_0, TZ_Q4_0, TZ_MXFP4 };
+enum { TZ_Q8_0, TZ_Q4_0, TZ_MXFP4, TZ_Q5_0 };
 /* the E2M1 codes plus 12 (0..24), for vpshufb */
 static const int8_t k_mx_lut12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 /* 8 E8M0 bytes -> their scales 2^(e-128) (loom_e8m0_half, subnormals for e < 2) */
@@ -150,9 +151,9 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
     for (int r = 0; r < RB; r++)
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm512_setzero_ps();
-    const bool q4 = kind == TZ_Q4_0, mx = kind == TZ_MXFP4;
-    const size_t bsz = q4 ? sizeof(block_q4_0) : mx ? sizeof(block_mxfp4) : sizeof(block_q8_0);
-    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : mx ? 12 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
+    const bool q5 = kind == TZ_Q5_0, q4 = kind == TZ_Q4_0 || q5, mx = kind == TZ_MXFP4;
+    const size_t bsz = q5 ? sizeof(block_q5_0) : q4 ? sizeof(block_q4_0) : mx ? sizeof(block_mxfp4) : sizeof(block_q8_0);
+    const __m512i offv = _mm512_set1_epi8(q5 ? 16 : q4 ? 8 : mx ? 12 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
     const __m512i dup = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
     const __m512i lut12 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)k_mx_lut12));
     int64_t b = 0;
@@ -197,6 +198,15 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
                 __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
                 u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
                 xu[r] = _mm512_shuffle_epi8(lut12, _mm512_and_si512(u, m4));
+            } else if (q5) {
+                const block_q5_0 *xb = (const block_q5_0 *)(w + (size_t)(i + r) * ws) + b;
+                const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
+                __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
+                u = _mm512_and_si512(_mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4), m4);
+                uint32_t h0, h1;
+                memcpy(&h0, xb[0].qh, 4);
+                memcpy(&h1, xb[1].qh, 4);
+                xu[r] = _mm512_mask_add_epi8(u, (__mmask64)h0 | (__mmask64)h1 << 32, u, _mm512_set1_epi8(16));
             } else if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
@@ -235,7 +245,7 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) tail[r][cc] = 0.f;
     if (b < nb) { /* odd block count: the last block with 256-bit vectors */
-        const __m256i offh = _mm256_set1_epi8(q4 ? 8 : mx ? 12 : (char)0x80);
+        const __m256i offh = _mm256_set1_epi8(q5 ? 16 : q4 ? 8 : mx ? 12 : (char)0x80);
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             __m256i xu;
@@ -244,6 +254,13 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
                 const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
                 xu = _mm256_shuffle_epi8(_mm512_castsi512_si256(lut12), unpack_nibbles(xb->qs));
                 dxs = loom_e8m0_half(xb->e);
+            } else if (q5) {
+                const block_q5_0 *xb = (const block_q5_0 *)(w + (size_t)(i + r) * ws) + b;
+                uint32_t h;
+                memcpy(&h, xb->qh, 4);
+                xu = unpack_nibbles(xb->qs);
+                xu = _mm256_mask_add_epi8(xu, (__mmask32)h, xu, _mm256_set1_epi8(16));
+                dxs = H2F(xb->d);
             } else if (q4) {
                 const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
                 xu = unpack_nibbles(xb->qs);
@@ -924,6 +941,11 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
 #define T_Q80(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q8_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH(T_Q80)
 #undef T_Q80
+        return true;
+    case LOOM_TYPE_Q5_0:
+#define T_Q50(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q5_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_Q50)
+#undef T_Q50
         return true;
     case LOOM_TYPE_MXFP4:
 #define T_MX(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_MXFP4, k / 32, W, ws, A, as, c, ldc, ii, jj)
