@@ -4,6 +4,7 @@
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cpu/kernels_x86_q3k.h"
@@ -124,11 +125,12 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
  * columns, two blocks per step (lanes 0-7 block b, 8-15 block b+1). Weights in unsigned
  * form u = q + off (off 8 for Q4_0, 128 for Q8_0, 12 for MXFP4, whose codes map through
  * the E2M1 table to the integers -12..12 in units of half the block scale; 16 for Q5_0,
- * whose fifth bits add 16 to the nibbles under a byte mask): sum q*y =
+ * whose fifth bits add 16 to the nibbles under a byte mask; 0 for Q4_1 / Q5_1, whose
+ * block mins add m * s with the Q8_1 activation's s = dy * sum y): sum q*y =
  * sum u*y - off*sum y, where the -off*sum y term (per column and block) seeds the
  * vpdpbusd accumulator. The same arithmetic per element for every RB/CB, so decode
  * (CB 1) and prompt tiles agree. */
-enum { TZ_Q8_0, TZ_Q4_0, TZ_MXFP4, TZ_Q5_0 };
+enum { TZ_Q8_0, TZ_Q4_0, TZ_MXFP4, TZ_Q5_0, TZ_Q4_1, TZ_Q5_1 };
 /* the E2M1 codes plus 12 (0..24), for vpshufb */
 static const int8_t k_mx_lut12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 /* 8 E8M0 bytes -> their scales 2^(e-128) (loom_e8m0_half, subnormals for e < 2) */
@@ -151,9 +153,26 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
     for (int r = 0; r < RB; r++)
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm512_setzero_ps();
-    const bool q5 = kind == TZ_Q5_0, q4 = kind == TZ_Q4_0 || q5, mx = kind == TZ_MXFP4;
-    const size_t bsz = q5 ? sizeof(block_q5_0) : q4 ? sizeof(block_q4_0) : mx ? sizeof(block_mxfp4) : sizeof(block_q8_0);
-    const __m512i offv = _mm512_set1_epi8(q5 ? 16 : q4 ? 8 : mx ? 12 : (char)0x80), m4 = _mm512_set1_epi8(0x0F);
+    /* mn: Q4_1 / Q5_1 (a min per block, Q8_1 activations); hb: fifth bits; q4: nibbles */
+    const bool mn = kind == TZ_Q4_1 || kind == TZ_Q5_1, hb = kind == TZ_Q5_0 || kind == TZ_Q5_1;
+    const bool q4 = kind == TZ_Q4_0 || hb || mn, mx = kind == TZ_MXFP4;
+    const size_t bsz = kind == TZ_Q4_0   ? sizeof(block_q4_0)
+                       : kind == TZ_Q5_0 ? sizeof(block_q5_0)
+                       : kind == TZ_Q4_1 ? sizeof(block_q4_1)
+                       : kind == TZ_Q5_1 ? sizeof(block_q5_1)
+                       : mx              ? sizeof(block_mxfp4)
+                                         : sizeof(block_q8_0);
+    /* byte offsets in a block: the nibbles, the fifth bits, the min */
+    const size_t qo = kind == TZ_Q4_0 ? offsetof(block_q4_0, qs) : kind == TZ_Q5_0 ? offsetof(block_q5_0, qs)
+                    : kind == TZ_Q4_1 ? offsetof(block_q4_1, qs) : offsetof(block_q5_1, qs);
+    const size_t ho = kind == TZ_Q5_0 ? offsetof(block_q5_0, qh) : offsetof(block_q5_1, qh);
+    const size_t mo = offsetof(block_q4_1, m);
+    _Static_assert(offsetof(block_q4_1, m) == offsetof(block_q5_1, m), "min offset");
+    /* activation blocks: Q8_1 (d, s, qs) for mn, else Q8_0 (d, qs) */
+    const size_t absz = mn ? sizeof(block_q8_1) : sizeof(block_q8_0);
+    const size_t aqo = mn ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+    const char off = kind == TZ_Q4_0 ? 8 : kind == TZ_Q5_0 ? 16 : mn ? 0 : mx ? 12 : (char)0x80;
+    const __m512i offv = _mm512_set1_epi8(off), m4 = _mm512_set1_epi8(0x0F);
     const __m512i dup = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
     const __m512i lut12 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)k_mx_lut12));
     int64_t b = 0;
@@ -165,7 +184,8 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
             for (int r = 0; r < RB; r++)
                 _mm_prefetch((const char *)(w + (size_t)(i + r + PF_ROWS) * ws + (size_t)b * bsz), _MM_HINT_T0);
         }
-        /* the RB x 2 block scales converted at once: [r0b0 r0b1 r1b0 r1b1 ...] */
+        /* the RB x 2 block scales converted at once: [r0b0 r0b1 r1b0 r1b1 ...], then the
+         * mins (Q4_1 / Q5_1) in lanes 8-15 */
         __m512 dxa;
         if (mx) {
             /* the exponent bytes gathered in a general register, not a stack array: 8
@@ -179,42 +199,47 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
             }
             dxa = _mm512_castps256_ps512(e8m0_half8(_mm_cvtsi64_si128((long long)he)));
         } else {
-            uint16_t hd[8] = {0};
+            /* built in registers (vpinsrw), not through a stack array (store forwarding) */
+            uint16_t hd[8] = {0}, hm[8] = {0};
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
                 const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * bsz;
                 memcpy(&hd[2 * r], rowb, 2);
                 memcpy(&hd[2 * r + 1], rowb + bsz, 2);
+                if (mn) {
+                    memcpy(&hm[2 * r], rowb + mo, 2);
+                    memcpy(&hm[2 * r + 1], rowb + bsz + mo, 2);
+                }
             }
-            dxa = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_set_epi16((short)hd[7], (short)hd[6], (short)hd[5],
-                                                                       (short)hd[4], (short)hd[3], (short)hd[2],
-                                                                       (short)hd[1], (short)hd[0])));
+            const __m128i vd = _mm_set_epi16((short)hd[7], (short)hd[6], (short)hd[5], (short)hd[4], (short)hd[3],
+                                             (short)hd[2], (short)hd[1], (short)hd[0]);
+            const __m128i vm = mn ? _mm_set_epi16((short)hm[7], (short)hm[6], (short)hm[5], (short)hm[4],
+                                                  (short)hm[3], (short)hm[2], (short)hm[1], (short)hm[0])
+                                  : _mm_setzero_si128();
+            dxa = _mm512_cvtph_ps(_mm256_set_m128i(vm, vd));
         }
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
+            const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * bsz;
             if (mx) {
-                const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
+                const block_mxfp4 *xb = (const block_mxfp4 *)rowb;
                 const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
                 __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
                 u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
                 xu[r] = _mm512_shuffle_epi8(lut12, _mm512_and_si512(u, m4));
-            } else if (q5) {
-                const block_q5_0 *xb = (const block_q5_0 *)(w + (size_t)(i + r) * ws) + b;
-                const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
+            } else if (q4) {
+                const __m256i t = _mm256_loadu2_m128i((const __m128i *)(rowb + bsz + qo), (const __m128i *)(rowb + qo));
                 __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
                 u = _mm512_and_si512(_mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4), m4);
-                uint32_t h0, h1;
-                memcpy(&h0, xb[0].qh, 4);
-                memcpy(&h1, xb[1].qh, 4);
-                xu[r] = _mm512_mask_add_epi8(u, (__mmask64)h0 | (__mmask64)h1 << 32, u, _mm512_set1_epi8(16));
-            } else if (q4) {
-                const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
-                const __m256i t = _mm256_loadu2_m128i((const __m128i *)xb[1].qs, (const __m128i *)xb[0].qs);
-                __m512i u = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(t));
-                u = _mm512_mask_srli_epi16(u, (__mmask32)0xFF00FF00u, u, 4);
-                xu[r] = _mm512_and_si512(u, m4);
+                if (hb) { /* + 16 where the fifth bit is set */
+                    uint32_t h0, h1;
+                    memcpy(&h0, rowb + ho, 4);
+                    memcpy(&h1, rowb + bsz + ho, 4);
+                    u = _mm512_mask_add_epi8(u, (__mmask64)h0 | (__mmask64)h1 << 32, u, _mm512_set1_epi8(16));
+                }
+                xu[r] = u;
             } else {
-                const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
+                const block_q8_0 *xb = (const block_q8_0 *)rowb;
                 __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].qs)),
                                                _mm256_loadu_si256((const __m256i *)xb[1].qs), 1);
                 xu[r] = _mm512_xor_si512(u, offv);
@@ -226,16 +251,35 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
         }
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) {
-            const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
-            const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)yb[0].qs)),
-                                                  _mm256_loadu_si256((const __m256i *)yb[1].qs), 1);
-            const __m512i nys = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, yv));
-            const __m512 dy = _mm512_mask_broadcastss_ps(_mm512_set1_ps(H2F(yb[0].d)), 0xFF00, _mm_set_ss(H2F(yb[1].d)));
+            const uint8_t *yb = a + (size_t)(j + cc) * as + (size_t)b * absz;
+            const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(yb + aqo))),
+                                                  _mm256_loadu_si256((const __m256i *)(yb + absz + aqo)), 1);
+            const __m512i nys = mn ? _mm512_setzero_si512()
+                                   : _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, yv));
+            uint16_t yd0, yd1;
+            memcpy(&yd0, yb, 2);
+            memcpy(&yd1, yb + absz, 2);
+            const __m512 dy = _mm512_mask_broadcastss_ps(_mm512_set1_ps(H2F(yd0)), 0xFF00, _mm_set_ss(H2F(yd1)));
+            __m512 sy = _mm512_setzero_ps();
+            if (mn) { /* s / 8 per lane: the 8 lanes of a block add up to m * s */
+                uint16_t s0, s1;
+                memcpy(&s0, yb + offsetof(block_q8_1, s), 2);
+                memcpy(&s1, yb + absz + offsetof(block_q8_1, s), 2);
+                sy = _mm512_mask_broadcastss_ps(_mm512_set1_ps(0.125f * H2F(s0)), 0xFF00, _mm_set_ss(0.125f * H2F(s1)));
+            }
             LOOM_UNROLL
             for (int r = 0; r < RB; r++) {
                 const __m512i t = _mm512_dpbusd_epi32(nys, xu[r], yv);
                 acc[r][cc] = _mm512_fmadd_ps(_mm512_mul_ps(dx[r], dy), _mm512_cvtepi32_ps(t), acc[r][cc]);
+                if (mn) {
+                    const __m512 mr = _mm512_permutexvar_ps(
+                        _mm512_set_epi32(9 + 2 * r, 9 + 2 * r, 9 + 2 * r, 9 + 2 * r, 9 + 2 * r, 9 + 2 * r, 9 + 2 * r,
+                                         9 + 2 * r, 8 + 2 * r, 8 + 2 * r, 8 + 2 * r, 8 + 2 * r, 8 + 2 * r, 8 + 2 * r,
+                                         8 + 2 * r, 8 + 2 * r),
+                        dxa);
+                    acc[r][cc] = _mm512_fmadd_ps(mr, sy, acc[r][cc]);
+                }
             }
         }
     }
@@ -245,39 +289,49 @@ static ALWAYS_INLINE void tile_zmm(int RB, int CB, int kind, int64_t nb, const u
         LOOM_UNROLL
         for (int cc = 0; cc < CB; cc++) tail[r][cc] = 0.f;
     if (b < nb) { /* odd block count: the last block with 256-bit vectors */
-        const __m256i offh = _mm256_set1_epi8(q5 ? 16 : q4 ? 8 : mx ? 12 : (char)0x80);
+        const __m256i offh = _mm256_set1_epi8(off);
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
+            const uint8_t *rowb = w + (size_t)(i + r) * ws + (size_t)b * bsz;
             __m256i xu;
-            float dxs;
+            float dxs, mns = 0.f;
             if (mx) {
-                const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
+                const block_mxfp4 *xb = (const block_mxfp4 *)rowb;
                 xu = _mm256_shuffle_epi8(_mm512_castsi512_si256(lut12), unpack_nibbles(xb->qs));
                 dxs = loom_e8m0_half(xb->e);
-            } else if (q5) {
-                const block_q5_0 *xb = (const block_q5_0 *)(w + (size_t)(i + r) * ws) + b;
-                uint32_t h;
-                memcpy(&h, xb->qh, 4);
-                xu = unpack_nibbles(xb->qs);
-                xu = _mm256_mask_add_epi8(xu, (__mmask32)h, xu, _mm256_set1_epi8(16));
-                dxs = H2F(xb->d);
-            } else if (q4) {
-                const block_q4_0 *xb = (const block_q4_0 *)(w + (size_t)(i + r) * ws) + b;
-                xu = unpack_nibbles(xb->qs);
-                dxs = H2F(xb->d);
             } else {
-                const block_q8_0 *xb = (const block_q8_0 *)(w + (size_t)(i + r) * ws) + b;
-                xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xb->qs), offh);
-                dxs = H2F(xb->d);
+                uint16_t hd;
+                memcpy(&hd, rowb, 2);
+                dxs = H2F(hd);
+                if (q4) {
+                    xu = unpack_nibbles(rowb + qo);
+                    if (hb) {
+                        uint32_t h;
+                        memcpy(&h, rowb + ho, 4);
+                        xu = _mm256_mask_add_epi8(xu, (__mmask32)h, xu, _mm256_set1_epi8(16));
+                    }
+                    if (mn) {
+                        memcpy(&hd, rowb + mo, 2);
+                        mns = H2F(hd);
+                    }
+                } else {
+                    xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)((const block_q8_0 *)rowb)->qs), offh);
+                }
             }
             LOOM_UNROLL
             for (int cc = 0; cc < CB; cc++) {
-                const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
-                const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
+                const uint8_t *yb = a + (size_t)(j + cc) * as + (size_t)b * absz;
+                const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb + aqo));
                 const __m256i nys = _mm256_sub_epi32(_mm256_setzero_si256(),
                                                      _mm256_dpbusd_epi32(_mm256_setzero_si256(), offh, yv));
                 const __m256i t = _mm256_dpbusd_epi32(nys, xu, yv);
-                tail[r][cc] = dxs * H2F(yb->d) * hsum8(_mm256_cvtepi32_ps(t));
+                uint16_t yd;
+                memcpy(&yd, yb, 2);
+                tail[r][cc] = dxs * H2F(yd) * hsum8(_mm256_cvtepi32_ps(t));
+                if (mn) {
+                    memcpy(&yd, yb + offsetof(block_q8_1, s), 2);
+                    tail[r][cc] += mns * H2F(yd);
+                }
             }
         }
     }
@@ -946,6 +1000,16 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
 #define T_Q50(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q5_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH(T_Q50)
 #undef T_Q50
+        return true;
+    case LOOM_TYPE_Q4_1:
+#define T_Q41(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q4_1, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_Q41)
+#undef T_Q41
+        return true;
+    case LOOM_TYPE_Q5_1:
+#define T_Q51(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q5_1, k / 32, W, ws, A, as, c, ldc, ii, jj)
+        TILE_DISPATCH(T_Q51)
+#undef T_Q51
         return true;
     case LOOM_TYPE_MXFP4:
 #define T_MX(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_MXFP4, k / 32, W, ws, A, as, c, ldc, ii, jj)
