@@ -986,36 +986,22 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const uint8_t *W = w, *A = a;
     switch (wt) {
-    case LOOM_TYPE_Q4_0:
-#define T_Q40(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q4_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_Q40)
-#undef T_Q40
-        return true;
-    case LOOM_TYPE_Q8_0:
-#define T_Q80(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q8_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_Q80)
-#undef T_Q80
-        return true;
-    case LOOM_TYPE_Q5_0:
-#define T_Q50(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q5_0, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_Q50)
-#undef T_Q50
-        return true;
-    case LOOM_TYPE_Q4_1:
-#define T_Q41(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q4_1, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_Q41)
-#undef T_Q41
-        return true;
-    case LOOM_TYPE_Q5_1:
-#define T_Q51(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_Q5_1, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_Q51)
-#undef T_Q51
-        return true;
-    case LOOM_TYPE_MXFP4:
-#define T_MX(RB, CB, ii, jj) tile_zmm(RB, CB, TZ_MXFP4, k / 32, W, ws, A, as, c, ldc, ii, jj)
-        TILE_DISPATCH(T_MX)
-#undef T_MX
-        return true;
+    /* the 512-bit tile's types; tzk is a constant per case once tile_zmm is inlined */
+#define T_TZ(RB, CB, ii, jj) tile_zmm(RB, CB, tzk, k / 32, W, ws, A, as, c, ldc, ii, jj)
+#define TZ_CASE(TYPE, KIND)                                                                             \
+    case TYPE: {                                                                                        \
+        const int tzk = KIND;                                                                           \
+        TILE_DISPATCH(T_TZ)                                                                             \
+        return true;                                                                                    \
+    }
+        TZ_CASE(LOOM_TYPE_Q4_0, TZ_Q4_0)
+        TZ_CASE(LOOM_TYPE_Q8_0, TZ_Q8_0)
+        TZ_CASE(LOOM_TYPE_Q5_0, TZ_Q5_0)
+        TZ_CASE(LOOM_TYPE_Q4_1, TZ_Q4_1)
+        TZ_CASE(LOOM_TYPE_Q5_1, TZ_Q5_1)
+        TZ_CASE(LOOM_TYPE_MXFP4, TZ_MXFP4)
+#undef TZ_CASE
+#undef T_TZ
     case LOOM_TYPE_Q4_K:
         if (j1 - j0 >= Q4K_MIN_COLS) {
             gemm_q4k_lanes(k / QK_K, W, ws, A, as, c, ldc, i0, i1, j0, j1);

@@ -336,16 +336,19 @@ static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *
 }
 
 static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
-                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
+                      int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
+                      int64_t s1) {
+    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
 }
 static void tile16_x8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
-                      int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
+                      int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
+                      int64_t s1) {
+    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
 }
 static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
-                       int64_t stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
+                      int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
+                      int64_t s1) {
+    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
 }
 
 enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
@@ -379,9 +382,10 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
                 for (int64_t jj = 0; jj < jn; jj += 16) {
                     const float *d = dy + jj * AQ_KC;
                     const int32_t *q = bs + 4 * jj * AQ_KC;
-                    if (kind == AQ_Q6K) tile16_x16(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
-                    else if (kind == AQ_IQ4XS) tile16_x8(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
-                    else tile16_kq(a, as, o, d, q, AQ_KC, c, ldc, g, jc + jj, s0, s1);
+                    const int64_t r0 = g * LOOM_REPACK_ROWS;
+                    if (kind == AQ_Q6K) tile16_x16(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    else if (kind == AQ_IQ4XS) tile16_x8(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    else tile16_kq(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
                 }
             }
         }
@@ -400,15 +404,6 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
 #define IQ_JC 256  /* columns per column chunk (the decoded rows are reused by all of them) */
 #define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_iq_rows) */
 static const int32_t k_nobs[4 * AQ_KC]; /* the tile's (unread) sub-block sums */
-
-static void tile16_iq8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, int64_t stride, float *c,
-                       size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(8, false, a, as, o, dy, k_nobs, stride, c, ldc, row0, rm, j, s0, s1);
-}
-static void tile16_iq16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, int64_t stride, float *c,
-                        size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
-    tile16_kq_body(16, false, a, as, o, dy, k_nobs, stride, c, ldc, row0, rm, j, s0, s1);
-}
 
 static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -435,8 +430,8 @@ static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void
                 const __mmask16 rm = (__mmask16)((1u << nr) - 1);
                 loom_iq16_prep(prep, bb, NS, false, w, ws, i, nr, s0, s1, o);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
-                    if (NS == 16) tile16_iq16(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
-                    else tile16_iq8(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                    if (NS == 16) tile16_x16(a, as, o, dy + jj * AQ_KC, k_nobs, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                    else tile16_x8(a, as, o, dy + jj * AQ_KC, k_nobs, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
                 }
             }
         }
