@@ -44,10 +44,10 @@ typedef struct loom_kernels {
      * defaults (32 rows, 64 columns). Set by levels whose per-call operand packing
      * wants larger tiles (amx; the packed-activation levels, for gemm_float_packed). */
     int gemm_float_rows, gemm_float_cols;
-    /* The same for the grid / ternary IQ and TQ weight types (IQ2_*, IQ3_*, IQ1_*, TQ*_0),
-     * whose gemm decodes each weight super-block once per call: 0 for the defaults; set
-     * by levels whose decoded blocks serve many columns (amx, avx512vnni, avxvnni). */
-    int gemm_iq_rows, gemm_iq_cols;
+    /* The same per weight type for other (not repacked) types whose gemm decodes each
+     * weight super-block once per call and reuses it for every column (the grid IQ / TQ
+     * tiles of amx, avx512vnni and avxvnni): 0 for the defaults. */
+    int16_t gemm_tile_rows[LOOM_TYPE_COUNT], gemm_tile_cols[LOOM_TYPE_COUNT];
     /* F16 / BF16 prompt products on activations packed once per product (optional:
      * NULL on levels without; ops_matmul.c uses them from LOOM_GEMM_PACKED_MIN_COLS
      * columns on, before gemm). Layout: panel q holds columns [32q, 32q + 32) of the

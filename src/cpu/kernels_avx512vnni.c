@@ -1052,8 +1052,7 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
-    k->gemm_iq_rows = 64;
-    k->gemm_iq_cols = 256;
+    loom_iqg_wide_tiles(k, false, 64, 256); /* the 16-row IQ tile (kernels_iq16_avx512vnni.c) */
     loom_kernels_fill_repack_avx512vnni(k);
     loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
     loom_kernels_fill_tq_avx512vnni(k);  /* TQ2_0 decode (kernels_tq_avx512vnni.c) */

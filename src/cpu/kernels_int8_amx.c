@@ -402,7 +402,7 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
  * float accumulator and the type's power-of-two factor is applied at the end, as in the
  * reference (the avx512vnni level's 16-row tile computes the same values). */
 #define IQ_JC 256  /* columns per column chunk (the decoded rows are reused by all of them) */
-#define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_iq_rows) */
+#define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_tile_rows) */
 static const int32_t k_nobs[4 * AQ_KC]; /* the tile's (unread) sub-block sums */
 
 static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
@@ -519,6 +519,5 @@ void loom_kernels_fill_amx_int8(loom_kernels *k) {
     g_below_gemm = k->gemm;
     g_tab = k;
     k->gemm = gemm_amx;
-    k->gemm_iq_rows = IQ_ROWS;
-    k->gemm_iq_cols = IQ_JC;
+    loom_iqg_wide_tiles(k, true, IQ_ROWS, IQ_JC);
 }

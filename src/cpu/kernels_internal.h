@@ -120,6 +120,10 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
 /* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
  * reference; false for other types. Needs AVX2 + F16C. */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
+/* Asks the planner for rows x cols prompt tiles (kernels.h gemm_tile_rows / _cols) for
+ * the grid IQ types of loom_iqg_type, and TQ1_0 / TQ2_0 when tq (levels whose tiles
+ * decode those super-blocks once per call). */
+void loom_iqg_wide_tiles(loom_kernels *k, bool tq, int rows, int cols);
 
 /* 16 weight rows of one super-block prepared for the 16-row tiles of the grid / ternary
  * IQ types (kernels_iq16_avx512vnni.c; kernels_int8_amx.c also keeps its K-quant

@@ -9,7 +9,7 @@
  * 16 rows are transposed by dwords, so one 64-byte vector holds 4 consecutive values of
  * each of the 16 rows (the order of an AMX B tile and of the repacked K-quant tiles).
  * It happens once per call, 16-row group and k chunk, and serves every column of the call
- * (the engine gives these types 64 x 256 tiles: kernels.h gemm_iq_rows / _cols).
+ * (the engine gives these types 64 x 256 tiles: kernels.h gemm_tile_rows / _cols).
  *
  * Product (this level): the prepared values are stored + 128 (unsigned bytes). Per
  * column, group s of 256 / NS values and 4-value chunk d, one vpdpbusd of the 16 rows'

@@ -9,7 +9,7 @@
  * 16 values, the f16 scale) and 8 rows are transposed by dwords, so one 32-byte vector
  * holds 4 consecutive values of each of the 8 rows. It happens once per call, 8-row group
  * and k chunk, and serves every column of the call (the engine gives these types
- * 64 x 256 tiles at this level: kernels.h gemm_iq_rows / _cols), where the AVX2 tile
+ * 64 x 256 tiles at this level: kernels.h gemm_tile_rows / _cols), where the AVX2 tile
  * decodes once per column chunk and spends a vpmaddubsw + vpdpwssd per 32 products.
  *
  * Product: the prepared values are stored + 128 (unsigned bytes, the unsigned operand of

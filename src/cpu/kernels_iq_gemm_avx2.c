@@ -262,6 +262,18 @@ bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post)
     }
 }
 
+/* kernels_internal.h */
+void loom_iqg_wide_tiles(loom_kernels *k, bool tq, int rows, int cols) {
+    loom_iqg_prep_fn prep;
+    size_t bb;
+    float post;
+    for (int t = 0; t < LOOM_TYPE_COUNT; t++)
+        if (loom_iqg_type((loom_type)t, &prep, &bb, &post) && (tq || (t != LOOM_TYPE_TQ1_0 && t != LOOM_TYPE_TQ2_0))) {
+            k->gemm_tile_rows[t] = (int16_t)rows;
+            k->gemm_tile_cols[t] = (int16_t)cols;
+        }
+}
+
 /* kernels_internal.h; here (AVX2 object) since the avxvnni level's 8-row tile uses it too */
 int loom_iq16_groups(loom_type t) {
     return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M ? 16 : 8;
@@ -377,7 +389,6 @@ static bool gemm_iq_first(loom_type wt, int64_t k, const void *w, size_t ws, con
 void loom_kernels_fill_iq_avxvnni(loom_kernels *k) {
     g_below = k->gemm;
     k->gemm = gemm_iq_first;
-    k->gemm_iq_rows = 64; /* 8-row tile: the decoding serves every column of a call */
-    k->gemm_iq_cols = 256;
+    loom_iqg_wide_tiles(k, false, 64, 256); /* 8-row tile: the decoding serves every column */
 }
 #endif

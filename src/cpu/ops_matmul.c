@@ -99,17 +99,6 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
 #define MM_PANEL_COLS 64
 #define MM_MIN_TILE_MACS 65536
 
-/* the types of the grid / ternary IQ gemm tiles (kernels.h gemm_iq_rows / _cols) */
-static bool mm_grid_iq(loom_type t) {
-    switch (t) {
-    case LOOM_TYPE_IQ2_XXS: case LOOM_TYPE_IQ2_XS: case LOOM_TYPE_IQ2_S: case LOOM_TYPE_IQ3_XXS:
-    case LOOM_TYPE_IQ3_S: case LOOM_TYPE_IQ1_S: case LOOM_TYPE_IQ1_M: case LOOM_TYPE_TQ1_0: case LOOM_TYPE_TQ2_0:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Row chunk of a per tile: a multiple of 4 (the gemm micro-tile height), of 16 for
  * repacked weights (one interleaved row group). A row's result never depends on the
  * chunking (tiles split rows, not dot products), so results do not depend on nth. */
@@ -262,10 +251,11 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
             }
         }
     }
-    if (N >= 16 && !repacked && mm_grid_iq(a->type) && kt->gemm_iq_rows > 0 && kt->gemm_iq_cols > 0) {
-        /* the same for the grid IQ types: the decoding of a weight super-block is
-         * shared by the columns of a call */
-        for (int64_t rcw = kt->gemm_iq_rows, pcw = kt->gemm_iq_cols; rcw >= 16 && pcw >= 64; rcw /= 2, pcw /= 2) {
+    if (N >= 16 && !repacked && kt->gemm_tile_rows[a->type] > 0 && kt->gemm_tile_cols[a->type] > 0) {
+        /* the same for types whose gemm decodes the weights once per call (the grid IQ
+         * tiles): the decoding of a super-block is shared by the columns of a call */
+        for (int64_t rcw = kt->gemm_tile_rows[a->type], pcw = kt->gemm_tile_cols[a->type]; rcw >= 16 && pcw >= 64;
+             rcw /= 2, pcw /= 2) {
             const int64_t pc = N <= pcw ? N : pcw;
             if (n_slices * ((N + pc - 1) / pc) * ((M + rcw - 1) / rcw) >= 16) {
                 if (pl->rc < rcw) pl->rc = rcw;
