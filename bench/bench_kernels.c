@@ -137,6 +137,9 @@ static void prompt_fn(job *j, int ith, int nth) {
     if (!j->repacked && (j->wt == LOOM_TYPE_F16 || j->wt == LOOM_TYPE_BF16) && j->k->gemm_float_rows > 0 &&
         j->k->gemm_float_cols > 0)
         RB = j->k->gemm_float_rows, CB = j->k->gemm_float_cols;
+    /* and for the types whose gemm decodes the weights once per call (kernels.h gemm_tile_rows) */
+    if (!j->repacked && j->k->gemm_tile_rows[j->wt] > 0 && j->k->gemm_tile_cols[j->wt] > 0)
+        RB = j->k->gemm_tile_rows[j->wt], CB = j->k->gemm_tile_cols[j->wt];
     for (int64_t rep = 0; rep < j->reps; rep++)
         for (int64_t c0 = 0; c0 < j->cols; c0 += CB) {
             int64_t c1 = c0 + CB < j->cols ? c0 + CB : j->cols;

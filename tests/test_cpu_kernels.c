@@ -500,6 +500,53 @@ static void test_gemm_iq_shapes(loom_type wt) {
     }
 }
 
+/* Q5_0 / Q4_1 / Q5_1 through every level's gemm (the amx level decodes 16 rows per call):
+ * rows [3, 86) (a 64-row set, then 16 + 3 rows), columns [1, N) for N in {18, 41, 100}
+ * (16-column tiles, a second 64-column block, remainders) and 1, 7; K of 3 and 37 blocks
+ * (an odd block count, a 32-block k chunk plus 5). Rows of quantized gaussians at several
+ * scales, random code bytes (every fifth-bit pattern) with negative mins, and the extreme
+ * codes; activations with +-127 runs. */
+static void test_gemm_legacy_shapes(loom_type wt) {
+    const loom_kernels *s = loom_kernels_scalar();
+    const loom_type at = s->dot[wt].vec_dot_type;
+    enum { M = 86, I0 = 3, NMAX = 100 };
+    static const int64_t ks[] = {96, 1184};
+    static const int64_t ns[] = {1, 7, 18, 41, 100};
+    const size_t bb = loom_type_get(wt)->block_bytes;
+    const size_t hdr = wt == LOOM_TYPE_Q5_0 ? 2 : 4; /* d (and m) before the codes */
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki];
+        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
+        float *xf = malloc((size_t)k * sizeof *xf);
+        if (!w || !a || !xf) {
+            CHECK(0);
+            free(w); free(a); free(xf);
+            return;
+        }
+        for (int r = 0; r < M; r++) {
+            const double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale + (r % 5 == 1 ? 0.03 : 0.0));
+            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+            for (size_t b = 0; r % 4 == 2 && b < wrb / bb; b++) { /* random codes, d > 0, m < 0 */
+                uint8_t *blk = w + r * wrb + b * bb;
+                for (size_t i = hdr; i < bb; i++) blk[i] = (uint8_t)rnd();
+                u16put(blk, (uint16_t)(0x2000 + (rnd() & 0x3FF)));
+                if (hdr == 4) u16put(blk + 2, (uint16_t)(0xA400 + (rnd() & 0x3FF)));
+            }
+            for (size_t b = 0; (r == 9 || r == 10) && b < wrb / bb; b++) /* every code 0, then the largest */
+                memset(w + r * wrb + b * bb + hdr, r == 9 ? 0x00 : 0xFF, bb - hdr);
+        }
+        for (int c = 0; c < NMAX; c++) {
+            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
+            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
+            s->from_float[at](xf, a + c * arb, k);
+        }
+        check_gemm_levels(loom_type_name(wt), wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
+        free(w); free(a); free(xf);
+    }
+}
+
 /* gemm tiles for the float weight types (F16, BF16) on every level whose gemm accepts
  * them: M rows, odd k (masked tails) and column counts (decode, remainder and full
  * micro-tiles), rows [3, M) only, C with padding rows; against a float64 dot of the
@@ -932,6 +979,9 @@ int main(int argc, char **argv) {
     test_gemm_kq_shapes(LOOM_TYPE_Q3_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q5_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q6_K);
+    test_gemm_legacy_shapes(LOOM_TYPE_Q5_0);
+    test_gemm_legacy_shapes(LOOM_TYPE_Q4_1);
+    test_gemm_legacy_shapes(LOOM_TYPE_Q5_1);
     {
         static const loom_type iq[] = {LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S,
                                        LOOM_TYPE_IQ3_XXS, LOOM_TYPE_IQ3_S,  LOOM_TYPE_IQ1_S,

@@ -62,6 +62,7 @@
  * it at the end. The OS must have granted XTILEDATA (kernels_dispatch.c asks once).
  */
 #include "cpu/amx_tile.h"
+#include "cpu/avx512_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
@@ -111,29 +112,6 @@ static ALWAYS_INLINE void split_f16(__m512i v, __m512i *hi, __m512i *lo) {
     *lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_sub_ps(d1, f1, h1), _mm512_maskz_sub_ps(d0, f0, h0));
 }
 
-/* y[r] = dword r of x[0..15] (16 x 16 transpose of 32-bit elements), in place. */
-static ALWAYS_INLINE void transpose16(__m512i x[16]) {
-    __m512i a[16], b[16];
-    for (int p = 0; p < 8; p++) {
-        a[2 * p] = _mm512_unpacklo_epi32(x[2 * p], x[2 * p + 1]);
-        a[2 * p + 1] = _mm512_unpackhi_epi32(x[2 * p], x[2 * p + 1]);
-    }
-    for (int q = 0; q < 4; q++) {
-        b[4 * q + 0] = _mm512_unpacklo_epi64(a[4 * q], a[4 * q + 2]);
-        b[4 * q + 1] = _mm512_unpackhi_epi64(a[4 * q], a[4 * q + 2]);
-        b[4 * q + 2] = _mm512_unpacklo_epi64(a[4 * q + 1], a[4 * q + 3]);
-        b[4 * q + 3] = _mm512_unpackhi_epi64(a[4 * q + 1], a[4 * q + 3]);
-    }
-    for (int m = 0; m < 4; m++) {
-        const __m512i c0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x88), c1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xDD);
-        const __m512i d0 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x88);
-        const __m512i d1 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xDD);
-        x[m] = _mm512_shuffle_i32x4(c0, d0, 0x88);
-        x[8 + m] = _mm512_shuffle_i32x4(c0, d0, 0xDD);
-        x[4 + m] = _mm512_shuffle_i32x4(c1, d1, 0x88);
-        x[12 + m] = _mm512_shuffle_i32x4(c1, d1, 0xDD);
-    }
-}
 
 /* Weight rows [i, i + nr) (nr <= 16; missing rows zero) x k-values [k0, k0 + kl) into
  * nst = ceil(kl / 32) B tiles (VNNI pairs, zero-padded k): bh[s * TILE_U16 ..]; F16
@@ -151,7 +129,7 @@ static ALWAYS_INLINE void pack_w(int bf, const uint8_t *W, size_t ws, int64_t i,
             /* 16 rows 2 KiB or more apart: the hardware prefetcher does not follow */
             if (r < nr && s + PF_STEPS < nst) _mm_prefetch((const char *)(src + PF_STEPS * KS), _MM_HINT_T0);
         }
-        transpose16(x);
+        loom_transpose16_epi32(x);
         uint16_t *dh = bh + s * TILE_U16;
         if (bf) {
             for (int r = 0; r < 16; r++) _mm512_store_si512((void *)(dh + r * KS), x[r]);

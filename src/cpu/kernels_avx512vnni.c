@@ -985,6 +985,8 @@ static void gemm_bf16_decode(int64_t k, const uint8_t *W, size_t ws, const uint8
 static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const uint8_t *W = w, *A = a;
+    /* Q5_0 / Q4_1 / Q5_1 prompts: the 16-row tile (kernels_legacy_avx512vnni.c) */
+    if (loom_gemm_lg16_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1)) return true;
     switch (wt) {
     /* the 512-bit tile's types; tzk is a constant per case once tile_zmm is inlined */
 #define T_TZ(RB, CB, ii, jj) tile_zmm(RB, CB, tzk, k / 32, W, ws, A, as, c, ldc, ii, jj)
@@ -1053,6 +1055,11 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
     loom_iqg_wide_tiles(k, false, 64, 256); /* the 16-row IQ tile (kernels_iq16_avx512vnni.c) */
+    static const loom_type lg[] = {LOOM_TYPE_Q5_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_1};
+    for (int t = 0; t < 3; t++) { /* the 16-row Q5_0 / Q4_1 / Q5_1 tiles (here and amx) */
+        k->gemm_tile_rows[lg[t]] = 64;
+        k->gemm_tile_cols[lg[t]] = 256;
+    }
     loom_kernels_fill_repack_avx512vnni(k);
     loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
     loom_kernels_fill_tq_avx512vnni(k);  /* TQ2_0 decode (kernels_tq_avx512vnni.c) */

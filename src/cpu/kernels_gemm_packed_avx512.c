@@ -20,6 +20,7 @@
  * (attention products over an F16 cache, MoE experts) pack their panels per chunk
  * inside the call (loom_gemm_float_local_avx512), with the same arithmetic.
  */
+#include "cpu/avx512_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
@@ -48,31 +49,6 @@ static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
 }
 
-/* r[x] := column x of the 16 x 16 matrix whose rows are r[0..15]. */
-static ALWAYS_INLINE void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    LOOM_UNROLL_ALL for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    LOOM_UNROLL_ALL for (int i = 0; i < 16; i += 4) {
-        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    /* r[4q + m], 128-bit lane L: rows 4q..4q+3 at column 4L + m */
-    LOOM_UNROLL_ALL for (int q = 0; q < 2; q++) LOOM_UNROLL_ALL for (int m = 0; m < 4; m++) {
-        t[8 * q + m] = _mm512_shuffle_f32x4(r[8 * q + m], r[8 * q + 4 + m], 0x88);
-        t[8 * q + 4 + m] = _mm512_shuffle_f32x4(r[8 * q + m], r[8 * q + 4 + m], 0xdd);
-    }
-    LOOM_UNROLL_ALL for (int m = 0; m < 8; m++) {
-        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
-        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
-    }
-}
 
 /* kernels_gemm_packed_body.h's gp_pack_panel: 16 x 16 blocks converted and transposed. */
 static ALWAYS_INLINE void gp_pack_panel(int bf, const uint8_t *a, size_t as, int64_t col0, int64_t nv, int64_t k0,
@@ -87,7 +63,7 @@ static ALWAYS_INLINE void gp_pack_panel(int bf, const uint8_t *a, size_t as, int
                 r[x] = col < nv ? cvt16(bf, _mm256_maskz_loadu_epi16(m, (const uint16_t *)(a + (size_t)col * as) + k0 + kb))
                                 : _mm512_setzero_ps();
             }
-            transpose16(r);
+            loom_transpose16_ps(r);
             for (int64_t x = 0; x < kn; x++) _mm512_storeu_ps(dst + (size_t)(kb + x) * LOOM_GEMM_PANEL + 16 * h, r[x]);
         }
     }
@@ -111,7 +87,7 @@ static ALWAYS_INLINE void gp_store_t(const float *T, float *c, size_t ldc, int64
             __m512 v[16];
             LOOM_UNROLL_ALL for (int x = 0; x < 16; x++)
                 v[x] = x < rn ? _mm512_load_ps(T + (size_t)(rb + x) * GP_TC + cb) : _mm512_setzero_ps();
-            transpose16(v);
+            loom_transpose16_ps(v);
             const int64_t cn = ncol - cb < 16 ? ncol - cb : 16;
             for (int64_t x = 0; x < cn; x++) _mm512_mask_storeu_ps(c + (size_t)(j0 + cb + x) * ldc + i0 + rb, rm, v[x]);
         }

@@ -36,6 +36,7 @@
 #include "quant/repack.h"
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #define AI_KC 32        /* blocks (of 32) per k chunk: weight scratch AI_KC x 512 bytes */
@@ -85,40 +86,47 @@ static void prep_weights(int kind, const uint8_t *w, size_t ws, int64_t g, int64
     }
 }
 
-/* acc[t] += (dw * da[t][q]) * float(C[q][t]) for the nq blocks of a step, in block order */
-static LOOM_ALWAYS_INLINE void fold(__m512 acc[16], const int32_t *cb, const float *dw, const float *da, int64_t da_stride,
-                        int nq) {
+/* acc[t] += (dw * da[t][q]) * float(C[q][t]) for the nq blocks of a step, in block order;
+ * with mins (Q4_1 / Q5_1) also + mw * sa[t][q] (sa: the activation block's d x sum) */
+static LOOM_ALWAYS_INLINE void fold(bool mins, __m512 acc[16], const int32_t *cb, const float *dw, const float *mw,
+                                    const float *da, const float *sa, int64_t da_stride, int nq) {
     for (int q = 0; q < nq; q++) {
         const __m512 d = _mm512_load_ps(dw + 16 * q);
+        const __m512 m = mins ? _mm512_load_ps(mw + 16 * q) : d;
         LOOM_UNROLL_ALL
-        for (int t = 0; t < 16; t++)
+        for (int t = 0; t < 16; t++) {
             acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da[t * da_stride + q])),
                                      _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(cb + 256 * q + 16 * t))),
                                      acc[t]);
+            if (mins) acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(sa[t * da_stride + q]), acc[t]);
+        }
     }
 }
 
-/* 16 columns [j, j + 16) x row group g over the prepared blocks [s0, s1). Software
+/* 16 columns [j, j + 16) x rows [row0, row0 + 16) (rm: the real ones) over the prepared
+ * blocks [s0, s1) (bq, dw, mw: block s0 first; ap, da, sa: the column tile's). Software
  * pipelined: the products of step n are issued (and stored to one half of cb) before
  * the accumulators take step n - 1 from the other half. */
-static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const float *da,
-                   int64_t da_stride, float *c, size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+static LOOM_ALWAYS_INLINE void tile16_body(bool mins, const int8_t *ap, size_t ablk, size_t astr, const int8_t *bq, const float *dw,
+                                           const float *mw, const float *da, const float *sa, int64_t da_stride,
+                                           float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
+                                           int64_t s1) {
     _Alignas(64) int32_t cb[2][AI_QUAD * 256];
     __m512 acc[16];
-    float *cp = c + (size_t)j * ldc + (size_t)g * LOOM_REPACK_ROWS;
+    float *cp = c + (size_t)j * ldc + (size_t)row0;
     LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
+    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rm, cp + (size_t)t * ldc);
     int64_t prev = -1; /* the step (its first block, relative to s0) waiting in cb[half ^ 1] */
     int prev_n = 0, half = 0;
     for (int64_t b = s0; b < s1; b += AI_QUAD, half ^= 1) {
         const int nq = s1 - b < AI_QUAD ? (int)(s1 - b) : AI_QUAD;
         const int64_t l = b - s0;
-        const int8_t *a0 = ap + 512 * l;
+        const int8_t *a0 = ap + ablk * (size_t)l;
         const int8_t *b0 = bq + 512 * l;
         int32_t *out = cb[half];
 #define AI_STEP(Q, TA, TB)                            \
     do {                                              \
-        TLOAD(TA, a0 + 512 * (Q), 32);                \
+        TLOAD(TA, a0 + ablk * (Q), astr);             \
         TLOAD(TB, b0 + 512 * (Q), 64);                \
         _tile_zero(Q);                                \
         _tile_dpbssd(Q, TA, TB);                      \
@@ -145,13 +153,20 @@ static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const fl
             }
         }
 #undef AI_STEP
-        if (prev >= 0) fold(acc, cb[half ^ 1], dw + 16 * prev, da + prev, da_stride, prev_n);
+        if (prev >= 0)
+            fold(mins, acc, cb[half ^ 1], dw + 16 * prev, mw + 16 * prev, da + prev, sa + prev, da_stride, prev_n);
         prev = l;
         prev_n = nq;
     }
-    if (prev >= 0) fold(acc, cb[half ^ 1], dw + 16 * prev, da + prev, da_stride, prev_n);
+    if (prev >= 0) fold(mins, acc, cb[half ^ 1], dw + 16 * prev, mw + 16 * prev, da + prev, sa + prev, da_stride, prev_n);
     LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
+    for (int t = 0; t < 16; t++) _mm512_mask_storeu_ps(cp + (size_t)t * ldc, rm, acc[t]);
+}
+
+/* the repacked Q8_0 / Q4_0 / IQ4_NL groups (16 real rows, no mins) */
+static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const float *da, int64_t da_stride, float *c,
+                   size_t ldc, int64_t g, int64_t j, int64_t s0, int64_t s1) {
+    tile16_body(false, ap, 512, 32, bq, dw, dw, da, da, da_stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 
 /* ---- Q4_K and Q5_K (super-blocks of 256: 8 sub-blocks of 32 with 6-bit scales and
@@ -443,6 +458,67 @@ static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void
     return true;
 }
 
+/* ---- Q5_0, Q4_1 and Q5_1 (plain rows, not repacked) x Q8_0 / Q8_1, the kernels.h gemm
+ * contract. Per call, set of up to LG_ROWS rows and k chunk of AI_KC blocks, the blocks of
+ * each 16 rows are decoded once to signed int8 in B-tile order (loom_lg16_prep,
+ * kernels_legacy_avx512vnni.c: Q5_0 q - 16, Q4_1 / Q5_1 the codes); then every 16-column
+ * tile of the call runs tile16_body on them, its A tiles loaded straight from the
+ * activation rows (stride: the row bytes). Per block acc += (d_w d_a) C, and for Q4_1 /
+ * Q5_1 + m_w s_a, s_a the activation block's stored d x sum: the scalar reference's
+ * terms. The engine gives these types 64 x 256 tiles (kernels.h gemm_tile_rows / _cols),
+ * so a block is decoded once per 256 columns. */
+#define LG_ROWS 64
+static void tile16_lg(bool mins, const int8_t *ap, size_t ablk, size_t astr, const int8_t *bq, const float *dw,
+                      const float *mw, const float *da, const float *sa, float *c, size_t ldc, int64_t row0,
+                      __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
+    if (mins) tile16_body(true, ap, ablk, astr, bq, dw, mw, da, sa, AI_KC, c, ldc, row0, rm, j, s0, s1);
+    else tile16_body(false, ap, ablk, astr, bq, dw, mw, da, sa, AI_KC, c, ldc, row0, rm, j, s0, s1);
+}
+
+/* columns [j0, j1) (a multiple of 16) */
+static bool amx_legacy(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if ((wt != LOOM_TYPE_Q5_0 && wt != LOOM_TYPE_Q4_1 && wt != LOOM_TYPE_Q5_1) || k % 32 != 0) return false;
+    const bool mins = wt != LOOM_TYPE_Q5_0;
+    const size_t oq = mins ? offsetof(block_q8_1, qs) : offsetof(block_q8_0, qs);
+    const int64_t nb = k / 32;
+    _Alignas(64) int8_t bq[LG_ROWS / 16][AI_KC * 512];
+    _Alignas(64) float dw[LG_ROWS / 16][AI_KC * 16], mw[LG_ROWS / 16][AI_KC * 16];
+    float da[AI_JC * AI_KC], sa[AI_JC * AI_KC];
+    _tile_loadconfig(&k_cfg);
+    for (int64_t r0 = i0; r0 < i1; r0 += LG_ROWS) {
+        const int64_t r1 = i1 - r0 < LG_ROWS ? i1 : r0 + LG_ROWS;
+        for (int64_t s0 = 0; s0 < nb; s0 += AI_KC) {
+            const int64_t s1 = s0 + AI_KC < nb ? s0 + AI_KC : nb;
+            for (int64_t i = r0; i < r1; i += 16)
+                loom_lg16_prep(wt, true, (const uint8_t *)w, ws, i, r1 - i < 16 ? (int)(r1 - i) : 16, s0, s1, bq[(i - r0) / 16],
+                        dw[(i - r0) / 16], mw[(i - r0) / 16]);
+            for (int64_t jc = j0; jc < j1; jc += AI_JC) {
+                const int64_t jn = j1 - jc < AI_JC ? j1 - jc : AI_JC;
+                for (int64_t jj = 0; jj < jn; jj++) {
+                    const uint8_t *y = (const uint8_t *)a + (size_t)(jc + jj) * as;
+                    for (int64_t b = s0; b < s1; b++) {
+                        const uint8_t *yb = y + (size_t)b * (oq + 32);
+                        uint16_t h[2];
+                        memcpy(h, yb, sizeof h);
+                        da[jj * AI_KC + (b - s0)] = _cvtsh_ss(h[0]);
+                        sa[jj * AI_KC + (b - s0)] = _cvtsh_ss(h[1]);
+                    }
+                }
+                for (int64_t i = r0; i < r1; i += 16) {
+                    const int nr = r1 - i < 16 ? (int)(r1 - i) : 16;
+                    const int64_t g = (i - r0) / 16;
+                    for (int64_t jj = 0; jj < jn; jj += 16)
+                        tile16_lg(mins, (const int8_t *)a + (size_t)(jc + jj) * as + oq + (size_t)s0 * (oq + 32), oq + 32, as, bq[g], dw[g], mw[g], da + jj * AI_KC,
+                                  sa + jj * AI_KC, c, ldc, i, (__mmask16)((1u << nr) - 1), jc + jj, s0, s1);
+                }
+            }
+        }
+    }
+    _tile_release();
+    return true;
+}
+
 /* the avx512vnni table's gemm_repacked (set once by loom_kernels_fill_amx_int8, inside
  * the dispatcher's pthread_once, before any use) */
 static loom_gemm_fn g_below;
@@ -499,7 +575,9 @@ static const loom_kernels *g_tab;
 static bool gemm_amx(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                      size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t full = (j1 - j0) / 16 * 16;
-    if (full < AI_MIN_COLS || k <= 0 || k % 256 != 0 || i0 >= i1 || !amx_iq(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full))
+    if (full < AI_MIN_COLS || k <= 0 || i0 >= i1 ||
+        !((k % 256 == 0 && amx_iq(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full)) ||
+          amx_legacy(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full)))
         return g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (full == j1 - j0 || (g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1)))
         return true;

@@ -153,6 +153,20 @@ void loom_iq16_prep(loom_iqg_prep_fn prep, size_t bb, int NS, bool u8, const uin
 bool loom_gemm_iq16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+/* Q5_0 / Q4_1 / Q5_1 (kernels_legacy_avx512vnni.c): rows [i, i + nr) (nr <= 16; the
+ * others zero) of blocks [s0, s1) of the row-major weights w (row bytes ws) into bq (512
+ * bytes per block in AMX B-tile order: bytes 64 d + 4 r .. + 3 = values 4 d .. 4 d + 3
+ * of row r), dw / mw (16 floats per block: the scales d and, for Q4_1 / Q5_1, the mins m).
+ * Values: the codes 0..15 / 0..31, Q5_0's minus 16 when sgn. Needs AVX-512. */
+void loom_lg16_prep(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t i, int nr, int64_t s0, int64_t s1,
+                    int8_t *bq, float *dw, float *mw);
+/* The avx512vnni level's gemm for Q5_0 / Q4_1 / Q5_1 (kernels.h gemm contract): the
+ * prepared blocks above per 16-row group and k chunk, vpdpbusd with 4 columns' activation
+ * bytes; declines other types, fewer than LG_MIN_COLS columns and k not a multiple of 32. */
+#define LG_MIN_COLS 16
+bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
 /* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
  * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;
  * declines in the same cases. */

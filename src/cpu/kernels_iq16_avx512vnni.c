@@ -22,6 +22,7 @@
  * (results identical to the amx level's tile). TQ1_0 / TQ2_0 (every scale 1) stay on
  * kernels_iq_gemm_avx512vnni.c, measured faster for them.
  */
+#include "cpu/avx512_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
@@ -30,37 +31,6 @@
 #define IQ16_KC 8 /* super-blocks per k chunk (prepared: IQ16_KC x sizeof(loom_sb16)) */
 #define IQ16_CB 4 /* columns per pass */
 
-/* 16 x 16 dwords: v[m] (dword d of row m) -> v[d] (dword d of rows 0..15) */
-static LOOM_ALWAYS_INLINE void transpose16(__m512i v[16]) {
-    __m512i t[16];
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 16; m += 2) {
-        t[m] = _mm512_unpacklo_epi32(v[m], v[m + 1]);
-        t[m + 1] = _mm512_unpackhi_epi32(v[m], v[m + 1]);
-    }
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 16; m += 4) {
-        v[m] = _mm512_unpacklo_epi64(t[m], t[m + 2]);
-        v[m + 1] = _mm512_unpackhi_epi64(t[m], t[m + 2]);
-        v[m + 2] = _mm512_unpacklo_epi64(t[m + 1], t[m + 3]);
-        v[m + 3] = _mm512_unpackhi_epi64(t[m + 1], t[m + 3]);
-    }
-    /* v[4q + e] now holds, per 128-bit lane L, dword 4L + e of rows 4q..4q+3 */
-    LOOM_UNROLL_ALL
-    for (int e = 0; e < 4; e++) {
-        t[e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0x88); /* lanes 0, 2 of rows 0-3, 4-7 */
-        t[4 + e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0xDD); /* lanes 1, 3 */
-        t[8 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0x88);
-        t[12 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0xDD);
-    }
-    LOOM_UNROLL_ALL
-    for (int e = 0; e < 4; e++) {
-        v[e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0x88);          /* lane 0: dword e */
-        v[8 + e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0xDD);      /* lane 2 */
-        v[4 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0x88); /* lane 1 */
-        v[12 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0xDD); /* lane 3 */
-    }
-}
 
 void loom_iq16_prep(loom_iqg_prep_fn prep, size_t bb, int NS, bool u8, const uint8_t *w, size_t ws, int64_t i,
                     int nr, int64_t s0, int64_t s1, loom_sb16 *o) {
@@ -82,7 +52,7 @@ void loom_iq16_prep(loom_iqg_prep_fn prep, size_t bb, int NS, bool u8, const uin
             __m512i v[16];
             LOOM_UNROLL_ALL
             for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void *)(pr[r].w + 64 * blk));
-            transpose16(v);
+            loom_transpose16_epi32(v);
             LOOM_UNROLL_ALL
             for (int d = 0; d < 16; d++)
                 _mm512_store_si512((void *)(o->q + 64 * (16 * blk + d)), u8 ? _mm512_xor_si512(v[d], off) : v[d]);

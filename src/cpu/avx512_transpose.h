@@ -1,0 +1,55 @@
+/*
+ * avx512_transpose.h (internal) - the 16 x 16 transpose of 32-bit elements that the
+ * AVX-512 files share (the F16 / BF16 panels, the AMX weight packing, the 16-row IQ and
+ * legacy-type tiles). Include only from files compiled with -mavx512f.
+ */
+#ifndef LOOM_CPU_AVX512_TRANSPOSE_H
+#define LOOM_CPU_AVX512_TRANSPOSE_H
+
+#include "cpu/kernels_internal.h"
+
+#include <immintrin.h>
+
+/* v[d] := dword d of v[0..15] (row m of the input is v[m]), in place */
+static LOOM_ALWAYS_INLINE void loom_transpose16_epi32(__m512i v[16]) {
+    __m512i t[16];
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m += 2) {
+        t[m] = _mm512_unpacklo_epi32(v[m], v[m + 1]);
+        t[m + 1] = _mm512_unpackhi_epi32(v[m], v[m + 1]);
+    }
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m += 4) {
+        v[m] = _mm512_unpacklo_epi64(t[m], t[m + 2]);
+        v[m + 1] = _mm512_unpackhi_epi64(t[m], t[m + 2]);
+        v[m + 2] = _mm512_unpacklo_epi64(t[m + 1], t[m + 3]);
+        v[m + 3] = _mm512_unpackhi_epi64(t[m + 1], t[m + 3]);
+    }
+    /* v[4q + e] now holds, per 128-bit lane L, dword 4L + e of rows 4q..4q+3 */
+    LOOM_UNROLL_ALL
+    for (int e = 0; e < 4; e++) {
+        t[e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0x88);      /* lanes 0, 2 of rows 0-3, 4-7 */
+        t[4 + e] = _mm512_shuffle_i32x4(v[e], v[4 + e], 0xDD);  /* lanes 1, 3 */
+        t[8 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0x88);
+        t[12 + e] = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0xDD);
+    }
+    LOOM_UNROLL_ALL
+    for (int e = 0; e < 4; e++) {
+        v[e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0x88);          /* lane 0: dword e */
+        v[8 + e] = _mm512_shuffle_i32x4(t[e], t[8 + e], 0xDD);      /* lane 2 */
+        v[4 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0x88); /* lane 1 */
+        v[12 + e] = _mm512_shuffle_i32x4(t[4 + e], t[12 + e], 0xDD); /* lane 3 */
+    }
+}
+
+/* the same for 16 x 16 floats */
+static LOOM_ALWAYS_INLINE void loom_transpose16_ps(__m512 r[16]) {
+    __m512i v[16];
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m++) v[m] = _mm512_castps_si512(r[m]);
+    loom_transpose16_epi32(v);
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 16; m++) r[m] = _mm512_castsi512_ps(v[m]);
+}
+
+#endif
