@@ -117,6 +117,12 @@ typedef struct {
     float dw;
 } loom_iqg_prep;
 typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
+/* Software prefetch distance (bytes ahead in the weight row) of the IQ / TQ vec_dots
+ * (kernels_iq*_avx2.c, kernels_iq1tq_avx2.c, kernels_tq_avx512vnni.c). Measured (kernel
+ * bench decode, one thread, 2026-12-04): TQ1_0 31 -> 54, TQ2_0 42 -> 79 GFLOP/s, flat
+ * from 1 to 4 KiB; without it the hardware prefetcher falls behind these rows. */
+#define LOOM_VD_PF 2048
+
 /* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
  * reference; false for other types. Needs AVX2 + F16C. */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
