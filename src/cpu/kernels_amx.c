@@ -62,7 +62,7 @@
  * it at the end. The OS must have granted XTILEDATA (kernels_dispatch.c asks once).
  */
 #include "cpu/amx_tile.h"
-#include "cpu/avx512_transpose.h"
+#include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>

@@ -344,7 +344,8 @@ static bool gemm_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const v
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     return loom_gemm_float_local_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-           loom_gemm_iq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+           loom_gemm_iq_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_lg8_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 /* ---- vector exp users (kernels_avx2_exp.h); tails through an 8-float buffer */
@@ -484,4 +485,12 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
      * tiles, the VNNI level has its own */
     k->gemm = gemm_avx2;
     loom_kernels_fill_gemm_packed_avx2(k);
+    /* Q5_0 / Q4_1 / Q5_1 prompts decode their blocks once per call (kernels_legacy8_avx2.c
+     * and, from avx512vnni on, kernels_legacy_avx512vnni.c): 64 x 256 tiles (the levels
+     * built from this table inherit it) */
+    static const loom_type lg[] = {LOOM_TYPE_Q5_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_1};
+    for (int t = 0; t < 3; t++) {
+        k->gemm_tile_rows[lg[t]] = 64;
+        k->gemm_tile_cols[lg[t]] = 256;
+    }
 }

@@ -181,7 +181,8 @@ static bool gemm_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const
                         size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-           loom_gemm_iq_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+           loom_gemm_iq_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_lg8_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }
 
 void loom_kernels_fill_avx512(loom_kernels *k) {

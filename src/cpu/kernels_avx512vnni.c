@@ -1055,11 +1055,6 @@ void loom_kernels_fill_avx512vnni(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->gemm = gemm_vnni;
     loom_iqg_wide_tiles(k, false, 64, 256); /* the 16-row IQ tile (kernels_iq16_avx512vnni.c) */
-    static const loom_type lg[] = {LOOM_TYPE_Q5_0, LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_1};
-    for (int t = 0; t < 3; t++) { /* the 16-row Q5_0 / Q4_1 / Q5_1 tiles (here and amx) */
-        k->gemm_tile_rows[lg[t]] = 64;
-        k->gemm_tile_cols[lg[t]] = 256;
-    }
     loom_kernels_fill_repack_avx512vnni(k);
     loom_kernels_fill_iq4_avx512vnni(k); /* IQ4_NL / IQ4_XS (kernels_iq4_avx512vnni.c) */
     loom_kernels_fill_tq_avx512vnni(k);  /* TQ2_0 decode (kernels_tq_avx512vnni.c) */

@@ -20,7 +20,7 @@
  * (attention products over an F16 cache, MoE experts) pack their panels per chunk
  * inside the call (loom_gemm_float_local_avx512), with the same arithmetic.
  */
-#include "cpu/avx512_transpose.h"
+#include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>

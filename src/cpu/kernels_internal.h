@@ -172,6 +172,13 @@ void loom_lg16_prep(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t
 #define LG_MIN_COLS 16
 bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+/* The same on 8-row groups and 256-bit vectors (kernels_legacy8_avx2.c): vpmaddubsw at the
+ * avx2 / avx512 levels, VEX vpdpbusd at avxvnni (kernels_legacy8_avxvnni.c); the same
+ * declines. Needs AVX2 + F16C (+ AVX-VNNI). */
+bool loom_gemm_lg8_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                        size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+bool loom_gemm_lg8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
  * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;

@@ -22,7 +22,7 @@
  * (results identical to the amx level's tile). TQ1_0 / TQ2_0 (every scale 1) stay on
  * kernels_iq_gemm_avx512vnni.c, measured faster for them.
  */
-#include "cpu/avx512_transpose.h"
+#include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>

@@ -24,6 +24,7 @@
  * AVX2 tile (kernels_iq_gemm_avxvnni.c), as at the avx512vnni level.
  */
 #include "cpu/kernels_internal.h"
+#include "cpu/x86_transpose.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -39,30 +40,6 @@ typedef struct {
     _Alignas(32) int32_t sc[16][8];
     _Alignas(32) float dx[8];
 } sb8;
-
-/* 8 x 8 dwords: v[m] (dword d of row m) -> v[d] (dword d of rows 0..7) */
-static LOOM_ALWAYS_INLINE void transpose8(__m256i v[8]) {
-    __m256i t[8];
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 8; m += 2) {
-        t[m] = _mm256_unpacklo_epi32(v[m], v[m + 1]);     /* per lane: d0 d0 d1 d1 of rows m, m+1 */
-        t[m + 1] = _mm256_unpackhi_epi32(v[m], v[m + 1]); /* d2 d2 d3 d3 */
-    }
-    LOOM_UNROLL_ALL
-    for (int m = 0; m < 8; m += 4) {
-        v[m] = _mm256_unpacklo_epi64(t[m], t[m + 2]);     /* per lane L: dword 4L of rows m..m+3 */
-        v[m + 1] = _mm256_unpackhi_epi64(t[m], t[m + 2]); /* 4L + 1 */
-        v[m + 2] = _mm256_unpacklo_epi64(t[m + 1], t[m + 3]);
-        v[m + 3] = _mm256_unpackhi_epi64(t[m + 1], t[m + 3]);
-    }
-    LOOM_UNROLL_ALL
-    for (int e = 0; e < 4; e++) {
-        t[e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x20);     /* dword e of rows 0..7 */
-        t[4 + e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x31); /* dword 4 + e */
-    }
-    LOOM_UNROLL_ALL
-    for (int d = 0; d < 8; d++) v[d] = t[d];
-}
 
 /* rows [i, i + nr) (nr <= 8; the others zero) of super-blocks [s0, s1) into o[0 .. s1 - s0) */
 static void prep8(loom_iqg_prep_fn prep, size_t bb, int NS, const uint8_t *w, size_t ws, int64_t i, int nr,
@@ -85,7 +62,7 @@ static void prep8(loom_iqg_prep_fn prep, size_t bb, int NS, const uint8_t *w, si
             __m256i v[8];
             LOOM_UNROLL_ALL
             for (int r = 0; r < 8; r++) v[r] = _mm256_load_si256((const __m256i *)(pr[r].w + 32 * blk));
-            transpose8(v);
+            loom_transpose8_epi32(v);
             LOOM_UNROLL_ALL
             for (int d = 0; d < 8; d++)
                 _mm256_store_si256((__m256i *)(o->q + 32 * (8 * blk + d)), _mm256_xor_si256(v[d], off));

@@ -381,7 +381,8 @@ static loom_gemm_fn g_below; /* the avx2 table's gemm */
 
 static bool gemm_iq_first(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    return loom_gemm_iq8_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+    return loom_gemm_lg8_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
+           loom_gemm_iq8_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            loom_gemm_iq_avxvnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
            (g_below && g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1));
 }

@@ -18,7 +18,7 @@
  * acc += m_w s_a (s_a the activation block's stored d x sum): the scalar reference's
  * terms. Four columns at a time (8 independent chains).
  */
-#include "cpu/avx512_transpose.h"
+#include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>

@@ -1,15 +1,41 @@
 /*
- * avx512_transpose.h (internal) - the 16 x 16 transpose of 32-bit elements that the
- * AVX-512 files share (the F16 / BF16 panels, the AMX weight packing, the 16-row IQ and
- * legacy-type tiles). Include only from files compiled with -mavx512f.
+ * x86_transpose.h (internal) - the dword transposes the x86 files share: 8 x 8 (AVX2: the
+ * 8-row IQ and legacy-type tiles) and 16 x 16 (AVX-512: the F16 / BF16 panels, the AMX
+ * weight packing, the 16-row IQ and legacy-type tiles; only where __AVX512F__ is defined).
+ * Include only from files compiled with -mavx2 or more.
  */
-#ifndef LOOM_CPU_AVX512_TRANSPOSE_H
-#define LOOM_CPU_AVX512_TRANSPOSE_H
+#ifndef LOOM_CPU_X86_TRANSPOSE_H
+#define LOOM_CPU_X86_TRANSPOSE_H
 
 #include "cpu/kernels_internal.h"
 
 #include <immintrin.h>
 
+/* v[d] := dword d of v[0..7] (row m of the input is v[m]), in place */
+static LOOM_ALWAYS_INLINE void loom_transpose8_epi32(__m256i v[8]) {
+    __m256i t[8];
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 8; m += 2) {
+        t[m] = _mm256_unpacklo_epi32(v[m], v[m + 1]);     /* per lane: d0 d0 d1 d1 of rows m, m+1 */
+        t[m + 1] = _mm256_unpackhi_epi32(v[m], v[m + 1]); /* d2 d2 d3 d3 */
+    }
+    LOOM_UNROLL_ALL
+    for (int m = 0; m < 8; m += 4) {
+        v[m] = _mm256_unpacklo_epi64(t[m], t[m + 2]);     /* per lane L: dword 4L of rows m..m+3 */
+        v[m + 1] = _mm256_unpackhi_epi64(t[m], t[m + 2]); /* 4L + 1 */
+        v[m + 2] = _mm256_unpacklo_epi64(t[m + 1], t[m + 3]);
+        v[m + 3] = _mm256_unpackhi_epi64(t[m + 1], t[m + 3]);
+    }
+    LOOM_UNROLL_ALL
+    for (int e = 0; e < 4; e++) {
+        t[e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x20);     /* dword e of rows 0..7 */
+        t[4 + e] = _mm256_permute2x128_si256(v[e], v[4 + e], 0x31); /* dword 4 + e */
+    }
+    LOOM_UNROLL_ALL
+    for (int d = 0; d < 8; d++) v[d] = t[d];
+}
+
+#ifdef __AVX512F__
 /* v[d] := dword d of v[0..15] (row m of the input is v[m]), in place */
 static LOOM_ALWAYS_INLINE void loom_transpose16_epi32(__m512i v[16]) {
     __m512i t[16];
@@ -51,5 +77,6 @@ static LOOM_ALWAYS_INLINE void loom_transpose16_ps(__m512 r[16]) {
     LOOM_UNROLL_ALL
     for (int m = 0; m < 16; m++) r[m] = _mm512_castsi512_ps(v[m]);
 }
+#endif
 
 #endif
