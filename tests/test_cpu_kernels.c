@@ -351,50 +351,88 @@ static void check_gemm_levels(const char *tag, loom_type wt, int64_t k, const ui
     free(ref); free(cbuf); free(tol); free(dd);
 }
 
-/* K-quant gemm tiles at prompt-like shapes (Q4_K's rows-in-lanes path, the 4 x 2 and
- * 4 x 4 register tiles of the others): every level's gemm over rows [3, 37) of a
- * 37-row matrix and columns [j0, N) for N in {1, 2, 7, 64, 300} (register tile and
- * row-group remainders), K of 1, 6 and 16 blocks; untouched outputs keep their
- * sentinels, the others match the scalar vec_dot and the float64 dot. */
-static void test_gemm_kq_shapes(loom_type wt) {
+/* n activation rows of type at (row bytes arb) for the gemm shape tests: gaussians of
+ * scale 2 (every 7th column 0.001) and every 13th column alternating +-4 (codes +-127);
+ * xf: k floats of scratch */
+static void gemm_acts(loom_type at, int64_t k, int n, uint8_t *a, size_t arb, float *xf) {
     const loom_kernels *s = loom_kernels_scalar();
-    const loom_type at = s->dot[wt].vec_dot_type;
-    enum { M = 37, I0 = 3 };
-    static const int64_t ks[] = {256, 1536, 4096};
-    static const int64_t ns[] = {1, 2, 7, 64, 300};
-    /* the other types: K of 1 and 6 blocks, N up to 64 (the run time under qemu and the
-     * sanitizers; 4-column tiles and their remainders are all reached by then) */
-    const bool full = wt == LOOM_TYPE_Q4_K;
-    const size_t nk = full ? sizeof ks / sizeof ks[0] : 2, nn = full ? sizeof ns / sizeof ns[0] : 4;
+    for (int c = 0; c < n; c++) {
+        for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
+        if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
+        s->from_float[at](xf, a + c * arb, k);
+    }
+}
+
+/* The gemm shape tests' driver: for each K of ks, M weight rows of type wt made by fill
+ * (xf: k floats of scratch), nmax activation rows (gemm_acts), then check_gemm_levels
+ * over rows [i0, M) and the column counts of ns. */
+typedef void (*gemm_fill_fn)(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf);
+static void gemm_shapes(const char *tag, loom_type wt, int M, int i0, int nmax, const int64_t *ks, size_t nk,
+                        const int64_t *ns, size_t nn, gemm_fill_fn fill) {
+    const loom_type at = loom_kernels_scalar()->dot[wt].vec_dot_type;
     for (size_t ki = 0; ki < nk; ki++) {
-        const int64_t k = ks[ki], nmax = full ? 300 : 64;
-        size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
-        uint8_t *w = malloc(wrb * M), *a = malloc(arb * nmax);
+        const int64_t k = ks[ki];
+        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
+        uint8_t *w = malloc(wrb * (size_t)M), *a = malloc(arb * (size_t)nmax);
         float *xf = malloc((size_t)k * sizeof *xf);
         if (!w || !a || !xf) {
             CHECK(0);
             free(w); free(a); free(xf);
             return;
         }
-        for (int r = 0; r < M; r++) {
-            double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale + (r % 5 == 1 ? 0.03 : 0.0));
-            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-        }
-        /* Q4_K row 20: all codes 15 with large scales and mins (int16 lane-sum limits) */
-        for (int64_t b = 0; wt == LOOM_TYPE_Q4_K && b < k / QK_K; b++) {
-            uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_q4_K);
-            memset(blk + 4, 0xFF, 140);
-            u16put(blk, 0x2000);
-            u16put(blk + 2, 0x2000);
-        }
-        for (int c = 0; c < nmax; c++) {
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
-            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
-            s->from_float[at](xf, a + c * arb, k);
-        }
-        check_gemm_levels(loom_type_name(wt), wt, k, w, wrb, a, arb, M, I0, (int)nmax, ns, nn);
+        fill(wt, w, wrb, M, k, xf);
+        gemm_acts(at, k, nmax, a, arb, xf);
+        check_gemm_levels(tag, wt, k, w, wrb, a, arb, M, i0, nmax, ns, nn);
         free(w); free(a); free(xf);
+    }
+}
+
+/* rows of quantized gaussians at several scales (every 11th large, every 5th offset) */
+static void fill_quantized(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf) {
+    for (int r = 0; r < M; r++) {
+        const double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
+        for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale + (r % 5 == 1 ? 0.03 : 0.0));
+        CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+    }
+}
+
+static void fill_kq(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf) {
+    fill_quantized(wt, w, wrb, M, k, xf);
+    /* Q4_K row 20: all codes 15 with large scales and mins (int16 lane-sum limits) */
+    for (int64_t b = 0; wt == LOOM_TYPE_Q4_K && b < k / QK_K; b++) {
+        uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_q4_K);
+        memset(blk + 4, 0xFF, 140);
+        u16put(blk, 0x2000);
+        u16put(blk + 2, 0x2000);
+    }
+}
+
+/* K-quant gemm tiles at prompt-like shapes (Q4_K's rows-in-lanes path, the 4 x 2 and
+ * 4 x 4 register tiles of the others): every level's gemm over rows [3, 37) of a
+ * 37-row matrix and columns [j0, N) for N in {1, 2, 7, 64, 300} (register tile and
+ * row-group remainders), K of 1, 6 and 16 blocks; untouched outputs keep their
+ * sentinels, the others match the scalar vec_dot and the float64 dot. */
+static void test_gemm_kq_shapes(loom_type wt) {
+    static const int64_t ks[] = {256, 1536, 4096};
+    static const int64_t ns[] = {1, 2, 7, 64, 300};
+    /* the other types: K of 1 and 6 blocks, N up to 64 (the run time under qemu and the
+     * sanitizers; 4-column tiles and their remainders are all reached by then) */
+    const bool full = wt == LOOM_TYPE_Q4_K;
+    gemm_shapes(loom_type_name(wt), wt, 37, 3, full ? 300 : 64, ks, full ? 3 : 2, ns, full ? 5 : 4, fill_kq);
+}
+
+static void fill_mxfp4(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf) {
+    for (int r = 0; r < M; r++) {
+        double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
+        for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
+        CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
+    }
+    for (int64_t b = 0; b < k / 32; b++) {
+        uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_mxfp4); /* codes 7 / 15: +-12 */
+        blk[0] = 135;
+        for (int i = 1; i < 17; i++) blk[i] = (uint8_t)((b + i) % 3 ? 0x77 : 0xFF);
+        w[21 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(b % 2); /* e 0 / 1: subnormal */
+        w[22 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(2 + b % 3); /* e 2..4 */
     }
 }
 
@@ -405,41 +443,9 @@ static void test_gemm_kq_shapes(loom_type wt) {
  * a large and a subnormal (e < 2) scale. Untouched outputs keep their sentinels, the
  * others match the scalar vec_dot and the float64 dot. */
 static void test_gemm_mxfp4_shapes(void) {
-    const loom_kernels *s = loom_kernels_scalar();
-    const loom_type wt = LOOM_TYPE_MXFP4, at = s->dot[wt].vec_dot_type;
-    enum { M = 37, I0 = 3, NMAX = 130 };
     static const int64_t ks[] = {32, 96, 2880};
     static const int64_t ns[] = {1, 2, 5, 64, 130};
-    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-        const int64_t k = ks[ki];
-        size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
-        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
-        float *xf = malloc((size_t)k * sizeof *xf);
-        if (!w || !a || !xf) {
-            CHECK(0);
-            free(w); free(a); free(xf);
-            return;
-        }
-        for (int r = 0; r < M; r++) {
-            double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale);
-            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-        }
-        for (int64_t b = 0; b < k / 32; b++) {
-            uint8_t *blk = w + 20 * wrb + (size_t)b * sizeof(block_mxfp4); /* codes 7 / 15: +-12 */
-            blk[0] = 135;
-            for (int i = 1; i < 17; i++) blk[i] = (uint8_t)((b + i) % 3 ? 0x77 : 0xFF);
-            w[21 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(b % 2); /* e 0 / 1: subnormal */
-            w[22 * wrb + (size_t)b * sizeof(block_mxfp4)] = (uint8_t)(2 + b % 3); /* e 2..4 */
-        }
-        for (int c = 0; c < NMAX; c++) {
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
-            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
-            s->from_float[at](xf, a + c * arb, k);
-        }
-        check_gemm_levels("mxfp4", wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
-        free(w); free(a); free(xf);
-    }
+    gemm_shapes("mxfp4", LOOM_TYPE_MXFP4, 37, 3, 130, ks, 3, ns, 5, fill_mxfp4);
 }
 
 /* Random F16 / BF16 gemm operands: M weight rows of type wt (row `big` scaled by 300,
@@ -462,89 +468,56 @@ static void gemm_operands(loom_type wt, loom_type at, int64_t k, int M, int big,
     }
 }
 
+/* random codes and scales: every grid index and sign pattern is a valid block */
+static void fill_iq(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf) {
+    (void)k;
+    (void)xf;
+    const size_t bb = loom_type_get(wt)->block_bytes;
+    for (int r = 0; r < M; r++)
+        for (size_t b = 0; b < wrb / bb; b++) {
+            uint8_t *blk = w + r * wrb + b * bb;
+            for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)(r == 7 ? rnd() | 0x88 : rnd());
+            put_block_d(wt, blk, r % 11 == 4 ? 0x4800 : (uint16_t)(0x1C00 + (rnd() & 0x3FF)));
+        }
+}
+
 /* The grid / ternary IQ and TQ types (random codes and scales: every grid index and sign
  * pattern is a valid block) through every level's gemm: rows [3, 37) of a 37-row matrix
  * (a 16-row group remainder), columns [1, N) for N in {18, 41, 64} (16-column tiles with
  * remainders of 1, 8 and 15 columns) and 1, 2, 7, K of 1 and 9 super-blocks (more than
  * one 8-super-block k chunk of the amx tile); activations with +-127 runs. */
 static void test_gemm_iq_shapes(loom_type wt) {
-    const loom_kernels *s = loom_kernels_scalar();
-    const loom_type at = s->dot[wt].vec_dot_type;
-    enum { M = 37, I0 = 3, NMAX = 64 };
     static const int64_t ks[] = {256, 2304};
     static const int64_t ns[] = {1, 2, 7, 18, 41, 64};
+    gemm_shapes(loom_type_name(wt), wt, 37, 3, 64, ks, 2, ns, 6, fill_iq);
+}
+
+/* quantized gaussians; every 4th row random code bytes (every fifth-bit pattern) with
+ * d > 0 and negative mins; rows 9 / 10 every code 0 / the largest */
+static void fill_legacy(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, float *xf) {
     const size_t bb = loom_type_get(wt)->block_bytes;
-    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-        const int64_t k = ks[ki];
-        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
-        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
-        float *xf = malloc((size_t)k * sizeof *xf);
-        if (!w || !a || !xf) {
-            CHECK(0);
-            free(w); free(a); free(xf);
-            return;
+    const size_t hdr = wt == LOOM_TYPE_Q5_0 ? 2 : 4; /* d (and m) before the codes */
+    fill_quantized(wt, w, wrb, M, k, xf);
+    for (int r = 0; r < M; r++) {
+        for (size_t b = 0; r % 4 == 2 && b < wrb / bb; b++) {
+            uint8_t *blk = w + r * wrb + b * bb;
+            for (size_t i = hdr; i < bb; i++) blk[i] = (uint8_t)rnd();
+            u16put(blk, (uint16_t)(0x2000 + (rnd() & 0x3FF)));
+            if (hdr == 4) u16put(blk + 2, (uint16_t)(0xA400 + (rnd() & 0x3FF)));
         }
-        for (int r = 0; r < M; r++)
-            for (size_t b = 0; b < wrb / bb; b++) {
-                uint8_t *blk = w + r * wrb + b * bb;
-                for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)(r == 7 ? rnd() | 0x88 : rnd());
-                put_block_d(wt, blk, r % 11 == 4 ? 0x4800 : (uint16_t)(0x1C00 + (rnd() & 0x3FF)));
-            }
-        for (int c = 0; c < NMAX; c++) {
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
-            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
-            s->from_float[at](xf, a + c * arb, k);
-        }
-        check_gemm_levels(loom_type_name(wt), wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
-        free(w); free(a); free(xf);
+        for (size_t b = 0; (r == 9 || r == 10) && b < wrb / bb; b++)
+            memset(w + r * wrb + b * bb + hdr, r == 9 ? 0x00 : 0xFF, bb - hdr);
     }
 }
 
-/* Q5_0 / Q4_1 / Q5_1 through every level's gemm (the amx level decodes 16 rows per call):
+/* Q5_0 / Q4_1 / Q5_1 through every level's gemm (16- and 8-row tiles decoding per call):
  * rows [3, 86) (a 64-row set, then 16 + 3 rows), columns [1, N) for N in {18, 41, 100}
  * (16-column tiles, a second 64-column block, remainders) and 1, 7; K of 3 and 37 blocks
- * (an odd block count, a 32-block k chunk plus 5). Rows of quantized gaussians at several
- * scales, random code bytes (every fifth-bit pattern) with negative mins, and the extreme
- * codes; activations with +-127 runs. */
+ * (an odd block count, a 32-block k chunk plus 5); activations with +-127 runs. */
 static void test_gemm_legacy_shapes(loom_type wt) {
-    const loom_kernels *s = loom_kernels_scalar();
-    const loom_type at = s->dot[wt].vec_dot_type;
-    enum { M = 86, I0 = 3, NMAX = 100 };
     static const int64_t ks[] = {96, 1184};
     static const int64_t ns[] = {1, 7, 18, 41, 100};
-    const size_t bb = loom_type_get(wt)->block_bytes;
-    const size_t hdr = wt == LOOM_TYPE_Q5_0 ? 2 : 4; /* d (and m) before the codes */
-    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-        const int64_t k = ks[ki];
-        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k);
-        uint8_t *w = malloc(wrb * M), *a = malloc(arb * NMAX);
-        float *xf = malloc((size_t)k * sizeof *xf);
-        if (!w || !a || !xf) {
-            CHECK(0);
-            free(w); free(a); free(xf);
-            return;
-        }
-        for (int r = 0; r < M; r++) {
-            const double scale = r % 11 == 4 ? 50.0 : 0.05 * (1 + r % 3);
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * scale + (r % 5 == 1 ? 0.03 : 0.0));
-            CHECK_EQ_INT(loom_quantize_row(wt, xf, w + r * wrb, k), LOOM_OK);
-            for (size_t b = 0; r % 4 == 2 && b < wrb / bb; b++) { /* random codes, d > 0, m < 0 */
-                uint8_t *blk = w + r * wrb + b * bb;
-                for (size_t i = hdr; i < bb; i++) blk[i] = (uint8_t)rnd();
-                u16put(blk, (uint16_t)(0x2000 + (rnd() & 0x3FF)));
-                if (hdr == 4) u16put(blk + 2, (uint16_t)(0xA400 + (rnd() & 0x3FF)));
-            }
-            for (size_t b = 0; (r == 9 || r == 10) && b < wrb / bb; b++) /* every code 0, then the largest */
-                memset(w + r * wrb + b * bb + hdr, r == 9 ? 0x00 : 0xFF, bb - hdr);
-        }
-        for (int c = 0; c < NMAX; c++) {
-            for (int64_t i = 0; i < k; i++) xf[i] = (float)(gauss() * (c % 7 == 3 ? 0.001 : 2.0));
-            if (c % 13 == 5) for (int64_t i = 0; i < k; i++) xf[i] = i % 2 ? -4.f : 4.f; /* codes +-127 */
-            s->from_float[at](xf, a + c * arb, k);
-        }
-        check_gemm_levels(loom_type_name(wt), wt, k, w, wrb, a, arb, M, I0, NMAX, ns, sizeof ns / sizeof ns[0]);
-        free(w); free(a); free(xf);
-    }
+    gemm_shapes(loom_type_name(wt), wt, 86, 3, 100, ks, 2, ns, 5, fill_legacy);
 }
 
 /* gemm tiles for the float weight types (F16, BF16) on every level whose gemm accepts

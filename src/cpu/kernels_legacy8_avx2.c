@@ -152,6 +152,30 @@ static LOOM_ALWAYS_INLINE void lg8_tile(int CB, bool mins, bool q50, const uint8
                      c, ldc, i, full, rm, jc + jj, s0, s1);                                                         \
     } while (0)
 
+#ifndef LOOM_LG8_VNNI
+void loom_lg_act_prep(bool q50, const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1,
+                      int64_t stride, float *da, float *sa, int32_t *nc) {
+    const size_t oq = q50 ? offsetof(block_q8_0, qs) : offsetof(block_q8_1, qs), ab = oq + 32;
+    for (int64_t jj = 0; jj < n; jj++)
+        for (int64_t b = s0; b < s1; b++) {
+            const uint8_t *yb = a + (size_t)(j0 + jj) * as + (size_t)b * ab;
+            uint16_t h[2];
+            memcpy(h, yb, sizeof h);
+            const int64_t e = jj * stride + (b - s0);
+            da[e] = _cvtsh_ss(h[0]);
+            sa[e] = _cvtsh_ss(h[1]);
+            if (q50) { /* -16 x the block's activation sum */
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(yb + oq));
+                const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+                nc[e] = -16 * _mm_cvtsi128_si32(t);
+            }
+        }
+}
+#endif
+
 #ifdef LOOM_LG8_VNNI
 bool loom_gemm_lg8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                            size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -174,24 +198,7 @@ bool loom_gemm_lg8_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const
         const int64_t jn = j1 - jc < LG8_JC ? j1 - jc : LG8_JC;
         for (int64_t s0 = 0; s0 < nb; s0 += LG8_KC) {
             const int64_t s1 = s0 + LG8_KC < nb ? s0 + LG8_KC : nb;
-            for (int64_t jj = 0; jj < jn; jj++)
-                for (int64_t b = s0; b < s1; b++) {
-                    const uint8_t *yb = A + (size_t)(jc + jj) * as + (size_t)b * ab;
-                    uint16_t h[2];
-                    memcpy(h, yb, sizeof h);
-                    const int64_t e = jj * LG8_KC + (b - s0);
-                    da[e] = _cvtsh_ss(h[0]);
-                    sa[e] = _cvtsh_ss(h[1]);
-                    if (q50) { /* -16 x the block's activation sum */
-                        const __m256i v = _mm256_loadu_si256((const __m256i *)(yb + oq));
-                        const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), v);
-                        const __m256i s = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
-                        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-                        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-                        nc[e] = -16 * _mm_cvtsi128_si32(t);
-                    }
-                }
+            loom_lg_act_prep(q50, A, as, jc, jn, s0, s1, LG8_KC, da, sa, nc);
             for (int64_t i = i0; i < i1; i += 8) {
                 const int nr = i1 - i < 8 ? (int)(i1 - i) : 8;
                 const bool full = nr == 8;

@@ -164,23 +164,7 @@ bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
         const int64_t jn = j1 - jc < LG_JC ? j1 - jc : LG_JC;
         for (int64_t s0 = 0; s0 < nb; s0 += LG_KC) {
             const int64_t s1 = s0 + LG_KC < nb ? s0 + LG_KC : nb;
-            for (int64_t jj = 0; jj < jn; jj++)
-                for (int64_t b = s0; b < s1; b++) {
-                    const uint8_t *yb = A + (size_t)(jc + jj) * as + (size_t)b * ab;
-                    uint16_t h[2];
-                    memcpy(h, yb, sizeof h);
-                    const int64_t e = jj * LG_KC + (b - s0);
-                    da[e] = _cvtsh_ss(h[0]);
-                    sa[e] = _cvtsh_ss(h[1]);
-                    if (q50) { /* -16 x the block's activation sum */
-                        const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
-                                                              _mm256_loadu_si256((const __m256i *)(yb + oq)));
-                        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-                        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-                        nc[e] = -16 * _mm_cvtsi128_si32(t);
-                    }
-                }
+            loom_lg_act_prep(q50, A, as, jc, jn, s0, s1, LG_KC, da, sa, nc);
             for (int64_t i = i0; i < i1; i += 16) {
                 const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
                 const __mmask16 rm = (__mmask16)((1u << nr) - 1);
