@@ -117,10 +117,12 @@ typedef struct {
     float dw;
 } loom_iqg_prep;
 typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
-/* Software prefetch distance (bytes ahead in the weight row) of the IQ / TQ vec_dots
- * (kernels_iq*_avx2.c, kernels_iq1tq_avx2.c, kernels_tq_avx512vnni.c). Measured (kernel
- * bench decode, one thread, 2026-12-04): TQ1_0 31 -> 54, TQ2_0 42 -> 79 GFLOP/s, flat
- * from 1 to 4 KiB; without it the hardware prefetcher falls behind these rows. */
+/* Software prefetch distance (bytes ahead in the weight row) of the x86 vec_dots (the
+ * AVX2 ones in kernels_avx2.c, kernels_x86_kquant_avx2.c, kernels_iq*_avx2.c,
+ * kernels_iq1tq_avx2.c; kernels_iq4_avx512vnni.c, kernels_tq_avx512vnni.c). Measured
+ * (kernel bench decode, one thread, 2026-12-04): TQ1_0 31 -> 54, TQ2_0 42 -> 79, Q2_K at
+ * avx2 24 -> 64, unrepacked Q4_0 9 -> 28 GFLOP/s; flat from 1 to 4 KiB, 512 bytes too short:
+ * without it the hardware prefetcher falls behind these rows. */
 #define LOOM_VD_PF 2048
 
 /* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
