@@ -1023,7 +1023,8 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
         TILE_DISPATCH_K4(T_Q2K)
 #undef T_Q2K
         return true;
-    case LOOM_TYPE_Q3_K:
+    case LOOM_TYPE_Q3_K: /* prompts: the 16-row IQ tile (kernels_iq16_avx512vnni.c) */
+        if (loom_gemm_iq16_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1)) return true;
 #define T_Q3K(RB, CB, ii, jj) tile_q23_K(RB, CB, true, k / QK_K, W, ws, A, as, c, ldc, ii, jj)
         TILE_DISPATCH_K4(T_Q3K)
 #undef T_Q3K

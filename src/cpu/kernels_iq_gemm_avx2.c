@@ -34,6 +34,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/kernels_x86_q3k.h"
+
 #define IQG_MIN_COLS 4
 #define IQG_CHUNK 64 /* columns whose float accumulators are live at once */
 #define IQG_R 4      /* weight rows per pass */
@@ -246,6 +248,29 @@ static void dec_tq2_0(const void *p, loom_iqg_prep *o) {
     finish(o, sc, x->d);
 }
 
+/* Q3_K (not an IQ type, but the same shape: values and one 6-bit signed scale per 16):
+ * value 128 n + 32 j + m is bits 2j of qs[32 n + m] minus 4 unless bit 4 n + j of
+ * hmask[m] is set, in [-4, 3]; scales in [-32, 31] */
+static void dec_q3_K(const void *p, loom_iqg_prep *o) {
+    const block_q3_K *x = p;
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)x->hmask);
+    for (int n = 0; n < 2; n++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * n));
+        for (int j = 0; j < 4; j++) {
+            const __m256i bit = _mm256_set1_epi8((char)(1u << (4 * n + j)));
+            const __m256i miss = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), _mm256_setzero_si256());
+            st32(o, 4 * n + j, _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three),
+                                               _mm256_and_si256(miss, four)));
+        }
+    }
+    int8_t s8[16];
+    int16_t sc[16];
+    _mm_storeu_si128((__m128i *)s8, loom_q3k_scales(x->scales));
+    for (int k = 0; k < 16; k++) sc[k] = s8[k];
+    finish(o, sc, x->d);
+}
+
 /* preparation, GGUF block bytes, the power-of-two factor of the scalar reference */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post) {
     switch (t) {
@@ -258,6 +283,7 @@ bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post)
     case LOOM_TYPE_IQ1_M: *prep = dec_iq1_m, *bb = sizeof(block_iq1_m), *post = 0.125f; return true;
     case LOOM_TYPE_TQ1_0: *prep = dec_tq1_0, *bb = sizeof(block_tq1_0), *post = 1.f; return true;
     case LOOM_TYPE_TQ2_0: *prep = dec_tq2_0, *bb = sizeof(block_tq2_0), *post = 1.f; return true;
+    case LOOM_TYPE_Q3_K: *prep = dec_q3_K, *bb = sizeof(block_q3_K), *post = 1.f; return true;
     default: return false;
     }
 }
@@ -276,7 +302,7 @@ void loom_iqg_wide_tiles(loom_kernels *k, bool tq, int rows, int cols) {
 
 /* kernels_internal.h; here (AVX2 object) since the avxvnni level's 8-row tile uses it too */
 int loom_iq16_groups(loom_type t) {
-    return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M ? 16 : 8;
+    return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M || t == LOOM_TYPE_Q3_K ? 16 : 8;
 }
 
 #endif /* LOOM_IQG_AVXVNNI */
