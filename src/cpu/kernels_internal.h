@@ -126,7 +126,8 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
 #define LOOM_VD_PF 2048
 
 /* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
- * reference; false for other types. Needs AVX2 + F16C. */
+ * reference; false for other types. The grid IQ and TQ types, and Q3_K, which has their
+ * shape (small signed values, an integer scale per 16, one f16 d). Needs AVX2 + F16C. */
 bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post);
 /* Asks the planner for rows x cols prompt tiles (kernels.h gemm_tile_rows / _cols) for
  * the grid IQ types of loom_iqg_type, and TQ1_0 / TQ2_0 when tq (levels whose tiles

@@ -23,6 +23,9 @@
  * vpmaddubsw pair sums of the 8 steps in int16 (<= 8 * 2 * 255) and widen them once
  * (vpmaddwd by 1): the same lane integers.
  *
+ * Q3_K takes the same tiles (dec_q3_K: values q - 4 in [-4, 3], its 16 signed 6-bit
+ * scales): loom_iqg_type lists it, so every level's IQ tile serves its prompts too.
+ *
  * kernels_iq_gemm_avxvnni.c includes this file with LOOM_IQG_AVXVNNI (vpdpwssd / vpdpbusd
  * in dp_scaled / dp_unit; the preparation stays in this object).
  *
