@@ -495,16 +495,7 @@ static bool amx_legacy(loom_type wt, int64_t k, const void *w, size_t ws, const 
                         dw[(i - r0) / 16], mw[(i - r0) / 16]);
             for (int64_t jc = j0; jc < j1; jc += AI_JC) {
                 const int64_t jn = j1 - jc < AI_JC ? j1 - jc : AI_JC;
-                for (int64_t jj = 0; jj < jn; jj++) {
-                    const uint8_t *y = (const uint8_t *)a + (size_t)(jc + jj) * as;
-                    for (int64_t b = s0; b < s1; b++) {
-                        const uint8_t *yb = y + (size_t)b * (oq + 32);
-                        uint16_t h[2];
-                        memcpy(h, yb, sizeof h);
-                        da[jj * AI_KC + (b - s0)] = _cvtsh_ss(h[0]);
-                        sa[jj * AI_KC + (b - s0)] = _cvtsh_ss(h[1]);
-                    }
-                }
+                loom_lg_act_prep(!mins, (const uint8_t *)a, as, jc, jn, s0, s1, AI_KC, da, sa, NULL);
                 for (int64_t i = r0; i < r1; i += 16) {
                     const int nr = r1 - i < 16 ? (int)(r1 - i) : 16;
                     const int64_t g = (i - r0) / 16;

@@ -180,7 +180,8 @@ bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
  * declines. Needs AVX2 + F16C (+ AVX-VNNI). */
 /* Per column [j0, j0 + n) and activation block [s0, s1) of Q8_0 (q50) or Q8_1 rows a:
  * da = d, sa = s (Q8_1's stored d x sum) and, for Q5_0, nc = -16 x the block's sum, at
- * [column * stride + b - s0] (kernels_legacy8_avx2.c; the 8- and 16-row tiles). AVX2. */
+ * [column * stride + b - s0] (kernels_legacy8_avx2.c; the 8- and 16-row tiles and the
+ * amx one, which passes nc = NULL: its Q5_0 values are signed). AVX2. */
 void loom_lg_act_prep(bool q50, const uint8_t *a, size_t as, int64_t j0, int64_t n, int64_t s0, int64_t s1,
                       int64_t stride, float *da, float *sa, int32_t *nc);
 bool loom_gemm_lg8_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,

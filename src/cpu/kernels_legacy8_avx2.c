@@ -164,7 +164,7 @@ void loom_lg_act_prep(bool q50, const uint8_t *a, size_t as, int64_t j0, int64_t
             const int64_t e = jj * stride + (b - s0);
             da[e] = _cvtsh_ss(h[0]);
             sa[e] = _cvtsh_ss(h[1]);
-            if (q50) { /* -16 x the block's activation sum */
+            if (q50 && nc) { /* -16 x the block's activation sum */
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(yb + oq));
                 const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
                 __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
