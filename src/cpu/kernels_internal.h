@@ -149,6 +149,10 @@ typedef struct {
 /* Groups per super-block for these types: 16 where the scales are per 16 values (IQ2_XS,
  * IQ2_S, IQ1_M), 8 otherwise (kernels_iq_gemm_avx2.c: plain C in the AVX2 object). */
 int loom_iq16_groups(loom_type t);
+/* Whether every group dot of such a type fits int16 (groups of 16 with |w| <= 15: IQ1_M,
+ * Q3_K): the 16- and 8-row tiles then scale two groups' dots with one vpdpwssd on their
+ * word pairs instead of two vpmulld (kernels_iq_gemm_avx2.c). */
+bool loom_iq16_narrow(loom_type t);
 /* Rows [i, i + nr) (nr <= 16; the others zero) of super-blocks [s0, s1) of the row-major
  * weights w (row bytes ws; prep and bb from loom_iqg_type) into o[0 .. s1 - s0); u8: the
  * values + 128 (unsigned), else signed. Needs AVX-512. */

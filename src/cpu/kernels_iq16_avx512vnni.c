@@ -17,7 +17,9 @@
  * activation's sum over the group (Q8_K bsums), so it ends at the exact group dot (per
  * lane <= 4 x 190 x 127 per instruction, 16 at most per group: no overflow). Two
  * groups' chains run interleaved for 4 columns (8 independent chains). Then
- * sum_s sc[s] x dot_s (vpmulld) is the scalar reference's integer super-block sum, and
+ * sum_s sc[s] x dot_s (vpmulld; for IQ1_M and Q3_K, whose group dots fit int16
+ * (loom_iq16_narrow), one vpdpwssd per two groups on the word pairs (dot_s, dot_s+1)) is
+ * the scalar reference's integer super-block sum, and
  * acc += (d x dy) x sum per super-block, the type's power-of-two factor at the end
  * (results identical to the amx level's tile). TQ1_0 / TQ2_0 (every scale 1) stay on
  * kernels_iq_gemm_avx512vnni.c, measured faster for them.
@@ -68,7 +70,7 @@ static LOOM_ALWAYS_INLINE int32_t ld32(const int8_t *p) {
 
 /* CB columns [j, j + CB) x rows [row0, row0 + 16) (rm: the real ones) over the prepared
  * super-blocks [s0, s1) (o[0] is s0); two groups' chains at a time */
-static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as, const loom_sb16 *o, float *c,
+static LOOM_ALWAYS_INLINE void tile(int CB, int NS, bool narrow, const uint8_t *a, size_t as, const loom_sb16 *o, float *c,
                                     size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0, int64_t s1) {
     const int dpg = 64 / NS;
     __m512 acc[IQ16_CB];
@@ -104,10 +106,19 @@ static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as,
                 }
             }
             const __m512i sc0 = _mm512_loadu_si512((const void *)o->sc[s]), sc1 = _mm512_loadu_si512((const void *)o->sc[s + 1]);
-            LOOM_UNROLL_ALL
-            for (int cc = 0; cc < CB; cc++)
-                isum[cc] = _mm512_add_epi32(isum[cc], _mm512_add_epi32(_mm512_mullo_epi32(d0[cc], sc0),
-                                                                       _mm512_mullo_epi32(d1[cc], sc1)));
+            if (narrow) { /* both group dots fit int16: (d0, d1) word pairs x (sc0, sc1), one vpdpwssd */
+                const __m512i scp = _mm512_or_si512(_mm512_and_si512(sc0, _mm512_set1_epi32(0xFFFF)),
+                                                    _mm512_slli_epi32(sc1, 16));
+                LOOM_UNROLL_ALL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[cc] = _mm512_dpwssd_epi32(
+                        isum[cc], _mm512_mask_blend_epi16(0xAAAAAAAAu, d0[cc], _mm512_bslli_epi128(d1[cc], 2)), scp);
+            } else {
+                LOOM_UNROLL_ALL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[cc] = _mm512_add_epi32(isum[cc], _mm512_add_epi32(_mm512_mullo_epi32(d0[cc], sc0),
+                                                                           _mm512_mullo_epi32(d1[cc], sc1)));
+            }
         }
         const __m512 dx = _mm512_loadu_ps(o->dx);
         LOOM_UNROLL_ALL
@@ -118,15 +129,18 @@ static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as,
     for (int cc = 0; cc < CB; cc++) _mm512_mask_storeu_ps(cp + (size_t)cc * ldc, rm, acc[cc]);
 }
 
-static void tiles(int NS, const uint8_t *a, size_t as, const loom_sb16 *o, float *c, size_t ldc, int64_t row0,
+static void tiles(int NS, bool narrow, const uint8_t *a, size_t as, const loom_sb16 *o, float *c, size_t ldc, int64_t row0,
                   __mmask16 rm, int64_t j0, int64_t j1, int64_t s0, int64_t s1) {
     int64_t j = j0;
-    if (NS == 16) {
-        for (; j + 4 <= j1; j += 4) tile(4, 16, a, as, o, c, ldc, row0, rm, j, s0, s1);
-        for (; j < j1; j++) tile(1, 16, a, as, o, c, ldc, row0, rm, j, s0, s1);
+    if (NS == 16 && narrow) {
+        for (; j + 4 <= j1; j += 4) tile(4, 16, true, a, as, o, c, ldc, row0, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 16, true, a, as, o, c, ldc, row0, rm, j, s0, s1);
+    } else if (NS == 16) {
+        for (; j + 4 <= j1; j += 4) tile(4, 16, false, a, as, o, c, ldc, row0, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 16, false, a, as, o, c, ldc, row0, rm, j, s0, s1);
     } else {
-        for (; j + 4 <= j1; j += 4) tile(4, 8, a, as, o, c, ldc, row0, rm, j, s0, s1);
-        for (; j < j1; j++) tile(1, 8, a, as, o, c, ldc, row0, rm, j, s0, s1);
+        for (; j + 4 <= j1; j += 4) tile(4, 8, false, a, as, o, c, ldc, row0, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 8, false, a, as, o, c, ldc, row0, rm, j, s0, s1);
     }
 }
 
@@ -139,6 +153,7 @@ bool loom_gemm_iq16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
         k <= 0 || k % 256 != 0)
         return false;
     const int NS = loom_iq16_groups(wt);
+    const bool narrow = loom_iq16_narrow(wt);
     const int64_t nb = k / 256;
     loom_sb16 o[IQ16_KC];
     for (int64_t s0 = 0; s0 < nb; s0 += IQ16_KC) {
@@ -146,7 +161,7 @@ bool loom_gemm_iq16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
         for (int64_t i = i0; i < i1; i += 16) {
             const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
             loom_iq16_prep(prep, bb, NS, true, (const uint8_t *)w, ws, i, nr, s0, s1, o);
-            tiles(NS, (const uint8_t *)a, as, o, c, ldc, i, (__mmask16)((1u << nr) - 1), j0, j1, s0, s1);
+            tiles(NS, narrow, (const uint8_t *)a, as, o, c, ldc, i, (__mmask16)((1u << nr) - 1), j0, j1, s0, s1);
         }
     }
     if (post != 1.f)

@@ -18,7 +18,8 @@
  * -128 x the activation's sum over the group (Q8_K bsums), so it ends at the exact group
  * dot (per lane <= 4 x 190 x 127 per instruction, 8 at most per group: no overflow).
  * Two groups' chains run interleaved for 4 columns (8 independent chains). Then
- * sum_s sc[s] x dot_s (vpmulld) is the scalar reference's integer super-block sum, and
+ * sum_s sc[s] x dot_s (vpmulld; one vpdpwssd per two groups where the dots fit int16,
+ * loom_iq16_narrow) is the scalar reference's integer super-block sum, and
  * acc += (d x dy) x sum per super-block, accumulated through c across k chunks, the
  * type's power-of-two factor at the end. TQ1_0 / TQ2_0 (every scale 1) stay on the
  * AVX2 tile (kernels_iq_gemm_avxvnni.c), as at the avx512vnni level.
@@ -79,7 +80,7 @@ static LOOM_ALWAYS_INLINE int32_t ld32(const int8_t *p) {
 /* CB columns [j, j + CB) x rows [row0, row0 + 8) (rm: all-ones lanes for the real ones,
  * full: all 8 real) over the prepared super-blocks [s0, s1) (o[0] is s0); two groups'
  * chains at a time */
-static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as, const sb8 *o, float *c, size_t ldc,
+static LOOM_ALWAYS_INLINE void tile(int CB, int NS, bool narrow, const uint8_t *a, size_t as, const sb8 *o, float *c, size_t ldc,
                                     int64_t row0, bool full, __m256i rm, int64_t j, int64_t s0, int64_t s1) {
     const int dpg = 64 / NS; /* dwords per group */
     __m256 acc[IQ8_CB];
@@ -119,10 +120,18 @@ static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as,
             }
             const __m256i sc0 = _mm256_load_si256((const __m256i *)o->sc[s]);
             const __m256i sc1 = _mm256_load_si256((const __m256i *)o->sc[s + 1]);
-            LOOM_UNROLL_ALL
-            for (int cc = 0; cc < CB; cc++)
-                isum[cc] = _mm256_add_epi32(isum[cc], _mm256_add_epi32(_mm256_mullo_epi32(d0[cc], sc0),
-                                                                       _mm256_mullo_epi32(d1[cc], sc1)));
+            if (narrow) { /* both group dots fit int16: (d0, d1) word pairs x (sc0, sc1), one vpdpwssd */
+                const __m256i scp = _mm256_blend_epi16(sc0, _mm256_slli_epi32(sc1, 16), 0xAA);
+                LOOM_UNROLL_ALL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[cc] = _mm256_dpwssd_avx_epi32(
+                        isum[cc], _mm256_blend_epi16(d0[cc], _mm256_bslli_epi128(d1[cc], 2), 0xAA), scp);
+            } else {
+                LOOM_UNROLL_ALL
+                for (int cc = 0; cc < CB; cc++)
+                    isum[cc] = _mm256_add_epi32(isum[cc], _mm256_add_epi32(_mm256_mullo_epi32(d0[cc], sc0),
+                                                                           _mm256_mullo_epi32(d1[cc], sc1)));
+            }
         }
         const __m256 dx = _mm256_load_ps(o->dx);
         LOOM_UNROLL_ALL
@@ -138,17 +147,20 @@ static LOOM_ALWAYS_INLINE void tile(int CB, int NS, const uint8_t *a, size_t as,
     }
 }
 
-static void tiles(int NS, const uint8_t *a, size_t as, const sb8 *o, float *c, size_t ldc, int64_t row0, int nr,
+static void tiles(int NS, bool narrow, const uint8_t *a, size_t as, const sb8 *o, float *c, size_t ldc, int64_t row0, int nr,
                   int64_t j0, int64_t j1, int64_t s0, int64_t s1) {
     const bool full = nr == 8;
     const __m256i rm = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     int64_t j = j0;
-    if (NS == 16) {
-        for (; j + 4 <= j1; j += 4) tile(4, 16, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
-        for (; j < j1; j++) tile(1, 16, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+    if (NS == 16 && narrow) {
+        for (; j + 4 <= j1; j += 4) tile(4, 16, true, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 16, true, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+    } else if (NS == 16) {
+        for (; j + 4 <= j1; j += 4) tile(4, 16, false, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 16, false, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
     } else {
-        for (; j + 4 <= j1; j += 4) tile(4, 8, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
-        for (; j < j1; j++) tile(1, 8, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+        for (; j + 4 <= j1; j += 4) tile(4, 8, false, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
+        for (; j < j1; j++) tile(1, 8, false, a, as, o, c, ldc, row0, full, rm, j, s0, s1);
     }
 }
 
@@ -161,6 +173,7 @@ bool loom_gemm_iq8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, co
         k <= 0 || k % 256 != 0)
         return false;
     const int NS = loom_iq16_groups(wt);
+    const bool narrow = loom_iq16_narrow(wt);
     const int64_t nb = k / 256;
     sb8 o[IQ8_KC];
     for (int64_t s0 = 0; s0 < nb; s0 += IQ8_KC) {
@@ -168,7 +181,7 @@ bool loom_gemm_iq8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, co
         for (int64_t i = i0; i < i1; i += 8) {
             const int nr = i1 - i < 8 ? (int)(i1 - i) : 8;
             prep8(prep, bb, NS, (const uint8_t *)w, ws, i, nr, s0, s1, o);
-            tiles(NS, (const uint8_t *)a, as, o, c, ldc, i, nr, j0, j1, s0, s1);
+            tiles(NS, narrow, (const uint8_t *)a, as, o, c, ldc, i, nr, j0, j1, s0, s1);
         }
     }
     if (post != 1.f)

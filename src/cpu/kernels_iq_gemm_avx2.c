@@ -308,6 +308,11 @@ int loom_iq16_groups(loom_type t) {
     return t == LOOM_TYPE_IQ2_XS || t == LOOM_TYPE_IQ2_S || t == LOOM_TYPE_IQ1_M || t == LOOM_TYPE_Q3_K ? 16 : 8;
 }
 
+/* kernels_internal.h: a group dot of 16 values is at most 16 x 128 x max |w| in magnitude,
+ * within int16 for IQ1_M (|w| <= 9: 8g +- 1) and Q3_K (|w| <= 4), not for IQ2_XS / IQ2_S
+ * (grid values up to 43); groups of 32 (IQ1_S: 32 x 128 x 9) do not fit either */
+bool loom_iq16_narrow(loom_type t) { return t == LOOM_TYPE_IQ1_M || t == LOOM_TYPE_Q3_K; }
+
 #endif /* LOOM_IQG_AVXVNNI */
 
 #ifdef LOOM_IQG_AVXVNNI
