@@ -50,6 +50,9 @@
 static const amx_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
 /* the same with K = 16 (Q6_K's groups): A 16 columns x 16 quants, B 4 rows */
 static const amx_cfg k_cfg16 = {1, 0, {0}, {64, 64, 64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 16, 16, 4, 4}};
+/* K = 64 (two sub-blocks per product; Q4_K / Q5_K with the scales in B): A 16 columns x
+ * 64 quants, B 16 rows */
+static const amx_cfg k_cfg64 = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
 
 enum { AK_Q8, AK_Q4, AK_IQ4 };
@@ -169,10 +172,9 @@ static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const fl
     tile16_body(false, ap, 512, 32, bq, dw, dw, da, da, da_stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 
-/* ---- Q4_K and Q5_K (super-blocks of 256: 8 sub-blocks of 32 with 6-bit scales and
- * mins) x Q8_K. Per sub-block one TDPBSSD (codes 0..15 / 0..31 as int8); per column and
- * super-block the integer sum sum_s sc[s] C_s (vpmulld) and the mins term sum_s m[s]
- * bsum_s (vpdpwssd of (m[2t], m[2t+1]) word pairs), then the two fmas of the scalar
+/* ---- the K-quants x Q8_K: Q6_K and IQ4_XS (below; Q4_K and Q5_K further down, with
+ * their scales in the B tiles). Per sub-block (Q6_K: group of 16) one TDPBSSD; per column
+ * and super-block the integer sum sum_s sc[s] C_s (vpmulld), then the fma of the scalar
  * reference and the avx512vnni tile (bit-identical to both). */
 #define AQ_KC 8 /* super-blocks per k chunk: weight scratch AQ_KC x 4 KiB */
 
@@ -180,47 +182,6 @@ typedef loom_sb16 aq_sb; /* kernels_internal.h */
 
 static LOOM_ALWAYS_INLINE __m512i aq_bytes(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-}
-
-static void prep_kq(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb *o) {
-    const size_t bstep = (q5 ? sizeof(block_q5_K) : sizeof(block_q4_K)) * LOOM_REPACK_ROWS;
-    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), m16 = _mm512_set1_epi8(0x10);
-    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
-        _Alignas(64) uint8_t scm[256]; /* sc of sub-blocks 0..7 (16 rows each), then m */
-        const __m512i lo0 = _mm512_loadu_si512((const void *)(p + 64)), lo1 = _mm512_loadu_si512((const void *)(p + 128));
-        const __m512i hi = _mm512_loadu_si512((const void *)(p + 192));
-        const __m512i h1 = _mm512_srli_epi16(hi, 2), h2 = _mm512_srli_epi16(hi, 4), h3 = _mm512_srli_epi16(hi, 6);
-        _mm512_store_si512((void *)scm, _mm512_or_si512(_mm512_and_si512(lo0, m4), _mm512_slli_epi16(_mm512_and_si512(hi, m3), 4)));
-        _mm512_store_si512((void *)(scm + 64),
-                           _mm512_or_si512(_mm512_and_si512(lo1, m4), _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
-        _mm512_store_si512((void *)(scm + 128), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo0, 4), m4),
-                                                                 _mm512_slli_epi16(_mm512_and_si512(h2, m3), 4)));
-        _mm512_store_si512((void *)(scm + 192), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo1, 4), m4),
-                                                                 _mm512_slli_epi16(_mm512_and_si512(h3, m3), 4)));
-        for (int sb = 0; sb < 8; sb++) _mm512_storeu_si512((void *)o->sc[sb], aq_bytes(scm + 16 * sb));
-        for (int t = 0; t < 4; t++)
-            _mm512_storeu_si512((void *)o->mp[t], _mm512_or_si512(aq_bytes(scm + 128 + 32 * t),
-                                                                  _mm512_slli_epi32(aq_bytes(scm + 128 + 32 * t + 16), 16)));
-        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
-        _mm512_storeu_ps(o->dm, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32))));
-        /* sub-block 2j + h: nibble h of chunks 8j + kk (B row kk), fifth bit 2j + h of qh chunk kk */
-        for (int j = 0; j < 4; j++)
-            for (int kk = 0; kk < 8; kk++) {
-                const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * j + kk)));
-                __m512i lo = _mm512_and_si512(v, m4), hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                if (q5) {
-                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * kk));
-                    const int b0 = 2 * j, b1 = 2 * j + 1;
-                    const __m512i f0 = b0 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b0)) : b0 > 4 ? _mm512_srli_epi16(qh, (unsigned)(b0 - 4)) : qh;
-                    const __m512i f1 = b1 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b1)) : _mm512_srli_epi16(qh, (unsigned)(b1 - 4));
-                    lo = _mm512_or_si512(lo, _mm512_and_si512(f0, m16));
-                    hn = _mm512_or_si512(hn, _mm512_and_si512(f1, m16));
-                }
-                _mm512_store_si512((void *)(o->q + 512 * (2 * j) + 64 * kk), lo);
-                _mm512_store_si512((void *)(o->q + 512 * (2 * j + 1) + 64 * kk), hn);
-            }
-    }
 }
 
 /* Q6_K: group 8h + q (16 values) of B rows kk = 0..3; u1..u4 of a chunk ci (values
@@ -282,35 +243,24 @@ static void prep_iq4xs(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64
 }
 
 /* acc[t] of 16 columns += the super-block whose 8 C tiles are in cb */
-static LOOM_ALWAYS_INLINE void fold_kq(int NS, bool mins, __m512 acc[16], const int32_t *cb, const aq_sb *o,
-                                       const float *dy, const int32_t *bs, int64_t stride) {
-    const __m512 dx = _mm512_loadu_ps(o->dx), dm = _mm512_loadu_ps(o->dm);
+static LOOM_ALWAYS_INLINE void fold_kq(int NS, __m512 acc[16], const int32_t *cb, const aq_sb *o, const float *dy,
+                                       int64_t stride) {
+    const __m512 dx = _mm512_loadu_ps(o->dx);
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) {
         __m512i is = _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 16 * t)), _mm512_loadu_si512((const void *)o->sc[0]));
         for (int sb = 1; sb < NS; sb++)
             is = _mm512_add_epi32(is, _mm512_mullo_epi32(_mm512_load_si512((const void *)(cb + 256 * sb + 16 * t)),
                                                          _mm512_loadu_si512((const void *)o->sc[sb])));
-        if (!mins) {
-            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[t * stride])), _mm512_cvtepi32_ps(is), acc[t]);
-            continue;
-        }
-        const int32_t *bt = bs + 4 * t * stride;
-        __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)o->mp[0]), _mm512_set1_epi32(bt[0]));
-        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[1]), _mm512_set1_epi32(bt[1]));
-        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[2]), _mm512_set1_epi32(bt[2]));
-        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[3]), _mm512_set1_epi32(bt[3]));
-        const __m512 dyv = _mm512_set1_ps(dy[t * stride]);
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dyv), _mm512_cvtepi32_ps(is), acc[t]);
-        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, dyv), _mm512_cvtepi32_ps(ms), acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[t * stride])), _mm512_cvtepi32_ps(is), acc[t]);
     }
 }
 
 /* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
- * s0); dy / bs: the columns' scales and sub-block-sum pairs (stride per column). NS
+ * s0); dy: the columns' scales (stride per column). NS
  * sub-blocks of 256 / NS values per super-block (C tiles through cb, four at a time). */
-static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *a, size_t as, const aq_sb *o,
-                                              const float *dy, const int32_t *bs, int64_t stride, float *c,
+static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, const uint8_t *a, size_t as, const aq_sb *o,
+                                              const float *dy, int64_t stride, float *c,
                                               size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
                                               int64_t s1) {
     _Alignas(64) int32_t cb[2][16 * 256];
@@ -343,27 +293,157 @@ static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, bool mins, const uint8_t *
             _tile_stored(3, out + 256 * (s4 + 3), 64);
         }
 #undef AQ_STEP
-        if (b > s0) fold_kq(NS, mins, acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
+        if (b > s0) fold_kq(NS, acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), stride);
     }
-    fold_kq(NS, mins, acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
+    fold_kq(NS, acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), stride);
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) _mm512_mask_storeu_ps(cp + (size_t)t * ldc, rm, acc[t]);
 }
 
-static void tile16_kq(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+static void tile16_x8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy,
                       int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
                       int64_t s1) {
-    tile16_kq_body(8, true, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
+    tile16_kq_body(8, a, as, o, dy, stride, c, ldc, row0, rm, j, s0, s1);
 }
-static void tile16_x8(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
+static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy,
                       int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
                       int64_t s1) {
-    tile16_kq_body(8, false, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
+    tile16_kq_body(16, a, as, o, dy, stride, c, ldc, row0, rm, j, s0, s1);
 }
-static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float *dy, const int32_t *bs,
-                      int64_t stride, float *c, size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
-                      int64_t s1) {
-    tile16_kq_body(16, false, a, as, o, dy, bs, stride, c, ldc, row0, rm, j, s0, s1);
+
+
+/* ---- Q4_K and Q5_K with the sub-block scales inside the B tiles. Each 6-bit scale is
+ * split sc = sl + 8 sh (sl, sh in [0, 7]) and the codes (0..15 / 0..31) are stored twice,
+ * times sl and times sh: at most 31 x 7 = 217, an unsigned byte (one vpmullw per vector
+ * does it: per 16-bit word c0 + 256 c1, c0 s < 256, so the bytes cannot carry). TDPBSUD
+ * (signed activations x unsigned weights) then sums the whole super-block in the tile
+ * unit, two sub-blocks per product (K = 64): C_l = sum_s sl_s C_s, C_h = sum_s sh_s C_s,
+ * and C_l + 8 C_h is exactly the integer sum sum_s sc_s C_s of the tile above (no
+ * overflow: |C_l| <= 256 x 128 x 217). Two C tiles per super-block go through memory
+ * instead of eight, and the fold has no vpmulld. Per column and super-block the mins
+ * term sum_s m[s] bsum_s (vpdpwssd of (m[2t], m[2t+1]) word pairs) and the two fmas of
+ * the scalar reference and the avx512vnni tile: results bit-identical to both. Measured
+ * (bench kernels prompt, one thread, 2-vCPU AMX VM): Q4_K 405 -> 530, Q5_K 370 -> 520
+ * GFLOP/s against the previous tile (one TDPBSSD per sub-block, vpmulld in the fold). */
+typedef struct {
+    _Alignas(64) uint8_t ql[4096], qh[4096]; /* codes x sl, codes x sh, B-tile order */
+    int32_t mp[4][16];
+    float dx[16], dm[16];
+} aq_sbs;
+
+static void prep_kqs(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sbs *o) {
+    const size_t bstep = (q5 ? sizeof(block_q5_K) : sizeof(block_q4_K)) * LOOM_REPACK_ROWS;
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03), m16 = _mm512_set1_epi8(0x10);
+    const __m512i seven = _mm512_set1_epi32(7);
+    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
+        _Alignas(64) uint8_t scm[256]; /* sc of sub-blocks 0..7 (16 rows each), then m */
+        const __m512i lo0 = _mm512_loadu_si512((const void *)(p + 64)), lo1 = _mm512_loadu_si512((const void *)(p + 128));
+        const __m512i hi = _mm512_loadu_si512((const void *)(p + 192));
+        const __m512i h1 = _mm512_srli_epi16(hi, 2), h2 = _mm512_srli_epi16(hi, 4), h3 = _mm512_srli_epi16(hi, 6);
+        _mm512_store_si512((void *)scm, _mm512_or_si512(_mm512_and_si512(lo0, m4), _mm512_slli_epi16(_mm512_and_si512(hi, m3), 4)));
+        _mm512_store_si512((void *)(scm + 64),
+                           _mm512_or_si512(_mm512_and_si512(lo1, m4), _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
+        _mm512_store_si512((void *)(scm + 128), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo0, 4), m4),
+                                                                 _mm512_slli_epi16(_mm512_and_si512(h2, m3), 4)));
+        _mm512_store_si512((void *)(scm + 192), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo1, 4), m4),
+                                                                 _mm512_slli_epi16(_mm512_and_si512(h3, m3), 4)));
+        __m512i sl[8], sh[8]; /* per row (dword): the scale part in both 16-bit words */
+        LOOM_UNROLL_ALL
+        for (int sb = 0; sb < 8; sb++) {
+            const __m512i sc = aq_bytes(scm + 16 * sb);
+            const __m512i l = _mm512_and_si512(sc, seven), h = _mm512_srli_epi32(sc, 3);
+            sl[sb] = _mm512_or_si512(l, _mm512_slli_epi32(l, 16));
+            sh[sb] = _mm512_or_si512(h, _mm512_slli_epi32(h, 16));
+        }
+        for (int t = 0; t < 4; t++)
+            _mm512_storeu_si512((void *)o->mp[t], _mm512_or_si512(aq_bytes(scm + 128 + 32 * t),
+                                                                  _mm512_slli_epi32(aq_bytes(scm + 128 + 32 * t + 16), 16)));
+        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        _mm512_storeu_ps(o->dm, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32))));
+        /* sub-block 2j + h: nibble h of chunks 8j + kk (B row kk), fifth bit 2j + h of qh chunk kk */
+        LOOM_UNROLL_ALL
+        for (int j = 0; j < 4; j++)
+            for (int kk = 0; kk < 8; kk++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * j + kk)));
+                __m512i lo = _mm512_and_si512(v, m4), hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (q5) {
+                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * kk));
+                    const int b0 = 2 * j, b1 = 2 * j + 1;
+                    const __m512i f0 = b0 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b0)) : b0 > 4 ? _mm512_srli_epi16(qh, (unsigned)(b0 - 4)) : qh;
+                    const __m512i f1 = b1 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b1)) : _mm512_srli_epi16(qh, (unsigned)(b1 - 4));
+                    lo = _mm512_or_si512(lo, _mm512_and_si512(f0, m16));
+                    hn = _mm512_or_si512(hn, _mm512_and_si512(f1, m16));
+                }
+                const size_t e0 = 512 * (2 * j) + 64 * kk, e1 = e0 + 512;
+                _mm512_store_si512((void *)(o->ql + e0), _mm512_mullo_epi16(lo, sl[2 * j]));
+                _mm512_store_si512((void *)(o->qh + e0), _mm512_mullo_epi16(lo, sh[2 * j]));
+                _mm512_store_si512((void *)(o->ql + e1), _mm512_mullo_epi16(hn, sl[2 * j + 1]));
+                _mm512_store_si512((void *)(o->qh + e1), _mm512_mullo_epi16(hn, sh[2 * j + 1]));
+            }
+    }
+}
+
+/* acc[t] of 16 columns += the super-block whose C_l / C_h tiles are in cb (integer sum
+ * C_l + 8 C_h) */
+static LOOM_ALWAYS_INLINE void fold_kqs(__m512 acc[16], const int32_t *cb, const aq_sbs *o, const float *dy,
+                                        const int32_t *bs, int64_t stride) {
+    const __m512 dx = _mm512_loadu_ps(o->dx), dm = _mm512_loadu_ps(o->dm);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) {
+        const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cb + 16 * t)),
+                                            _mm512_slli_epi32(_mm512_load_si512((const void *)(cb + 256 + 16 * t)), 3));
+        const int32_t *bt = bs + 4 * t * stride;
+        __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)o->mp[0]), _mm512_set1_epi32(bt[0]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[1]), _mm512_set1_epi32(bt[1]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[2]), _mm512_set1_epi32(bt[2]));
+        ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512((const void *)o->mp[3]), _mm512_set1_epi32(bt[3]));
+        const __m512 dyv = _mm512_set1_ps(dy[t * stride]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dyv), _mm512_cvtepi32_ps(is), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dm, dyv), _mm512_cvtepi32_ps(ms), acc[t]);
+    }
+}
+
+/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
+ * s0), k_cfg64: per super-block four A tiles (4, 5) of 64 quants, each times its B_l (6)
+ * and B_h (7) into C_l (0) and C_h (1); the products of super-block b run while the
+ * vector unit folds b - 1, then C goes to cb[half]. */
+static void tile16_kqs(const uint8_t *a, size_t as, const aq_sbs *o, const float *dy, const int32_t *bs,
+                       int64_t stride, float *c, size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
+    _Alignas(64) int32_t cb[2][512];
+    __m512 acc[16];
+    float *cp = c + (size_t)j * ldc + (size_t)row0;
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
+    const uint8_t *ab = a + (size_t)j * as + 4; /* qs of super-block 0 of column j */
+    int half = 0;
+    for (int64_t b = s0; b < s1; b++, half ^= 1) {
+        const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_K);
+        const aq_sbs *ob = o + (b - s0);
+        _tile_zero(0);
+        _tile_zero(1);
+#define AQS_STEP(P, TA)                        \
+    do {                                       \
+        TLOAD(TA, a0 + 64 * (P), as);          \
+        TLOAD(6, ob->ql + 1024 * (P), 64);     \
+        _tile_dpbsud(0, TA, 6);                \
+        TLOAD(7, ob->qh + 1024 * (P), 64);     \
+        _tile_dpbsud(1, TA, 7);                \
+    } while (0)
+        AQS_STEP(0, 4);
+        AQS_STEP(1, 5);
+        AQS_STEP(2, 4);
+        AQS_STEP(3, 5);
+#undef AQS_STEP
+        if (b > s0) fold_kqs(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
+        __asm__ volatile("" ::: "memory"); /* the fold's loads of cb[half ^ 1] stay above */
+        _tile_stored(0, cb[half], 64);
+        _tile_stored(1, cb[half] + 256, 64);
+        __asm__ volatile("" ::: "memory");
+    }
+    fold_kqs(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
 }
 
 enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
@@ -371,7 +451,10 @@ enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
 static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t nb = k / 256;
-    aq_sb o[AQ_KC];
+    union { /* prepared super-blocks of one 16-row group and k chunk */
+        aq_sb u[AQ_KC];
+        aq_sbs s[AQ_KC];
+    } o;
     float dy[AI_JC * AQ_KC];
     int32_t bs[AI_JC * AQ_KC * 4];
     for (int64_t jc = j0; jc < j1; jc += AI_JC) {
@@ -391,16 +474,16 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
                 }
             }
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-                if (kind == AQ_Q6K) prep_q6k(w, ws, g, s0, s1, o);
-                else if (kind == AQ_IQ4XS) prep_iq4xs(w, ws, g, s0, s1, o);
-                else prep_kq(kind == AQ_Q5K, w, ws, g, s0, s1, o);
+                if (kind == AQ_Q6K) prep_q6k(w, ws, g, s0, s1, o.u);
+                else if (kind == AQ_IQ4XS) prep_iq4xs(w, ws, g, s0, s1, o.u);
+                else prep_kqs(kind == AQ_Q5K, w, ws, g, s0, s1, o.s);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
                     const float *d = dy + jj * AQ_KC;
                     const int32_t *q = bs + 4 * jj * AQ_KC;
                     const int64_t r0 = g * LOOM_REPACK_ROWS;
-                    if (kind == AQ_Q6K) tile16_x16(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
-                    else if (kind == AQ_IQ4XS) tile16_x8(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
-                    else tile16_kq(a, as, o, d, q, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    if (kind == AQ_Q6K) tile16_x16(a, as, o.u, d, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    else if (kind == AQ_IQ4XS) tile16_x8(a, as, o.u, d, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    else tile16_kqs(a, as, o.s, d, q, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
                 }
             }
         }
@@ -418,7 +501,6 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
  * reference (the avx512vnni level's 16-row tile computes the same values). */
 #define IQ_JC 256  /* columns per column chunk (the decoded rows are reused by all of them) */
 #define IQ_ROWS 64 /* rows per call asked of the planner (kernels.h gemm_tile_rows) */
-static const int32_t k_nobs[4 * AQ_KC]; /* the tile's (unread) sub-block sums */
 
 static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -445,8 +527,8 @@ static bool amx_iq(loom_type wt, int64_t k, const void *w, size_t ws, const void
                 const __mmask16 rm = (__mmask16)((1u << nr) - 1);
                 loom_iq16_prep(prep, bb, NS, false, w, ws, i, nr, s0, s1, o);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
-                    if (NS == 16) tile16_x16(a, as, o, dy + jj * AQ_KC, k_nobs, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
-                    else tile16_x8(a, as, o, dy + jj * AQ_KC, k_nobs, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                    if (NS == 16) tile16_x16(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
+                    else tile16_x8(a, as, o, dy + jj * AQ_KC, AQ_KC, c, ldc, i, rm, jc + jj, s0, s1);
                 }
             }
         }
@@ -521,7 +603,7 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
     const int kq = wt == LOOM_TYPE_Q4_K ? AQ_Q4K : wt == LOOM_TYPE_Q5_K ? AQ_Q5K : wt == LOOM_TYPE_Q6_K ? AQ_Q6K
                  : wt == LOOM_TYPE_IQ4_XS ? AQ_IQ4XS : -1;
     if (kq >= 0 && full >= AI_MIN_COLS && k > 0 && k % 256 == 0 && i0 < i1) {
-        _tile_loadconfig(kq == AQ_Q6K ? &k_cfg16 : &k_cfg);
+        _tile_loadconfig(kq == AQ_Q6K ? &k_cfg16 : kq == AQ_IQ4XS ? &k_cfg : &k_cfg64);
         amx_kq(kq, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full);
         _tile_release();
         return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);

@@ -142,16 +142,14 @@ bool loom_iqg_type(loom_type t, loom_iqg_prep_fn *prep, size_t *bb, float *post)
 void loom_iqg_wide_tiles(loom_kernels *k, bool tq, int rows, int cols);
 
 /* 16 weight rows of one super-block prepared for the 16-row tiles of the grid / ternary
- * IQ types (kernels_iq16_avx512vnni.c; kernels_int8_amx.c also keeps its K-quant
+ * IQ types (kernels_iq16_avx512vnni.c; kernels_int8_amx.c also keeps its Q6_K and IQ4_XS
  * super-blocks in it): q the values (signed, or + 128 as unsigned bytes) in the order of
  * an AMX B tile (bytes 64 d + 4 r .. + 3 = values 4 d .. 4 d + 3 of row r), sc[s][r] the
- * integer scale of group s (256 / NS values) of row r, dx[r] the block scale; mp, dm:
- * the K-quant mins. */
+ * integer scale of group s (256 / NS values) of row r, dx[r] the block scale. */
 typedef struct {
     _Alignas(64) int8_t q[4096];
     int32_t sc[16][16];
-    int32_t mp[4][16];
-    float dx[16], dm[16];
+    float dx[16];
 } loom_sb16;
 /* Groups per super-block for these types: 16 where the scales are per 16 values (IQ2_XS,
  * IQ2_S, IQ1_M), 8 otherwise (kernels_iq_gemm_avx2.c: plain C in the AVX2 object). */
