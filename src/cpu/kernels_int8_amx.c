@@ -172,45 +172,16 @@ static void tile16(const int8_t *ap, const int8_t *bq, const float *dw, const fl
     tile16_body(false, ap, 512, 32, bq, dw, dw, da, da, da_stride, c, ldc, g * LOOM_REPACK_ROWS, 0xFFFF, j, s0, s1);
 }
 
-/* ---- the K-quants x Q8_K: Q6_K and IQ4_XS (below; Q4_K and Q5_K further down, with
- * their scales in the B tiles). Per sub-block (Q6_K: group of 16) one TDPBSSD; per column
- * and super-block the integer sum sum_s sc[s] C_s (vpmulld), then the fma of the scalar
- * reference and the avx512vnni tile (bit-identical to both). */
+/* ---- the K-quants x Q8_K: IQ4_XS and the grid IQ types (below; Q4_K, Q5_K and Q6_K
+ * further down, with their scales in the B tiles). Per sub-block (or group of 16) one
+ * TDPBSSD; per column and super-block the integer sum sum_s sc[s] C_s (vpmulld), then the
+ * fma of the scalar reference and the avx512vnni tile (bit-identical to both). */
 #define AQ_KC 8 /* super-blocks per k chunk: weight scratch AQ_KC x 4 KiB */
 
 typedef loom_sb16 aq_sb; /* kernels_internal.h */
 
 static LOOM_ALWAYS_INLINE __m512i aq_bytes(const uint8_t *p) {
     return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-}
-
-/* Q6_K: group 8h + q (16 values) of B rows kk = 0..3; u1..u4 of a chunk ci (values
- * 128h + 4ci + {0, 32, 64, 96}) go to groups 8h + {0, 2, 4, 6} + (ci >= 4), B row ci % 4 */
-static void prep_q6k(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb *o) {
-    const size_t bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
-    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
-    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
-        for (int q = 0; q < 16; q++)
-            _mm512_storeu_si512((void *)o->sc[q], _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * q))));
-        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
-        for (int h = 0; h < 2; h++)
-            for (int ci = 0; ci < 8; ci++) {
-                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
-                const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
-                const __m512i qv = _mm512_loadu_si512((const void *)(p + 2336 + 64 * (8 * h + ci)));
-                const __m512i u[4] = {
-                    _mm512_or_si512(_mm512_and_si512(qa, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 4), m30)),
-                    _mm512_or_si512(_mm512_and_si512(qb, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 2), m30)),
-                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qa, 4), m4), _mm512_and_si512(qv, m30)),
-                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qb, 4), m4),
-                                    _mm512_and_si512(_mm512_srli_epi16(qv, 2), m30))};
-                for (int v = 0; v < 4; v++) {
-                    const int grp = 8 * h + 2 * v + (ci >= 4);
-                    _mm512_store_si512((void *)(o->q + 256 * grp + 64 * (ci % 4)), _mm512_sub_epi8(u[v], k32));
-                }
-            }
-    }
 }
 
 /* IQ4_XS: sub-block s = chunks 4s..4s+3 (low nibbles: B rows 0..3, high: 4..7), table
@@ -446,6 +417,133 @@ static void tile16_kqs(const uint8_t *a, size_t as, const aq_sbs *o, const float
     for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
 }
 
+/* ---- Q6_K with the group scales inside the B tiles. Each signed 8-bit scale is written
+ * in balanced base 7, sc = d0 + 7 d1 + 49 d2 with digits in [-3, 3] (the base-7 digits of
+ * sc + 171, minus 3 each), and the values q - 32 (in [-32, 31]) are stored once per digit,
+ * times it: |(q - 32) d| <= 96, a signed byte. TDPBSSD then sums the super-block per digit
+ * in the tile unit, 64 values per product: C_i = sum_g d_i,g C_g, and C0 + 7 (C1 + 7 C2)
+ * is exactly sum_g sc_g C_g (|C_i| <= 256 x 127 x 96: no overflow), the integer sum of
+ * tile16_x16 (one K = 16 product per group of 16 and a vpmulld per group in the fold):
+ * three products and three C tiles per 64 values instead of four and four, no vpmulld,
+ * and results bit-identical to it and to the avx512vnni tile. */
+typedef struct {
+    _Alignas(64) int8_t q[3][4096]; /* (q - 32) x digit i, B-tile order */
+    float dx[16];
+} aq_sb6;
+
+/* (q - 32) |d| for unsigned bytes q (0..63) and a per-row digit d, negated where d < 0:
+ * mag = |d| in both 16-bit words of the row's dword (q |d| <= 189 fits a byte, so one
+ * vpmullw makes both bytes of a word), m32 = 32 |d| in each byte, neg = all ones where
+ * d < 0 (bytes wrap: the true values fit a signed byte) */
+static LOOM_ALWAYS_INLINE __m512i q6_times(__m512i q, const __m512i dg[3]) {
+    const __m512i x = _mm512_sub_epi8(_mm512_mullo_epi16(q, dg[0]), dg[1]);
+    return _mm512_sub_epi8(_mm512_xor_si512(x, dg[2]), dg[2]);
+}
+
+static void prep_q6ks(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb6 *o) {
+    const size_t bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
+    const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    for (int64_t b = s0; b < s1; b++, p += bstep, o++) {
+        __m512i dg[16][3][3]; /* group, digit: mag, m32, neg (q6_times) */
+        for (int q = 0; q < 16; q++) {
+            __m512i x = _mm512_add_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 32 + 16 * q))),
+                                         _mm512_set1_epi32(171));
+            for (int i = 0; i < 3; i++) { /* x < 343: floor(x / 7) = (x * 9363) >> 16 */
+                const __m512i x7 = _mm512_srli_epi32(_mm512_mullo_epi32(x, _mm512_set1_epi32(9363)), 16);
+                const __m512i d = _mm512_sub_epi32(_mm512_sub_epi32(x, _mm512_mullo_epi32(x7, _mm512_set1_epi32(7))),
+                                                   _mm512_set1_epi32(3));
+                const __m512i m = _mm512_abs_epi32(d);
+                x = x7;
+                dg[q][i][0] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+                dg[q][i][1] = _mm512_mullo_epi32(m, _mm512_set1_epi32(0x20202020));
+                dg[q][i][2] = _mm512_srai_epi32(d, 31);
+            }
+        }
+        _mm512_storeu_ps(o->dx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        for (int h = 0; h < 2; h++)
+            for (int ci = 0; ci < 8; ci++) { /* u1..u4 of chunk ci (values 128h + 4ci + {0, 32, 64,
+                                             * 96}, unsigned 0..63): groups 8h + {0, 2, 4, 6} +
+                                             * (ci >= 4), B row ci % 4 */
+                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
+                const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
+                const __m512i qv = _mm512_loadu_si512((const void *)(p + 2336 + 64 * (8 * h + ci)));
+                const __m512i u[4] = {
+                    _mm512_or_si512(_mm512_and_si512(qa, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 4), m30)),
+                    _mm512_or_si512(_mm512_and_si512(qb, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 2), m30)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qa, 4), m4), _mm512_and_si512(qv, m30)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qb, 4), m4),
+                                    _mm512_and_si512(_mm512_srli_epi16(qv, 2), m30))};
+                for (int v = 0; v < 4; v++) {
+                    const int grp = 8 * h + 2 * v + (ci >= 4);
+                    const size_t off = 256 * (size_t)grp + 64 * (size_t)(ci % 4);
+                    for (int i = 0; i < 3; i++)
+                        _mm512_store_si512((void *)(o->q[i] + off), q6_times(u[v], dg[grp][i]));
+                }
+            }
+    }
+}
+
+/* acc[t] of 16 columns += the super-block whose digit tiles C0, C1, C2 are in cb */
+static LOOM_ALWAYS_INLINE void fold_q6ks(__m512 acc[16], const int32_t *cb, const aq_sb6 *o, const float *dy,
+                                         int64_t stride) {
+    const __m512 dx = _mm512_loadu_ps(o->dx);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) {
+        const __m512i c2 = _mm512_load_si512((const void *)(cb + 512 + 16 * t));
+        const __m512i t1 = _mm512_add_epi32(_mm512_load_si512((const void *)(cb + 256 + 16 * t)),
+                                            _mm512_sub_epi32(_mm512_slli_epi32(c2, 3), c2));
+        const __m512i is = _mm512_add_epi32(_mm512_load_si512((const void *)(cb + 16 * t)),
+                                            _mm512_sub_epi32(_mm512_slli_epi32(t1, 3), t1));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[t * stride])), _mm512_cvtepi32_ps(is), acc[t]);
+    }
+}
+
+/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1), k_cfg64:
+ * per 64 values one A tile (4, 5) times the three digit B tiles (6, 7, 6) into C0..C2
+ * (tiles 0-2), folded while the next super-block's products run (as tile16_kqs) */
+static void tile16_q6ks(const uint8_t *a, size_t as, const aq_sb6 *o, const float *dy, int64_t stride, float *c,
+                        size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
+    _Alignas(64) int32_t cb[2][768];
+    __m512 acc[16];
+    float *cp = c + (size_t)j * ldc + (size_t)row0;
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
+    const uint8_t *ab = a + (size_t)j * as + 4; /* qs of super-block 0 of column j */
+    int half = 0;
+    for (int64_t b = s0; b < s1; b++, half ^= 1) {
+        const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_K);
+        const aq_sb6 *ob = o + (b - s0);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+#define AQ6_STEP(P, TA)                          \
+    do {                                         \
+        TLOAD(TA, a0 + 64 * (P), as);            \
+        TLOAD(6, ob->q[0] + 1024 * (P), 64);     \
+        _tile_dpbssd(0, TA, 6);                  \
+        TLOAD(7, ob->q[1] + 1024 * (P), 64);     \
+        _tile_dpbssd(1, TA, 7);                  \
+        TLOAD(6, ob->q[2] + 1024 * (P), 64);     \
+        _tile_dpbssd(2, TA, 6);                  \
+    } while (0)
+        AQ6_STEP(0, 4);
+        AQ6_STEP(1, 5);
+        AQ6_STEP(2, 4);
+        AQ6_STEP(3, 5);
+#undef AQ6_STEP
+        if (b > s0) fold_q6ks(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), stride);
+        __asm__ volatile("" ::: "memory"); /* the fold's loads of cb[half ^ 1] stay above */
+        _tile_stored(0, cb[half], 64);
+        _tile_stored(1, cb[half] + 256, 64);
+        _tile_stored(2, cb[half] + 512, 64);
+        __asm__ volatile("" ::: "memory");
+    }
+    fold_q6ks(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), stride);
+    LOOM_UNROLL_ALL
+    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
+}
+
 enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
 
 static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c, size_t ldc,
@@ -454,6 +552,7 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
     union { /* prepared super-blocks of one 16-row group and k chunk */
         aq_sb u[AQ_KC];
         aq_sbs s[AQ_KC];
+        aq_sb6 q6[AQ_KC];
     } o;
     float dy[AI_JC * AQ_KC];
     int32_t bs[AI_JC * AQ_KC * 4];
@@ -474,14 +573,14 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
                 }
             }
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-                if (kind == AQ_Q6K) prep_q6k(w, ws, g, s0, s1, o.u);
+                if (kind == AQ_Q6K) prep_q6ks(w, ws, g, s0, s1, o.q6);
                 else if (kind == AQ_IQ4XS) prep_iq4xs(w, ws, g, s0, s1, o.u);
                 else prep_kqs(kind == AQ_Q5K, w, ws, g, s0, s1, o.s);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
                     const float *d = dy + jj * AQ_KC;
                     const int32_t *q = bs + 4 * jj * AQ_KC;
                     const int64_t r0 = g * LOOM_REPACK_ROWS;
-                    if (kind == AQ_Q6K) tile16_x16(a, as, o.u, d, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
+                    if (kind == AQ_Q6K) tile16_q6ks(a, as, o.q6, d, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
                     else if (kind == AQ_IQ4XS) tile16_x8(a, as, o.u, d, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
                     else tile16_kqs(a, as, o.s, d, q, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
                 }
@@ -603,7 +702,7 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
     const int kq = wt == LOOM_TYPE_Q4_K ? AQ_Q4K : wt == LOOM_TYPE_Q5_K ? AQ_Q5K : wt == LOOM_TYPE_Q6_K ? AQ_Q6K
                  : wt == LOOM_TYPE_IQ4_XS ? AQ_IQ4XS : -1;
     if (kq >= 0 && full >= AI_MIN_COLS && k > 0 && k % 256 == 0 && i0 < i1) {
-        _tile_loadconfig(kq == AQ_Q6K ? &k_cfg16 : kq == AQ_IQ4XS ? &k_cfg : &k_cfg64);
+        _tile_loadconfig(kq == AQ_IQ4XS ? &k_cfg : &k_cfg64);
         amx_kq(kq, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full);
         _tile_release();
         return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);
