@@ -26,6 +26,13 @@
 #   LLAMA_NO_AMX=1     build llama.cpp native but without AMX (-mno-amx-*; GCC lets those win
 #                      over -march=native), default cache $HOME/.cache/loom-llama-noamx: for
 #                      hosts that advertise AMX but fault on it (SIGILL in ggml_backend_amx_mul_mat)
+#   LLAMA_CLANG_AMX=1  build llama.cpp with clang and -D__AMX_INT8__, default cache
+#                      $HOME/.cache/loom-llama-clang-amx: llama.cpp's AMX path where GCC's
+#                      build cannot run it. GCC 12 (Debian 12) drops the stores that fill
+#                      ggml's AMX tile configuration before LDTILECFG, so its AMX kernels
+#                      fault (SIGSEGV in ggml_backend_amx_mul_mat); clang 14 compiles them
+#                      right but defines __AMXINT8__, not the __AMX_INT8__ that ggml tests,
+#                      hence the define (bench/README.md, eighteenth session)
 #   LLAMA_CMAKE_EXTRA  more CMake options for the llama.cpp build (word-split; a build is only
 #                      made when the cache has none: use a fresh LOOM_LLAMA_CACHE to change it)
 #
@@ -46,8 +53,11 @@ FA=0
 CTYPE=f16
 LOOM=${LOOM:-build/bin/loom}
 NO_AMX=${LLAMA_NO_AMX:-0}
+CLANG_AMX=${LLAMA_CLANG_AMX:-0}
 if [ "$NO_AMX" = 1 ]; then
   CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama-noamx}
+elif [ "$CLANG_AMX" = 1 ]; then
+  CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama-clang-amx}
 else
   CACHE=${LOOM_LLAMA_CACHE:-${HOME:-/tmp}/.cache/loom-llama}
 fi
@@ -125,8 +135,17 @@ build_llama() {
   jobs=$(nproc 2>/dev/null || echo 2)
   noamx=
   [ "$NO_AMX" != 1 ] || noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  cc=
+  cxx=
+  if [ "$CLANG_AMX" = 1 ]; then
+    command -v clang >/dev/null 2>&1 || die "LLAMA_CLANG_AMX=1 needs clang"
+    command -v clang++ >/dev/null 2>&1 || die "LLAMA_CLANG_AMX=1 needs clang++"
+    cc=clang
+    cxx=clang++
+    noamx="-D__AMX_INT8__"
+  fi
   # shellcheck disable=SC2086 # LLAMA_CMAKE_EXTRA: word splitting intended
-  cmake -S src -B src/build -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  env ${cc:+CC=$cc} ${cxx:+CXX=$cxx} cmake -S src -B src/build -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF ${LLAMA_CMAKE_EXTRA:-} >build.log 2>&1 ||
     die "cmake configure failed, see $CACHE/build.log"
@@ -170,6 +189,8 @@ run() {
       tail -n 15 "$err" | sed 's/^/  | /'
       if [ "$rc" -eq 132 ]; then
         printf '  (SIGILL: an instruction the CPU or VM does not allow, e.g. llama.cpp AMX kernels; see bench/README.md)\n'
+      elif [ "$rc" -eq 139 ]; then
+        printf '  (SIGSEGV: with a GCC 12 build on an AMX host, ggml'"'"'s AMX tile configuration; try LLAMA_CLANG_AMX=1)\n'
       fi
     } >&2
     exit 1
