@@ -296,9 +296,9 @@ static void tile16_x16(const uint8_t *a, size_t as, const aq_sb *o, const float 
  * the scalar reference and the avx512vnni tile: results bit-identical to both. Measured
  * (bench kernels prompt, one thread, 2-vCPU AMX VM): Q4_K 405 -> 530, Q5_K 370 -> 520
  * GFLOP/s against the previous tile (one TDPBSSD per sub-block, vpmulld in the fold). */
-typedef struct {
-    _Alignas(64) uint8_t ql[4096], qh[4096]; /* codes x sl, codes x sh, B-tile order */
-    int32_t mp[4][16];
+typedef struct { /* a prepared super-block of 16 rows for these tiles and Q6_K's below */
+    _Alignas(64) uint8_t q[3][4096]; /* B-tile order: Q4_K / Q5_K codes x sl, x sh; Q6_K digits */
+    int32_t mp[4][16];               /* Q4_K / Q5_K: mins pairs (m[2t], m[2t+1]) */
     float dx[16], dm[16];
 } aq_sbs;
 
@@ -347,10 +347,10 @@ static void prep_kqs(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0
                     hn = _mm512_or_si512(hn, _mm512_and_si512(f1, m16));
                 }
                 const size_t e0 = 512 * (2 * j) + 64 * kk, e1 = e0 + 512;
-                _mm512_store_si512((void *)(o->ql + e0), _mm512_mullo_epi16(lo, sl[2 * j]));
-                _mm512_store_si512((void *)(o->qh + e0), _mm512_mullo_epi16(lo, sh[2 * j]));
-                _mm512_store_si512((void *)(o->ql + e1), _mm512_mullo_epi16(hn, sl[2 * j + 1]));
-                _mm512_store_si512((void *)(o->qh + e1), _mm512_mullo_epi16(hn, sh[2 * j + 1]));
+                _mm512_store_si512((void *)(o->q[0] + e0), _mm512_mullo_epi16(lo, sl[2 * j]));
+                _mm512_store_si512((void *)(o->q[1] + e0), _mm512_mullo_epi16(lo, sh[2 * j]));
+                _mm512_store_si512((void *)(o->q[0] + e1), _mm512_mullo_epi16(hn, sl[2 * j + 1]));
+                _mm512_store_si512((void *)(o->q[1] + e1), _mm512_mullo_epi16(hn, sh[2 * j + 1]));
             }
     }
 }
@@ -375,61 +375,16 @@ static LOOM_ALWAYS_INLINE void fold_kqs(__m512 acc[16], const int32_t *cb, const
     }
 }
 
-/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
- * s0), k_cfg64: per super-block four A tiles (4, 5) of 64 quants, each times its B_l (6)
- * and B_h (7) into C_l (0) and C_h (1); the products of super-block b run while the
- * vector unit folds b - 1, then C goes to cb[half]. */
-static void tile16_kqs(const uint8_t *a, size_t as, const aq_sbs *o, const float *dy, const int32_t *bs,
-                       int64_t stride, float *c, size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
-    _Alignas(64) int32_t cb[2][512];
-    __m512 acc[16];
-    float *cp = c + (size_t)j * ldc + (size_t)row0;
-    LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) acc[t] = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp + (size_t)t * ldc);
-    const uint8_t *ab = a + (size_t)j * as + 4; /* qs of super-block 0 of column j */
-    int half = 0;
-    for (int64_t b = s0; b < s1; b++, half ^= 1) {
-        const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_K);
-        const aq_sbs *ob = o + (b - s0);
-        _tile_zero(0);
-        _tile_zero(1);
-#define AQS_STEP(P, TA)                        \
-    do {                                       \
-        TLOAD(TA, a0 + 64 * (P), as);          \
-        TLOAD(6, ob->ql + 1024 * (P), 64);     \
-        _tile_dpbsud(0, TA, 6);                \
-        TLOAD(7, ob->qh + 1024 * (P), 64);     \
-        _tile_dpbsud(1, TA, 7);                \
-    } while (0)
-        AQS_STEP(0, 4);
-        AQS_STEP(1, 5);
-        AQS_STEP(2, 4);
-        AQS_STEP(3, 5);
-#undef AQS_STEP
-        if (b > s0) fold_kqs(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
-        __asm__ volatile("" ::: "memory"); /* the fold's loads of cb[half ^ 1] stay above */
-        _tile_stored(0, cb[half], 64);
-        _tile_stored(1, cb[half] + 256, 64);
-        __asm__ volatile("" ::: "memory");
-    }
-    fold_kqs(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
-    LOOM_UNROLL_ALL
-    for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
-}
-
 /* ---- Q6_K with the group scales inside the B tiles. Each signed 8-bit scale is written
  * in balanced base 7, sc = d0 + 7 d1 + 49 d2 with digits in [-3, 3] (the base-7 digits of
  * sc + 171, minus 3 each), and the values q - 32 (in [-32, 31]) are stored once per digit,
  * times it: |(q - 32) d| <= 96, a signed byte. TDPBSSD then sums the super-block per digit
  * in the tile unit, 64 values per product: C_i = sum_g d_i,g C_g, and C0 + 7 (C1 + 7 C2)
- * is exactly sum_g sc_g C_g (|C_i| <= 256 x 127 x 96: no overflow), the integer sum of
- * tile16_x16 (one K = 16 product per group of 16 and a vpmulld per group in the fold):
- * three products and three C tiles per 64 values instead of four and four, no vpmulld,
- * and results bit-identical to it and to the avx512vnni tile. */
-typedef struct {
-    _Alignas(64) int8_t q[3][4096]; /* (q - 32) x digit i, B-tile order */
-    float dx[16];
-} aq_sb6;
+ * is exactly sum_g sc_g C_g (|C_i| <= 256 x 127 x 96: no overflow), the integer sum that
+ * Q6_K's former tile (tile16_x16's: one K = 16 product per group of 16, a vpmulld per
+ * group in the fold) formed: three products and three C tiles per 64 values instead of
+ * four and four, no vpmulld, results bit-identical to the scalar reference and the
+ * avx512vnni tile. Kernel bench prompt, one thread: 235-249 -> 352-360 GFLOP/s. */
 
 /* (q - 32) |d| for unsigned bytes q (0..63) and a per-row digit d, negated where d < 0:
  * mag = |d| in both 16-bit words of the row's dword (q |d| <= 189 fits a byte, so one
@@ -440,7 +395,7 @@ static LOOM_ALWAYS_INLINE __m512i q6_times(__m512i q, const __m512i dg[3]) {
     return _mm512_sub_epi8(_mm512_xor_si512(x, dg[2]), dg[2]);
 }
 
-static void prep_q6ks(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sb6 *o) {
+static void prep_q6ks(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1, aq_sbs *o) {
     const size_t bstep = sizeof(block_q6_K) * LOOM_REPACK_ROWS;
     const uint8_t *p = w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)s0 * bstep;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
@@ -485,7 +440,7 @@ static void prep_q6ks(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_
 }
 
 /* acc[t] of 16 columns += the super-block whose digit tiles C0, C1, C2 are in cb */
-static LOOM_ALWAYS_INLINE void fold_q6ks(__m512 acc[16], const int32_t *cb, const aq_sb6 *o, const float *dy,
+static LOOM_ALWAYS_INLINE void fold_q6ks(__m512 acc[16], const int32_t *cb, const aq_sbs *o, const float *dy,
                                          int64_t stride) {
     const __m512 dx = _mm512_loadu_ps(o->dx);
     LOOM_UNROLL_ALL
@@ -499,11 +454,14 @@ static LOOM_ALWAYS_INLINE void fold_q6ks(__m512 acc[16], const int32_t *cb, cons
     }
 }
 
-/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1), k_cfg64:
- * per 64 values one A tile (4, 5) times the three digit B tiles (6, 7, 6) into C0..C2
- * (tiles 0-2), folded while the next super-block's products run (as tile16_kqs) */
-static void tile16_q6ks(const uint8_t *a, size_t as, const aq_sb6 *o, const float *dy, int64_t stride, float *c,
-                        size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
+/* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
+ * s0), k_cfg64, for Q4_K / Q5_K (q6 false: TDPBSUD into C_l, C_h; fold_kqs) and Q6_K (q6:
+ * TDPBSSD into C0..C2; fold_q6ks): per 64 values one A tile (4, 5 alternating) times each
+ * B plane (6, 7, 6) into C tiles 0..2; the products of super-block b run while the vector
+ * unit folds b - 1, then the C tiles go to cb[half]. */
+static LOOM_ALWAYS_INLINE void tile16_sc(bool q6, const uint8_t *a, size_t as, const aq_sbs *o, const float *dy,
+                                         const int32_t *bs, int64_t stride, float *c, size_t ldc, int64_t row0,
+                                         int64_t j, int64_t s0, int64_t s1) {
     _Alignas(64) int32_t cb[2][768];
     __m512 acc[16];
     float *cp = c + (size_t)j * ldc + (size_t)row0;
@@ -513,35 +471,57 @@ static void tile16_q6ks(const uint8_t *a, size_t as, const aq_sb6 *o, const floa
     int half = 0;
     for (int64_t b = s0; b < s1; b++, half ^= 1) {
         const uint8_t *a0 = ab + (size_t)b * sizeof(block_q8_K);
-        const aq_sb6 *ob = o + (b - s0);
+        const aq_sbs *ob = o + (b - s0);
         _tile_zero(0);
         _tile_zero(1);
-        _tile_zero(2);
-#define AQ6_STEP(P, TA)                          \
-    do {                                         \
-        TLOAD(TA, a0 + 64 * (P), as);            \
-        TLOAD(6, ob->q[0] + 1024 * (P), 64);     \
-        _tile_dpbssd(0, TA, 6);                  \
-        TLOAD(7, ob->q[1] + 1024 * (P), 64);     \
-        _tile_dpbssd(1, TA, 7);                  \
-        TLOAD(6, ob->q[2] + 1024 * (P), 64);     \
-        _tile_dpbssd(2, TA, 6);                  \
+        if (q6) _tile_zero(2);
+#define SC_DP(C, TA, TB)                              \
+    do {                                              \
+        if (q6) _tile_dpbssd(C, TA, TB);              \
+        else _tile_dpbsud(C, TA, TB);                 \
     } while (0)
-        AQ6_STEP(0, 4);
-        AQ6_STEP(1, 5);
-        AQ6_STEP(2, 4);
-        AQ6_STEP(3, 5);
-#undef AQ6_STEP
-        if (b > s0) fold_q6ks(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), stride);
+#define SC_STEP(P, TA)                                \
+    do {                                              \
+        TLOAD(TA, a0 + 64 * (P), as);                 \
+        TLOAD(6, ob->q[0] + 1024 * (P), 64);          \
+        SC_DP(0, TA, 6);                              \
+        TLOAD(7, ob->q[1] + 1024 * (P), 64);          \
+        SC_DP(1, TA, 7);                              \
+        if (q6) {                                     \
+            TLOAD(6, ob->q[2] + 1024 * (P), 64);      \
+            _tile_dpbssd(2, TA, 6);                   \
+        }                                             \
+    } while (0)
+        SC_STEP(0, 4);
+        SC_STEP(1, 5);
+        SC_STEP(2, 4);
+        SC_STEP(3, 5);
+#undef SC_STEP
+#undef SC_DP
+        if (b > s0) {
+            if (q6) fold_q6ks(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), stride);
+            else fold_kqs(acc, cb[half ^ 1], ob - 1, dy + (b - 1 - s0), bs + 4 * (b - 1 - s0), stride);
+        }
         __asm__ volatile("" ::: "memory"); /* the fold's loads of cb[half ^ 1] stay above */
         _tile_stored(0, cb[half], 64);
         _tile_stored(1, cb[half] + 256, 64);
-        _tile_stored(2, cb[half] + 512, 64);
+        if (q6) _tile_stored(2, cb[half] + 512, 64);
         __asm__ volatile("" ::: "memory");
     }
-    fold_q6ks(acc, cb[half ^ 1], o + (s1 - 1 - s0), dy + (s1 - 1 - s0), stride);
+    const aq_sbs *ol = o + (s1 - 1 - s0);
+    if (q6) fold_q6ks(acc, cb[half ^ 1], ol, dy + (s1 - 1 - s0), stride);
+    else fold_kqs(acc, cb[half ^ 1], ol, dy + (s1 - 1 - s0), bs + 4 * (s1 - 1 - s0), stride);
     LOOM_UNROLL_ALL
     for (int t = 0; t < 16; t++) _mm512_storeu_ps(cp + (size_t)t * ldc, acc[t]);
+}
+
+static void tile16_kqs(const uint8_t *a, size_t as, const aq_sbs *o, const float *dy, const int32_t *bs,
+                       int64_t stride, float *c, size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
+    tile16_sc(false, a, as, o, dy, bs, stride, c, ldc, row0, j, s0, s1);
+}
+static void tile16_q6ks(const uint8_t *a, size_t as, const aq_sbs *o, const float *dy, int64_t stride, float *c,
+                        size_t ldc, int64_t row0, int64_t j, int64_t s0, int64_t s1) {
+    tile16_sc(true, a, as, o, dy, NULL, stride, c, ldc, row0, j, s0, s1);
 }
 
 enum { AQ_Q4K, AQ_Q5K, AQ_Q6K, AQ_IQ4XS };
@@ -551,8 +531,7 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
     const int64_t nb = k / 256;
     union { /* prepared super-blocks of one 16-row group and k chunk */
         aq_sb u[AQ_KC];
-        aq_sbs s[AQ_KC];
-        aq_sb6 q6[AQ_KC];
+        aq_sbs s[AQ_KC]; /* Q4_K, Q5_K, Q6_K */
     } o;
     float dy[AI_JC * AQ_KC];
     int32_t bs[AI_JC * AQ_KC * 4];
@@ -573,14 +552,14 @@ static void amx_kq(int kind, int64_t k, const void *w, size_t ws, const void *a,
                 }
             }
             for (int64_t g = i0 / LOOM_REPACK_ROWS; g < i1 / LOOM_REPACK_ROWS; g++) {
-                if (kind == AQ_Q6K) prep_q6ks(w, ws, g, s0, s1, o.q6);
+                if (kind == AQ_Q6K) prep_q6ks(w, ws, g, s0, s1, o.s);
                 else if (kind == AQ_IQ4XS) prep_iq4xs(w, ws, g, s0, s1, o.u);
                 else prep_kqs(kind == AQ_Q5K, w, ws, g, s0, s1, o.s);
                 for (int64_t jj = 0; jj < jn; jj += 16) {
                     const float *d = dy + jj * AQ_KC;
                     const int32_t *q = bs + 4 * jj * AQ_KC;
                     const int64_t r0 = g * LOOM_REPACK_ROWS;
-                    if (kind == AQ_Q6K) tile16_q6ks(a, as, o.q6, d, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
+                    if (kind == AQ_Q6K) tile16_q6ks(a, as, o.s, d, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
                     else if (kind == AQ_IQ4XS) tile16_x8(a, as, o.u, d, AQ_KC, c, ldc, r0, 0xFFFF, jc + jj, s0, s1);
                     else tile16_kqs(a, as, o.s, d, q, AQ_KC, c, ldc, r0, jc + jj, s0, s1);
                 }
