@@ -48,7 +48,8 @@ static size_t row_bytes(loom_type t, int64_t k) {
 static void u16put(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 /* the f16 block scale h of a type without a Loom quantizer (and of Q3_K's random
- * blocks): at byte 0, except TQ1_0 / TQ2_0 / Q3_K (after the codes) and IQ1_M (nibble j in the top nibble of scale word j) */
+ * blocks): at byte 0, except TQ1_0 / TQ2_0 / Q3_K (after the codes) and IQ1_M (nibble j
+ * in the top nibble of scale word j) */
 static void put_block_d(loom_type t, uint8_t *blk, uint16_t h) {
     switch (t) {
     case LOOM_TYPE_TQ1_0: u16put(blk + 52, h); break;
@@ -483,10 +484,11 @@ static void fill_iq(loom_type wt, uint8_t *w, size_t wrb, int M, int64_t k, floa
 }
 
 /* The grid / ternary IQ and TQ types and Q3_K, which shares their tiles (random codes and
- * scales: every grid index and sign pattern is a valid block) through every level's gemm: rows [3, 37) of a 37-row matrix
- * (a 16-row group remainder), columns [1, N) for N in {18, 41, 64} (16-column tiles with
- * remainders of 1, 8 and 15 columns) and 1, 2, 7, K of 1 and 9 super-blocks (more than
- * one 8-super-block k chunk of the amx tile); activations with +-127 runs. */
+ * scales: every grid index and sign pattern is a valid block) through every level's gemm:
+ * rows [3, 37) of a 37-row matrix (a 16-row group remainder), columns [1, N) for N in
+ * {18, 41, 64} (16-column tiles with remainders of 1, 8 and 15 columns) and 1, 2, 7, K of
+ * 1 and 9 super-blocks (more than one 8-super-block k chunk of the amx tile); activations
+ * with +-127 runs. */
 static void test_gemm_iq_shapes(loom_type wt) {
     static const int64_t ks[] = {256, 2304};
     static const int64_t ns[] = {1, 2, 7, 18, 41, 64};

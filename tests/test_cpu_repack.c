@@ -5,7 +5,7 @@
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
  *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
  *    group (Q4_0, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
- *    not repack);
+ *    not repack); Q4_K / Q5_K / Q6_K also with blocks of random bytes (every scale value);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
 #include "cpu/kernels_internal.h"
@@ -177,6 +177,25 @@ static double chain_bound(int64_t k, double mag) { return 2.0 * (double)(k / 32 
  * -128 byte to the reference). */
 static bool g_extreme;
 
+/* Set by test_gemm: Q4_K / Q5_K / Q6_K weight blocks of random bytes (every code, scale
+ * and min value, Q6_K's scales -128..127 included, which the quantizer may not write) with
+ * a small positive f16 d (and dmin), for the tiles that split the scales into parts. */
+static bool g_raw;
+
+static void randomize_kq(loom_type t, uint8_t *w, size_t bytes) {
+    const size_t bb = t == LOOM_TYPE_Q4_K ? 144 : t == LOOM_TYPE_Q5_K ? 176 : 210;
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)(rnd_u() * 256.0);
+    for (size_t b = 0; b + bb <= bytes; b += bb) {
+        const uint16_t d = (uint16_t)(0x2000 + (int)(rnd_u() * 1024.0)), dm = (uint16_t)(0x1C00 + (int)(rnd_u() * 1024.0));
+        if (t == LOOM_TYPE_Q6_K) {
+            memcpy(w + b + 208, &d, 2);
+        } else {
+            memcpy(w + b, &d, 2);
+            memcpy(w + b + 2, &dm, 2);
+        }
+    }
+}
+
 static void check_gemm(loom_type t, int64_t k, int64_t n) {
     const int64_t m = 48;
     const loom_kernels *s = loom_kernels_scalar();
@@ -186,6 +205,7 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
     float *x = fmalloc((size_t)k), *wf = fmalloc((size_t)k), *af = fmalloc((size_t)k);
     float *ref = fmalloc((size_t)(m * n)), *got = fmalloc((size_t)(m * n));
     if (!w || !p || !a || !x || !wf || !af || !ref || !got) { CHECK(0); goto done; }
+    if (g_raw) randomize_kq(t, w, rb * (size_t)m);
     for (int64_t j = 0; j < n; j++) {
         for (int64_t i = 0; i < k; i++) x[i] = (float)(gauss() * (j % 3 == 1 ? 0.001 : 2.0));
         s->from_float[at](x, a + (size_t)j * arb, k);
@@ -304,6 +324,15 @@ static void test_gemm(void) {
     for (int ti = 0; ti < 8; ti++)
         for (int ni = 0; ni < 5; ni++) check_gemm(kq[ti], 512, ns[ni]);
     g_extreme = false;
+    g_raw = true; /* random K-quant blocks: 1 column (decode), 64 and 300 (AMX tiles + remainder) */
+    for (int ti = 0; ti < 3; ti++) {
+        check_gemm(kq[ti], 2048, 1);
+        check_gemm(kq[ti], 2048, 64);
+        check_gemm(kq[ti], 5632, 300);
+    }
+    g_extreme = true;
+    for (int ti = 0; ti < 3; ti++) check_gemm(kq[ti], 512, 64);
+    g_extreme = g_raw = false;
 }
 
 /* MUL_MAT through the engine: the same weights as GGUF rows and repacked. */

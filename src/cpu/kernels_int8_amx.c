@@ -48,7 +48,8 @@
 /* tiles 0-3: C (16 x 16 int32); 4, 5: A (16 columns x 32 quants); 6, 7: B (8 rows of
  * 16 x 4 quants) */
 static const amx_cfg k_cfg = {1, 0, {0}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
-/* the same with K = 16 (Q6_K's groups): A 16 columns x 16 quants, B 4 rows */
+/* the same with K = 16 (the IQ tile's groups of 16: IQ2_XS, IQ2_S, IQ1_M, Q3_K): A 16
+ * columns x 16 quants, B 4 rows */
 static const amx_cfg k_cfg16 = {1, 0, {0}, {64, 64, 64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 16, 16, 4, 4}};
 /* K = 64 (two sub-blocks per product; Q4_K / Q5_K with the scales in B): A 16 columns x
  * 64 quants, B 16 rows */
@@ -228,8 +229,8 @@ static LOOM_ALWAYS_INLINE void fold_kq(int NS, __m512 acc[16], const int32_t *cb
 }
 
 /* 16 columns [j, j + 16) x row group g over the prepared super-blocks [s0, s1) (o[0] is
- * s0); dy: the columns' scales (stride per column). NS
- * sub-blocks of 256 / NS values per super-block (C tiles through cb, four at a time). */
+ * s0); dy: the columns' scales (stride per column). NS sub-blocks of 256 / NS values per
+ * super-block (C tiles through cb, four at a time). */
 static LOOM_ALWAYS_INLINE void tile16_kq_body(int NS, const uint8_t *a, size_t as, const aq_sb *o,
                                               const float *dy, int64_t stride, float *c,
                                               size_t ldc, int64_t row0, __mmask16 rm, int64_t j, int64_t s0,
