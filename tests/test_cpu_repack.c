@@ -4,7 +4,7 @@
  *    rows, and every ISA level's gemm_repacked against the scalar reference bit for
  *    bit (per lane the same exact integer sums and fma chain), over K = one block,
  *    several activation slabs, N = 1, 2, 3, 7, 64, 300 and a row range that skips a
- *    group (Q4_0, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
+ *    group (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; a level may decline a type it does
  *    not repack); Q4_K / Q5_K / Q6_K also with blocks of random bytes (every scale value);
  *  - MUL_MAT on a repacked weight through the engine with 1/2/3 threads (identical
  *    results, within the float64 bound), and the graph refusing any other use. */
@@ -97,6 +97,17 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
             if (grp[256 + 64 * (e / 4) + 4 * rr + e % 4] != src[(k5 ? 48 : 16) + e]) bad++;
         return bad;
     }
+    if (t == LOOM_TYPE_Q4_1 || t == LOOM_TYPE_Q5_0 || t == LOOM_TYPE_Q5_1) {
+        /* GGUF blocks: Q4_1 d m qs[16]; Q5_0 d qh[4] qs[16]; Q5_1 d m qh[4] qs[16] */
+        const int mn = t != LOOM_TYPE_Q5_0, hb = t != LOOM_TYPE_Q4_1;
+        const int sq = 2 + 2 * mn + 4 * hb, pq = 32 + 32 * mn + 64 * hb;
+        if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
+        if (mn && memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0) bad++;
+        if (hb && memcmp(grp + 32 + 32 * mn + 4 * rr, src + 2 + 2 * mn, 4) != 0) bad++;
+        for (int e = 0; e < 16; e++)
+            if (grp[pq + 64 * (e / 4) + 4 * rr + e % 4] != src[sq + e]) bad++;
+        return bad;
+    }
     const bool q4 = t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_IQ4_NL;
     if (memcmp(grp + 2 * rr, src, 2) != 0) bad++;
     for (int e = 0; e < (q4 ? 16 : 32); e++) {
@@ -107,10 +118,11 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
 }
 
 static void test_layout(void) {
-    static const loom_type ts[8] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K};
+    static const loom_type ts[11] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
+                                     LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K,
+                                     LOOM_TYPE_Q4_1,   LOOM_TYPE_Q5_0,   LOOM_TYPE_Q5_1};
     static const int64_t ks[3] = {32, 96, 4192}, kks[3] = {256, 768, 4352};
-    for (int ti = 0; ti < 8; ti++)
+    for (int ti = 0; ti < 11; ti++)
         for (int ki = 0; ki < 3; ki++) {
             loom_type t = ts[ti];
             const bool kq = loom_type_get(t)->block_size == 256;
@@ -136,7 +148,7 @@ static void test_layout(void) {
     uint8_t a[4096] = {0}, b[4096];
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_0, 32, 15, a, b), LOOM_ERR_INVALID_ARG); /* rows not 16x */
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_0, 48, 16, a, b), LOOM_ERR_INVALID_ARG); /* k not 32x */
-    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q4_1, 32, 16, a, b), LOOM_ERR_INVALID_ARG); /* no layout */
+    CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_MXFP4, 32, 16, a, b), LOOM_ERR_INVALID_ARG); /* no layout */
     CHECK_EQ_INT(loom_unpack_rows(LOOM_TYPE_Q8_0, 0, 16, a, b), LOOM_ERR_INVALID_ARG);
     CHECK_EQ_INT(loom_repack_rows(LOOM_TYPE_Q8_0, 32, 16, NULL, b), LOOM_ERR_INVALID_ARG);
     const int64_t ok[4] = {64, 32, 1, 1}, odd[4] = {64, 40, 1, 1}, b3[4] = {64, 32, 2, 1}, b3odd[4] = {64, 24, 2, 1},
@@ -154,7 +166,12 @@ static void test_layout(void) {
           loom_repack_type_ok(LOOM_TYPE_Q4_K) && loom_repack_type_ok(LOOM_TYPE_Q6_K) &&
           loom_repack_type_ok(LOOM_TYPE_IQ4_NL) && loom_repack_type_ok(LOOM_TYPE_IQ4_XS) &&
           loom_repack_type_ok(LOOM_TYPE_Q5_K) && loom_repack_type_ok(LOOM_TYPE_Q2_K) &&
-          !loom_repack_type_ok(LOOM_TYPE_Q3_K));
+          loom_repack_type_ok(LOOM_TYPE_Q4_1) && loom_repack_type_ok(LOOM_TYPE_Q5_0) &&
+          loom_repack_type_ok(LOOM_TYPE_Q5_1) && !loom_repack_type_ok(LOOM_TYPE_Q3_K) &&
+          !loom_repack_type_ok(LOOM_TYPE_MXFP4));
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q4_1), LOOM_TYPE_Q8_1);
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q5_1), LOOM_TYPE_Q8_1);
+    CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q5_0), LOOM_TYPE_Q8_0);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_Q2_K), LOOM_TYPE_Q8_K);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_NL), LOOM_TYPE_Q8_0);
     CHECK_EQ_INT(loom_repack_act_type(LOOM_TYPE_IQ4_XS), LOOM_TYPE_Q8_K);
@@ -214,6 +231,14 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
             for (int64_t b = 0; b < k / 32; b++)
                 for (int e = 0; e < 32; e++) yb[b].qs[e] = (int8_t)((e + b) % 3 ? -128 : 127);
         }
+        if (g_extreme && at == LOOM_TYPE_Q8_1 && j % 2) { /* the same; s = d x the new sum */
+            block_q8_1 *yb = (block_q8_1 *)(a + (size_t)j * arb);
+            for (int64_t b = 0; b < k / 32; b++) {
+                int sum = 0;
+                for (int e = 0; e < 32; e++) sum += yb[b].qs[e] = (int8_t)((e + b) % 3 ? -128 : 127);
+                yb[b].s = loom_fp32_to_fp16(loom_fp16_to_fp32(yb[b].d) * (float)sum);
+            }
+        }
         if (g_extreme && at == LOOM_TYPE_Q8_K) {
             block_q8_K *yb = (block_q8_K *)(a + (size_t)j * arb);
             for (int64_t b = 0; b < k / 256; b++) {
@@ -242,9 +267,25 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
             }
             CHECK_EQ_INT(loom_dequantize_row(t, w + (size_t)i * rb, wf, k), LOOM_OK);
             double d = 0, mag = 0;
-            for (int64_t e = 0; e < k; e++) {
-                d += (double)wf[e] * af[e];
-                mag += fabs((double)wf[e] * af[e]);
+            if (at == LOOM_TYPE_Q8_1) {
+                /* Q4_1 / Q5_1: the min term with the activation block's stored s (f16 of d x
+                 * sum, the format's definition), the rest from the dequantized values */
+                const size_t wbb = rb / (size_t)(k / 32);
+                for (int64_t b = 0; b < k / 32; b++) {
+                    const double mb = loom_fp16_to_fp32(((const block_q4_1 *)(w + (size_t)i * rb + (size_t)b * wbb))->m);
+                    const double sb = loom_fp16_to_fp32(((const block_q8_1 *)(a + (size_t)j * arb))[b].s);
+                    for (int64_t e = 32 * b; e < 32 * b + 32; e++) {
+                        d += ((double)wf[e] - mb) * af[e];
+                        mag += fabs(((double)wf[e] - mb) * af[e]);
+                    }
+                    d += mb * sb;
+                    mag += fabs(mb * sb);
+                }
+            } else {
+                for (int64_t e = 0; e < k; e++) {
+                    d += (double)wf[e] * af[e];
+                    mag += fabs((double)wf[e] * af[e]);
+                }
             }
             if (!(fabs(v - d) <= chain_bound(k, mag)) && bad++ < 3)
                 fprintf(stderr, "  ref %s k=%lld r%lld c%lld: %.9g vs f64 %.9g\n", loom_type_name(t), (long long)k,
@@ -268,15 +309,17 @@ static void check_gemm(loom_type t, int64_t k, int64_t n) {
                   lv[li], loom_type_name(t), (long long)k, (long long)n);
         if (kt->repack[t]) CHECK(kt->gemm_repacked != s->gemm_repacked); /* a level asking for it has its own */
     }
-    CHECK(!s->gemm_repacked(LOOM_TYPE_Q4_1, 256, p, rb, a, arb, got, (size_t)m, 0, 16, 0, 1));
+    CHECK(!s->gemm_repacked(LOOM_TYPE_Q3_K, 256, p, rb, a, arb, got, (size_t)m, 0, 16, 0, 1));
 done:
     free(w); free(p); free(a); free(x); free(wf); free(af); free(ref); free(got);
 }
 
 static void test_gemm(void) {
     static const int64_t ns[5] = {1, 2, 3, 7, 64};
-    for (int ti = 0; ti < 3; ti++) {
-        loom_type t = ti == 2 ? LOOM_TYPE_IQ4_NL : ti ? LOOM_TYPE_Q8_0 : LOOM_TYPE_Q4_0;
+    static const loom_type b32[6] = {LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL,
+                                     LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1};
+    for (int ti = 0; ti < 6; ti++) {
+        loom_type t = b32[ti];
         for (int ni = 0; ni < 5; ni++) {
             check_gemm(t, 32, ns[ni]);
             check_gemm(t, 4192, ns[ni]); /* 131 blocks: three activation slabs, the last partial */
@@ -319,9 +362,10 @@ static void test_gemm(void) {
     check_gemm(LOOM_TYPE_Q2_K, 16640, 1);
     check_gemm(LOOM_TYPE_Q2_K, 16640, 5);
     g_extreme = true;
-    static const loom_type kq[8] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS,
-                                    LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K};
-    for (int ti = 0; ti < 8; ti++)
+    static const loom_type kq[11] = {LOOM_TYPE_Q4_K, LOOM_TYPE_Q5_K, LOOM_TYPE_Q6_K, LOOM_TYPE_IQ4_XS,
+                                     LOOM_TYPE_Q4_0, LOOM_TYPE_Q8_0, LOOM_TYPE_IQ4_NL, LOOM_TYPE_Q2_K,
+                                     LOOM_TYPE_Q4_1, LOOM_TYPE_Q5_0, LOOM_TYPE_Q5_1};
+    for (int ti = 0; ti < 11; ti++)
         for (int ni = 0; ni < 5; ni++) check_gemm(kq[ti], 512, ns[ni]);
     g_extreme = false;
     g_raw = true; /* random K-quant blocks: 1 column (decode), 64 and 300 (AMX tiles + remainder) */
@@ -359,9 +403,10 @@ static loom_status engine_mm(loom_type t, const uint8_t *wbytes, bool repack, in
 }
 
 static void test_engine(void) {
-    static const loom_type et[8] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
-                                    LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K};
-    for (int ti = 0; ti < 8; ti++) {
+    static const loom_type et[11] = {LOOM_TYPE_Q4_0,   LOOM_TYPE_Q8_0,   LOOM_TYPE_Q4_K, LOOM_TYPE_Q6_K,
+                                     LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS, LOOM_TYPE_Q5_K, LOOM_TYPE_Q2_K,
+                                     LOOM_TYPE_Q4_1,   LOOM_TYPE_Q5_0,   LOOM_TYPE_Q5_1};
+    for (int ti = 0; ti < 11; ti++) {
         loom_type t = et[ti];
         const int64_t k = loom_type_get(t)->block_size == 256 ? 4352 : 4192, m = 80;
         static const int64_t ns[3] = {1, 5, 70};

@@ -3,7 +3,8 @@
  * kernels.h gemm_repacked contract), level "amx" on CPUs with AMX-INT8: Q8_0, Q4_0 and
  * IQ4_NL x Q8_0 activations (below), and Q4_K, Q5_K, Q6_K and IQ4_XS x Q8_K (the
  * K-quant part further down: one product per sub-block of 32 values, per group of 16
- * for Q6_K, folded with integer scales). Q2_K stays on the avx512vnni tile.
+ * for Q6_K, folded with integer scales), and Q4_1, Q5_0, Q5_1 (amx_legacy, shared with
+ * their plain-row gemm). Q2_K stays on the avx512vnni tile.
  *
  * One TDPBSSD computes C[16 x 16] += A[16 x 64] B[64 x 16] in int8 x int8 -> int32. These
  * types carry one scale per 32 weights (and per 32 activations), so each block is its
@@ -636,8 +637,10 @@ static void tile16_lg(bool mins, const int8_t *ap, size_t ablk, size_t astr, con
     else tile16_body(false, ap, ablk, astr, bq, dw, mw, da, sa, AI_KC, c, ldc, row0, rm, j, s0, s1);
 }
 
-/* columns [j0, j1) (a multiple of 16) */
-static bool amx_legacy(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+/* columns [j0, j1) (a multiple of 16); rp: the weights in the repacked layout
+ * (quant/repack.h; i0, i1 multiples of 16), prepared by loom_lg16_prep_rp into the same
+ * blocks (the kernels.h gemm_repacked contract, bit-identical to its reference) */
+static bool amx_legacy(bool rp, loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                        size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if ((wt != LOOM_TYPE_Q5_0 && wt != LOOM_TYPE_Q4_1 && wt != LOOM_TYPE_Q5_1) || k % 32 != 0) return false;
     const bool mins = wt != LOOM_TYPE_Q5_0;
@@ -652,8 +655,12 @@ static bool amx_legacy(loom_type wt, int64_t k, const void *w, size_t ws, const 
         for (int64_t s0 = 0; s0 < nb; s0 += AI_KC) {
             const int64_t s1 = s0 + AI_KC < nb ? s0 + AI_KC : nb;
             for (int64_t i = r0; i < r1; i += 16)
-                loom_lg16_prep(wt, true, (const uint8_t *)w, ws, i, r1 - i < 16 ? (int)(r1 - i) : 16, s0, s1, bq[(i - r0) / 16],
-                        dw[(i - r0) / 16], mw[(i - r0) / 16]);
+                if (rp) /* rows in whole groups */
+                    loom_lg16_prep_rp(wt, true, (const uint8_t *)w, ws, i / 16, s0, s1, bq[(i - r0) / 16],
+                                      dw[(i - r0) / 16], mw[(i - r0) / 16]);
+                else
+                    loom_lg16_prep(wt, true, (const uint8_t *)w, ws, i, r1 - i < 16 ? (int)(r1 - i) : 16, s0, s1,
+                                   bq[(i - r0) / 16], dw[(i - r0) / 16], mw[(i - r0) / 16]);
             for (int64_t jc = j0; jc < j1; jc += AI_JC) {
                 const int64_t jn = j1 - jc < AI_JC ? j1 - jc : AI_JC;
                 loom_lg_act_prep(!mins, (const uint8_t *)a, as, jc, jn, s0, s1, AI_KC, da, sa, NULL);
@@ -687,6 +694,9 @@ static bool gemm_repacked_amx(loom_type wt, int64_t k, const void *w, size_t ws,
         _tile_release();
         return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);
     }
+    if ((wt == LOOM_TYPE_Q4_1 || wt == LOOM_TYPE_Q5_0 || wt == LOOM_TYPE_Q5_1) && full >= AI_MIN_COLS && k > 0 &&
+        i0 < i1 && i0 % 16 == 0 && i1 % 16 == 0 && amx_legacy(true, wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full))
+        return full == j1 - j0 || g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1);
     if (kind < 0 || j1 - j0 < AI_MIN_COLS || k <= 0 || k % 32 != 0 || i0 >= i1)
         return g_below(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     const int64_t nb = k / 32;
@@ -729,7 +739,7 @@ static bool gemm_amx(loom_type wt, int64_t k, const void *w, size_t ws, const vo
     const int64_t full = (j1 - j0) / 16 * 16;
     if (full < AI_MIN_COLS || k <= 0 || i0 >= i1 ||
         !((k % 256 == 0 && amx_iq(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full)) ||
-          amx_legacy(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full)))
+          amx_legacy(false, wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j0 + full)))
         return g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     if (full == j1 - j0 || (g_below_gemm && g_below_gemm(wt, k, w, ws, a, as, c, ldc, i0, i1, j0 + full, j1)))
         return true;

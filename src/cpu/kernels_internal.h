@@ -178,6 +178,16 @@ bool loom_gemm_iq16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
  * Values: the codes 0..15 / 0..31, Q5_0's minus 16 when sgn. Needs AVX-512. */
 void loom_lg16_prep(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t i, int nr, int64_t s0, int64_t s1,
                     int8_t *bq, float *dw, float *mw);
+/* The same from the repacked layout (quant/repack.h) of row group g: no transpose, the
+ * same bq / dw / mw (mw untouched for Q5_0). Needs AVX-512 BW. */
+void loom_lg16_prep_rp(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1,
+                       int8_t *bq, float *dw, float *mw);
+/* kernels.h gemm_repacked for Q4_1 / Q5_0 / Q5_1 at the avx512vnni level: one column
+ * streams each row group (decode), more columns take the prepared blocks above and the
+ * 16-row tile; declines other types, k not a multiple of 32 and rows not in whole groups.
+ * Bit-identical to loom_gemm_repacked_ref. */
+bool loom_gemm_repacked_lg_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                      float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 /* The avx512vnni level's gemm for Q5_0 / Q4_1 / Q5_1 (kernels.h gemm contract): the
  * prepared blocks above per 16-row group and k chunk, vpdpbusd with 4 columns' activation
  * bytes; declines other types, fewer than LG_MIN_COLS columns and k not a multiple of 32. */

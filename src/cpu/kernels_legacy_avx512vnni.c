@@ -1,7 +1,11 @@
 /*
- * kernels_legacy_avx512vnni.c - 16-row tiles for Q5_0, Q4_1 and Q5_1 (plain rows, not
- * repacked) times Q8_0 / Q8_1: the preparation the avx512vnni and amx levels share
- * (loom_lg16_prep) and the avx512vnni level's prompt-shape gemm (kernels.h gemm contract).
+ * kernels_legacy_avx512vnni.c - 16-row tiles for Q5_0, Q4_1 and Q5_1 times Q8_0 / Q8_1:
+ * the preparation the avx512vnni and amx levels share (loom_lg16_prep from plain rows,
+ * loom_lg16_prep_rp from the repacked layout of quant/repack.h) and the avx512vnni
+ * level's gemm (kernels.h gemm contract) and gemm_repacked for these types. Repacked,
+ * one 64-byte load already holds 4 bytes of each of 16 rows: the prompt preparation
+ * needs no transpose, and decode streams each row group with vpdpbusd straight from it
+ * (lg_rp_dec_body; the fifth bits are spread to their bytes by vpshufb and a byte test).
  *
  * These types are what llama-quantize falls back to for rows that are not a multiple of
  * 256, and the decode-shape tile (kernels_avx512vnni.c tile_zmm) unpacks every block once
@@ -147,11 +151,123 @@ static LOOM_ALWAYS_INLINE void lg_tile(int CB, bool mins, bool q50, const uint8_
                     c, ldc, i, rm, jc + jj, s0, s1);                                                            \
     } while (0)
 
-bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
-                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if ((wt != LOOM_TYPE_Q5_0 && wt != LOOM_TYPE_Q4_1 && wt != LOOM_TYPE_Q5_1) || k <= 0 || k % 32 != 0 ||
-        j1 - j0 < LG_MIN_COLS || i0 >= i1)
-        return false;
+/* The fifth bits of nibble chunk ch of the repacked layout (quant/repack.h): hv holds the
+ * 16 rows' qh dwords (lane r = row r); byte i of lane r of lo (hi) takes bit 4ch + i
+ * (16 + 4ch + i) of its qh: + 16 where it is set or, with neg (Q5_0 signed), - 16 where
+ * it is not. */
+static LOOM_ALWAYS_INLINE void rp_fifth(__m512i hv, int ch, bool neg, __m512i *lo, __m512i *hi) {
+    const __m512i base = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C));
+    const __m512i bm = _mm512_set1_epi32(ch % 2 ? (int32_t)0x80402010u : 0x08040201);
+    const __m512i k16 = _mm512_set1_epi8(16);
+    const __mmask64 ml = _mm512_test_epi8_mask(_mm512_shuffle_epi8(hv, _mm512_add_epi8(base, _mm512_set1_epi8((char)(ch / 2)))), bm);
+    const __mmask64 mh = _mm512_test_epi8_mask(_mm512_shuffle_epi8(hv, _mm512_add_epi8(base, _mm512_set1_epi8((char)(2 + ch / 2)))), bm);
+    if (neg) {
+        *lo = _mm512_mask_sub_epi8(*lo, ~ml, *lo, k16);
+        *hi = _mm512_mask_sub_epi8(*hi, ~mh, *hi, k16);
+    } else {
+        *lo = _mm512_mask_add_epi8(*lo, ml, *lo, k16);
+        *hi = _mm512_mask_add_epi8(*hi, mh, *hi, k16);
+    }
+}
+
+/* Field offsets of the repacked block group (quant/repack.h): qh, the nibble chunks; its bytes */
+#define RP_MN(wt) ((wt) != LOOM_TYPE_Q5_0)
+#define RP_HB(wt) ((wt) != LOOM_TYPE_Q4_1)
+#define RP_PH(wt) (RP_MN(wt) ? 64u : 32u)
+#define RP_PQ(wt) (RP_PH(wt) + (RP_HB(wt) ? 64u : 0u))
+#define RP_STEP(wt) (16u * ((wt) == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : (wt) == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0) \
+                                                                                            : sizeof(block_q5_1)))
+
+static LOOM_ALWAYS_INLINE void lg_rp_prep_body(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t g,
+                                               int64_t s0, int64_t s1, int8_t *bq, float *dw, float *mw) {
+    const bool mn = RP_MN(wt), hb = RP_HB(wt), neg = sgn && !mn;
+    const size_t bstep = RP_STEP(wt);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t *p = w + (size_t)g * ws * 16 + (size_t)s0 * bstep;
+    for (int64_t b = s0; b < s1; b++, p += bstep, bq += 512, dw += 16, mw += 16) {
+        _mm512_store_ps(dw, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)));
+        if (mn) _mm512_store_ps(mw, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32))));
+        const __m512i hv = hb ? _mm512_loadu_si512((const void *)(p + RP_PH(wt))) : _mm512_setzero_si512();
+        LOOM_UNROLL_ALL
+        for (int ch = 0; ch < 4; ch++) {
+            const __m512i v = _mm512_loadu_si512((const void *)(p + RP_PQ(wt) + 64 * ch));
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (hb) rp_fifth(hv, ch, neg, &lo, &hi);
+            _mm512_store_si512((void *)(bq + 64 * ch), lo);
+            _mm512_store_si512((void *)(bq + 64 * (ch + 4)), hi);
+        }
+    }
+}
+
+void loom_lg16_prep_rp(loom_type wt, bool sgn, const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_t s1,
+                       int8_t *bq, float *dw, float *mw) {
+    if (wt == LOOM_TYPE_Q5_0 && sgn) lg_rp_prep_body(LOOM_TYPE_Q5_0, true, w, ws, g, s0, s1, bq, dw, mw);
+    else if (wt == LOOM_TYPE_Q5_0) lg_rp_prep_body(LOOM_TYPE_Q5_0, false, w, ws, g, s0, s1, bq, dw, mw);
+    else if (wt == LOOM_TYPE_Q4_1) lg_rp_prep_body(LOOM_TYPE_Q4_1, false, w, ws, g, s0, s1, bq, dw, mw);
+    else lg_rp_prep_body(LOOM_TYPE_Q5_1, false, w, ws, g, s0, s1, bq, dw, mw);
+}
+
+/* Decode: one column (y: its activation row) x row group g over blocks [s0, s1) of the
+ * repacked layout, streamed with the repacked Q4_0 tile's prefetch (every line LG_RP_PF
+ * ahead into L1 and LOOM_PF_L2 ahead into L2, one of each per 64 bytes); the fma chain
+ * starts at 0 (s0 == 0) or continues from the partial sums in cp. Per lane the
+ * arithmetic of lg_tile (and of the scalar reference): two dpbusd chains of unsigned
+ * codes (Q5_0's starting at -16 x the block's activation sum), then the fmas. */
+#define LG_RP_PF 4608
+static LOOM_ALWAYS_INLINE void lg_rp_dec_body(loom_type wt, const uint8_t *w, size_t ws, const uint8_t *y, float *cp,
+                                              int64_t g, int64_t s0, int64_t s1, const float *da, const float *sa,
+                                              const int32_t *nc) {
+    const bool mn = RP_MN(wt), hb = RP_HB(wt);
+    const size_t bstep = RP_STEP(wt), ab = mn ? sizeof(block_q8_1) : sizeof(block_q8_0), aq = mn ? 4 : 2;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp);
+    const uint8_t *p = w + (size_t)g * ws * 16 + (size_t)s0 * bstep;
+    for (int64_t b = s0; b < s1; b++, p += bstep) {
+        LOOM_UNROLL_ALL
+        for (size_t l = 0; l < (bstep + 63) / 64; l++) {
+            _mm_prefetch((const char *)(p + LG_RP_PF + 64 * l), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + LOOM_PF_L2 + 64 * l), _MM_HINT_T1);
+        }
+        const uint8_t *yq = y + (size_t)b * ab + aq;
+        __m512i e = mn ? _mm512_setzero_si512() : _mm512_set1_epi32(nc[b - s0]), o = _mm512_setzero_si512();
+        const __m512i hv = hb ? _mm512_loadu_si512((const void *)(p + RP_PH(wt))) : _mm512_setzero_si512();
+        LOOM_UNROLL_ALL
+        for (int ch = 0; ch < 4; ch++) {
+            const __m512i v = _mm512_loadu_si512((const void *)(p + RP_PQ(wt) + 64 * ch));
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (hb) rp_fifth(hv, ch, false, &lo, &hi);
+            e = _mm512_dpbusd_epi32(e, lo, bc32(yq + 4 * ch));
+            o = _mm512_dpbusd_epi32(o, hi, bc32(yq + 16 + 4 * ch));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da[b - s0])), _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)),
+                              acc);
+        if (mn)
+            acc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32))),
+                                  _mm512_set1_ps(sa[b - s0]), acc);
+    }
+    _mm512_storeu_ps(cp, acc);
+}
+
+#define LG_DEC_SLAB 512 /* activation blocks per decode slab (their scales: stack) */
+static void lg_rp_decode(loom_type wt, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *y, float *c,
+                         int64_t i0, int64_t i1) {
+    float da[LG_DEC_SLAB], sa[LG_DEC_SLAB];
+    int32_t nc[LG_DEC_SLAB];
+    for (int64_t s0 = 0; s0 < nb; s0 += LG_DEC_SLAB) {
+        const int64_t s1 = s0 + LG_DEC_SLAB < nb ? s0 + LG_DEC_SLAB : nb;
+        loom_lg_act_prep(wt == LOOM_TYPE_Q5_0, y, 0, 0, 1, s0, s1, LG_DEC_SLAB, da, sa, nc);
+        for (int64_t g = i0 / 16; g < i1 / 16; g++) {
+            if (wt == LOOM_TYPE_Q4_1) lg_rp_dec_body(LOOM_TYPE_Q4_1, w, ws, y, c + 16 * g, g, s0, s1, da, sa, nc);
+            else if (wt == LOOM_TYPE_Q5_0) lg_rp_dec_body(LOOM_TYPE_Q5_0, w, ws, y, c + 16 * g, g, s0, s1, da, sa, nc);
+            else lg_rp_dec_body(LOOM_TYPE_Q5_1, w, ws, y, c + 16 * g, g, s0, s1, da, sa, nc);
+        }
+    }
+}
+
+/* rp: weights in the repacked layout (rows i0, i1 multiples of 16) */
+static bool lg16_gemm(bool rp, loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                      size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const bool q50 = wt == LOOM_TYPE_Q5_0;
     const size_t oq = q50 ? offsetof(block_q8_0, qs) : offsetof(block_q8_1, qs), ab = oq + 32;
     const uint8_t *A = (const uint8_t *)a;
@@ -168,11 +284,33 @@ bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws
             for (int64_t i = i0; i < i1; i += 16) {
                 const int nr = i1 - i < 16 ? (int)(i1 - i) : 16;
                 const __mmask16 rm = (__mmask16)((1u << nr) - 1);
-                loom_lg16_prep(wt, false, (const uint8_t *)w, ws, i, nr, s0, s1, bq, dw, mw);
+                if (rp) loom_lg16_prep_rp(wt, false, (const uint8_t *)w, ws, i / 16, s0, s1, bq, dw, mw);
+                else loom_lg16_prep(wt, false, (const uint8_t *)w, ws, i, nr, s0, s1, bq, dw, mw);
                 if (q50) LG_TILES(false, true);
                 else LG_TILES(true, false);
             }
         }
     }
     return true;
+}
+
+bool loom_gemm_lg16_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if ((wt != LOOM_TYPE_Q5_0 && wt != LOOM_TYPE_Q4_1 && wt != LOOM_TYPE_Q5_1) || k <= 0 || k % 32 != 0 ||
+        j1 - j0 < LG_MIN_COLS || i0 >= i1)
+        return false;
+    return lg16_gemm(false, wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+}
+
+bool loom_gemm_repacked_lg_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as,
+                                      float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if ((wt != LOOM_TYPE_Q5_0 && wt != LOOM_TYPE_Q4_1 && wt != LOOM_TYPE_Q5_1) || k <= 0 || k % 32 != 0 ||
+        i0 % 16 != 0 || i1 % 16 != 0)
+        return false;
+    if (i0 >= i1 || j0 >= j1) return true;
+    if (j1 - j0 == 1) {
+        lg_rp_decode(wt, k / 32, (const uint8_t *)w, ws, (const uint8_t *)a + (size_t)j0 * as, c + (size_t)j0 * ldc, i0, i1);
+        return true;
+    }
+    return lg16_gemm(true, wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
 }

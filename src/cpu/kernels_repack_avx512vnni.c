@@ -284,6 +284,8 @@ static bool gemm_repacked_vnni(loom_type wt, int64_t k, const void *w, size_t ws
         gemm_repacked_iq4xs(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
+    if (wt == LOOM_TYPE_Q4_1 || wt == LOOM_TYPE_Q5_0 || wt == LOOM_TYPE_Q5_1) /* kernels_legacy_avx512vnni.c */
+        return loom_gemm_repacked_lg_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     const int kind = wt == LOOM_TYPE_Q4_0 ? RK_Q4 : wt == LOOM_TYPE_IQ4_NL ? RK_IQ4 : RK_Q8;
     const int64_t nb = k / 32;
     float dy[RP_PRE];
@@ -813,4 +815,7 @@ void loom_kernels_fill_repack_avx512vnni(loom_kernels *k) {
     k->repack[LOOM_TYPE_IQ4_XS] = true;
     k->repack[LOOM_TYPE_Q5_K] = true;
     k->repack[LOOM_TYPE_Q2_K] = true;
+    k->repack[LOOM_TYPE_Q4_1] = true;
+    k->repack[LOOM_TYPE_Q5_0] = true;
+    k->repack[LOOM_TYPE_Q5_1] = true;
 }

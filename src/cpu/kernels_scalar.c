@@ -422,6 +422,49 @@ static void gemm_repacked_kq_ref(kq_block_fn fold, size_t blk, int64_t k, const 
     }
 }
 
+/* Q4_1 / Q5_0 / Q5_1 in the interleaved layout: per block the exact integer
+ * isum = sum_e q_e y_e (q: the code 0..15 / 0..31, Q5_0's minus 16), then
+ * acc = fma(d_w * d_y, isum, acc) and, for Q4_1 / Q5_1, acc = fma(m_w, s_y, acc) (s_y: the
+ * Q8_1 block's stored d x sum), in block order; the plain-row tiles' arithmetic. */
+static void gemm_repacked_lg_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                 size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const bool mn = wt != LOOM_TYPE_Q5_0, hb = wt != LOOM_TYPE_Q4_1;
+    const size_t bb = wt == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : wt == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0)
+                                                                                       : sizeof(block_q5_1);
+    const size_t ph = mn ? 64 : 32, pq = ph + (hb ? 64 : 0); /* qh and the nibble chunks (repack.h) */
+    const size_t ab = mn ? sizeof(block_q8_1) : sizeof(block_q8_0), aq = mn ? 4 : 2;
+    const int64_t nb = k / 32;
+    for (int64_t j = j0; j < j1; j++) {
+        const uint8_t *y = (const uint8_t *)a + (size_t)j * as;
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t g = i / LOOM_REPACK_ROWS, r = i % LOOM_REPACK_ROWS;
+            float acc = 0.f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = (const uint8_t *)w + (size_t)g * ws * LOOM_REPACK_ROWS + (size_t)b * bb * LOOM_REPACK_ROWS;
+                const uint8_t *yb = y + (size_t)b * ab;
+                uint16_t hd, hm = 0, yd, ys = 0;
+                uint32_t qh = 0;
+                memcpy(&hd, p + 2 * r, 2);
+                if (mn) memcpy(&hm, p + 32 + 2 * r, 2);
+                if (hb) memcpy(&qh, p + ph + 4 * r, 4);
+                memcpy(&yd, yb, 2);
+                if (mn) memcpy(&ys, yb + 2, 2);
+                int32_t isum = 0;
+                for (int e = 0; e < 32; e++) {
+                    const int l = e % 16;
+                    const uint8_t byte = p[pq + 64 * (l / 4) + 4 * r + l % 4];
+                    int q = (e < 16 ? byte & 0xF : byte >> 4) | (int)((qh >> e) & 1u) << 4;
+                    if (!mn) q -= 16;
+                    isum += q * (int8_t)yb[aq + e];
+                }
+                acc = fmaf(H2F(hd) * H2F(yd), (float)isum, acc);
+                if (mn) acc = fmaf(H2F(hm), H2F(ys), acc);
+            }
+            c[(size_t)j * ldc + (size_t)i] = acc;
+        }
+    }
+}
+
 bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     if (!loom_repack_type_ok(wt)) return false;
@@ -441,6 +484,10 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
         const bool k4 = wt == LOOM_TYPE_Q4_K;
         gemm_repacked_kq_ref(k4 ? q4k_block_ref : q6k_block_ref, k4 ? sizeof(block_q4_K) : sizeof(block_q6_K), k, w,
                              ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
+    if (wt == LOOM_TYPE_Q4_1 || wt == LOOM_TYPE_Q5_0 || wt == LOOM_TYPE_Q5_1) {
+        gemm_repacked_lg_ref(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
         return true;
     }
     const bool iq = wt == LOOM_TYPE_IQ4_NL, q4 = wt == LOOM_TYPE_Q4_0 || iq;

@@ -8,14 +8,18 @@
 
 bool loom_repack_type_ok(loom_type t) {
     return t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_Q8_0 || t == LOOM_TYPE_Q4_K || t == LOOM_TYPE_Q6_K ||
-           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K || t == LOOM_TYPE_Q2_K;
+           t == LOOM_TYPE_IQ4_NL || t == LOOM_TYPE_IQ4_XS || t == LOOM_TYPE_Q5_K || t == LOOM_TYPE_Q2_K ||
+           t == LOOM_TYPE_Q4_1 || t == LOOM_TYPE_Q5_0 || t == LOOM_TYPE_Q5_1;
 }
 
 loom_type loom_repack_act_type(loom_type t) {
     switch (t) {
     case LOOM_TYPE_Q4_0:
     case LOOM_TYPE_IQ4_NL:
+    case LOOM_TYPE_Q5_0:
     case LOOM_TYPE_Q8_0: return LOOM_TYPE_Q8_0;
+    case LOOM_TYPE_Q4_1:
+    case LOOM_TYPE_Q5_1: return LOOM_TYPE_Q8_1;
     case LOOM_TYPE_Q2_K:
     case LOOM_TYPE_Q4_K:
     case LOOM_TYPE_Q5_K:
@@ -30,6 +34,30 @@ static int64_t block_elems(loom_type t) {
                    t == LOOM_TYPE_Q2_K
                ? 256
                : 32;
+}
+
+/* Q4_1 / Q5_0 / Q5_1 block b of a 16-row group, either direction (see repack.h): d,
+ * then m (Q4_1, Q5_1), then qh (Q5_0, Q5_1), then the four 4-byte chunks of qs, every
+ * field as it is. */
+static void lg_block(loom_type t, const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool to_packed) {
+    const bool mn = t != LOOM_TYPE_Q5_0, hb = t != LOOM_TYPE_Q4_1;
+    const size_t bb = t == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : t == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0)
+                                                                                  : sizeof(block_q5_1);
+    const size_t p0 = b * bb * LOOM_REPACK_ROWS, pm = 32, ph = mn ? 64 : 32, pq = ph + (hb ? 64 : 0);
+    const size_t um = 2, uh = mn ? 4 : 2, uq = uh + (hb ? 4 : 0); /* offsets in the GGUF block */
+    for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
+        const size_t u0 = r * rowb + b * bb;
+#define MOVE(poff, uoff, n)                                                                        \
+    do {                                                                                           \
+        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
+        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
+    } while (0)
+        MOVE(2 * r, 0, 2);
+        if (mn) MOVE(pm + 2 * r, um, 2);
+        if (hb) MOVE(ph + 4 * r, uh, 4);
+        for (size_t c = 0; c < 4; c++) MOVE(pq + 64 * c + 4 * r, uq + 4 * c, 4);
+#undef MOVE
+    }
 }
 
 /* Q2_K super-block b of a 16-row group, either direction (see repack.h): fields moved
@@ -175,6 +203,15 @@ static loom_status convert(loom_type t, int64_t k, int64_t nrows, const void *sr
                 else if (k2) q2k_block(gs, gd, rowb, b, to_packed);
                 else q6k_block(gs, gd, rowb, b, to_packed);
             }
+        return LOOM_OK;
+    }
+    if (t == LOOM_TYPE_Q4_1 || t == LOOM_TYPE_Q5_0 || t == LOOM_TYPE_Q5_1) {
+        size_t rowb = 0;
+        if (loom_type_row_bytes(t, k, &rowb) != LOOM_OK) return LOOM_ERR_INVALID_ARG;
+        for (int64_t g = 0; g < nrows / LOOM_REPACK_ROWS; g++)
+            for (size_t b = 0; b < (size_t)(k / 32); b++)
+                lg_block(t, (const uint8_t *)src + (size_t)g * rowb * LOOM_REPACK_ROWS,
+                         (uint8_t *)dst + (size_t)g * rowb * LOOM_REPACK_ROWS, rowb, b, to_packed);
         return LOOM_OK;
     }
     const bool q4 = t == LOOM_TYPE_Q4_0 || t == LOOM_TYPE_IQ4_NL; /* same block: d, 16 nibble bytes */

@@ -1,7 +1,8 @@
 /*
  * repack.h (internal) - the CPU "row-interleaved" weight layout for fast matmul.
  *
- * A 2-D Q4_0, IQ4_NL, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K or IQ4_XS weight matrix [K, M] with M a multiple of 16 can be
+ * A 2-D Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K or IQ4_XS weight
+ * matrix [K, M] with M a multiple of 16 can be
  * stored with groups of LOOM_REPACK_ROWS (16) consecutive rows interleaved, so
  * that one 512-bit vector holds 4 bytes of each of 16 rows and an integer dot
  * product (vpdpbusd with one broadcast activation dword) yields 16 row partial
@@ -19,6 +20,13 @@
  *     0..15. Q4_0 and IQ4_NL nibble bytes are stored as they are (low nibble =
  *     element l, high = element l+16; IQ4_NL nibbles index its 16-value table); Q8_0 quants are stored XOR 0x80 (q + 128 as an
  *     unsigned byte), the operand form of unsigned x signed dot instructions.
+ * Q4_1, Q5_0 and Q5_1 (B = 20, 22, 24; blocks of 32), every field as it is:
+ *   - 16 x uint16: d of block b of rows 0..15;
+ *   - Q4_1, Q5_1: then 16 x uint16: the min m of rows 0..15;
+ *   - Q5_0, Q5_1: then 16 x 4 bytes: qh of row r at 4r (bit l: the fifth bit of element l);
+ *   - then for each 4-byte chunk c = 0..3 of the 16 nibble bytes, 16 x 4 bytes: chunk c of
+ *     rows 0..15 (low nibble of byte l = element l, high = element l + 16).
+ *   So the chunks start at byte 64 (Q4_1), 96 (Q5_0) or 128 (Q5_1) of the block group.
  * Q4_K (B = 144; super-blocks of 256, 8 sub-blocks of 32 with 6-bit scale sc[s]
  * and min m[s]), 2304 bytes per super-block b of the group:
  *   [0, 32)      16 x uint16 d of rows 0..15;  [32, 64) 16 x uint16 dmin;
@@ -72,12 +80,12 @@
 
 #define LOOM_REPACK_ROWS 16
 
-/* True for the types that have an interleaved layout (Q4_0, IQ4_NL, Q8_0, Q2_K, Q4_K,
- * Q6_K, IQ4_XS, Q5_K). */
+/* True for the types that have an interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+ * Q8_0, Q2_K, Q4_K, Q6_K, IQ4_XS, Q5_K). */
 bool loom_repack_type_ok(loom_type t);
 
-/* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0, IQ4_NL
- * and Q8_0, Q8_K for Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
+/* The activation type a repacked matrix of type t multiplies (Q8_0 for Q4_0, Q5_0,
+ * IQ4_NL and Q8_0, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS); LOOM_TYPE_COUNT for a type without the layout. */
 loom_type loom_repack_act_type(loom_type t);
 
 /* True when a [k, m, n2, n3] tensor of type t can be repacked: type ok, k > 0 a
