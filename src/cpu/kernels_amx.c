@@ -127,7 +127,7 @@ static ALWAYS_INLINE void pack_w(int bf, const uint8_t *W, size_t ws, int64_t i,
             const uint16_t *src = (const uint16_t *)(W + (size_t)(i + r) * ws) + k0 + s * KS;
             x[r] = r < nr ? _mm512_maskz_loadu_epi16(m, src) : _mm512_setzero_si512();
             /* 16 rows 2 KiB or more apart: the hardware prefetcher does not follow */
-            if (r < nr && s + PF_STEPS < nst) _mm_prefetch((const char *)(src + PF_STEPS * KS), _MM_HINT_T0);
+            if (r < nr && s + PF_STEPS < nst) LOOM_PF0((const char *)(src + PF_STEPS * KS));
         }
         loom_transpose16_epi32(x);
         uint16_t *dh = bh + s * TILE_U16;

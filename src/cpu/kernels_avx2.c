@@ -44,7 +44,7 @@ static void vd_q4_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q8_0 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         __m256i q = _mm256_sub_epi8(unpack_nibbles(x[i].qs), _mm256_set1_epi8(8));
         __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
         __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
@@ -58,7 +58,7 @@ static void vd_q8_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q8_0 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         __m256i q = _mm256_loadu_si256((const __m256i *)x[i].qs);
         __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
         __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
@@ -110,7 +110,7 @@ static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const int64_t nb = n / 32;
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m256i p0 = dot_s8(q5_0_codes(x + i), _mm256_loadu_si256((const __m256i *)y[i].qs));
         const __m256i p1 = dot_s8(q5_0_codes(x + i + 1), _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
         acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d)), _mm256_cvtepi32_ps(p0), acc0);
@@ -139,7 +139,7 @@ static inline __m256i q5_hbits(const uint8_t *qh) {
     const int64_t nb = n / 32;                                                                                      \
     int64_t i = 0;                                                                                                  \
     for (; i + 2 <= nb; i += 2) {                                                                                   \
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);                                                    \
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);                                                    \
         const __m256i q0 = CODES(i), q1 = CODES(i + 1);                                                             \
         const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(q0, _mm256_loadu_si256((const __m256i *)y[i].qs)), \
                                              _mm256_set1_epi16(1));                                                 \
@@ -185,7 +185,7 @@ static void vd_q4_K(int64_t n, float *s, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     float summf = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         uint8_t sc[8], mn[8];
         for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
         int summ = 0;
@@ -213,7 +213,7 @@ static void vd_q5_K(int64_t n, float *s, const void *vx, const void *vy) {
     __m256 acc = _mm256_setzero_ps();
     float summf = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         uint8_t sc[8], mn[8];
         for (int j = 0; j < 8; j++) loom_k4_scale_min(j, x[i].scales, &sc[j], &mn[j]);
         int summ = 0;
@@ -250,7 +250,7 @@ static void vd_q6_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         int corr = 0; /* sum_g sc_g * bsum_g: the -32 offset */
         for (int g = 0; g < 16; g++) corr += x[i].scales[g] * y[i].bsums[g];
         __m256i isum = _mm256_setzero_si256();

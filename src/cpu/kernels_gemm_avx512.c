@@ -79,7 +79,9 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
     LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
     int64_t kk = 0;
     for (; kk + 64 <= k; kk += 64) {
-        _mm_prefetch((const char *)(xn + 2 * (uintptr_t)kk), _MM_HINT_T0); /* both lines of the 128 bytes */
+        /* both lines of the 128 bytes; _mm_prefetch, which GCC may move, measured faster
+         * here than LOOM_PF0 (F16 decode 20.8 vs 18.7 GFLOP/s at 2 threads) */
+        _mm_prefetch((const char *)(xn + 2 * (uintptr_t)kk), _MM_HINT_T0);
         _mm_prefetch((const char *)(xn + 2 * (uintptr_t)kk + 64), _MM_HINT_T0);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
             const __m512 xv = cvt256(bf, x + kk + 16 * u);

@@ -28,7 +28,7 @@
 #define GP_BCAST(p) _mm256_broadcast_ss(p)
 #define GP_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define GP_ADD(a, b) _mm256_add_ps(a, b)
-#define GP_PREFETCH_L2(p) _mm_prefetch((p), _MM_HINT_T1)
+#define GP_PREFETCH_L2(p) LOOM_PF1((p))
 #define GP_LOCAL loom_gemm_float_local_avx2
 #define GP_FILL loom_kernels_fill_gemm_packed_avx2
 

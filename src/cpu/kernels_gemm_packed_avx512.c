@@ -39,7 +39,7 @@
 #define GP_BCAST(p) _mm512_set1_ps(*(p))
 #define GP_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define GP_ADD(a, b) _mm512_add_ps(a, b)
-#define GP_PREFETCH_L2(p) _mm_prefetch((p), _MM_HINT_T1)
+#define GP_PREFETCH_L2(p) LOOM_PF1((p))
 #define GP_LOCAL loom_gemm_float_local_avx512
 #define GP_FILL loom_kernels_fill_gemm_packed_avx512
 

@@ -73,7 +73,7 @@ static void vd_iq1_s(int64_t n, float *s, const void *vx, const void *vy) {
                                          1 << 5, 1 << 2, 1 << 11, 1 << 8, 1 << 5, 1 << 2);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m128i qh = _mm_loadu_si128((const __m128i *)x[i].qh);
         /* ls = 2 * (qh >> 12 & 7) + 1 and k = 8 - sg (7, or 9 where bit 15 is set) */
         const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(0xE)), _mm_set1_epi16(1));
@@ -130,7 +130,7 @@ static void vd_iq1_m(int64_t n, float *s, const void *vx, const void *vy) {
                                          1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7, 1 << 11, 1 << 7);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         uint64_t sc;
         memcpy(&sc, x[i].scales, 8);
         const uint16_t dbits = (uint16_t)((sc >> 12 & 0x000F) | (sc >> 24 & 0x00F0) | (sc >> 36 & 0x0F00) |
@@ -188,7 +188,7 @@ static void vd_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i p81_q = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const int8_t *a = y[i].qs;
         /* bytes m of qs[0..31]: trit n is element 32n + m */
         const __m256i x0 = load256(x[i].qs);
@@ -221,7 +221,7 @@ static void vd_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m3 = _mm256_set1_epi8(3);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const int8_t *a = y[i].qs;
         /* byte m of qs[32h..], bits 2l..2l+1: element 128h + 32l + m */
         const __m256i q0 = load256(x[i].qs), q1 = load256(x[i].qs + 32);

@@ -73,8 +73,8 @@ enum { IQ2_IDX8, IQ2_IDX16 };
 #define IQ2_PF 768
 #endif
 AI void iq2_prefetch(const void *blk) {
-    _mm_prefetch((const char *)blk + IQ2_PF, _MM_HINT_T0);
-    _mm_prefetch((const char *)blk + IQ2_PF + 64, _MM_HINT_T0);
+    LOOM_PF0((const char *)blk + IQ2_PF);
+    LOOM_PF0((const char *)blk + IQ2_PF + 64);
 }
 
 /* one sub-block: the four grid entries as broadcast loads (load ports only) blended
@@ -127,7 +127,7 @@ static void vd_iq2_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i lsctl = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 0, 4, 4, 8, 8, 12, 12, -1, -1, -1, -1, -1, -1, -1, -1));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         iq2_prefetch(x + i);
         const uint8_t *qs = (const uint8_t *)x[i].qs;
         /* sub-block ib: bytes 8ib..8ib+3 the grid indices, then a word w: four 7-bit sign
@@ -156,7 +156,7 @@ static void vd_iq2_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m7 = _mm256_set1_epi16(0x7F), m9 = _mm256_set1_epi16(511);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         iq2_prefetch(x + i);
         /* each code: bits 0..8 the grid index, 9..15 the sign field */
         uint16_t idx[32];
@@ -187,7 +187,7 @@ static void vd_iq2_s(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i m3h = _mm256_set1_epi16(0x300);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         iq2_prefetch(x + i);
         uint16_t idx[32];
         const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)x[i].qh));

@@ -73,7 +73,7 @@ static void vd_iq3_xxs(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const uint8_t *q = x[i].qs, *ss = x[i].qs + 64;
         const int8_t *a = y[i].qs;
         uint32_t s4[8], sc[8];
@@ -96,7 +96,7 @@ static void vd_iq3_s(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q8_K *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const uint8_t *q = x[i].qs;
         const int8_t *a = y[i].qs;
         /* 2 sc + 1 of sub-block ib (nibble ib of the scale bytes) in both halves of sc[ib] */

@@ -35,7 +35,7 @@ static void vd_iq4_nl(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m256i q = iq4_codes(x[i].qs, lut);
         const __m256i a = _mm256_loadu_si256((const __m256i *)y[i].qs);
         const __m256 d = _mm256_set1_ps(H2F(x[i].d) * H2F(y[i].d));
@@ -50,7 +50,7 @@ static void vd_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)loom_iq4nl_kv));
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         __m256i isum = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
             const __m256i q = iq4_codes(x[i].qs + 16 * ib, lut);

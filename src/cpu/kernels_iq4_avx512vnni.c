@@ -37,7 +37,7 @@ static void vd_iq4_nl(int64_t n, float *s, const void *vx, const void *vy) {
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m512i nib = _mm512_inserti64x4(_mm512_castsi256_si512(nib32(x[i].qs)), nib32(x[i + 1].qs), 1);
         const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[i].qs)),
                                              _mm256_loadu_si256((const __m256i *)y[i + 1].qs), 1);
@@ -61,7 +61,7 @@ static void vd_iq4_xs(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i lut = lut512();
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         __m512i isum = _mm512_setzero_si512();
         for (int ib = 0; ib < 8; ib += 2) {
             const __m512i nib =

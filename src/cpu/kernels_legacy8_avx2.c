@@ -62,7 +62,7 @@ static LOOM_ALWAYS_INLINE void lg8_prep_body(loom_type wt, const uint8_t *w, siz
                 continue;
             }
             const uint8_t *p = w + (size_t)(i + r) * ws + (size_t)b * bb;
-            if (b + 8 < s1) _mm_prefetch((const char *)(p + 8 * bb), _MM_HINT_T0);
+            if (b + 8 < s1) LOOM_PF0((const char *)(p + 8 * bb));
             v[r] = lg8_codes(wt, p);
             uint16_t h[2] = {0, 0};
             memcpy(h, p, wt == LOOM_TYPE_Q5_0 ? 2 : 4);

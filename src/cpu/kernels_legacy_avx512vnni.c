@@ -64,7 +64,7 @@ static LOOM_ALWAYS_INLINE void lg_prep_body(loom_type wt, bool sgn, const uint8_
                 continue;
             }
             const uint8_t *p = w + (size_t)(i + r) * ws + (size_t)b * bb;
-            if (b + 2 * LG_PF < s1) _mm_prefetch((const char *)(p + 2 * LG_PF * bb), _MM_HINT_T0);
+            if (b + 2 * LG_PF < s1) LOOM_PF0((const char *)(p + 2 * LG_PF * bb));
             const __m256i x0 = lg_values(wt, sgn, p), x1 = two ? lg_values(wt, sgn, p + bb) : _mm256_setzero_si256();
             v[r] = _mm512_inserti64x4(_mm512_castsi256_si512(x0), x1, 1);
             uint16_t h[4] = {0, 0, 0, 0};
@@ -223,21 +223,23 @@ static LOOM_ALWAYS_INLINE void lg_rp_dec_body(loom_type wt, const uint8_t *w, si
     __m512 acc = s0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(cp);
     const uint8_t *p = w + (size_t)g * ws * 16 + (size_t)s0 * bstep;
     for (int64_t b = s0; b < s1; b++, p += bstep) {
-        LOOM_UNROLL_ALL
-        for (size_t l = 0; l < (bstep + 63) / 64; l++) {
-            _mm_prefetch((const char *)(p + LG_RP_PF + 64 * l), _MM_HINT_T0);
-            _mm_prefetch((const char *)(p + LOOM_PF_L2 + 64 * l), _MM_HINT_T1);
-        }
         const uint8_t *yq = y + (size_t)b * ab + aq;
         __m512i e = mn ? _mm512_setzero_si512() : _mm512_set1_epi32(nc[b - s0]), o = _mm512_setzero_si512();
         const __m512i hv = hb ? _mm512_loadu_si512((const void *)(p + RP_PH(wt))) : _mm512_setzero_si512();
         LOOM_UNROLL_ALL
         for (int ch = 0; ch < 4; ch++) {
             const __m512i v = _mm512_loadu_si512((const void *)(p + RP_PQ(wt) + 64 * ch));
+            LOOM_PF0(p + LG_RP_PF + 64 * ch); /* the block's lines, one per load */
+            LOOM_PF1(p + LOOM_PF_L2 + 64 * ch);
             __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             if (hb) rp_fifth(hv, ch, false, &lo, &hi);
             e = _mm512_dpbusd_epi32(e, lo, bc32(yq + 4 * ch));
             o = _mm512_dpbusd_epi32(o, hi, bc32(yq + 16 + 4 * ch));
+        }
+        LOOM_UNROLL_ALL
+        for (size_t l = 4; l < (bstep + 63) / 64; l++) {
+            LOOM_PF0(p + LG_RP_PF + 64 * l);
+            LOOM_PF1(p + LOOM_PF_L2 + 64 * l);
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
         acc = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da[b - s0])), _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)),

@@ -41,7 +41,7 @@ static ALWAYS_INLINE void tile_mx(int RB, int CB, int64_t nb, const uint8_t *w, 
         LOOM_UNROLL
         for (int r = 0; r < RB; r++) {
             const block_mxfp4 *xb = (const block_mxfp4 *)(w + (size_t)(i + r) * ws) + b;
-            if (CB == 1) _mm_prefetch((const char *)(xb + 4) + (size_t)MX_PF_ROWS * ws, _MM_HINT_T0);
+            if (CB == 1) LOOM_PF0((const char *)(xb + 4) + (size_t)MX_PF_ROWS * ws);
             const __m128i t = _mm_loadu_si128((const __m128i *)xb->qs);
             const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), m4);
             u[r] = _mm256_shuffle_epi8(lut, nib);

@@ -166,15 +166,15 @@ static ALWAYS_INLINE void rp_tile_q4_dec_body(bool iq, const uint8_t *w, size_t 
             RP_UNROLL
             for (int ch = 0; ch < 4; ch++) {
                 const __m512i v = _mm512_loadu_si512((const void *)(q + 32 + 64 * ch));
-                _mm_prefetch((const char *)(p + RP8_PF + 64 * (4 * u + ch)), _MM_HINT_T0);
-                _mm_prefetch((const char *)(p + LOOM_PF_L2 + 64 * (4 * u + ch)), _MM_HINT_T1);
+                LOOM_PF0(p + RP8_PF + 64 * (4 * u + ch));
+                LOOM_PF1(p + LOOM_PF_L2 + 64 * (4 * u + ch));
                 e = _mm512_dpbusd_epi32(e, RP_NIB(iq, _mm512_and_si512(v, m4)), _mm512_set1_epi32(ld32(yq + 4 * ch)));
                 o = _mm512_dpbusd_epi32(o, RP_NIB(iq, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)),
                                         _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
             }
             if (u < 4) {
-                _mm_prefetch((const char *)(p + RP8_PF + 2048 + 64 * u), _MM_HINT_T0);
-                _mm_prefetch((const char *)(p + LOOM_PF_L2 + 2048 + 64 * u), _MM_HINT_T1);
+                LOOM_PF0(p + RP8_PF + 2048 + 64 * u);
+                LOOM_PF1(p + LOOM_PF_L2 + 2048 + 64 * u);
             }
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q));
             acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[b + u - s0])),
@@ -234,8 +234,8 @@ static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
         }
         if (pf)
             for (int k = 0; k < RQ8_STEP / 64 + 1; k++) {
-                _mm_prefetch((const char *)(p + 2 * RQ8_STEP + 64 * k), _MM_HINT_T0);
-                _mm_prefetch((const char *)(p + LOOM_PF_L2 + 64 * k), _MM_HINT_T1);
+                LOOM_PF0((const char *)(p + 2 * RQ8_STEP + 64 * k));
+                LOOM_PF1((const char *)(p + LOOM_PF_L2 + 64 * k));
             }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
         acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[b - s0])), _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)),
@@ -414,13 +414,13 @@ static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws,
                 /* software prefetch two super-blocks ahead: measured 27-30 GB/s on one
                  * thread streaming from DRAM against 18-25 with the hardware prefetcher
                  * alone (the Q4_0/Q8_0 tiles above do better without) */
-                _mm_prefetch((const char *)(p + 256 + 64 * (8 * jj + ch) + pf), _MM_HINT_T0);
-                if (jj == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + pf), _MM_HINT_T0);
-                if (q5 && jj == 1) _mm_prefetch((const char *)(p + 2304 + 64 * ch + pf), _MM_HINT_T0);
+                LOOM_PF0((const char *)(p + 256 + 64 * (8 * jj + ch) + pf));
+                if (jj == 0 && ch < 4) LOOM_PF0((const char *)(p + 64 * ch + pf));
+                if (q5 && jj == 1) LOOM_PF0((const char *)(p + 2304 + 64 * ch + pf));
                 if (CB == 1) { /* decode: the same lines LOOM_PF_L2 ahead into L2 */
-                    _mm_prefetch((const char *)(p + 256 + 64 * (8 * jj + ch) + LOOM_PF_L2), _MM_HINT_T1);
-                    if (jj == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + LOOM_PF_L2), _MM_HINT_T1);
-                    if (q5 && jj == 1) _mm_prefetch((const char *)(p + 2304 + 64 * ch + LOOM_PF_L2), _MM_HINT_T1);
+                    LOOM_PF1((const char *)(p + 256 + 64 * (8 * jj + ch) + LOOM_PF_L2));
+                    if (jj == 0 && ch < 4) LOOM_PF1((const char *)(p + 64 * ch + LOOM_PF_L2));
+                    if (q5 && jj == 1) LOOM_PF1((const char *)(p + 2304 + 64 * ch + LOOM_PF_L2));
                 }
                 __m512i lo = _mm512_and_si512(v, m4);
                 __m512i hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
@@ -516,13 +516,13 @@ static ALWAYS_INLINE void rp2_tile(int CB, const uint8_t *w, size_t ws, const ui
             RP_UNROLL
             for (int ch = 0; ch < 8; ch++) {
                 v[ch] = _mm512_loadu_si512((const void *)(p + 320 + 64 * (8 * h + ch)));
-                _mm_prefetch((const char *)(p + 320 + 64 * (8 * h + ch) + pf), _MM_HINT_T0);
-                if (CB == 1) _mm_prefetch((const char *)(p + 320 + 64 * (8 * h + ch) + LOOM_PF_L2), _MM_HINT_T1);
+                LOOM_PF0((const char *)(p + 320 + 64 * (8 * h + ch) + pf));
+                if (CB == 1) LOOM_PF1((const char *)(p + 320 + 64 * (8 * h + ch) + LOOM_PF_L2));
             }
             if (h == 0)
                 for (int t = 0; t < 5; t++) {
-                    _mm_prefetch((const char *)(p + 64 * t + pf), _MM_HINT_T0);
-                    if (CB == 1) _mm_prefetch((const char *)(p + 64 * t + LOOM_PF_L2), _MM_HINT_T1);
+                    LOOM_PF0((const char *)(p + 64 * t + pf));
+                    if (CB == 1) LOOM_PF1((const char *)(p + 64 * t + LOOM_PF_L2));
                 }
             RP_UNROLL
             for (int jj = 0; jj < 4; jj++) {
@@ -738,8 +738,8 @@ static ALWAYS_INLINE void rpx_tile(int CB, const uint8_t *w, size_t ws, const ui
             yb[cc] = (const block_q8_K *)(a + (size_t)(j + cc) * as) + b;
             isum[cc] = _mm512_setzero_si512();
         }
-        _mm_prefetch((const char *)(p + 2 * bstep), _MM_HINT_T0);
-        if (CB == 1) _mm_prefetch((const char *)(p + LOOM_PF_L2), _MM_HINT_T1);
+        LOOM_PF0((const char *)(p + 2 * bstep));
+        if (CB == 1) LOOM_PF1((const char *)(p + LOOM_PF_L2));
         const __m512i sl = _mm512_loadu_si512((const void *)(p + 64));
         const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p + 32)));
         RP_UNROLL
@@ -755,8 +755,8 @@ static ALWAYS_INLINE void rpx_tile(int CB, const uint8_t *w, size_t ws, const ui
             RP_UNROLL
             for (int ch = 0; ch < 4; ch++) {
                 const uint8_t *q = p + 128 + 64 * (4 * s + ch);
-                if (ch == 0) _mm_prefetch((const char *)(q + 2 * bstep), _MM_HINT_T0);
-                if (CB == 1) _mm_prefetch((const char *)(q + LOOM_PF_L2), _MM_HINT_T1);
+                if (ch == 0) LOOM_PF0((const char *)(q + 2 * bstep));
+                if (CB == 1) LOOM_PF1((const char *)(q + LOOM_PF_L2));
                 const __m512i v = _mm512_loadu_si512((const void *)q);
                 const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
                 const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));

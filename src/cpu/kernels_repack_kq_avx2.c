@@ -169,7 +169,7 @@ AI __m256i bit4(__m256i v, int b) {
 
 /* Software prefetch of one super-block of a 16-row group (bstep bytes at p). */
 AI void prefetch_sb(const uint8_t *p, size_t bstep) {
-    for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+    for (size_t o = 0; o < bstep; o += 64) LOOM_PF0((const char *)(p + o));
 }
 
 /* The float accumulators of a tile (NH halves x CB columns, output rows from ro):
@@ -241,9 +241,9 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                  * (decode): each broadcast serves both */
                 __m256i yv[KQ_MAXCB];
                 if (NH == 2 && s % 2 == 0) { /* decode: the super-block two ahead */
-                    _mm_prefetch((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep), _MM_HINT_T0);
-                    if (s == 0 && ch < 4) _mm_prefetch((const char *)(p + 64 * ch + 2 * bstep), _MM_HINT_T0);
-                    if (q5 && s == 2) _mm_prefetch((const char *)(p + 2304 + 64 * ch + 2 * bstep), _MM_HINT_T0);
+                    LOOM_PF0((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep));
+                    if (s == 0 && ch < 4) LOOM_PF0((const char *)(p + 64 * ch + 2 * bstep));
+                    if (q5 && s == 2) LOOM_PF0((const char *)(p + 2304 + 64 * ch + 2 * bstep));
                 }
                 if (NH == 2)
                     KQ_UNROLL

@@ -37,7 +37,7 @@ static void vd_tq2_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i m3 = _mm512_set1_epi8(3);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m512i q = _mm512_loadu_si512((const void *)x[i].qs);
         const __m512i c0 = _mm512_and_si512(q, m3), c1 = _mm512_and_si512(_mm512_srli_epi16(q, 2), m3);
         const __m512i c2 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3), c3 = _mm512_and_si512(_mm512_srli_epi16(q, 6), m3);
@@ -75,7 +75,7 @@ static void vd_tq1_0(int64_t n, float *s, const void *vx, const void *vy) {
     const __m512i c3 = _mm512_inserti32x4(P4(9, 27, 81, 1), _mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27), 3);
     float sum = 0.f;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m512i lo = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[i].qs)); /* qs[0..31] x 2 */
         const __m128i q2 = _mm_loadu_si128((const __m128i *)(x[i].qs + 32));
         uint32_t qh;

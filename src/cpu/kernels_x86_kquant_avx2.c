@@ -75,7 +75,7 @@ static void vd_q2_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i c0 = pair_ctl(0), c1 = pair_ctl(1), c2 = pair_ctl(2), c3 = pair_ctl(3);
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m128i sc = _mm_loadu_si128((const __m128i *)x[i].scales);
         /* min term: sum_g (scales[g] >> 4) * bsums[g], 8 exact int32 partial sums */
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), m4));
@@ -115,7 +115,7 @@ static void vd_q3_K(int64_t n, float *s, const void *vx, const void *vy) {
     const __m256i c0 = pair_ctl(0), c1 = pair_ctl(1), c2 = pair_ctl(2), c3 = pair_ctl(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(x + i) + LOOM_VD_PF, _MM_HINT_T0);
+        LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const __m128i sc8 = loom_q3k_scales(x[i].scales);
         /* 8 int32 partial sums of sc_g * bsums[g], times 4 */
         const __m256i corr = _mm256_slli_epi32(
