@@ -36,6 +36,14 @@ static int64_t block_elems(loom_type t) {
                : 32;
 }
 
+/* One field of a block, either direction: n bytes at packed offset poff of the group and
+ * row-major offset uoff (MOVE uses the callers' s, d, to_packed, p0 and u0). */
+static void move_field(const uint8_t *s, uint8_t *d, bool to_packed, size_t poff, size_t uoff, size_t n) {
+    if (to_packed) memcpy(d + poff, s + uoff, n);
+    else memcpy(d + uoff, s + poff, n);
+}
+#define MOVE(poff, uoff, n) move_field(s, d, to_packed, p0 + (poff), u0 + (uoff), (n))
+
 /* Q4_1 / Q5_0 / Q5_1 block b of a 16-row group, either direction (see repack.h): d,
  * then m (Q4_1, Q5_1), then qh (Q5_0, Q5_1), then the four 4-byte chunks of qs, every
  * field as it is. */
@@ -47,16 +55,10 @@ static void lg_block(loom_type t, const uint8_t *s, uint8_t *d, size_t rowb, siz
     const size_t um = 2, uh = mn ? 4 : 2, uq = uh + (hb ? 4 : 0); /* offsets in the GGUF block */
     for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = r * rowb + b * bb;
-#define MOVE(poff, uoff, n)                                                                        \
-    do {                                                                                           \
-        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
-        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
-    } while (0)
         MOVE(2 * r, 0, 2);
         if (mn) MOVE(pm + 2 * r, um, 2);
         if (hb) MOVE(ph + 4 * r, uh, 4);
         for (size_t c = 0; c < 4; c++) MOVE(pq + 64 * c + 4 * r, uq + 4 * c, 4);
-#undef MOVE
     }
 }
 
@@ -66,16 +68,10 @@ static void q2k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
     const size_t bb = sizeof(block_q2_K), p0 = b * bb * LOOM_REPACK_ROWS;
     for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = r * rowb + b * bb;
-#define MOVE(poff, uoff, n)                                                                        \
-    do {                                                                                           \
-        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
-        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
-    } while (0)
         MOVE(2 * r, offsetof(block_q2_K, d), 2);
         MOVE(32 + 2 * r, offsetof(block_q2_K, dmin), 2);
         for (size_t k = 0; k < 16; k++) MOVE(64 + 16 * k + r, offsetof(block_q2_K, scales) + k, 1);
         for (size_t u = 0; u < 16; u++) MOVE(320 + 64 * u + 4 * r, offsetof(block_q2_K, qs) + 4 * u, 4);
-#undef MOVE
     }
 }
 
@@ -85,16 +81,10 @@ static void iq4xs_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, boo
     const size_t bb = sizeof(block_iq4_xs), p0 = b * bb * LOOM_REPACK_ROWS;
     for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = r * rowb + b * bb;
-#define MOVE(poff, uoff, n)                                                                        \
-    do {                                                                                           \
-        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
-        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
-    } while (0)
         MOVE(2 * r, offsetof(block_iq4_xs, d), 2);
         MOVE(32 + 2 * r, offsetof(block_iq4_xs, scales_h), 2);
         MOVE(64 + 4 * r, offsetof(block_iq4_xs, scales_l), 4);
         for (size_t u = 0; u < 32; u++) MOVE(128 + 64 * u + 4 * r, offsetof(block_iq4_xs, qs) + 4 * u, 4);
-#undef MOVE
     }
 }
 
@@ -104,18 +94,13 @@ static void q6k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
     const size_t bb = sizeof(block_q6_K), p0 = b * bb * LOOM_REPACK_ROWS;
     for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = r * rowb + b * bb; /* row-major block: ql[128] qh[64] scales[16] d */
-#define MOVE(poff, uoff, n)                                                                        \
-    do {                                                                                           \
-        if (to_packed) memcpy(d + p0 + (poff), s + u0 + (uoff), (n));                              \
-        else memcpy(d + u0 + (uoff), s + p0 + (poff), (n));                                        \
-    } while (0)
         MOVE(2 * r, offsetof(block_q6_K, d), 2);
         for (size_t k = 0; k < 16; k++) MOVE(32 + 16 * k + r, offsetof(block_q6_K, scales) + k, 1);
         for (size_t u = 0; u < 32; u++) MOVE(288 + 64 * u + 4 * r, offsetof(block_q6_K, ql) + 4 * u, 4);
         for (size_t u = 0; u < 16; u++) MOVE(2336 + 64 * u + 4 * r, offsetof(block_q6_K, qh) + 4 * u, 4);
-#undef MOVE
     }
 }
+#undef MOVE
 
 bool loom_repack_shape_ok(loom_type t, const int64_t ne[4]) {
     return loom_repack_type_ok(t) && ne[0] > 0 && ne[0] % block_elems(t) == 0 && ne[1] > 0 &&
