@@ -73,21 +73,21 @@ static ALWAYS_INLINE __m512 cvt256m(int bf, const uint16_t *p, __mmask16 m) { re
 /* C[j*ldc] (+)= dot(x[0..k), af[j*ROW_KC + 0..k)) for j < nc (<= SMALL_N): the weight
  * row widened, the activations already floats; 4 accumulator chains per column; the
  * next row (xn) is prefetched as this one streams. add: accumulate into C. */
-static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn, const float *af,
-                                    float *c, size_t ldc, int add) {
+static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn, size_t pf2,
+                                    const float *af, float *c, size_t ldc, int add) {
     __m512 acc[4][SMALL_N];
     LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
     int64_t kk = 0;
     for (; kk + 64 <= k; kk += 64) {
-        /* both lines of the 128 bytes of the next row, and LOOM_PF_L2 ahead in this stream
-         * into L2 (the repacked tiles' second prefetch; rows are contiguous): F16 decode at
+        /* both lines of the 128 bytes of the next row, and pf2 (LOOM_PF_L2) ahead in this
+         * stream into L2 (the repacked tiles' second prefetch): F16 decode at
          * 2 threads 21 -> 26 GB/s in the kernel bench, 1.1B F16 tg64 11.3-11.8 -> 12.0-12.1.
          * Without the L2 prefetch, the asm form measured slower here (18.7 vs 20.8 GFLOP/s);
          * with it, 1-2% faster. */
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk));
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64));
-        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2); /* farther down the stream, to L2 */
-        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2 + 64);
+        LOOM_PF1((const char *)(x + kk) + pf2); /* farther down the stream, to L2 */
+        LOOM_PF1((const char *)(x + kk) + pf2 + 64);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
             const __m512 xv = cvt256(bf, x + kk + 16 * u);
             LOOM_UNROLL for (int j = 0; j < nc; j++)
@@ -192,13 +192,16 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
         float *cj = c + (size_t)j0 * ldc;
         for (int64_t k0 = 0; k0 < k; k0 += ROW_KC) {
             const int64_t kl = k - k0 < ROW_KC ? k - k0 : ROW_KC;
+            /* the L2 prefetch distance: LOOM_PF_L2 down a whole-row stream; with k in
+             * chunks, whole rows ahead (the same chunk of a later row) */
+            const size_t pf2 = kl == k ? (size_t)LOOM_PF_L2 : ((size_t)LOOM_PF_L2 + 2 * (size_t)kl - 1) / (2 * (size_t)kl) * ws;
             for (int64_t q = 0; q < n; q++)
                 cvt_row(bf, (const uint16_t *)(A + (size_t)(j0 + q) * as) + k0, kl, af + (size_t)q * ROW_KC);
             for (int64_t i = i0; i < i1; i++) {
                 const uint16_t *x = (const uint16_t *)(W + (size_t)i * ws) + k0;
                 const uintptr_t xn = (uintptr_t)x + ws; /* prefetched only: may lie past the matrix */
-                if (n == 2) row_multi(bf, 2, kl, x, xn, af, cj + i, ldc, k0 > 0);
-                else row_multi(bf, 1, kl, x, xn, af, cj + i, ldc, k0 > 0);
+                if (n == 2) row_multi(bf, 2, kl, x, xn, pf2, af, cj + i, ldc, k0 > 0);
+                else row_multi(bf, 1, kl, x, xn, pf2, af, cj + i, ldc, k0 > 0);
             }
         }
         return;
