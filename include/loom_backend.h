@@ -96,8 +96,8 @@ typedef struct loom_backend_params {
      * bytes). A CPU weight for which repack_filter(name, repack_user) returns true
      * and whose type and shape the process's kernel level has a faster interleaved
      * layout for (today: rows a multiple of 16, 2-D or a 3-D stack of experts; Q4_0,
-     * Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS from the AVX2 level up; none at scalar
-     * or NEON)
+     * Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS from the AVX2 level up, Q2_K, Q4_1, Q5_0
+     * and Q5_1 from the AVX-512 VNNI level up; none at scalar or NEON)
      * is read into the CPU weight buffer (not mapped) and rearranged after its last
      * byte is read. Same size, same accounting. Such a tensor may only be the weight
      * operand (a) of loom_mul_mat (2-D) or loom_mul_mat_id (3-D): any other use fails
