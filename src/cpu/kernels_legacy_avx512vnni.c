@@ -24,6 +24,7 @@
  */
 #include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
+#include "quant/repack.h"
 
 #include <immintrin.h>
 #include <stddef.h>
@@ -173,8 +174,8 @@ static LOOM_ALWAYS_INLINE void rp_fifth(__m512i hv, int ch, bool neg, __m512i *l
 /* Field offsets of the repacked block group (quant/repack.h): qh, the nibble chunks; its bytes */
 #define RP_MN(wt) ((wt) != LOOM_TYPE_Q5_0)
 #define RP_HB(wt) ((wt) != LOOM_TYPE_Q4_1)
-#define RP_PH(wt) (RP_MN(wt) ? 64u : 32u)
-#define RP_PQ(wt) (RP_PH(wt) + (RP_HB(wt) ? 64u : 0u))
+#define RP_PH(wt) loom_repack_lg_qh(wt)
+#define RP_PQ(wt) loom_repack_lg_qs(wt)
 #define RP_STEP(wt) (16u * ((wt) == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : (wt) == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0) \
                                                                                             : sizeof(block_q5_1)))
 

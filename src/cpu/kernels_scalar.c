@@ -431,7 +431,7 @@ static void gemm_repacked_lg_ref(loom_type wt, int64_t k, const void *w, size_t 
     const bool mn = wt != LOOM_TYPE_Q5_0, hb = wt != LOOM_TYPE_Q4_1;
     const size_t bb = wt == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : wt == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0)
                                                                                        : sizeof(block_q5_1);
-    const size_t ph = mn ? 64 : 32, pq = ph + (hb ? 64 : 0); /* qh and the nibble chunks (repack.h) */
+    const size_t ph = loom_repack_lg_qh(wt), pq = loom_repack_lg_qs(wt); /* qh, the nibble chunks */
     const size_t ab = mn ? sizeof(block_q8_1) : sizeof(block_q8_0), aq = mn ? 4 : 2;
     const int64_t nb = k / 32;
     for (int64_t j = j0; j < j1; j++) {

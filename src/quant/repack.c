@@ -51,7 +51,7 @@ static void lg_block(loom_type t, const uint8_t *s, uint8_t *d, size_t rowb, siz
     const bool mn = t != LOOM_TYPE_Q5_0, hb = t != LOOM_TYPE_Q4_1;
     const size_t bb = t == LOOM_TYPE_Q4_1 ? sizeof(block_q4_1) : t == LOOM_TYPE_Q5_0 ? sizeof(block_q5_0)
                                                                                   : sizeof(block_q5_1);
-    const size_t p0 = b * bb * LOOM_REPACK_ROWS, pm = 32, ph = mn ? 64 : 32, pq = ph + (hb ? 64 : 0);
+    const size_t p0 = b * bb * LOOM_REPACK_ROWS, pm = 32, ph = loom_repack_lg_qh(t), pq = loom_repack_lg_qs(t);
     const size_t um = 2, uh = mn ? 4 : 2, uq = uh + (hb ? 4 : 0); /* offsets in the GGUF block */
     for (size_t r = 0; r < LOOM_REPACK_ROWS; r++) {
         const size_t u0 = r * rowb + b * bb;

@@ -76,9 +76,17 @@
 #include "loom_base.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define LOOM_REPACK_ROWS 16
+
+/* Q4_1 / Q5_0 / Q5_1 block group (see above): byte offsets of the qh dwords (Q5_0, Q5_1)
+ * and of the first nibble chunk. */
+static inline size_t loom_repack_lg_qh(loom_type t) { return t == LOOM_TYPE_Q5_0 ? 32u : 64u; }
+static inline size_t loom_repack_lg_qs(loom_type t) {
+    return t == LOOM_TYPE_Q4_1 ? 64u : t == LOOM_TYPE_Q5_0 ? 96u : 128u;
+}
 
 /* True for the types that have an interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
  * Q8_0, Q2_K, Q4_K, Q6_K, IQ4_XS, Q5_K). */
