@@ -49,6 +49,7 @@ static void bm_usage(FILE *f) {
             "  --vk-devices LIST   Vulkan devices: all, none or indices (default: the GPUs)\n"
             "  --gpu-bw GBPS    device memory bandwidth for the tg bound when layers are offloaded\n"
             "                  (default: the CPU bandwidth measured here)\n"
+            "  --no-mmap       read the weights instead of mapping the file (also -mmp 0)\n"
             "  --bw-mib N      bandwidth buffer in MiB (default 1024; 0 skips the bandwidth test)\n"
             "  --json          one JSON object instead of the table\n");
 }
@@ -209,7 +210,7 @@ int loom_bench_model(int argc, char **argv) {
     const char *path = NULL;
     int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024, ngl = 0, gpu_bw = 0;
     int n_par = 0; /* --parallel N: N sequences, prompts first, then N rows per decode step */
-    bool json = false, fa = false;
+    bool json = false, fa = false, no_mmap = false;
     int depth = 0;                         /* -d: tokens in the cache before each test */
     loom_type cache_type = LOOM_TYPE_F16;  /* --cache-type / -ctk / -ctv */
     const char *ctk = NULL, *ctv = NULL;
@@ -251,6 +252,12 @@ int loom_bench_model(int argc, char **argv) {
             rc = bm_int(a, v, 1, LOOM_SEQ_MAX, &n_par), i++;
         } else if (!strcmp(a, "-r")) {
             rc = bm_int(a, v, 1, BM_MAX_REPS, &reps), i++;
+        } else if (!strcmp(a, "--no-mmap")) {
+            no_mmap = true;
+        } else if (!strcmp(a, "-mmp")) { /* llama-bench's spelling: -mmp 0 = --no-mmap */
+            int on = 1;
+            rc = bm_int(a, v, 0, 1, &on), i++;
+            no_mmap = on == 0;
         } else if (!strcmp(a, "--bw-mib")) {
             rc = bm_int(a, v, 0, 1 << 20, &bw_mib), i++;
         } else if (!strcmp(a, "-ngl") || !strcmp(a, "--gpu-layers")) {
@@ -290,6 +297,7 @@ int loom_bench_model(int argc, char **argv) {
     mp.n_seq_max = n_par > 0 ? n_par : 1;
     mp.n_threads = n_threads;
     mp.flash_attn = fa;
+    mp.no_mmap = no_mmap;
     mp.cache_type = cache_type;
     mp.n_gpu_layers = ngl;
     mp.vk_devices = vk_devices;

@@ -35,6 +35,17 @@
 #                      hence the define (bench/README.md, eighteenth session)
 #   LLAMA_CMAKE_EXTRA  more CMake options for the llama.cpp build (word-split; a build is only
 #                      made when the cache has none: use a fresh LOOM_LLAMA_CACHE to change it)
+#   SETTLE=0           do not settle the page cache (below)
+#
+# Settling the page cache: before its rounds, each file's cached pages are dropped
+# (`dd iflag=nocache count=0`) and the file is read once, so both tools map it in the state
+# a file has after it was read from disk (after a reboot, say) rather than the one left by
+# whatever wrote it. The two differ in the folio size of the page cache: on Linux 6.x
+# with ext4's large folios, pages written by cp, a download or `loom gen` stay in small
+# folios, mapped with 4 KiB pages, while readahead fills 2 MiB folios that a mapping
+# takes as huge pages; weights read through the mapping (F16, BF16: neither tool
+# copies them) then stream with far fewer TLB misses (1.1B F16 tg64 in Loom, 2-vCPU VM:
+# 12.0-12.3 t/s written, vs 14.9 with the weights in anonymous huge pages, --no-mmap).
 #
 # The build: `npm pack node-llama-cpp@3.21.1` in the cache directory, its llama.cpp git
 # bundle (package/llama/gitRelease.bundle) cloned to src/, CMake Release with
@@ -204,10 +215,20 @@ printf -- '- threads %s, rounds %s (interleaved, 1 repetition per run), -p %s, -
 [ -z "${LLAMA_EXTRA:-}" ] || printf -- '- LLAMA_EXTRA: %s\n' "$LLAMA_EXTRA"
 [ -z "${LOOM_EXTRA:-}" ] || printf -- '- LOOM_EXTRA: %s\n' "$LOOM_EXTRA"
 printf -- '- host: %s, %s CPUs\n' "$(uname -m)" "$(nproc 2>/dev/null || echo '?')"
+if [ "${SETTLE:-1}" = 1 ]; then
+  printf -- '- page cache settled: each file dropped from it and read once before its rounds\n'
+else
+  printf -- '- page cache as found (SETTLE=0)\n'
+fi
 
 i=0
 for model in "$@"; do
   i=$((i + 1))
+  if [ "${SETTLE:-1}" = 1 ]; then
+    dd if="$model" iflag=nocache count=0 status=none 2>/dev/null ||
+      printf 'vs-llamacpp: could not drop %s from the page cache (dd iflag=nocache)\n' "$model" >&2
+    cat "$model" >/dev/null || die "cannot read $model"
+  fi
   r=1
   while [ "$r" -le "$ROUNDS" ]; do
     printf 'vs-llamacpp: %s round %s/%s\n' "$model" "$r" "$ROUNDS" >&2

@@ -30,7 +30,8 @@
  * column, 256-bit loads (BF16 widened by zero-extension and a shift: 512-bit loads
  * measured slower on this streaming path). The activations are converted to float once
  * per call (ROW_KC k-values per pass) and the next weight row is prefetched while one
- * streams (both 64-byte lines of every 128 bytes): fewer instructions per cache line
+ * streams (each 64-byte line its own prefetch, eight lines per step, with the line
+ * LOOM_PF_L2 ahead into L2): fewer instructions per cache line
  * and the next row's misses in flight. 1 GiB of 2048-wide F16 rows, one thread: 6.3-8.7
  * GB/s with both operands widened in the loop, 12.4-13.2 with both changes (a bare
  * 512-bit load loop 13-14); two such threads at once: 7-8.7 each before, 10-12 after.
@@ -78,15 +79,27 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
     __m512 acc[4][SMALL_N];
     LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
     int64_t kk = 0;
+    /* 512 bytes of the row per step, each 64-byte line with its own two prefetches (the
+     * next row's line into L1, the line pf2 (LOOM_PF_L2) ahead in this stream into L2):
+     * spread per line and eight lines per step, 1.1B-shaped F16 decode (a stand-alone
+     * stream over its 22 layers' matrices, 2 threads) 25.5 -> 27.3 GB/s, against 64
+     * values per step with the four prefetches at its top. */
+    for (; kk + 256 <= k; kk += 256) {
+        LOOM_UNROLL for (int u = 0; u < 8; u++) {
+            LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
+            LOOM_PF1((const char *)(x + kk + 32 * u) + pf2);
+            LOOM_UNROLL for (int h = 0; h < 2; h++) {
+                const __m512 xv = cvt256(bf, x + kk + 32 * u + 16 * h);
+                LOOM_UNROLL for (int j = 0; j < nc; j++)
+                    acc[u & 3][j] =
+                        _mm512_fmadd_ps(xv, _mm512_load_ps(af + (size_t)j * ROW_KC + kk + 32 * u + 16 * h), acc[u & 3][j]);
+            }
+        }
+    }
     for (; kk + 64 <= k; kk += 64) {
-        /* both lines of the 128 bytes of the next row, and pf2 (LOOM_PF_L2) ahead in this
-         * stream into L2 (the repacked tiles' second prefetch): F16 decode at
-         * 2 threads 21 -> 26 GB/s in the kernel bench, 1.1B F16 tg64 11.3-11.8 -> 12.0-12.1.
-         * Without the L2 prefetch, the asm form measured slower here (18.7 vs 20.8 GFLOP/s);
-         * with it, 1-2% faster. */
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk));
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64));
-        LOOM_PF1((const char *)(x + kk) + pf2); /* farther down the stream, to L2 */
+        LOOM_PF1((const char *)(x + kk) + pf2);
         LOOM_PF1((const char *)(x + kk) + pf2 + 64);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
             const __m512 xv = cvt256(bf, x + kk + 16 * u);

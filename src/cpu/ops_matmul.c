@@ -108,6 +108,8 @@ static int64_t mm_row_chunk(int64_t M, int64_t n_slices, int64_t N, int64_t K, b
         /* matrix x vector (decode): few large contiguous row ranges, so each thread
          * streams long runs of weight rows (hardware prefetch) and claims tiles
          * rarely; a multiple of 16 rows so tiles never share an output cache line.
+         * (A single 2-D slice with a counter, the usual decode product, is split by
+         * mm_own_rows instead, whatever the layout; these chunks serve the rest.)
          * Repacked weights: one range per thread (Q4_0 1.1B tg64, 2 threads, tiles per
          * matrix 2 / 4 / 8 / 16, three interleaved rounds on the noisy VM: 74-77 /
          * 74-77 / 72 / 68 tok/s); with a counter and several threads the group function
@@ -326,20 +328,20 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
     }
 }
 
-/* Matrix x vector on repacked weights (M a multiple of 16): thread k's range of rows
- * is [*r0, *re), 16-row groups split evenly; it streams [*r0, *r1) itself and leaves
- * the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. Pool of
+/* Matrix x vector: thread k's range of rows is [*r0, *re), 16-row groups split
+ * evenly (the last group may be short: rows end at M); it streams [*r0, *r1) itself and
+ * leaves the last MM_POOL_SHARE/16 of it (rounded up to groups) to the shared pool. Pool of
  * 1 / 2 / 3 / 5 sixteenths and none, 2 threads, 4 interleaved rounds of Q4_0 tg64:
  * 74-78 / 69-77 / 67-75 / 66-68 / 74-78 tok/s; Q4_K_M: 1 = 78-81, 3 = 76-77. */
 #define MM_POOL_SHARE 1
 #define MM_POOL_UNITS 4 /* 16-row groups per pool chunk */
 static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int64_t *re) {
-    const int64_t units = M / LOOM_REPACK_ROWS;
+    const int64_t units = (M + LOOM_REPACK_ROWS - 1) / LOOM_REPACK_ROWS;
     const int64_t u0 = units * k / nth, u1 = units * (k + 1) / nth;
     const int64_t tail = ((u1 - u0) * MM_POOL_SHARE + 15) / 16;
-    *r0 = u0 * LOOM_REPACK_ROWS;
-    *r1 = (u1 - tail) * LOOM_REPACK_ROWS;
-    *re = u1 * LOOM_REPACK_ROWS;
+    *r0 = u0 * LOOM_REPACK_ROWS < M ? u0 * LOOM_REPACK_ROWS : M;
+    *r1 = (u1 - tail) * LOOM_REPACK_ROWS < M ? (u1 - tail) * LOOM_REPACK_ROWS : M;
+    *re = u1 * LOOM_REPACK_ROWS < M ? u1 * LOOM_REPACK_ROWS : M;
 }
 
 bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t) {
@@ -426,13 +428,17 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
     bool split = ctr != NULL;
     for (int m = 0; m < n && split; m++)
-        split = plans[m].n_tiles == 0 || (plans[m].repacked && plans[m].N <= 4 && plans[m].B2 * plans[m].B3 == 1);
+        split = plans[m].n_tiles == 0 || (plans[m].N <= 4 && plans[m].B2 * plans[m].B3 == 1);
     if (split) {
-        /* matrix x vector on repacked weights: thread ith streams its own contiguous
+        /* matrix x vector (repacked or plain rows): thread ith streams its own contiguous
          * rows of every member (mm_own_rows), then everyone shares the rest (the ends of
          * all ranges) in chunks of MM_POOL_UNITS groups through p->counter, so a slower
          * thread (a noisy neighbour, a preempted vCPU) is helped without cutting the
-         * long streams into short tiles. */
+         * long streams into short tiles. Plain rows (F16, BF16, and types a level does
+         * not repack) used 32 claimed tiles per matrix until the twentieth session: each
+         * claim broke the thread's stream, and the kernels' L2 prefetch, LOOM_PF_L2 ahead,
+         * fetched the next tile, which the other thread took (1.1B F16 tg64, 2 threads,
+         * interleaved: 12.4-12.7 -> 13.0-13.4 t/s; BF16 13.0-13.3 -> 13.5-13.8). */
         for (int m = 0; m < n; m++) {
             if (!plans[m].n_tiles) continue;
             int64_t r0, r1, re;
