@@ -266,6 +266,14 @@ static bool mm_prepare(const loom_compute_params *p, const loom_kernels *kt, loo
             }
         }
     }
+    if (N > MM_PANEL_COLS && repacked && kt->gemm_tile_cols[a->type] > MM_PANEL_COLS) {
+        /* repacked types whose prompt tile still prepares the weights per call (Q4_1,
+         * Q5_0, Q5_1: kernels_int8_amx.c amx_legacy, the avx512vnni lg16 tile): their
+         * wider panel while that leaves >= 16 tiles (1.1B Q4_1 pp512, amx, 2 threads,
+         * three interleaved rounds: 289-300 -> 299-313 t/s) */
+        const int64_t pcw = kt->gemm_tile_cols[a->type], pc = N <= pcw ? N : pcw;
+        if (n_slices * ((N + pc - 1) / pc) * ((M + pl->rc - 1) / pl->rc) >= 16) pl->pc = pc;
+    }
     pl->n_rchunks = (M + pl->rc - 1) / pl->rc;
     pl->n_panels = (N + pl->pc - 1) / pl->pc;
     pl->n_tiles = n_slices * pl->n_rchunks * pl->n_panels;
