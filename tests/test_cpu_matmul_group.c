@@ -277,6 +277,9 @@ static void test_results(void) {
         {"qkv f32", PAT_QKV, 3, {{F32, 192, false}, {F32, 128, false}, {F32, 64, false}}, 1024},
         {"qkv f16", PAT_QKV, 3, {{F16, 160, false}, {F16, 128, false}, {F16, 128, false}}, 1024},
         {"qkv f16/q4_0 (not groupable)", PAT_QKV, 3, {{F16, 128, false}, {Q40, 128, false}, {F16, 128, false}}, 1024},
+        /* plain rows, counts that are not multiples of 16: at N = 1 the own-range split's
+         * last 16-row group is short (200 = 12 groups + 8 rows) */
+        {"qkv f16/q4_k odd rows", PAT_QKV, 3, {{F16, 200, false}, {Q4K, 150, false}, {F16, 130, false}}, 1024},
         {"ffn q4_0 repacked", PAT_FFN, 2, {{Q40, 384, true}, {Q40, 384, true}}, 1024},
         {"ffn q8_0/q4_0", PAT_FFN, 2, {{Q80, 320, false}, {Q40, 320, true}}, 1024},
         {"ffn f32", PAT_FFN, 2, {{F32, 160, false}, {F32, 160, false}}, 512},
