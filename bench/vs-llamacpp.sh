@@ -45,7 +45,7 @@
 # folios, mapped with 4 KiB pages, while readahead fills 2 MiB folios that a mapping
 # takes as huge pages; weights read through the mapping (F16, BF16: neither tool
 # copies them) then stream with far fewer TLB misses (1.1B F16 tg64 in Loom, 2-vCPU VM:
-# 12.0-12.3 t/s written, vs 14.9 with the weights in anonymous huge pages, --no-mmap).
+# ~12.2 t/s as written, 13.5-13.8 settled, 14.9-15.2 with --no-mmap).
 #
 # The build: `npm pack node-llama-cpp@3.21.1` in the cache directory, its llama.cpp git
 # bundle (package/llama/gitRelease.bundle) cloned to src/, CMake Release with

@@ -46,7 +46,9 @@ typedef struct loom_kernels {
     int gemm_float_rows, gemm_float_cols;
     /* The same per weight type for other (not repacked) types whose gemm decodes each
      * weight super-block once per call and reuses it for every column (the grid IQ / TQ
-     * tiles of amx, avx512vnni and avxvnni): 0 for the defaults. */
+     * tiles of amx, avx512vnni and avxvnni; Q4_1 / Q5_0 / Q5_1): 0 for the defaults.
+     * Repacked weights keep their tall row chunks and take only the column width
+     * (ops_matmul.c mm_prepare). */
     int16_t gemm_tile_rows[LOOM_TYPE_COUNT], gemm_tile_cols[LOOM_TYPE_COUNT];
     /* F16 / BF16 prompt products on activations packed once per product (optional:
      * NULL on levels without; ops_matmul.c uses them from LOOM_GEMM_PACKED_MIN_COLS
