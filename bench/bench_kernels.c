@@ -329,7 +329,7 @@ int loom_bench_kernels(int argc, char **argv) {
         }
     }
     const loom_kernels *k = loom_kernels_get();
-    g_level = !strcmp(k->name, "avx512vnni") || !strcmp(k->name, "amx") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1
+    g_level = !strcmp(k->name, "avx512vnni") || !strcmp(k->name, "avx512bf16") || !strcmp(k->name, "amx") ? 3 : !strcmp(k->name, "avx512") ? 2 : !strcmp(k->name, "avx2") ? 1
               : !strcmp(k->name, "avxvnni") ? 4 : 0;
     char desc[512];
     loom_kernels_describe(desc, sizeof desc);

@@ -768,6 +768,101 @@ static void test_gemm_float_packed(void) {
     printf("  gemm_float_packed: %d level x shape runs\n", levels_run);
 }
 
+/* BF16 pair panels (kernels.h gemm_bf16_pack / _packed, the avx512bf16 level): the
+ * reference pack against the layout's definition (the activation rows' own halves, zero
+ * past k and n), every level's pack against it bit for bit (any panel ranges), and the
+ * level's products against float64 within the rounding bound (the products are exact,
+ * the sums FP32 in pairs), the same bits for row and column pieces as for one call,
+ * untouched outputs outside the range, and declines for other types / unaligned j0. */
+static void test_gemm_bf16_packed(void) {
+    const char *const *lv = loom_kernels_levels();
+    static const int64_t ks[] = {1, 2, 15, 33, 255, 256, 257, 511, 1000, 2100};
+    static const int64_t ns[] = {1, 16, 17, 31, 32, 33, 64, 100, 300};
+    enum { M = 150, R0 = 5, LDC = 152, P = LOOM_GEMM_PANEL };
+    const float sentinel = -12345.f;
+    const loom_type wt = LOOM_TYPE_BF16, at = LOOM_TYPE_BF16;
+    int levels_run = 0;
+    double worst = 0; /* the largest |error| / bound seen */
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki], kp = (k + 1) / 2, nmax = ns[sizeof ns / sizeof ns[0] - 1], qmax = (nmax + P - 1) / P;
+        const size_t wrb = row_bytes(wt, k), arb = row_bytes(at, k), pw = (size_t)(qmax * P * kp);
+        uint8_t *w = malloc(wrb * M), *a = malloc(arb * (size_t)nmax);
+        float *wf = malloc(sizeof(float) * (size_t)k * M), *af = malloc(sizeof(float) * (size_t)k * (size_t)nmax);
+        float *xf = malloc(sizeof(float) * (size_t)k);
+        uint32_t *pr = malloc(sizeof(uint32_t) * pw), *pl = malloc(sizeof(uint32_t) * pw);
+        float *c1 = malloc(sizeof(float) * LDC * (size_t)nmax), *c2 = malloc(sizeof(float) * LDC * (size_t)nmax);
+        if (!w || !a || !wf || !af || !xf || !pr || !pl || !c1 || !c2) {
+            CHECK(0);
+            free(w); free(a); free(wf); free(af); free(xf); free(pr); free(pl); free(c1); free(c2);
+            return;
+        }
+        gemm_operands(wt, at, k, M, 7, nmax, w, wf, a, af, xf);
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            const int64_t n = ns[ni], nq = (n + P - 1) / P;
+            memset(pr, 0xA5, sizeof(uint32_t) * pw);
+            CHECK(loom_gemm_bf16_pack_ref(at, k, a, arb, n, pr, 0, nq));
+            CHECK(!loom_gemm_bf16_pack_ref(LOOM_TYPE_F16, k, a, arb, n, pr, 0, nq));
+            int bad = 0;
+            for (int64_t q = 0; q < nq; q++)
+                for (int64_t t = 0; t < kp; t++)
+                    for (int c = 0; c < P; c++) {
+                        const int64_t j = q * P + c;
+                        const uint16_t *row = (const uint16_t *)(a + (size_t)j * arb);
+                        const uint32_t lo = j < n ? row[2 * t] : 0, hi = j < n && 2 * t + 1 < k ? row[2 * t + 1] : 0;
+                        bad += pr[(q * kp + t) * P + c] != (lo | hi << 16);
+                    }
+            CHECK_MSG(bad == 0, "bf16 pack ref k=%lld n=%lld: %d words", (long long)k, (long long)n, bad);
+            for (int li = 1; lv[li]; li++) {
+                const loom_kernels *kt = loom_kernels_for(lv[li]);
+                if (!kt || !kt->gemm_bf16_pack || !kt->gemm_bf16_packed) continue;
+                levels_run++;
+                memset(pl, 0x5A, sizeof(uint32_t) * pw);
+                CHECK(kt->gemm_bf16_pack(at, k, a, arb, n, pl, 0, nq / 2));
+                CHECK(kt->gemm_bf16_pack(at, k, a, arb, n, pl, nq / 2, nq));
+                CHECK_MSG(memcmp(pl, pr, sizeof(uint32_t) * (size_t)(nq * P * kp)) == 0, "bf16 pack %s k=%lld n=%lld",
+                          lv[li], (long long)k, (long long)n);
+                CHECK(!kt->gemm_bf16_pack(LOOM_TYPE_F16, k, a, arb, n, pl, 0, nq));
+                /* one call against float64 */
+                for (size_t i = 0; i < LDC * (size_t)n; i++) c1[i] = sentinel;
+                CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c1, LDC, R0, M, 0, n));
+                bad = 0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int r = 0; r < LDC; r++) {
+                        const float v = c1[j * LDC + r];
+                        if (r < R0 || r >= M) {
+                            bad += v != sentinel;
+                            continue;
+                        }
+                        double d = 0, mg = 0;
+                        for (int64_t i = 0; i < k; i++) {
+                            const double pp = (double)wf[r * k + i] * af[j * k + i];
+                            d += pp;
+                            mg += fabs(pp);
+                        }
+                        bad += !(fabs(v - d) <= bound(wt, k, mg));
+                        if (fabs(v - d) / bound(wt, k, mg) > worst) worst = fabs(v - d) / bound(wt, k, mg);
+                    }
+                CHECK_MSG(bad == 0, "bf16 packed %s k=%lld n=%lld: %d outputs", lv[li], (long long)k, (long long)n, bad);
+                /* pieces: [R0, 77) and [77, M) x [0, 32) and [32, n): the same bits */
+                for (size_t i = 0; i < LDC * (size_t)n; i++) c2[i] = sentinel;
+                const int64_t jc = n < P ? n : P;
+                CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c2, LDC, R0, 77, 0, jc));
+                CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c2, LDC, 77, M, 0, jc));
+                if (n > P) {
+                    CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c2, LDC, R0, 77, P, n));
+                    CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c2, LDC, 77, M, P, n));
+                }
+                CHECK_MSG(memcmp(c1, c2, sizeof(float) * LDC * (size_t)n) == 0, "bf16 packed %s k=%lld n=%lld: pieces differ",
+                          lv[li], (long long)k, (long long)n);
+                CHECK(!kt->gemm_bf16_packed(wt, k, w, wrb, pl, c2, LDC, R0, M, 16, n)); /* unaligned j0 */
+                CHECK(!kt->gemm_bf16_packed(LOOM_TYPE_F16, k, w, wrb, pl, c2, LDC, R0, M, 0, n));
+            }
+        }
+        free(w); free(a); free(wf); free(af); free(xf); free(pr); free(pl); free(c1); free(c2);
+    }
+    printf("  gemm_bf16_packed: %d level x shape runs, max |err| %.3f of the bound\n", levels_run, worst);
+}
+
 /* from_float with NaN / +-Inf / extreme magnitudes: every level gives the scalar bytes
  * (the scalar quantizers ignore NaN in amax and map NaN codes to -127). */
 static void test_from_float_special(void) {
@@ -950,6 +1045,7 @@ int main(int argc, char **argv) {
     test_gemm_float();
     test_gemm_float_tiling();
     test_gemm_float_packed();
+    test_gemm_bf16_packed();
     test_gemm_kq_shapes(LOOM_TYPE_Q4_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q2_K);
     test_gemm_kq_shapes(LOOM_TYPE_Q3_K);

@@ -18,6 +18,7 @@ static void detect(loom_cpu_features *f) {
     f->x86 = true;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return;
     unsigned maxleaf = a;
+    f->amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "Auth" "enti" "cAMD" */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     bool osxsave = (c >> 27) & 1;
     f->avx = (c >> 28) & 1;

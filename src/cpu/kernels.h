@@ -35,7 +35,7 @@ typedef struct loom_kernel_entry {
 } loom_kernel_entry;
 
 typedef struct loom_kernels {
-    const char *name; /* "scalar", "avx2", "avx512", "avx512vnni", "amx", "neon", "neon_dotprod" */
+    const char *name; /* "scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16", "amx", "neon", "neon_dotprod" */
     loom_kernel_entry dot[LOOM_TYPE_COUNT];         /* indexed by weight type */
     loom_from_float_fn from_float[LOOM_TYPE_COUNT]; /* indexed by activation type */
     loom_gemm_fn gemm;                              /* may be NULL */
@@ -69,6 +69,27 @@ typedef struct loom_kernels {
                             int64_t q0, int64_t q1);
     bool (*gemm_float_packed)(loom_type wtype, int64_t k, const void *w, size_t w_stride, const float *p, float *c,
                               size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+    /* BF16 prompt products on pair panels (optional: set by the avx512bf16 level, NULL
+     * elsewhere; where set, ops_matmul.c uses them instead of gemm_float_pack /
+     * gemm_float_packed for BF16 weights). Layout: panel q holds columns [32q, 32q + 32)
+     * of the n BF16 activation rows as k-pairs: 32-bit word ((q*kp + t)*32 + c), kp =
+     * (k + 1) / 2, holds element 2t (low half) and element 2t + 1 (high half) of row
+     * 32q + c; zero halves past k and for rows >= n. A panel is half the bytes of a
+     * float panel (the engine plans the float size).
+     *  gemm_bf16_pack:   writes panels [q0, q1) from n BF16 rows (a_stride bytes apart);
+     *                    false for another activation type. Bit-identical to
+     *                    loom_gemm_bf16_pack_ref.
+     *  gemm_bf16_packed: C[j*ldc + i] = dot(W row i, column j) as gemm_float_packed, for
+     *                    BF16 weights (false for others or an unaligned j0): each
+     *                    output the sum of its LOOM_GEMM_PACKED_KC-chunk sums in chunk
+     *                    order, a chunk's sum one VDPBF16PS lane over its pairs in
+     *                    order (the products exact; denormals flushed), so results do
+     *                    not depend on the tiling; within the rounding bound of the
+     *                    float64 dot product, not bit-identical to the float path. */
+    bool (*gemm_bf16_pack)(loom_type atype, int64_t k, const void *a, size_t a_stride, int64_t n, uint32_t *p,
+                           int64_t q0, int64_t q1);
+    bool (*gemm_bf16_packed)(loom_type wtype, int64_t k, const void *w, size_t w_stride, const uint32_t *p, float *c,
+                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
     /* The same contract as gemm for weights in the row-interleaved layout of
      * quant/repack.h (w points at the matrix, w_stride is its GGUF row size,
      * i0 and i1 are multiples of LOOM_REPACK_ROWS). Never NULL: the scalar table

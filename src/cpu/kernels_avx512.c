@@ -89,6 +89,25 @@ static void ff_f16(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* F32 -> BF16 rows (activations for BF16 weights): the scalar conversion's integer
+ * arithmetic (round to nearest even, NaN kept quiet: top half | 0x40), 16 at a time, so
+ * the bytes are the scalar ones for every input, denormals included (VCVTNEPS2BF16 would
+ * flush those). */
+static void ff_bf16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), qbit = _mm512_set1_epi32(0x40);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        const __m512i v = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
+        const __m512i r = _mm512_srli_epi32(
+            _mm512_add_epi32(_mm512_add_epi32(v, bias), _mm512_and_si512(_mm512_srli_epi32(v, 16), one)), 16);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(v, abs), inf);
+        const __m512i q = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(v, 16), qbit);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(q));
+    }
+}
+
 static void f16_to_f32(int64_t n, const uint16_t *x, float *y) {
     for (int64_t i = 0; i < n; i += 16) {
         __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
@@ -192,6 +211,7 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->gelu_f32 = gelu_f32;
     k->tanh_f32 = tanh_f32;
     k->from_float[LOOM_TYPE_F16] = ff_f16;
+    k->from_float[LOOM_TYPE_BF16] = ff_bf16;
     k->dot[LOOM_TYPE_F32].vec_dot = vd_f32;
     k->dot[LOOM_TYPE_F16].vec_dot = vd_f16;
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;

@@ -1,6 +1,13 @@
 /* Kernel table selection: one table per compiled-in ISA level, built once. The
  * process-wide choice is the best level the CPU and OS support, or LOOM_CPU_ISA.
- * x86 levels, in order: scalar, avx2, avxvnni (avx2 + VEX VNNI), avx512, avx512vnni, amx.
+ * x86 levels, in order: scalar, avx2, avxvnni (avx2 + VEX VNNI), avx512, avx512vnni,
+ * avx512bf16, amx.
+ * avx512bf16: the avx512vnni table with BF16 prompt products on VDPBF16PS
+ * (kernels_gemm_bf16dp_avx512vnni.c); it runs wherever avx512vnni does (that level
+ * needs AVX512_BF16 too) but is the default on AMD CPUs only: VDPBF16PS retires at about
+ * the FMA rate there (two products per lane: 1.8x the float path's GFLOP/s on Zen 5) and
+ * measured 4x slower than the FMA per instruction on an Intel Xeon. Elsewhere it is
+ * taken only when LOOM_CPU_ISA names it.
  * AMX: the "amx" level (the avx512vnni table with F16 / BF16 prompt-shape gemm tiles on
  * AMX-BF16, kernels_amx.c) needs CPUID amx_tile + amx_bf16, the avx512vnni level, and
  * the OS's permission for the tile data state: on Linux the process asks for it once
@@ -17,12 +24,23 @@
 #include <unistd.h>
 #endif
 
-enum { LV_SCALAR, LV_AVX2, LV_AVXVNNI, LV_AVX512, LV_AVX512VNNI, LV_AMX, LV_NEON, LV_NEON_DOTPROD, LV_COUNT };
-static const char *const k_level_names[LV_COUNT] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni",
-                                                    "amx",    "neon", "neon_dotprod"};
+enum {
+    LV_SCALAR,
+    LV_AVX2,
+    LV_AVXVNNI,
+    LV_AVX512,
+    LV_AVX512VNNI,
+    LV_AVX512BF16,
+    LV_AMX,
+    LV_NEON,
+    LV_NEON_DOTPROD,
+    LV_COUNT
+};
+static const char *const k_level_names[LV_COUNT] = {"scalar",     "avx2", "avxvnni", "avx512",      "avx512vnni",
+                                                    "avx512bf16", "amx",  "neon",    "neon_dotprod"};
 
 #if defined(__x86_64__)
-static const char *const k_levels[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "amx", NULL};
+static const char *const k_levels[] = {"scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16", "amx", NULL};
 #elif defined(__aarch64__)
 static const char *const k_levels[] = {"scalar", "neon", "neon_dotprod", NULL};
 #else
@@ -91,6 +109,10 @@ static void init_tables(void) {
         loom_kernels_fill_avx512vnni(&g_tables[LV_AVX512VNNI]);
         g_tables[LV_AVX512VNNI].name = "avx512vnni";
         g_avail[LV_AVX512VNNI] = true;
+        g_tables[LV_AVX512BF16] = g_tables[LV_AVX512VNNI];
+        loom_kernels_fill_bf16dp_avx512vnni(&g_tables[LV_AVX512BF16]);
+        g_tables[LV_AVX512BF16].name = "avx512bf16";
+        g_avail[LV_AVX512BF16] = true;
     }
     if (vnni && f->amx_tile && f->amx_bf16) {
         g_amx_perm = amx_permission() ? 1 : -1;
@@ -117,9 +139,11 @@ static void init_tables(void) {
         }
     }
 #endif
+    /* the best level: the highest available one, avx512bf16 only on AMD (above) */
+    const bool bf16dp_default = f->amd;
     int best = LV_SCALAR;
     for (int i = 0; i < LV_COUNT; i++)
-        if (g_avail[i]) best = i;
+        if (g_avail[i] && (i != LV_AVX512BF16 || bf16dp_default)) best = i;
     g_chosen = best;
     /* The one environment variable the library reads (docs/engineering.md): every SIMD
      * level must be forceable, and the level is a process-wide choice made before any
@@ -135,7 +159,7 @@ static void init_tables(void) {
         } else {
             /* fall back within the requested level's family (x86 or arm), then scalar */
             int lv = want, floor = want >= LV_NEON ? LV_NEON : LV_AVX2;
-            while (lv >= floor && !g_avail[lv]) lv--;
+            while (lv >= floor && (!g_avail[lv] || (lv == LV_AVX512BF16 && !bf16dp_default))) lv--;
             if (lv < floor) lv = LV_SCALAR;
             g_chosen = lv;
             fprintf(stderr, "loom: LOOM_CPU_ISA=%s is not available on this CPU/OS; using %s\n", env,

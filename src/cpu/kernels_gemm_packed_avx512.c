@@ -77,21 +77,10 @@ static ALWAYS_INLINE void gp_cvt_row(int bf, const uint16_t *src, int64_t kl, fl
         _mm512_store_ps(dst + kk, cvt16(bf, _mm256_maskz_loadu_epi16((__mmask16)((1u << (kl - kk)) - 1), src + kk)));
 }
 
-/* gp_store_t: 16 x 16 transposes, masked stores of the valid rows. */
+/* gp_store_t: x86_transpose.h's 16 x 16 transposes and masked stores. */
 static ALWAYS_INLINE void gp_store_t(const float *T, float *c, size_t ldc, int64_t i0, int64_t nrow, int64_t j0,
                                      int64_t ncol) {
-    for (int64_t rb = 0; rb < nrow; rb += 16) {
-        const int64_t rn = nrow - rb < 16 ? nrow - rb : 16;
-        const __mmask16 rm = (__mmask16)(rn == 16 ? 0xFFFF : (1u << rn) - 1);
-        for (int64_t cb = 0; cb < ncol; cb += 16) {
-            __m512 v[16];
-            LOOM_UNROLL_ALL for (int x = 0; x < 16; x++)
-                v[x] = x < rn ? _mm512_load_ps(T + (size_t)(rb + x) * GP_TC + cb) : _mm512_setzero_ps();
-            loom_transpose16_ps(v);
-            const int64_t cn = ncol - cb < 16 ? ncol - cb : 16;
-            for (int64_t x = 0; x < cn; x++) _mm512_mask_storeu_ps(c + (size_t)(j0 + cb + x) * ldc + i0 + rb, rm, v[x]);
-        }
-    }
+    loom_store_t16(T, GP_TC, c, ldc, i0, nrow, j0, ncol);
 }
 
 #include "cpu/kernels_gemm_packed_body.h"

@@ -64,6 +64,9 @@ bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, c
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 /* References for kernels.h gemm_float_pack / gemm_float_packed (kernels_scalar.c). */
+/* kernels.h gemm_bf16_pack's layout, scalar (the levels' packs are bit-identical). */
+bool loom_gemm_bf16_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, uint32_t *p, int64_t q0,
+                             int64_t q1);
 bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, float *p, int64_t q0,
                               int64_t q1);
 bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,
@@ -255,6 +258,9 @@ void loom_kernels_fill_avx2(loom_kernels *k);
 void loom_kernels_fill_x86_kquant_avx2(loom_kernels *k); /* called by fill_avx2 */
 void loom_kernels_fill_avx512(loom_kernels *k);
 void loom_kernels_fill_avx512vnni(loom_kernels *k);
+/* the avx512bf16 level: gemm_bf16_pack / gemm_bf16_packed on VDPBF16PS
+ * (kernels_gemm_bf16dp_avx512vnni.c) */
+void loom_kernels_fill_bf16dp_avx512vnni(loom_kernels *k);
 /* On a copy of the avx512vnni table: F16 / BF16 prompt-shape gemm tiles with AMX-BF16
  * (kernels_amx.c). Only when the OS granted XTILEDATA (kernels_dispatch.c). */
 void loom_kernels_fill_amx(loom_kernels *k);
@@ -280,6 +286,7 @@ typedef struct loom_cpu_features {
     bool x86, avx, avx2, fma, f16c, os_avx, os_avx512;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avx_vnni;
     bool amx_tile, amx_int8, amx_bf16;
+    bool amd; /* CPUID vendor "AuthenticAMD" */
     bool arm64, neon, dotprod, fp16;
     char brand[64];
 } loom_cpu_features;

@@ -543,6 +543,26 @@ bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as,
     return true;
 }
 
+/* kernels.h gemm_bf16_pack: panels [q0, q1) of n BF16 rows as k-pairs. */
+bool loom_gemm_bf16_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, uint32_t *p, int64_t q0,
+                             int64_t q1) {
+    if (at != LOOM_TYPE_BF16) return false;
+    const int64_t kp = (k + 1) / 2;
+    for (int64_t q = q0; q < q1; q++)
+        for (int64_t t = 0; t < kp; t++)
+            for (int c = 0; c < LOOM_GEMM_PANEL; c++) {
+                const int64_t j = q * LOOM_GEMM_PANEL + c;
+                uint32_t v = 0;
+                if (j < n) {
+                    const uint16_t *x = (const uint16_t *)((const uint8_t *)a + (size_t)j * as);
+                    v = x[2 * t];
+                    if (2 * t + 1 < k) v |= (uint32_t)x[2 * t + 1] << 16;
+                }
+                p[((size_t)q * (size_t)kp + (size_t)t) * LOOM_GEMM_PANEL + (size_t)c] = v;
+            }
+    return true;
+}
+
 /* kernels.h gemm_float_packed: per output, per LOOM_GEMM_PACKED_KC chunk one fmaf per
  * k-value from 0.0f, the chunk sums added in order. */
 bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,

@@ -8,7 +8,8 @@
  *   phase 1b: (F16 / BF16 weight matrices, prompt shapes, levels with gemm_float_pack)
  *            those rows are packed into k-major float panels of 32 columns, once per
  *            product, panels split over the threads; barrier. The tiles then run
- *            gemm_float_packed on them (mm_packed).
+ *            gemm_float_packed on them (mm_packed). BF16 weights on a level with
+ *            gemm_bf16_pack (avx512bf16) get k-pair BF16 panels and gemm_bf16_packed.
  *   phase 2: the output is cut into tiles (row chunk of a x column block of b) per
  *            (i2, i3) slice; thread ith takes tiles ith, ith+nth, ... The tile grid
  *            depends only on the shapes, and every dst element is one vec_dot (or the
@@ -63,8 +64,13 @@ static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_k
  * (weight matrices). Batched products (attention over an F16 cache: a slice per head)
  * keep the row tiles: their activations are [context x tokens x heads] and packed
  * floats would double the work buffer the plan accounts for them (generate.c). */
+static bool mm_bf16dp(const loom_tensor *a, const loom_kernels *kt) {
+    /* BF16 weights on a level with pair panels (kernels.h gemm_bf16_pack): those
+     * instead of the float panels, in the same (float-sized) buffer */
+    return a->type == LOOM_TYPE_BF16 && kt->gemm_bf16_pack && kt->gemm_bf16_packed;
+}
 static bool mm_packed(const loom_tensor *a, const loom_tensor *b, const loom_kernels *kt) {
-    return kt->gemm_float_pack && kt->gemm_float_packed && (a->flags & LOOM_TF_REPACKED) == 0 &&
+    return ((kt->gemm_float_pack && kt->gemm_float_packed) || mm_bf16dp(a, kt)) && (a->flags & LOOM_TF_REPACKED) == 0 &&
            (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16) && kt->dot[a->type].vec_dot_type == a->type &&
            b->ne[1] >= LOOM_GEMM_PACKED_MIN_COLS && b->ne[2] == 1 && b->ne[3] == 1;
 }
@@ -314,10 +320,12 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
     }
     const size_t ldc = (size_t)pl->M;
     float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
-    if (pl->packed && mc->packed &&
-        kt->gemm_float_packed(a->type, K, w, w_stride, mc->packed + (size_t)slice * packed_slice_floats(a, b), c, ldc,
-                              i0, i1, pj0, pj1))
-        return;
+    if (pl->packed && mc->packed) {
+        const float *pk = mc->packed + (size_t)slice * packed_slice_floats(a, b);
+        if (mm_bf16dp(a, kt) ? kt->gemm_bf16_packed(a->type, K, w, w_stride, (const uint32_t *)pk, c, ldc, i0, i1, pj0, pj1)
+                             : kt->gemm_float_packed(a->type, K, w, w_stride, pk, c, ldc, i0, i1, pj0, pj1))
+            return;
+    }
     if (pl->repacked) {
         /* a level without this type's layout declines: the reference has every one */
         if (!kt->gemm_repacked(a->type, K, w, w_stride, ab, a_stride, c, ldc, i0, i1, pj0, pj1))
@@ -419,10 +427,12 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
                 const int64_t N = b->ne[1], panels = (N + LOOM_GEMM_PANEL - 1) / LOOM_GEMM_PANEL;
                 int64_t u0, u1;
                 loom_cpu_split(panels * b->ne[2] * b->ne[3], p->ith, p->nth, &u0, &u1);
+                const bool pairs = mm_bf16dp(lead->a, kt); /* BF16 pair panels (kernels.h) */
                 for (int64_t u = u0; u < u1; u++) {
                     const int64_t slice = u / panels, q = u % panels;
-                    if (!kt->gemm_float_pack(vdt, K, act + (size_t)slice * (size_t)N * rb, rb, N, pk + (size_t)slice * sf,
-                                             q, q + 1))
+                    const char *as = act + (size_t)slice * (size_t)N * rb;
+                    if (!(pairs ? kt->gemm_bf16_pack(vdt, K, as, rb, N, (uint32_t *)(pk + (size_t)slice * sf), q, q + 1)
+                                : kt->gemm_float_pack(vdt, K, as, rb, N, pk + (size_t)slice * sf, q, q + 1)))
                         loom_cpu_fail(p, LOOM_ERR_INTERNAL); /* mm_packed admits F16 / BF16 only */
                 }
                 loom_cpu_barrier(p);

@@ -77,6 +77,25 @@ static LOOM_ALWAYS_INLINE void loom_transpose16_ps(__m512 r[16]) {
     LOOM_UNROLL_ALL
     for (int m = 0; m < 16; m++) r[m] = _mm512_castsi512_ps(v[m]);
 }
+
+/* C[(j0 + col)*ldc + i0 + r] = T[r*ts + col] for r < nrow, col < ncol: a block of sums
+ * kept row-major (T 64-byte aligned, ts a multiple of 16) written into column-major C by
+ * 16 x 16 transposes and masked stores of the valid rows (the F16 / BF16 prompt tiles). */
+static LOOM_ALWAYS_INLINE void loom_store_t16(const float *T, size_t ts, float *c, size_t ldc, int64_t i0, int64_t nrow,
+                                              int64_t j0, int64_t ncol) {
+    for (int64_t rb = 0; rb < nrow; rb += 16) {
+        const int64_t rn = nrow - rb < 16 ? nrow - rb : 16;
+        const __mmask16 rm = (__mmask16)(rn == 16 ? 0xFFFF : (1u << rn) - 1);
+        for (int64_t cb = 0; cb < ncol; cb += 16) {
+            __m512 v[16];
+            LOOM_UNROLL_ALL for (int x = 0; x < 16; x++)
+                v[x] = x < rn ? _mm512_load_ps(T + (size_t)(rb + x) * ts + cb) : _mm512_setzero_ps();
+            loom_transpose16_ps(v);
+            const int64_t cn = ncol - cb < 16 ? ncol - cb : 16;
+            for (int64_t x = 0; x < cn; x++) _mm512_mask_storeu_ps(c + (size_t)(j0 + cb + x) * ldc + i0 + rb, rm, v[x]);
+        }
+    }
+}
 #endif
 
 #endif
