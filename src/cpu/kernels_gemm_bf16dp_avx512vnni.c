@@ -25,9 +25,13 @@
  * loads, 12 broadcast 32-bit weight pairs, 24 VDPBF16PS. The weight rows of a chunk are
  * copied (zero-padded to an even length) into a 12 x 128-word scratch, so every
  * broadcast is a constant offset from one base and the odd-k tail never reads past a row.
- * Blocks of 120 rows x 128 columns, sums in a block scratch transposed into C at the end
- * (x86_transpose.h), the next row group's weights prefetched into L2 as one computes:
- * the structure of the float path.
+ * Blocks of 48 rows x 512 columns, sums in a block scratch transposed into C at the end
+ * (x86_transpose.h), the next row group's weights prefetched as one computes. The engine
+ * gives this level's BF16 products tiles of that shape (kernels.h gemm_tile_rows / _cols),
+ * so a prompt of 512 reads each weight once per product; with the float path's 120 x 128
+ * tiles each weight row was read (and its page walked) once per 128 columns: 1.1B BF16
+ * pp512, 2 threads, 4 alternating pairs on the Zen 5 VM: 213-227 (120 x 128) -> 231-245
+ * t/s.
  */
 #include "cpu/x86_transpose.h"
 #include "cpu/kernels_internal.h"
@@ -40,8 +44,8 @@
 #define KC LOOM_GEMM_PACKED_KC      /* k-values per chunk */
 #define KP (LOOM_GEMM_PACKED_KC / 2) /* pairs per chunk */
 #define MR 12                       /* weight rows per micro-kernel */
-#define TB 120                      /* rows per block */
-#define TC 128                      /* columns per block (a multiple of PW) */
+#define TB 48                       /* rows per block (and per tile: loom_kernels_fill_bf16dp_avx512vnni) */
+#define TC 512                      /* columns per block (a multiple of PW; the tile's width) */
 
 /* kernels.h gemm_bf16_pack: per 16 columns and 16 pairs, 16 masked 512-bit row loads (32
  * values each) and one 16 x 16 dword transpose. */
@@ -178,4 +182,9 @@ static bool bp_packed(loom_type wt, int64_t k, const void *w, size_t ws, const u
 void loom_kernels_fill_bf16dp_avx512vnni(loom_kernels *k) {
     k->gemm_bf16_pack = bp_pack;
     k->gemm_bf16_packed = bp_packed;
+    /* BF16 prompt tiles of TB rows x TC columns (ops_matmul.c halves both while that
+     * leaves fewer than 16 tiles): each weight chunk a group copies serves every column
+     * of the product, so a product reads its weights once */
+    k->gemm_tile_rows[LOOM_TYPE_BF16] = TB;
+    k->gemm_tile_cols[LOOM_TYPE_BF16] = TC;
 }
