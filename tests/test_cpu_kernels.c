@@ -650,6 +650,33 @@ static void test_gemm_float_tiling(void) {
     }
 }
 
+/* Outputs c[j*ldc + r] of a packed product over rows [r0, m) and columns [0, n): each
+ * within bound() of the float64 dot product of wf row r and af row j (k values), every
+ * other row of the ldc still the sentinel. Returns the failures; *worst (if given) keeps
+ * the largest |error| / bound. */
+static int check_packed_f64(loom_type wt, int64_t k, const float *c, int ldc, int r0, int m, int64_t n,
+                            const float *wf, const float *af, float sentinel, double *worst) {
+    int bad = 0;
+    for (int64_t j = 0; j < n; j++)
+        for (int r = 0; r < ldc; r++) {
+            const float v = c[j * ldc + r];
+            if (r < r0 || r >= m) {
+                bad += v != sentinel;
+                continue;
+            }
+            double d = 0, mg = 0;
+            for (int64_t i = 0; i < k; i++) {
+                const double pp = (double)wf[r * k + i] * af[j * k + i];
+                d += pp;
+                mg += fabs(pp);
+            }
+            const double b = bound(wt, k, mg);
+            bad += !(fabs(v - d) <= b);
+            if (worst && fabs(v - d) / b > *worst) *worst = fabs(v - d) / b;
+        }
+    return bad;
+}
+
 /* Packed-activation F16 / BF16 products (kernels.h gemm_float_pack / _packed): the
  * references against float64 (the packed values are the rows' exact floats, the
  * products within the rounding bound), then every level that has the path against
@@ -699,22 +726,7 @@ static void test_gemm_float_packed(void) {
                 /* the reference product against float64 */
                 for (size_t i = 0; i < LDC * (size_t)n; i++) cr[i] = sentinel;
                 CHECK(loom_gemm_float_packed_ref(wt, k, w, wrb, pr, cr, LDC, R0, M, 0, n));
-                bad = 0;
-                for (int64_t j = 0; j < n; j++)
-                    for (int r = 0; r < LDC; r++) {
-                        const float v = cr[j * LDC + r];
-                        if (r < R0 || r >= M) {
-                            bad += v != sentinel;
-                            continue;
-                        }
-                        double d = 0, mg = 0;
-                        for (int64_t i = 0; i < k; i++) {
-                            const double pp = (double)wf[r * k + i] * af[j * k + i];
-                            d += pp;
-                            mg += fabs(pp);
-                        }
-                        bad += !(fabs(v - d) <= bound(wt, k, mg));
-                    }
+                bad = check_packed_f64(wt, k, cr, LDC, R0, M, n, wf, af, sentinel, NULL);
                 CHECK_MSG(bad == 0, "packed ref %s k=%lld n=%lld: %d outputs", loom_type_name(wt), (long long)k,
                           (long long)n, bad);
                 for (int li = 1; lv[li]; li++) {
@@ -825,23 +837,7 @@ static void test_gemm_bf16_packed(void) {
                 /* one call against float64 */
                 for (size_t i = 0; i < LDC * (size_t)n; i++) c1[i] = sentinel;
                 CHECK(kt->gemm_bf16_packed(wt, k, w, wrb, pl, c1, LDC, R0, M, 0, n));
-                bad = 0;
-                for (int64_t j = 0; j < n; j++)
-                    for (int r = 0; r < LDC; r++) {
-                        const float v = c1[j * LDC + r];
-                        if (r < R0 || r >= M) {
-                            bad += v != sentinel;
-                            continue;
-                        }
-                        double d = 0, mg = 0;
-                        for (int64_t i = 0; i < k; i++) {
-                            const double pp = (double)wf[r * k + i] * af[j * k + i];
-                            d += pp;
-                            mg += fabs(pp);
-                        }
-                        bad += !(fabs(v - d) <= bound(wt, k, mg));
-                        if (fabs(v - d) / bound(wt, k, mg) > worst) worst = fabs(v - d) / bound(wt, k, mg);
-                    }
+                bad = check_packed_f64(wt, k, c1, LDC, R0, M, n, wf, af, sentinel, &worst);
                 CHECK_MSG(bad == 0, "bf16 packed %s k=%lld n=%lld: %d outputs", lv[li], (long long)k, (long long)n, bad);
                 /* pieces: [R0, 77) and [77, M) x [0, 32) and [32, n): the same bits */
                 for (size_t i = 0; i < LDC * (size_t)n; i++) c2[i] = sentinel;
