@@ -27,6 +27,20 @@ static void on_sigint(int sig) {
     g_interrupt = 1;
 }
 
+/* Ctrl-C's handler. Reads of the user's input run without SA_RESTART, so Ctrl-C at the
+ * prompt makes them return EINTR; everything else (streaming the answer to stdout, above
+ * all) runs with it: a write interrupted by Ctrl-C is restarted instead of failing with
+ * EINTR, which would set stdout's error flag and make the chat exit with "error writing
+ * standard output" at /bye (seen in CI when the signal landed inside a write). */
+static void sigint_restart(bool restart) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: loom chat MODEL [options]\n"
@@ -260,7 +274,11 @@ static char *read_message(bool interactive, bool *interrupted) {
         char *line = NULL;
         size_t lcap = 0;
         errno = 0;
+        sigint_restart(false);
         ssize_t n = getline(&line, &lcap, stdin);
+        const int read_errno = errno;
+        sigint_restart(true);
+        errno = read_errno;
         if (n < 0) {
             free(line);
             if (errno == EINTR || g_interrupt) {
@@ -407,10 +425,7 @@ int loom_cmd_chat(int argc, char **argv) {
         free(c.system);
         return 1;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint; /* no SA_RESTART: a read at the prompt returns EINTR */
-    sigaction(SIGINT, &sa, NULL);
+    sigint_restart(true); /* reads of the input switch it off (sigint_restart) */
     int rc = 0;
     if (ask(&c, NULL, true) == 1) { /* load the model (and report a bad name) first */
         rc = 1;
@@ -421,11 +436,13 @@ int loom_cmd_chat(int argc, char **argv) {
         char *text = NULL;
         char buf[4096];
         size_t n;
+        sigint_restart(false); /* Ctrl-C while reading piped input ends the input */
         while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) {
             if (!grow(&text, &cap, len + n + 1)) break;
             memcpy(text + len, buf, n);
             len += n;
         }
+        sigint_restart(true);
         while (len && (text[len - 1] == '\n' || text[len - 1] == '\r')) len--;
         if (text) text[len] = 0;
         int r = ask(&c, text ? text : "", false);
