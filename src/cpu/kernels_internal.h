@@ -63,10 +63,11 @@ bool loom_gemm_repacked_ref(loom_type wt, int64_t k, const void *w, size_t ws, c
 bool loom_gemm_float_avx512(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
-/* References for kernels.h gemm_float_pack / gemm_float_packed (kernels_scalar.c). */
-/* kernels.h gemm_bf16_pack's layout, scalar (the levels' packs are bit-identical). */
+/* kernels.h gemm_bf16_pack's layout, scalar (kernels_scalar.c; the levels' packs are
+ * bit-identical to it). */
 bool loom_gemm_bf16_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, uint32_t *p, int64_t q0,
                              int64_t q1);
+/* References for kernels.h gemm_float_pack / gemm_float_packed (kernels_scalar.c). */
 bool loom_gemm_float_pack_ref(loom_type at, int64_t k, const void *a, size_t as, int64_t n, float *p, int64_t q0,
                               int64_t q1);
 bool loom_gemm_float_packed_ref(loom_type wt, int64_t k, const void *w, size_t ws, const float *p, float *c,

@@ -58,17 +58,18 @@ static size_t act_bytes(const loom_tensor *a, const loom_tensor *b, const loom_k
     return align_up(mul_sz(rb, (size_t)loom_nrows(b)));
 }
 
+/* BF16 weights on a level with pair panels (kernels.h gemm_bf16_pack): those instead of
+ * the float panels, in the same (float-sized) buffer. */
+static bool mm_bf16dp(const loom_tensor *a, const loom_kernels *kt) {
+    return a->type == LOOM_TYPE_BF16 && kt->gemm_bf16_pack && kt->gemm_bf16_packed;
+}
+
 /* The product goes through the level's packed-activation F16 / BF16 path (kernels.h
  * gemm_float_pack): prompt shapes (LOOM_GEMM_PACKED_MIN_COLS columns or more) of
  * row-major F16 / BF16 weights whose vec_dot_type is their own type, with one slice
  * (weight matrices). Batched products (attention over an F16 cache: a slice per head)
  * keep the row tiles: their activations are [context x tokens x heads] and packed
  * floats would double the work buffer the plan accounts for them (generate.c). */
-static bool mm_bf16dp(const loom_tensor *a, const loom_kernels *kt) {
-    /* BF16 weights on a level with pair panels (kernels.h gemm_bf16_pack): those
-     * instead of the float panels, in the same (float-sized) buffer */
-    return a->type == LOOM_TYPE_BF16 && kt->gemm_bf16_pack && kt->gemm_bf16_packed;
-}
 static bool mm_packed(const loom_tensor *a, const loom_tensor *b, const loom_kernels *kt) {
     return ((kt->gemm_float_pack && kt->gemm_float_packed) || mm_bf16dp(a, kt)) && (a->flags & LOOM_TF_REPACKED) == 0 &&
            (a->type == LOOM_TYPE_F16 || a->type == LOOM_TYPE_BF16) && kt->dot[a->type].vec_dot_type == a->type &&
