@@ -29,7 +29,7 @@ static bool same_bits(const float *a, const float *b, size_t n) { return memcmp(
 static void test_qk(const loom_kernels *const *lv, const char *const *names, int nlv) {
     static const int dks[] = {1, 5, 16, 64, 80, 128, 256};
     static const int rps[] = {16, 32, 48, 64, 80};
-    static const int nks[] = {1, 5, 6, 7, 64};
+    static const int nks[] = {1, 5, 6, 7, 9, 19, 64}; /* blocks of 6 or 8 keys (decode) with tails */
     for (size_t a = 0; a < sizeof dks / sizeof *dks; a++)
         for (size_t b = 0; b < sizeof rps / sizeof *rps; b++)
             for (size_t c = 0; c < sizeof nks / sizeof *nks; c++) {

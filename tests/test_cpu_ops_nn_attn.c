@@ -385,6 +385,10 @@ static void test_attention(void) {
         /* decode with long L: the flash kernel splits L into chunks */
         {64, 64, 4, 2, 1, 700, LOOM_TYPE_F16, true, 0.0f, false},  {64, 48, 4, 4, 2, 1030, LOOM_TYPE_F32, true, 0.0f, false},
         {64, 64, 2, 1, 1, 300, LOOM_TYPE_F32, false, 0.0f, false},
+        /* quantized rows share cache lines across kv heads: items take several heads
+         * (4 with 2 threads, 2 with 3 here; the outputs must not differ) */
+        {64, 64, 8, 4, 1, 1030, LOOM_TYPE_Q8_0, true, 0.0f, false}, {64, 64, 8, 4, 1, 1030, LOOM_TYPE_Q4_0, true, 0.0f, true},
+        {64, 64, 8, 4, 3, 1030, LOOM_TYPE_Q8_0, false, 0.0f, false},
         /* prompt blocks: several blocks of TB tokens and a partial one; G 8, 1 and 3;
          * Dk / Dv not multiples of 16; Q4_0 K/V */
         {64, 64, 16, 2, 70, 150, LOOM_TYPE_F16, true, 0.0f, false}, {72, 40, 2, 2, 67, 90, LOOM_TYPE_F32, true, 0.0f, false},

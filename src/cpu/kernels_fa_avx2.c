@@ -3,7 +3,8 @@
  * fa_pv).
  *
  * fa_qk: the lanes are 8 query rows; per d, 4 row vectors of the transposed queries
- * and 2 broadcast key values (a 2-key x 32-row block of accumulators). fa_pv: the
+ * and 2 broadcast key values (a 2-key x 32-row block of accumulators); one or two
+ * row vectors (decode) take 8 or 6 keys. fa_pv: the
  * lanes are 8 values of Dv; per live key, 4 vectors of the V row and 2 broadcast
  * probabilities. Both bit-identical to the references. fa_softmax: as the AVX-512
  * level on 8 rows per vector (each row's mask value picked with a lane permutation,
@@ -27,6 +28,8 @@
 #define FA_FMADD _mm256_fmadd_ps
 #define FA_MUL _mm256_mul_ps
 #define FA_NZ(v) _mm256_movemask_ps(_mm256_cmp_ps((v), _mm256_setzero_ps(), _CMP_NEQ_UQ))
+#define QK_KEYS(NV) ((NV) == 1 ? 8 : (NV) == 2 ? 6 : QK_NK) /* enough accumulators for one or two row vectors */
+#define QK_NKMAX 8
 #define QK_NK 2
 #define PV_NR 2
 #include "cpu/kernels_fa_body.h"

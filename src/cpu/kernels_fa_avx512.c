@@ -4,11 +4,12 @@
  *
  * fa_qk: the lanes are 16 query rows; per d, 4 row vectors of the transposed queries
  * and 6 broadcast key values give 24 accumulators (a 6-key x 64-row block), no
- * horizontal sums. fa_pv: the lanes are 16 values of Dv; per live key, 4 vectors of
- * the V row and 6 broadcast probabilities (6 rows x 64 values of Dv). Both
- * bit-identical to the references. fa_softmax: 16 rows per vector, each row's mask
- * value picked from the token's column with a lane permutation, the polynomial exp of
- * kernels_avx512_exp.h, probabilities summed key by key (vector adds across rows).
+ * horizontal sums; a single row vector (decode, <= 16 rows) takes 8 keys. fa_pv: the
+ * lanes are 16 values of Dv; per live key, 4 vectors of the V row and 6 broadcast
+ * probabilities (6 rows x 64 values of Dv; the rows past a multiple of 6 in pairs).
+ * Both bit-identical to the references. fa_softmax: 16 rows per vector, each row's
+ * mask value picked from the token's column with a lane permutation, the polynomial
+ * exp of kernels_avx512_exp.h, probabilities summed key by key (vector adds across rows).
  */
 #include "cpu/kernels_internal.h"
 
@@ -28,6 +29,8 @@
 #define FA_FMADD _mm512_fmadd_ps
 #define FA_MUL _mm512_mul_ps
 #define FA_NZ(v) ((int)_mm512_cmp_ps_mask((v), _mm512_setzero_ps(), _CMP_NEQ_UQ))
+#define QK_KEYS(NV) ((NV) == 1 ? 8 : QK_NK) /* enough accumulators for one or two row vectors */
+#define QK_NKMAX 8
 #define QK_NK 6
 #define PV_NR 6
 #include "cpu/kernels_fa_body.h"

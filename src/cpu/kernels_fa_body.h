@@ -7,6 +7,10 @@
  *   FA_FMADD(a, b, c) = a * b + c fused, FA_MUL(a, b)
  *   FA_NZ(v)          bit i set where lane i of v is not 0.0 (int)
  *   QK_NK, PV_NR      keys (fa_qk) and rows (fa_pv) per register block
+ *   QK_KEYS(NV)       (optional, default QK_NK) keys per block for NV row vectors: a
+ *                     decode block is one or two vectors (a GQA group of heads), and
+ *                     QK_NK keys would leave too few independent accumulators to
+ *                     cover the fused multiply-add's latency; QK_NKMAX its largest value
  * Both keep every row's arithmetic that of the references (kernels_fa_scalar.c):
  * the lanes of a vector are rows (fa_qk) or Dv values (fa_pv), so each output is the
  * same chain of fused multiply-adds in the same order.
@@ -15,12 +19,16 @@
 #define LOOM_KERNELS_FA_BODY_H
 
 #define FA_NV 4 /* row vectors (fa_qk) / Dv vectors (fa_pv) per register block */
+#ifndef QK_KEYS
+#define QK_KEYS(NV) QK_NK
+#define QK_NKMAX QK_NK
+#endif
 
 /* sT[j][r] for NK keys from j and NV row vectors from r0: per d, NV rows of qT and
  * NK broadcast key values. */
 static ALWAYS_INLINE void qk_block(const int NK, const int NV, int64_t Dk, int64_t Rp, const float *qT,
                                    const float *kf, size_t ks, float *sT, int64_t j, int64_t r0) {
-    FA_VEC a[QK_NK][FA_NV];
+    FA_VEC a[QK_NKMAX][FA_NV];
     LOOM_UNROLL for (int k = 0; k < NK; k++) LOOM_UNROLL for (int v = 0; v < NV; v++) a[k][v] = FA_ZERO;
     const float *kr = kf + (size_t)j * ks;
     for (int64_t d = 0; d < Dk; d++) {
@@ -37,8 +45,11 @@ static ALWAYS_INLINE void qk_block(const int NK, const int NV, int64_t Dk, int64
 
 static ALWAYS_INLINE void qk_rows(const int NV, int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf,
                                   size_t ks, float *sT, int64_t r0) {
+    const int NKB = QK_KEYS(NV);
     int64_t j = 0;
-    for (; j + QK_NK <= nk; j += QK_NK) qk_block(QK_NK, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
+    for (; j + NKB <= nk; j += NKB) qk_block(NKB, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
+    if (NKB > QK_NK) /* a partial tile's tail */
+        for (; j + QK_NK <= nk; j += QK_NK) qk_block(QK_NK, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
     for (; j < nk; j++) qk_block(1, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
 }
 
@@ -113,6 +124,7 @@ static void fa_pv(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT
     }
     int64_t r = 0;
     for (; r + PV_NR <= R; r += PV_NR) pv_rows(PV_NR, live, nl, Rp, Dv, sT, f, vf, vs, acc, as, r);
+    for (; r + 2 <= R; r += 2) pv_rows(2, live, nl, Rp, Dv, sT, f, vf, vs, acc, as, r); /* two chains per vector */
     for (; r < R; r++) pv_rows(1, live, nl, Rp, Dv, sT, f, vf, vs, acc, as, r);
 }
 

@@ -7,16 +7,17 @@
  * visited in tiles of FA_TILE with an online softmax (running max M, sum S and F32
  * accumulator per query row); the L x T score matrix is never formed.
  *
- * Work items are (block of TB tokens, kv head, L chunk): the block's TB x G query
- * rows (at most 64) go through each key tile together, so a tile's keys and values
- * are read and converted to floats once per block instead of once per token, and the
- * tile is three level kernels (kernels.h): scores as a register-blocked product with
- * the rows in vector lanes (fa_qk), the online-softmax update with the tile's mask
- * (fa_softmax) and p.V (fa_pv). q is first rounded through k's vec_dot_type (F16, BF16,
- * Q8_0), as a q.k vec_dot would see it, so scores match llama.cpp's and the Vulkan
- * kernel's up to summation order. Each row's arithmetic is fixed by those contracts:
- * it does not depend on the other rows of the block, on TB or on where the tile
- * starts, so a token gets bit-identical attention whatever else its batch holds
+ * Work items are (block of TB tokens, kv head or group of kv heads (fa_heads), L
+ * chunk): the block's TB x G query rows (at most 64) go through each key tile
+ * together, so a tile's keys and values are read and converted to floats once per
+ * block instead of once per token, and the tile is three level kernels (kernels.h):
+ * scores as a register-blocked product with the rows in vector lanes (fa_qk), the
+ * online-softmax update with the tile's mask (fa_softmax) and p.V (fa_pv). q is
+ * first rounded through k's vec_dot_type (F16, BF16, Q8_0), as a q.k vec_dot would
+ * see it, so scores match llama.cpp's and the Vulkan kernel's up to summation order.
+ * Each row's arithmetic is fixed by those contracts: it does not depend on the other
+ * rows of the block, on TB, on the head grouping or on where the tile starts, so a
+ * token gets bit-identical attention whatever else its batch holds
  * (test_llm_batch_equiv) and for any thread count. When the items are few (decode)
  * L is cut into chunks whose partial (M, S, acc) states are combined after a barrier
  * (split-K "flash decoding"); the decomposition depends only on the shapes.
@@ -45,6 +46,7 @@
 #define FA_MIN_CHUNK 256 /* keys per L chunk when L is split */
 #define FA_WANT_ITEMS 64 /* split L until about this many work items exist */
 #define FA_BLOCK_ROWS 64 /* query rows (tokens x G) per block */
+#define FA_GROUP_BYTES (96 * 1024) /* scratch for the head states of one work item (fa_heads) */
 
 static size_t fa_align(size_t x) { return (x + FA_ALIGN - 1) & ~(size_t)(FA_ALIGN - 1); }
 static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
@@ -61,6 +63,8 @@ typedef struct fa_layout {
     size_t p_bytes;       /* transposed v: one probability row (FA_TILE values) in v's vec_dot_type */
     int64_t n_chunks;     /* L is cut into this many chunks (partials combined after a barrier) */
     int64_t chunk_len;
+    int64_t HG;           /* block path: kv heads per work item (loop order only, see fa_heads) */
+    size_t head_bytes;    /* block path: one head's state in the thread's scratch (qT, M, S, f, acc) */
     size_t q_bytes;       /* one q row in k's vec_dot_type (+ its floats, block path) */
     size_t per_thread;    /* the thread's scratch (see the kernels for the pieces) */
     size_t part_stride;   /* floats of one partial state block: R * (Dv + 2) */
@@ -75,6 +79,28 @@ static bool fa_floats(size_t n, size_t *out) {
     return true;
 }
 
+/* Kv heads per block-path work item. A key's heads sit side by side in the cache; when
+ * their rows are not whole cache lines (Q8_0 / Q4_0: 34 / 18 bytes a block) one head's
+ * rows share lines with its neighbours', and items of one head each would fetch every
+ * line twice, at different times. An item that takes several heads of a chunk reads
+ * those lines once, tile by tile. The largest divisor of Hkv whose states fit
+ * FA_GROUP_BYTES of scratch and that still leaves two items per thread; 1 when rows
+ * are whole lines. It changes only the loop order, not any row's arithmetic, so it
+ * may depend on nth. */
+static int64_t fa_heads(const loom_tensor *k, const loom_tensor *v, int64_t per_head_items, size_t head_bytes,
+                        int nth) {
+    const int64_t Hkv = k->ne[2];
+    const bool shared = loom_row_size(k) % 64 || loom_row_size(v) % 64 || k->nb[2] % 64 || v->nb[2] % 64;
+    if (!shared) return 1;
+    for (int64_t hg = Hkv; hg > 1; hg--) {
+        if (Hkv % hg) continue;
+        if ((size_t)hg * head_bytes > FA_GROUP_BYTES) continue;
+        if (per_head_items * (Hkv / hg) < 2 * (int64_t)nth) continue;
+        return hg;
+    }
+    return 1;
+}
+
 static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
     if (!q || !k || !v || nth <= 0) return false;
@@ -86,6 +112,8 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     out->v_trans = loom_tensor_is_transposed(v);
     out->p_bytes = 0;
     out->q_bytes = 0;
+    out->HG = 1;
+    out->head_bytes = 0;
     if (out->v_trans) {
         const loom_kernel_entry *e = &kt->dot[k->type], *ev = &kt->dot[v->type];
         size_t qb, pb;
@@ -129,9 +157,9 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
             !fa_floats((size_t)FA_TILE * (size_t)Dv, &b[2]) || !fa_floats(FA_TILE * Rp, &b[3]) ||
             !fa_floats(FA_TILE * out->ms, &b[4]) || !fa_floats(Rp, &b[5]) || !fa_floats(R * (size_t)Dv, &b[8]))
             return false;
-        b[6] = b[7] = b[5];
-        out->per_thread = out->q_bytes;
-        for (int i = 0; i < 9; i++) out->per_thread += b[i];
+        out->head_bytes = b[0] + 3 * b[5] + b[8];
+        out->HG = fa_heads(k, v, out->n_blocks * out->n_chunks, out->head_bytes, nth);
+        out->per_thread = out->q_bytes + b[1] + b[2] + b[3] + b[4] + (size_t)out->HG * out->head_bytes;
     }
     out->part_bytes = 0;
     if (out->n_chunks > 1) {
@@ -213,6 +241,7 @@ static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const c
     for (int64_t j = jb; j < je; j++) {
         const char *r = kbase + (size_t)j * k->nb[1];
         for (size_t o = 0; o < krow; o += 64) __builtin_prefetch(r + o, 0, 2);
+        __builtin_prefetch(r + krow - 1, 0, 2); /* a row not a multiple of 64 bytes may end a line later */
     }
     if (v_trans) {
         const size_t run = n * loom_type_size(v->type);
@@ -226,6 +255,7 @@ static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const c
         for (int64_t j = jb; j < je; j++) {
             const char *r = vbase + (size_t)j * v->nb[1];
             for (size_t o = 0; o < vrow; o += 64) __builtin_prefetch(r + o, 0, 2);
+            __builtin_prefetch(r + vrow - 1, 0, 2);
         }
     }
 }
@@ -300,14 +330,14 @@ static void fa_out_row(const loom_kernels *kt, const float *acc, float M, float 
     }
 }
 
-/* Items of TB-token blocks, v not transposed (see the file comment). */
+/* Items of TB-token blocks and HG kv heads, v not transposed (see the file comment). */
 static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const fa_layout *lay, float scale,
                            float softcap) {
     const loom_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
     const float *sinks = dst->src[4] ? (const float *)dst->src[4]->data : NULL;
     const int64_t Dk = q->ne[0], T = q->ne[1], H = q->ne[2], L = k->ne[1], Hkv = k->ne[2], Dv = v->ne[0];
     const loom_kernels *kt = loom_kernels_get();
-    const int64_t G = lay->G, NC = lay->n_chunks, TB = lay->TB;
+    const int64_t G = lay->G, NC = lay->n_chunks, TB = lay->TB, HG = lay->HG, NG = Hkv / HG;
     const size_t ms = lay->ms;
     char *ws = (char *)p->wdata + lay->part_bytes + (size_t)p->ith * lay->per_thread;
     const loom_type qt = kt->dot[k->type].vec_dot_type;
@@ -315,14 +345,13 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
     loom_type_row_bytes(qt, Dk, &qrb); /* checked by fa_plan */
     char *qc = ws;                                              /* a q row in qt */
     float *qr = (float *)(ws + fa_align(qrb));                  /* ... and back to floats */
-    float *qT = (float *)(ws + lay->q_bytes);
-    float *kf = qT + fa_align((size_t)Dk * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
+    float *kf = (float *)(ws + lay->q_bytes);
     float *vf = kf + fa_align((size_t)FA_TILE * (size_t)Dk * sizeof(float)) / sizeof(float);
     float *sT = vf + fa_align((size_t)FA_TILE * (size_t)Dv * sizeof(float)) / sizeof(float);
     float *mT = sT + fa_align((size_t)FA_TILE * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
-    float *M = mT + fa_align((size_t)FA_TILE * ms * sizeof(float)) / sizeof(float);
+    char *heads = (char *)(mT + fa_align((size_t)FA_TILE * ms * sizeof(float)) / sizeof(float));
+    const size_t qta = fa_align((size_t)Dk * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
     const size_t rpa = fa_align((size_t)lay->Rp * sizeof(float)) / sizeof(float);
-    float *S = M + rpa, *f = S + rpa, *acc = f + rpa;
     float *parts = (float *)p->wdata;
     float tmp[FA_TILE];
     /* mask columns >= pad are -inf in every tile row (tokens past a block: inert rows);
@@ -331,63 +360,77 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
     size_t pad = 0;
     for (size_t i = 0; i < (size_t)FA_TILE * ms; i++) mT[i] = -INFINITY;
 
-    const int64_t n_items = lay->n_blocks * Hkv * NC;
+    const int64_t n_items = lay->n_blocks * NG * NC;
     for (int64_t item = p->ith; item < n_items; item += p->nth) {
-        const int64_t c = item % NC, g = (item / NC) % Hkv, b = item / (NC * Hkv);
+        const int64_t c = item % NC, g0 = (item / NC) % NG * HG, b = item / (NC * NG);
         const int64_t jb = c * lay->chunk_len, je = jb + lay->chunk_len < L ? jb + lay->chunk_len : L;
         const int64_t tb0 = b * TB, nt = T - tb0 < TB ? T - tb0 : TB, R = nt * G, Rp = round16(R);
-        /* the block's queries transposed (rows past R zero), fresh states; the mask
-         * columns of tokens past the block stay -inf (their rows are inert) */
-        for (int64_t r = 0; r < Rp; r++) {
-            const float *qrow = NULL;
-            if (r < R) { /* q rounded through k's vec_dot_type, as a vec_dot of q and k rows (and llama.cpp,
-                          * and the Vulkan kernel) sees it: F16 / BF16 / Q8_0 values of an F32 row */
-                qrow = (const float *)((const char *)q->data + (size_t)(tb0 + r / G) * q->nb[1] +
-                                       (size_t)(g * G + r % G) * q->nb[2]);
-                if (qt != LOOM_TYPE_F32) {
-                    kt->from_float[qt](qrow, qc, Dk);
-                    row_to_f32(qt, qc, qr, Dk);
-                    qrow = qr;
+        /* each head's queries transposed (rows past R zero), fresh states */
+        for (int64_t gi = 0; gi < HG; gi++) {
+            const int64_t g = g0 + gi;
+            float *qT = (float *)(heads + (size_t)gi * lay->head_bytes), *M = qT + qta, *S = M + rpa;
+            float *acc = S + 2 * rpa;
+            for (int64_t r = 0; r < Rp; r++) {
+                const float *qrow = NULL;
+                if (r < R) { /* q rounded through k's vec_dot_type, as a vec_dot of q and k rows (and llama.cpp,
+                              * and the Vulkan kernel) sees it: F16 / BF16 / Q8_0 values of an F32 row */
+                    qrow = (const float *)((const char *)q->data + (size_t)(tb0 + r / G) * q->nb[1] +
+                                           (size_t)(g * G + r % G) * q->nb[2]);
+                    if (qt != LOOM_TYPE_F32) {
+                        kt->from_float[qt](qrow, qc, Dk);
+                        row_to_f32(qt, qc, qr, Dk);
+                        qrow = qr;
+                    }
                 }
+                for (int64_t d = 0; d < Dk; d++) qT[(size_t)d * (size_t)Rp + (size_t)r] = qrow ? qrow[d] : 0.0f;
+                M[r] = -INFINITY;
+                S[r] = 0.0f;
             }
-            for (int64_t d = 0; d < Dk; d++) qT[(size_t)d * (size_t)Rp + (size_t)r] = qrow ? qrow[d] : 0.0f;
-            M[r] = -INFINITY;
-            S[r] = 0.0f;
+            memset(acc, 0, (size_t)R * (size_t)Dv * sizeof(float));
+            if (T <= FA_PREFETCH_TOKENS)
+                fa_prefetch_item(k, v, (const char *)k->data + (size_t)g * k->nb[2],
+                                 (const char *)v->data + (size_t)g * v->nb[2], jb, je, false);
         }
-        memset(acc, 0, (size_t)R * (size_t)Dv * sizeof(float));
-        if (pad > (size_t)nt)
+        if (pad > (size_t)nt) /* the mask columns of tokens past the block go back to -inf */
             for (int64_t j = 0; j < FA_TILE; j++)
                 for (size_t tt = (size_t)nt; tt < pad; tt++) mT[(size_t)j * ms + tt] = -INFINITY;
         pad = (size_t)nt;
-        const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
-        const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
-        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, false);
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t nj = je - j0 < FA_TILE ? je - j0 : FA_TILE;
             /* a tile no key of which is visible to the block is skipped whole (causal
              * prompts: about half of them) */
             if (!fa_mask_tile(mask, j0, nj, tb0, nt, mT, ms, tmp)) continue;
-            fa_tile_rows(kt, k, kbase, j0, nj, Dk, kf);
-            kt->fa_qk(Dk, Rp, nj, qT, kf, (size_t)Dk, sT);
-            if (softcap > 0.0f) fa_softcap(sT, nj, R, Rp, scale, softcap);
-            kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
-            fa_tile_rows(kt, v, vbase, j0, nj, Dv, vf);
-            kt->fa_pv(nj, R, Rp, Dv, sT, f, vf, (size_t)Dv, acc, (size_t)Dv);
-        }
-        if (NC == 1) {
-            for (int64_t r = 0; r < R; r++) {
-                const int64_t h = g * G + r % G;
-                float *out = (float *)dst->data + ((size_t)(tb0 + r / G) * (size_t)H + (size_t)h) * (size_t)Dv;
-                fa_out_row(kt, acc + (size_t)r * (size_t)Dv, M[r], S[r], sinks ? sinks + h : NULL, Dv, out);
+            for (int64_t gi = 0; gi < HG; gi++) {
+                const int64_t g = g0 + gi;
+                float *qT = (float *)(heads + (size_t)gi * lay->head_bytes), *M = qT + qta, *S = M + rpa;
+                float *f = S + rpa, *acc = f + rpa;
+                fa_tile_rows(kt, k, (const char *)k->data + (size_t)g * k->nb[2], j0, nj, Dk, kf);
+                kt->fa_qk(Dk, Rp, nj, qT, kf, (size_t)Dk, sT);
+                if (softcap > 0.0f) fa_softcap(sT, nj, R, Rp, scale, softcap);
+                kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
+                fa_tile_rows(kt, v, (const char *)v->data + (size_t)g * v->nb[2], j0, nj, Dv, vf);
+                kt->fa_pv(nj, R, Rp, Dv, sT, f, vf, (size_t)Dv, acc, (size_t)Dv);
             }
-        } else {
-            float *pt = parts + (size_t)item * lay->part_stride;
-            for (int64_t r = 0; r < R; r++) {
-                float *s = pt + (size_t)r * ((size_t)Dv + 2);
-                s[0] = M[r];
-                s[1] = S[r];
-                memcpy(s + 2, acc + (size_t)r * (size_t)Dv, (size_t)Dv * sizeof(float));
+        }
+        for (int64_t gi = 0; gi < HG; gi++) {
+            const int64_t g = g0 + gi;
+            const float *M = (const float *)(heads + (size_t)gi * lay->head_bytes) + qta, *S = M + rpa;
+            const float *acc = S + 2 * rpa;
+            if (NC == 1) {
+                for (int64_t r = 0; r < R; r++) {
+                    const int64_t h = g * G + r % G;
+                    float *out = (float *)dst->data + ((size_t)(tb0 + r / G) * (size_t)H + (size_t)h) * (size_t)Dv;
+                    fa_out_row(kt, acc + (size_t)r * (size_t)Dv, M[r], S[r], sinks ? sinks + h : NULL, Dv, out);
+                }
+            } else { /* the partial of (block, head, chunk), where the combine reads it */
+                float *pt = parts + (size_t)((b * Hkv + g) * NC + c) * lay->part_stride;
+                for (int64_t r = 0; r < R; r++) {
+                    float *s = pt + (size_t)r * ((size_t)Dv + 2);
+                    s[0] = M[r];
+                    s[1] = S[r];
+                    memcpy(s + 2, acc + (size_t)r * (size_t)Dv, (size_t)Dv * sizeof(float));
+                }
             }
         }
     }
