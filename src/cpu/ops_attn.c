@@ -159,7 +159,11 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
             return false;
         out->head_bytes = b[0] + 3 * b[5] + b[8];
         out->HG = fa_heads(k, v, out->n_blocks * out->n_chunks, out->head_bytes, nth);
-        out->per_thread = out->q_bytes + b[1] + b[2] + b[3] + b[4] + (size_t)out->HG * out->head_bytes;
+        /* scratch for the group one thread would take (the largest: fa_heads never grows
+         * with nth), so the work size planned for nth threads also covers the node run
+         * on one thread (small nodes, exec.c) */
+        const int64_t hg_max = fa_heads(k, v, out->n_blocks * out->n_chunks, out->head_bytes, 1);
+        out->per_thread = out->q_bytes + b[1] + b[2] + b[3] + b[4] + (size_t)hg_max * out->head_bytes;
     }
     out->part_bytes = 0;
     if (out->n_chunks > 1) {
