@@ -234,14 +234,14 @@ static inline float mask_at(const loom_tensor *m, int64_t j, int64_t t) {
  * in short strided runs the hardware prefetcher does not follow (a key row every
  * Hkv rows; a transposed v is Dv runs of L elements a cache row apart). Asking for all
  * of an item's lines up front (into L2) overlaps those misses. Bounded so a long chunk
- * does not flush L2. */
+ * (times the item's heads, each asked for alike) does not flush L2. */
 #define FA_PREFETCH_MAX (256 * 1024)
 #define FA_PREFETCH_TOKENS 4 /* longer batches read the same K/V for every token: cached */
 static void fa_prefetch_item(const loom_tensor *k, const loom_tensor *v, const char *kbase, const char *vbase,
-                             int64_t jb, int64_t je, bool v_trans) {
+                             int64_t jb, int64_t je, bool v_trans, int64_t heads) {
     const size_t krow = loom_row_size(k), n = (size_t)(je - jb);
     size_t vbytes = v_trans ? n * loom_type_size(v->type) * (size_t)v->ne[0] : n * loom_row_size(v);
-    if (n * krow + vbytes > FA_PREFETCH_MAX) return;
+    if ((n * krow + vbytes) * (size_t)heads > FA_PREFETCH_MAX) return; /* heads: of the item, each asked alike */
     for (int64_t j = jb; j < je; j++) {
         const char *r = kbase + (size_t)j * k->nb[1];
         for (size_t o = 0; o < krow; o += 64) __builtin_prefetch(r + o, 0, 2);
@@ -393,7 +393,7 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
             memset(acc, 0, (size_t)R * (size_t)Dv * sizeof(float));
             if (T <= FA_PREFETCH_TOKENS)
                 fa_prefetch_item(k, v, (const char *)k->data + (size_t)g * k->nb[2],
-                                 (const char *)v->data + (size_t)g * v->nb[2], jb, je, false);
+                                 (const char *)v->data + (size_t)g * v->nb[2], jb, je, false, HG);
         }
         if (pad > (size_t)nt) /* the mask columns of tokens past the block go back to -inf */
             for (int64_t j = 0; j < FA_TILE; j++)
@@ -476,7 +476,7 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
         }
         const char *kbase = (const char *)k->data + (size_t)g * k->nb[2];
         const char *vbase = (const char *)v->data + (size_t)g * v->nb[2];
-        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, true);
+        if (T <= FA_PREFETCH_TOKENS) fa_prefetch_item(k, v, kbase, vbase, jb, je, true, 1);
 
         for (int64_t j0 = jb; j0 < je; j0 += FA_TILE) {
             const int64_t j1 = j0 + FA_TILE < je ? j0 + FA_TILE : je, nj = j1 - j0;
