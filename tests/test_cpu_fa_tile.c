@@ -29,33 +29,36 @@ static bool same_bits(const float *a, const float *b, size_t n) { return memcmp(
 static void test_qk(const loom_kernels *const *lv, const char *const *names, int nlv) {
     static const int dks[] = {1, 5, 16, 64, 80, 128, 256};
     static const int rps[] = {16, 32, 48, 64, 80};
-    static const int nks[] = {1, 5, 6, 7, 9, 19, 64}; /* blocks of 6 or 8 keys (decode) with tails */
+    static const int nks[] = {1, 5, 6, 7, 9, 17, 19, 33, 64}; /* register blocks (6, 8, 16 keys) with tails */
     for (size_t a = 0; a < sizeof dks / sizeof *dks; a++)
         for (size_t b = 0; b < sizeof rps / sizeof *rps; b++)
-            for (size_t c = 0; c < sizeof nks / sizeof *nks; c++) {
-                const int Dk = dks[a], Rp = rps[b], nk = nks[c];
-                const size_t ks = (size_t)Dk + 3; /* rows not packed */
-                for (int i = 0; i < Dk * Rp; i++) qT[i] = (float)(2.0 * urand() - 1.0);
-                for (int i = 0; i < nk * (int)ks; i++) kf[i] = (float)(2.0 * urand() - 1.0);
-                loom_fa_qk_ref(Dk, Rp, nk, qT, kf, ks, sref);
-                double worst = 0; /* reference vs float64, in units of the bound Dk u sum|terms| */
-                for (int j = 0; j < nk; j++)
-                    for (int r = 0; r < Rp; r++) {
-                        double e = 0, m = 0;
-                        for (int d = 0; d < Dk; d++) {
-                            e += (double)kf[j * ks + d] * qT[d * Rp + r];
-                            m += fabs((double)kf[j * ks + d] * qT[d * Rp + r]);
+            for (size_t c = 0; c < sizeof nks / sizeof *nks; c++)
+                for (int ri = 0; ri < 5; ri++) { /* R from Rp - 15 to Rp; 1, 5, 8, 9 rows: decode groups */
+                    const int Dk = dks[a], Rp = rps[b], nk = nks[c];
+                    const int R = Rp == 16 ? (int[]){1, 5, 8, 9, 16}[ri] : Rp - (int[]){15, 8, 7, 1, 0}[ri];
+                    const size_t ks = (size_t)Dk + 3; /* rows not packed */
+                    for (int i = 0; i < Dk * Rp; i++) qT[i] = i % Rp < R ? (float)(2.0 * urand() - 1.0) : 0.0f;
+                    for (int i = 0; i < nk * (int)ks; i++) kf[i] = (float)(2.0 * urand() - 1.0);
+                    loom_fa_qk_ref(Dk, R, Rp, nk, qT, kf, ks, sref);
+                    double worst = 0; /* reference vs float64, in units of the bound Dk u sum|terms| */
+                    for (int j = 0; j < nk; j++)
+                        for (int r = 0; r < Rp; r++) {
+                            double e = 0, m = 0;
+                            for (int d = 0; d < Dk; d++) {
+                                e += (double)kf[j * ks + d] * qT[d * Rp + r];
+                                m += fabs((double)kf[j * ks + d] * qT[d * Rp + r]);
+                            }
+                            double err = fabs(sref[j * Rp + r] - e) / (m * Dk * ldexp(1.0, -24) + 1e-300);
+                            if (err > worst) worst = err;
                         }
-                        double err = fabs(sref[j * Rp + r] - e) / (m * Dk * ldexp(1.0, -24) + 1e-300);
-                        if (err > worst) worst = err;
+                    CHECK_MSG(worst <= 1.0, "qk ref Dk %d R %d Rp %d nk %d: %.3g x bound", Dk, R, Rp, nk, worst);
+                    for (int l = 0; l < nlv; l++) { /* padding rows: 0 at every level for finite keys */
+                        memset(sgot, 0xFF, sizeof sgot);
+                        lv[l]->fa_qk(Dk, R, Rp, nk, qT, kf, ks, sgot);
+                        CHECK_MSG(same_bits(sref, sgot, (size_t)nk * Rp), "%s fa_qk Dk %d R %d Rp %d nk %d", names[l],
+                                  Dk, R, Rp, nk);
                     }
-                CHECK_MSG(worst <= 1.0, "qk ref Dk %d Rp %d nk %d: %.3g x bound", Dk, Rp, nk, worst);
-                for (int l = 0; l < nlv; l++) {
-                    memset(sgot, 0xFF, sizeof sgot);
-                    lv[l]->fa_qk(Dk, Rp, nk, qT, kf, ks, sgot);
-                    CHECK_MSG(same_bits(sref, sgot, (size_t)nk * Rp), "%s fa_qk Dk %d Rp %d nk %d", names[l], Dk, Rp, nk);
                 }
-            }
 }
 
 static void test_pv(const loom_kernels *const *lv, const char *const *names, int nlv) {

@@ -133,9 +133,10 @@ typedef struct loom_kernels {
      * three steps. Row r of a block is query head r % G of the block's token r / G; Rp
      * is R rounded up to a multiple of 16; every buffer is floats.
      *  fa_qk:      sT[j*Rp + r] = sum over d of kf[j*ks + d] * qT[d*Rp + r], one fused
-     *              multiply-add per d in order from 0.0f, for keys j < nk and r < Rp
+     *              multiply-add per d in order from 0.0f, for keys j < nk and r < R
      *              (qT: the block's queries transposed, zero past R; kf: the tile's key
-     *              rows as floats).
+     *              rows as floats); rows R <= r < Rp are padding: 0.0f (the reference),
+     *              or that sum over the zero rows (also 0.0f for finite keys).
      *  fa_softmax: per r < Rp with t = r / G: x_j = sT[j*Rp + r] * scale (rounded) +
      *              mT[j*ms + t] (-inf where that mask value is -inf); M' = max(M[r],
      *              max_j x_j); f[r] = 1 if M' == M[r], else exp(M[r] - M'); p_j =
@@ -152,7 +153,8 @@ typedef struct loom_kernels {
      * src + i*ss) as float for i < n, d < D, with loom_dequantize_row's values (F32,
      * F16, BF16 exact; Q8_0 / Q4_0 d * q rounded once); false for a type it does not
      * convert or D not a whole number of blocks. Never NULL. */
-    void (*fa_qk)(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
+    void (*fa_qk)(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                  float *sT);
     void (*fa_softmax)(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT,
                        float *M, float *S, float *f);
     void (*fa_pv)(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT, const float *f, const float *vf,

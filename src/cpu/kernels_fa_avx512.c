@@ -4,7 +4,8 @@
  *
  * fa_qk: the lanes are 16 query rows; per d, 4 row vectors of the transposed queries
  * and 6 broadcast key values give 24 accumulators (a 6-key x 64-row block), no
- * horizontal sums; a single row vector (decode, <= 16 rows) takes 8 keys. fa_pv: the
+ * horizontal sums; a single row vector (decode, <= 16 rows) takes 8 keys, and <= 8
+ * rows take key pairs in the lanes (fa_qk_pairs). fa_pv: the
  * lanes are 16 values of Dv; per live key, 4 vectors of the V row and 6 broadcast
  * probabilities (6 rows x 64 values of Dv; the rows past a multiple of 6 in pairs).
  * Both bit-identical to the references. fa_softmax: 16 rows per vector, each row's
@@ -15,6 +16,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 
 #include "cpu/kernels_avx512_exp.h"
 
@@ -33,7 +35,63 @@
 #define QK_NKMAX 8
 #define QK_NK 6
 #define PV_NR 6
+static bool fa_qk_pairs(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                        float *sT);
+#define FA_QK_SMALL fa_qk_pairs
 #include "cpu/kernels_fa_body.h"
+
+/* fa_qk for R <= 8 rows (decode: one token's GQA group), which would fill half of each
+ * 16-lane vector: lane 2i + e holds row i of key 2p + e of a key pair, so every lane is
+ * a product. Per d the pair's two key values are one 64-bit broadcast and the queries
+ * come with each row duplicated; every output is the reference's fma chain over d.
+ * The keys of 8 pairs are interleaved into kp first (8 accumulators cover the fma
+ * latency); a tail of fewer than 16 keys takes the one-vector path. */
+#define FA_PAIR_DMAX 256
+static bool fa_qk_pairs(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                        float *sT) {
+    if (R > 8 || Rp != 16 || Dk % 16 || Dk > FA_PAIR_DMAX || nk < 16) return false;
+    _Alignas(64) float qd[FA_PAIR_DMAX * 16];
+    _Alignas(64) float kp[16 * FA_PAIR_DMAX];
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i ilo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i ihi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const __m512i deint = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m256 z = _mm256_setzero_ps();
+    for (int64_t d = 0; d < Dk; d++)
+        _mm512_store_ps(qd + d * 16, _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(qT + d * 16))));
+    int64_t j = 0;
+    for (; j + 16 <= nk; j += 16) {
+        for (int p = 0; p < 8; p++) {
+            const float *a = kf + (size_t)(j + 2 * p) * ks, *b = a + ks;
+            float *o = kp + (size_t)p * 2 * (size_t)Dk;
+            for (int64_t d0 = 0; d0 < Dk; d0 += 16) {
+                const __m512 A = _mm512_loadu_ps(a + d0), B = _mm512_loadu_ps(b + d0);
+                _mm512_store_ps(o + 2 * d0, _mm512_permutex2var_ps(A, ilo, B));
+                _mm512_store_ps(o + 2 * d0 + 16, _mm512_permutex2var_ps(A, ihi, B));
+            }
+        }
+        __m512 acc[8];
+        LOOM_UNROLL for (int p = 0; p < 8; p++) acc[p] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < Dk; d++) {
+            const __m512 q = _mm512_load_ps(qd + d * 16);
+            LOOM_UNROLL for (int p = 0; p < 8; p++) {
+                double kv;
+                memcpy(&kv, kp + (size_t)p * 2 * (size_t)Dk + 2 * (size_t)d, sizeof kv);
+                acc[p] = _mm512_fmadd_ps(_mm512_castpd_ps(_mm512_set1_pd(kv)), q, acc[p]);
+            }
+        }
+        LOOM_UNROLL for (int p = 0; p < 8; p++) {
+            const __m512 v = _mm512_permutexvar_ps(deint, acc[p]);
+            float *o = sT + (size_t)(j + 2 * p) * 16;
+            _mm256_storeu_ps(o, _mm512_castps512_ps256(v));
+            _mm256_storeu_ps(o + 8, z);
+            _mm256_storeu_ps(o + 16, _mm512_extractf32x8_ps(v, 1));
+            _mm256_storeu_ps(o + 24, z);
+        }
+    }
+    if (j < nk) qk_rows(1, Dk, 16, nk - j, qT, kf + (size_t)j * ks, ks, sT + (size_t)j * 16, 0);
+    return true;
+}
 
 static void fa_softmax(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT, float *M,
                        float *S, float *f) {

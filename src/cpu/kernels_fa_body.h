@@ -53,8 +53,15 @@ static ALWAYS_INLINE void qk_rows(const int NV, int64_t Dk, int64_t Rp, int64_t 
     for (; j < nk; j++) qk_block(1, NV, Dk, Rp, qT, kf, ks, sT, j, r0);
 }
 
-static void fa_qk(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT) {
-    const int64_t nv = Rp / FA_W;
+/* The row vectors holding a row < R are computed; the ones past them are padding,
+ * written 0. A level may define FA_QK_SMALL(Dk, R, Rp, nk, qT, kf, ks, sT) (true when
+ * it took the call) for blocks of few rows. */
+static void fa_qk(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                  float *sT) {
+#ifdef FA_QK_SMALL
+    if (FA_QK_SMALL(Dk, R, Rp, nk, qT, kf, ks, sT)) return;
+#endif
+    const int64_t nv = (R + FA_W - 1) / FA_W;
     for (int64_t v0 = 0; v0 < nv; v0 += FA_NV) {
         const int64_t r0 = v0 * FA_W;
         switch (nv - v0 < FA_NV ? nv - v0 : FA_NV) {
@@ -64,6 +71,8 @@ static void fa_qk(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const flo
         default: qk_rows(4, Dk, Rp, nk, qT, kf, ks, sT, r0); break;
         }
     }
+    for (int64_t j = 0; j < nk && nv * FA_W < Rp; j++)
+        for (int64_t r = nv * FA_W; r < Rp; r += FA_W) FA_STOREU(sT + (size_t)j * (size_t)Rp + (size_t)r, FA_ZERO);
 }
 
 /* acc rows [r0, r0 + NR) x Dv vectors [d0, d0 + NV): scaled by f, then the live keys. */

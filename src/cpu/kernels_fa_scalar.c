@@ -9,11 +9,13 @@
 
 #include <math.h>
 
-void loom_fa_qk_ref(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT) {
+void loom_fa_qk_ref(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                    float *sT) {
     for (int64_t j = 0; j < nk; j++)
         for (int64_t r = 0; r < Rp; r++) {
             float a = 0.0f;
-            for (int64_t d = 0; d < Dk; d++) a = fmaf(kf[(size_t)j * ks + (size_t)d], qT[(size_t)d * (size_t)Rp + (size_t)r], a);
+            for (int64_t d = 0; d < Dk && r < R; d++)
+                a = fmaf(kf[(size_t)j * ks + (size_t)d], qT[(size_t)d * (size_t)Rp + (size_t)r], a);
             sT[(size_t)j * (size_t)Rp + (size_t)r] = a;
         }
 }

@@ -244,7 +244,8 @@ bool loom_gemm_iq_avx512(loom_type wt, int64_t k, const void *w, size_t ws, cons
 
 /* References for loom_kernels.fa_qk / fa_softmax / fa_pv (kernels_fa_scalar.c; the
  * contracts are in kernels.h). */
-void loom_fa_qk_ref(int64_t Dk, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks, float *sT);
+void loom_fa_qk_ref(int64_t Dk, int64_t R, int64_t Rp, int64_t nk, const float *qT, const float *kf, size_t ks,
+                    float *sT);
 void loom_fa_softmax_ref(int64_t nk, int64_t Rp, int64_t G, float scale, const float *mT, size_t ms, float *sT,
                          float *M, float *S, float *f);
 void loom_fa_pv_ref(int64_t nk, int64_t R, int64_t Rp, int64_t Dv, const float *sT, const float *f, const float *vf,

@@ -410,7 +410,7 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
                 float *qT = (float *)(heads + (size_t)gi * lay->head_bytes), *M = qT + qta, *S = M + rpa;
                 float *f = S + rpa, *acc = f + rpa;
                 fa_tile_rows(kt, k, (const char *)k->data + (size_t)g * k->nb[2], j0, nj, Dk, kf);
-                kt->fa_qk(Dk, Rp, nj, qT, kf, (size_t)Dk, sT);
+                kt->fa_qk(Dk, R, Rp, nj, qT, kf, (size_t)Dk, sT);
                 if (softcap > 0.0f) fa_softcap(sT, nj, R, Rp, scale, softcap);
                 kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
                 fa_tile_rows(kt, v, (const char *)v->data + (size_t)g * v->nb[2], j0, nj, Dv, vf);
