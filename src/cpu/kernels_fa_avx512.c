@@ -5,9 +5,9 @@
  * fa_qk: the lanes are 16 query rows; per d, 4 row vectors of the transposed queries
  * and 6 broadcast key values give 24 accumulators (a 6-key x 64-row block), no
  * horizontal sums; a single row vector (decode, <= 16 rows) takes 8 keys, and <= 8
- * rows take key pairs in the lanes (fa_qk_pairs). fa_pv: the
- * lanes are 16 values of Dv; per live key, 4 vectors of the V row and 6 broadcast
- * probabilities (6 rows x 64 values of Dv; the rows past a multiple of 6 in pairs).
+ * rows take key pairs in the lanes (fa_qk_pairs). fa_pv: the lanes are 16 values of
+ * Dv; per live key, 4 vectors of the V row and 6 broadcast probabilities (6 rows x 64
+ * values of Dv; the rows past a multiple of 6 in pairs).
  * Both bit-identical to the references. fa_softmax: 16 rows per vector, each row's
  * mask value picked from the token's column with a lane permutation, the polynomial
  * exp of kernels_avx512_exp.h, probabilities summed key by key (vector adds across rows).
