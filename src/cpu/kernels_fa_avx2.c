@@ -4,9 +4,9 @@
  *
  * fa_qk: the lanes are 8 query rows; per d, 4 row vectors of the transposed queries
  * and 2 broadcast key values (a 2-key x 32-row block of accumulators); one or two
- * row vectors (decode) take 8 or 6 keys. fa_pv: the
- * lanes are 8 values of Dv; per live key, 4 vectors of the V row and 2 broadcast
- * probabilities. Both bit-identical to the references. fa_softmax: as the AVX-512
+ * row vectors (decode) take 8 or 6 keys, and row vectors past the block's rows are
+ * skipped. fa_pv: the lanes are 8 values of Dv; per live key, 4 vectors of the V row
+ * and 2 broadcast probabilities. Both bit-identical to the references. fa_softmax: as the AVX-512
  * level on 8 rows per vector (each row's mask value picked with a lane permutation,
  * the polynomial exp of kernels_avx2_exp.h).
  */
