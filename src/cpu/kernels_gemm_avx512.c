@@ -28,13 +28,17 @@
  * ONE at a time, i.e. a single sequential stream through the row-major matrix (here
  * 2 or 4 interleaved row streams measured 15-25% below it), 4 accumulator chains per
  * column, 256-bit loads (BF16 widened by zero-extension and a shift: 512-bit loads
- * measured slower on this streaming path). The activations are converted to float once
- * per call (ROW_KC k-values per pass) and the next weight row is prefetched while one
- * streams (each 64-byte line its own prefetch, eight lines per step, with the line
- * LOOM_PF_L2 ahead into L2): fewer instructions per cache line
- * and the next row's misses in flight. 1 GiB of 2048-wide F16 rows, one thread: 6.3-8.7
- * GB/s with both operands widened in the loop, 12.4-13.2 with both changes (a bare
- * 512-bit load loop 13-14); two such threads at once: 7-8.7 each before, 10-12 after.
+ * measured slower on this streaming path). Both the weight row and the 16-bit activation
+ * row are widened in the loop, and the next weight row is prefetched while one streams
+ * (each 64-byte line its own prefetch, eight lines per step, with the line LOOM_PF_L2
+ * ahead into L2): the next row's misses in flight. Until the twenty-third session the
+ * activations were converted to float once per call into a stack copy (on the Xeon, an
+ * older loop without the prefetches measured 6.3-8.7 GB/s widening both against
+ * 12.4-13.2 with the copy and the prefetches); on a Zen 4 (32 KiB L1D) the float copy,
+ * twice the activation bytes read from L1 per weight, cost a third of the single-thread
+ * F16 decode rate: 1.1B F16 tg32, one thread, three interleaved pairs, 9.4-10.1 t/s with
+ * the copy against 11.5-15.1 widening both (the copy's 22 KiB for ffn_down's 5632 values
+ * next to two 11 KiB weight rows does not fit that L1 at all).
  * From 3 columns on the conversions bound the single-row loop and the 4-row
  * micro-kernel is faster.
  * Results are float sums in another order than the scalar reference (per-lane partial
@@ -51,7 +55,6 @@
 #define SMALL_N 2 /* at most this many columns: one row at a time */
 #define KC 512    /* k-values per converted chunk (scratch: PC + MR rows of KC floats) */
 #define PC 64     /* activation columns per converted block */
-#define ROW_KC 8192 /* decode: activation k-values converted to float per pass */
 
 /* [sum(a), sum(b), sum(c), sum(d)] */
 static ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -71,53 +74,49 @@ static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
 static ALWAYS_INLINE __m512 cvt256(int bf, const uint16_t *p) { return cvt16(bf, _mm256_loadu_si256((const __m256i *)p)); }
 static ALWAYS_INLINE __m512 cvt256m(int bf, const uint16_t *p, __mmask16 m) { return cvt16(bf, _mm256_maskz_loadu_epi16(m, p)); }
 
-/* C[j*ldc] (+)= dot(x[0..k), af[j*ROW_KC + 0..k)) for j < nc (<= SMALL_N): the weight
- * row widened, the activations already floats; 4 accumulator chains per column; the
- * next row (xn) is prefetched as this one streams. add: accumulate into C. */
-static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn, size_t pf2,
-                                    const float *af, float *c, size_t ldc, int add) {
+/* C[j*ldc] = dot(x[0..k), a[j][0..k)) for j < nc (<= SMALL_N): the weight row and the
+ * 16-bit activation rows both widened here; 4 accumulator chains per column; the next row
+ * (xn) is prefetched as this one streams. */
+static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn,
+                                    const uint16_t *const *a, float *c, size_t ldc) {
     __m512 acc[4][SMALL_N];
     LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
     int64_t kk = 0;
     /* 512 bytes of the row per step, each 64-byte line with its own two prefetches (the
-     * next row's line into L1, the line pf2 (LOOM_PF_L2) ahead in this stream into L2):
+     * next row's line into L1, the line LOOM_PF_L2 ahead in this stream into L2):
      * spread per line and eight lines per step, 1.1B-shaped F16 decode (a stand-alone
      * stream over its 22 layers' matrices, 2 threads) 25.5 -> 27.3 GB/s, against 64
      * values per step with the four prefetches at its top. */
     for (; kk + 256 <= k; kk += 256) {
         LOOM_UNROLL for (int u = 0; u < 8; u++) {
             LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
-            LOOM_PF1((const char *)(x + kk + 32 * u) + pf2);
+            LOOM_PF1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
             LOOM_UNROLL for (int h = 0; h < 2; h++) {
                 const __m512 xv = cvt256(bf, x + kk + 32 * u + 16 * h);
                 LOOM_UNROLL for (int j = 0; j < nc; j++)
-                    acc[u & 3][j] =
-                        _mm512_fmadd_ps(xv, _mm512_load_ps(af + (size_t)j * ROW_KC + kk + 32 * u + 16 * h), acc[u & 3][j]);
+                    acc[u & 3][j] = _mm512_fmadd_ps(xv, cvt256(bf, a[j] + kk + 32 * u + 16 * h), acc[u & 3][j]);
             }
         }
     }
     for (; kk + 64 <= k; kk += 64) {
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk));
         LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64));
-        LOOM_PF1((const char *)(x + kk) + pf2);
-        LOOM_PF1((const char *)(x + kk) + pf2 + 64);
+        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2);
+        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2 + 64);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
             const __m512 xv = cvt256(bf, x + kk + 16 * u);
             LOOM_UNROLL for (int j = 0; j < nc; j++)
-                acc[u][j] = _mm512_fmadd_ps(xv, _mm512_load_ps(af + (size_t)j * ROW_KC + kk + 16 * u), acc[u][j]);
+                acc[u][j] = _mm512_fmadd_ps(xv, cvt256(bf, a[j] + kk + 16 * u), acc[u][j]);
         }
     }
-    for (; kk < k; kk += 16) { /* tail: masked pieces of 16 (the floats are zero-padded) */
+    for (; kk < k; kk += 16) { /* tail: masked pieces of 16 (zero-filled lanes add 0) */
         const __mmask16 m = (__mmask16)(k - kk >= 16 ? 0xFFFF : (1u << (k - kk)) - 1);
         const __m512 xv = cvt256m(bf, x + kk, m);
-        LOOM_UNROLL for (int j = 0; j < nc; j++)
-            acc[0][j] = _mm512_fmadd_ps(xv, _mm512_load_ps(af + (size_t)j * ROW_KC + kk), acc[0][j]);
+        LOOM_UNROLL for (int j = 0; j < nc; j++) acc[0][j] = _mm512_fmadd_ps(xv, cvt256m(bf, a[j] + kk, m), acc[0][j]);
     }
-    LOOM_UNROLL for (int j = 0; j < nc; j++) {
-        const float s = _mm512_reduce_add_ps(
+    LOOM_UNROLL for (int j = 0; j < nc; j++)
+        c[(size_t)j * ldc] = _mm512_reduce_add_ps(
             _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j])));
-        c[(size_t)j * ldc] = add ? c[(size_t)j * ldc] + s : s;
-    }
 }
 
 /* dst[0..round_up(n, 16)) = n values at src as floats, zero-padded. */
@@ -201,21 +200,14 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
                                     float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t n = j1 - j0;
     if (n <= SMALL_N) { /* decode-like: one sequential weight stream */
-        _Alignas(64) float af[SMALL_N * ROW_KC];
+        const uint16_t *a[SMALL_N] = {(const uint16_t *)(A + (size_t)j0 * as),
+                                      (const uint16_t *)(A + (size_t)(j1 - 1) * as)};
         float *cj = c + (size_t)j0 * ldc;
-        for (int64_t k0 = 0; k0 < k; k0 += ROW_KC) {
-            const int64_t kl = k - k0 < ROW_KC ? k - k0 : ROW_KC;
-            /* the L2 prefetch distance: LOOM_PF_L2 down a whole-row stream; with k in
-             * chunks, whole rows ahead (the same chunk of a later row) */
-            const size_t pf2 = kl == k ? (size_t)LOOM_PF_L2 : ((size_t)LOOM_PF_L2 + 2 * (size_t)kl - 1) / (2 * (size_t)kl) * ws;
-            for (int64_t q = 0; q < n; q++)
-                cvt_row(bf, (const uint16_t *)(A + (size_t)(j0 + q) * as) + k0, kl, af + (size_t)q * ROW_KC);
-            for (int64_t i = i0; i < i1; i++) {
-                const uint16_t *x = (const uint16_t *)(W + (size_t)i * ws) + k0;
-                const uintptr_t xn = (uintptr_t)x + ws; /* prefetched only: may lie past the matrix */
-                if (n == 2) row_multi(bf, 2, kl, x, xn, pf2, af, cj + i, ldc, k0 > 0);
-                else row_multi(bf, 1, kl, x, xn, pf2, af, cj + i, ldc, k0 > 0);
-            }
+        for (int64_t i = i0; i < i1; i++) {
+            const uint16_t *x = (const uint16_t *)(W + (size_t)i * ws);
+            const uintptr_t xn = (uintptr_t)x + ws; /* prefetched only: may lie past the matrix */
+            if (n == 2) row_multi(bf, 2, k, x, xn, a, cj + i, ldc);
+            else row_multi(bf, 1, k, x, xn, a, cj + i, ldc);
         }
         return;
     }
