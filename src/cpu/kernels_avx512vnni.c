@@ -937,54 +937,6 @@ static ALWAYS_INLINE void tile_q6_K(int RB, int CB, int64_t nb, const uint8_t *w
         j += cb;                                                                                        \
     }
 
-/* BF16 weights x BF16 activations, one or two columns (decode): VDPBF16PS multiplies
- * 32 pairs per instruction straight from 512-bit loads, where the avx512 level widens
- * each 16 values by zero-extension and a shift before an FMA. Products of BF16 values
- * are exact in FP32 and sums are FP32, as there; VDPBF16PS treats denormal inputs as 0
- * and flushes denormal results (values below 1.2e-38, irrelevant for weights and
- * activations). One weight row at a time (one sequential stream), 4 accumulator chains
- * per column. Single thread, 1 GiB of 2048-wide rows, three interleaved rounds on the
- * VM: 7.2-7.6 GB/s against 5.8-6.2 for the widening loop. The next row is prefetched
- * as this one streams (as the F16 rows of kernels_gemm_avx512.c). */
-static ALWAYS_INLINE void bf16_rows_dp(int nc, int64_t k, const uint16_t *x, uintptr_t xn, const uint16_t *const *a,
-                                       float *c, size_t ldc) {
-    __m512 acc[4][2];
-    LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
-    int64_t kk = 0;
-    for (; kk + 128 <= k; kk += 128) {
-        LOOM_UNROLL for (int u = 0; u < 4; u++) { /* the next row's 4 lines of these 256 bytes */
-            _mm_prefetch((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u), _MM_HINT_T0);
-            /* and LOOM_PF_L2 ahead in this stream into L2 (rows are contiguous): BF16 decode at
-             * 2 threads 21-23 -> 28 GB/s in the kernel bench, 1.1B BF16 tg64 11.5 -> 13.0-13.4 */
-            LOOM_PF1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
-            const __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(x + kk + 32 * u));
-            LOOM_UNROLL for (int j = 0; j < nc; j++)
-                acc[u][j] = _mm512_dpbf16_ps(acc[u][j], xv, (__m512bh)_mm512_loadu_si512((const void *)(a[j] + kk + 32 * u)));
-        }
-    }
-    for (; kk < k; kk += 32) { /* tail: masked pieces of 32 (zero pairs add 0) */
-        const __mmask32 m = k - kk >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << (k - kk)) - 1);
-        const __m512bh xv = (__m512bh)_mm512_maskz_loadu_epi16(m, x + kk);
-        LOOM_UNROLL for (int j = 0; j < nc; j++)
-            acc[0][j] = _mm512_dpbf16_ps(acc[0][j], xv, (__m512bh)_mm512_maskz_loadu_epi16(m, a[j] + kk));
-    }
-    LOOM_UNROLL for (int j = 0; j < nc; j++)
-        c[(size_t)j * ldc] = _mm512_reduce_add_ps(
-            _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j])));
-}
-
-static void gemm_bf16_decode(int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as, float *c,
-                             size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const uint16_t *a[2] = {(const uint16_t *)(A + (size_t)j0 * as), (const uint16_t *)(A + (size_t)(j1 - 1) * as)};
-    float *cj = c + (size_t)j0 * ldc;
-    for (int64_t i = i0; i < i1; i++) {
-        const uint16_t *x = (const uint16_t *)(W + (size_t)i * ws);
-        const uintptr_t xn = (uintptr_t)x + ws; /* prefetched only: may lie past the matrix */
-        if (j1 - j0 == 2) bf16_rows_dp(2, k, x, xn, a, cj + i, ldc);
-        else bf16_rows_dp(1, k, x, xn, a, cj + i, ldc);
-    }
-}
-
 static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const uint8_t *W = w, *A = a;
@@ -1037,12 +989,10 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
         TILE_DISPATCH_K(T_Q6K)
 #undef T_Q6K
         return true;
-    case LOOM_TYPE_BF16:
-        if (j1 - j0 <= 2 && j1 > j0 && i1 > i0) {
-            gemm_bf16_decode(k, W, ws, A, as, c, ldc, i0, i1, j0, j1);
-            return true;
-        }
-        return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+    /* BF16 decode: the avx512 level's rows (kernels_gemm_avx512.c row_bf16; until the
+     * twenty-third session a VDPBF16PS loop here, which measured slower on a Zen 4: a
+     * stand-alone stream of the 1.1B BF16 matrices, one thread, 22.7-23.7 GB/s against
+     * 25.4-27.4) */
     default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c), the IQ / TQ
               * 16-row tiles (kernels_iq16_avx512vnni.c), the TQ tiles
               * (kernels_iq_gemm_avx512vnni.c); false otherwise */

@@ -51,6 +51,7 @@ static loom_kernels g_tables[LV_COUNT];
 static bool g_avail[LV_COUNT];
 static int g_chosen = LV_SCALAR;
 static int g_requested = -1;
+bool loom_cpu_prefetch = true; /* kernels_internal.h; set once by init_tables */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
@@ -139,15 +140,23 @@ static void init_tables(void) {
         }
     }
 #endif
+    /* software prefetches in the kernels (kernels_internal.h LOOM_PF0): off on AMD CPUs,
+     * whose hardware prefetchers measured faster alone; LOOM_CPU_PREFETCH=0 / 1 forces
+     * (a benchmark switch: a prefetch never changes a result) */
+    loom_cpu_prefetch = !f->amd;
+    const char *pf = getenv("LOOM_CPU_PREFETCH");
+    if (pf && (strcmp(pf, "0") == 0 || strcmp(pf, "1") == 0)) loom_cpu_prefetch = pf[0] == '1';
+    else if (pf && *pf) fprintf(stderr, "loom: LOOM_CPU_PREFETCH=%s is neither 0 nor 1; ignored\n", pf);
     /* the best level: the highest available one, avx512bf16 only on AMD (above) */
     const bool bf16dp_default = f->amd;
     int best = LV_SCALAR;
     for (int i = 0; i < LV_COUNT; i++)
         if (g_avail[i] && (i != LV_AVX512BF16 || bf16dp_default)) best = i;
     g_chosen = best;
-    /* The one environment variable the library reads (docs/engineering.md): every SIMD
-     * level must be forceable, and the level is a process-wide choice made before any
-     * Loom object exists, so no parameter could carry it. */
+    /* One of the two environment variables the library reads (docs/engineering.md; the
+     * other is LOOM_CPU_PREFETCH above): every SIMD level must be forceable, and the level
+     * is a process-wide choice made before any Loom object exists, so no parameter could
+     * carry it. */
     const char *env = getenv("LOOM_CPU_ISA");
     if (env && *env) {
         int want = level_index(env);

@@ -74,7 +74,7 @@ static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
 static ALWAYS_INLINE __m512 cvt256(int bf, const uint16_t *p) { return cvt16(bf, _mm256_loadu_si256((const __m256i *)p)); }
 static ALWAYS_INLINE __m512 cvt256m(int bf, const uint16_t *p, __mmask16 m) { return cvt16(bf, _mm256_maskz_loadu_epi16(m, p)); }
 
-/* C[j*ldc] = dot(x[0..k), a[j][0..k)) for j < nc (<= SMALL_N): the weight row and the
+/* C[j*ldc] = dot(x[0..k), a[j][0..k)) for j < nc (<= SMALL_N), F16 rows (BF16: row_bf16): the weight row and the
  * 16-bit activation rows both widened here; 4 accumulator chains per column; the next row
  * (xn) is prefetched as this one streams. */
 static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn,
@@ -89,8 +89,8 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
      * values per step with the four prefetches at its top. */
     for (; kk + 256 <= k; kk += 256) {
         LOOM_UNROLL for (int u = 0; u < 8; u++) {
-            LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
-            LOOM_PF1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
+            LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
+            LOOM_PFS1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
             LOOM_UNROLL for (int h = 0; h < 2; h++) {
                 const __m512 xv = cvt256(bf, x + kk + 32 * u + 16 * h);
                 LOOM_UNROLL for (int j = 0; j < nc; j++)
@@ -99,10 +99,10 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
         }
     }
     for (; kk + 64 <= k; kk += 64) {
-        LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk));
-        LOOM_PF0((const char *)(xn + 2 * (uintptr_t)kk + 64));
-        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2);
-        LOOM_PF1((const char *)(x + kk) + LOOM_PF_L2 + 64);
+        LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk));
+        LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk + 64));
+        LOOM_PFS1((const char *)(x + kk) + LOOM_PF_L2);
+        LOOM_PFS1((const char *)(x + kk) + LOOM_PF_L2 + 64);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
             const __m512 xv = cvt256(bf, x + kk + 16 * u);
             LOOM_UNROLL for (int j = 0; j < nc; j++)
@@ -196,6 +196,53 @@ static ALWAYS_INLINE void gemm_panel(int bf, int64_t k, const uint8_t *W, size_t
     }
 }
 
+/* row_multi for BF16 rows: one 512-bit load holds 32 values; the even ones become floats
+ * by a shift, the odd ones by masking off the low halves, for the weights and the
+ * activations alike, so each pair of lanes multiplies the values of one index: the same
+ * products as widening 16 at a time, two FMAs per 32 values and no cross-lane
+ * zero-extension. 1.1B-shaped BF16 rows (a stand-alone stream over the 22 layers' matrices
+ * and the output, one thread, Zen 4, three rounds): 25.4-27.4 GB/s against 24.6-25.9 for
+ * the zero-extension and 22.7-23.7 for VDPBF16PS on the same bytes. */
+static ALWAYS_INLINE void row_bf16(int nc, int64_t k, const uint16_t *x, uintptr_t xn, const uint16_t *const *a,
+                                   float *c, size_t ldc) {
+    const __m512i hm = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 acc[4][SMALL_N];
+    LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
+#define BF_STEP(u, w, LOADA)                                                                                 \
+    do {                                                                                                     \
+        const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));                                     \
+        const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(w, hm));                                      \
+        LOOM_UNROLL for (int j = 0; j < nc; j++) {                                                           \
+            const __m512i av = LOADA;                                                                        \
+            acc[u][j] = _mm512_fmadd_ps(we, _mm512_castsi512_ps(_mm512_slli_epi32(av, 16)), acc[u][j]);      \
+            acc[u][j] = _mm512_fmadd_ps(wo, _mm512_castsi512_ps(_mm512_and_si512(av, hm)), acc[u][j]);       \
+        }                                                                                                    \
+    } while (0)
+    int64_t kk = 0;
+    for (; kk + 256 <= k; kk += 256) { /* 512 bytes per step, a prefetch pair per line (row_multi) */
+        LOOM_UNROLL for (int u = 0; u < 8; u++) {
+            LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
+            LOOM_PFS1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
+            const __m512i w = _mm512_loadu_si512((const void *)(x + kk + 32 * u));
+            BF_STEP(u & 3, w, _mm512_loadu_si512((const void *)(a[j] + kk + 32 * u)));
+        }
+    }
+    for (; kk + 32 <= k; kk += 32) { /* (constant accumulator indices keep acc in registers) */
+        LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk));
+        const __m512i w = _mm512_loadu_si512((const void *)(x + kk));
+        BF_STEP(1, w, _mm512_loadu_si512((const void *)(a[j] + kk)));
+    }
+    if (kk < k) { /* tail: zero-filled lanes add 0 */
+        const __mmask32 m = (__mmask32)((1u << (k - kk)) - 1);
+        const __m512i w = _mm512_maskz_loadu_epi16(m, x + kk);
+        BF_STEP(0, w, _mm512_maskz_loadu_epi16(m, a[j] + kk));
+    }
+#undef BF_STEP
+    LOOM_UNROLL for (int j = 0; j < nc; j++)
+        c[(size_t)j * ldc] = _mm512_reduce_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[0][j], acc[1][j]), _mm512_add_ps(acc[2][j], acc[3][j])));
+}
+
 static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
                                     float *c, size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t n = j1 - j0;
@@ -206,8 +253,13 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
         for (int64_t i = i0; i < i1; i++) {
             const uint16_t *x = (const uint16_t *)(W + (size_t)i * ws);
             const uintptr_t xn = (uintptr_t)x + ws; /* prefetched only: may lie past the matrix */
-            if (n == 2) row_multi(bf, 2, k, x, xn, a, cj + i, ldc);
-            else row_multi(bf, 1, k, x, xn, a, cj + i, ldc);
+            if (bf) {
+                if (n == 2) row_bf16(2, k, x, xn, a, cj + i, ldc);
+                else row_bf16(1, k, x, xn, a, cj + i, ldc);
+            } else {
+                if (n == 2) row_multi(0, 2, k, x, xn, a, cj + i, ldc);
+                else row_multi(0, 1, k, x, xn, a, cj + i, ldc);
+            }
         }
         return;
     }

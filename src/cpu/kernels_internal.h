@@ -142,6 +142,27 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
  * 28 GB/s. p may point past the data (a prefetch never faults). */
 #define LOOM_PF0(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
 #define LOOM_PF1(p) __asm__ volatile("prefetcht1 %0" : : "m"(*(const char *)(p)))
+/* The same for the prefetches of single sequential weight streams (the F16 / BF16 decode
+ * rows, the repacked Q4_0 / IQ4_NL, Q8_0 and Q4_K / Q5_K decode tiles), issued only while
+ * loom_cpu_prefetch is true. They were tuned on Intel Xeons, where they raise a streaming
+ * thread's read rate (figures above); on an AMD Zen 4 (twenty-third session) the hardware
+ * prefetchers follow these streams alone and the software ones cost: 1.1B tg32 on one
+ * thread, three interleaved rounds, every prefetch on / off: Q4_0 34 / 46-52 t/s, Q4_K_M
+ * 30-31 / 34-39, Q8_0 19.2-19.5 / 20.5-26.2, F16 11.4-13.0 / 12.1-14.3. The tiles with
+ * several streams per row group (repacked Q6_K, Q2_K) need theirs there too (Q6_K 25-27 /
+ * 12, Q2_K 73-77 / 39-46): they keep LOOM_PF0 / LOOM_PF1. Set once by the kernel tables'
+ * one-time initialisation (kernels_dispatch.c: off on AMD CPUs, on elsewhere;
+ * LOOM_CPU_PREFETCH=0 / 1 forces it) before any kernel can run, read-only after. A
+ * prefetch never changes a result. */
+extern bool loom_cpu_prefetch;
+#define LOOM_PFS0(p)                     \
+    do {                                 \
+        if (loom_cpu_prefetch) LOOM_PF0(p); \
+    } while (0)
+#define LOOM_PFS1(p)                     \
+    do {                                 \
+        if (loom_cpu_prefetch) LOOM_PF1(p); \
+    } while (0)
 
 /* prep for type t, its GGUF block bytes and the power-of-two factor of its scalar
  * reference; false for other types. The grid IQ and TQ types, and Q3_K, which has their

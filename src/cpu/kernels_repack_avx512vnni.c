@@ -166,15 +166,15 @@ static ALWAYS_INLINE void rp_tile_q4_dec_body(bool iq, const uint8_t *w, size_t 
             RP_UNROLL
             for (int ch = 0; ch < 4; ch++) {
                 const __m512i v = _mm512_loadu_si512((const void *)(q + 32 + 64 * ch));
-                LOOM_PF0(p + RP8_PF + 64 * (4 * u + ch));
-                LOOM_PF1(p + LOOM_PF_L2 + 64 * (4 * u + ch));
+                LOOM_PFS0(p + RP8_PF + 64 * (4 * u + ch));
+                LOOM_PFS1(p + LOOM_PF_L2 + 64 * (4 * u + ch));
                 e = _mm512_dpbusd_epi32(e, RP_NIB(iq, _mm512_and_si512(v, m4)), _mm512_set1_epi32(ld32(yq + 4 * ch)));
                 o = _mm512_dpbusd_epi32(o, RP_NIB(iq, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4)),
                                         _mm512_set1_epi32(ld32(yq + 16 + 4 * ch)));
             }
             if (u < 4) {
-                LOOM_PF0(p + RP8_PF + 2048 + 64 * u);
-                LOOM_PF1(p + LOOM_PF_L2 + 2048 + 64 * u);
+                LOOM_PFS0(p + RP8_PF + 2048 + 64 * u);
+                LOOM_PFS1(p + LOOM_PF_L2 + 2048 + 64 * u);
             }
             const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q));
             acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[b + u - s0])),
@@ -234,8 +234,8 @@ static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
         }
         if (pf)
             for (int k = 0; k < RQ8_STEP / 64 + 1; k++) {
-                LOOM_PF0((const char *)(p + 2 * RQ8_STEP + 64 * k));
-                LOOM_PF1((const char *)(p + LOOM_PF_L2 + 64 * k));
+                LOOM_PFS0((const char *)(p + 2 * RQ8_STEP + 64 * k));
+                LOOM_PFS1((const char *)(p + LOOM_PF_L2 + 64 * k));
             }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
         acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[b - s0])), _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)),
@@ -414,13 +414,13 @@ static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws,
                 /* software prefetch two super-blocks ahead: measured 27-30 GB/s on one
                  * thread streaming from DRAM against 18-25 with the hardware prefetcher
                  * alone (the Q4_0/Q8_0 tiles above do better without) */
-                LOOM_PF0((const char *)(p + 256 + 64 * (8 * jj + ch) + pf));
-                if (jj == 0 && ch < 4) LOOM_PF0((const char *)(p + 64 * ch + pf));
-                if (q5 && jj == 1) LOOM_PF0((const char *)(p + 2304 + 64 * ch + pf));
+                LOOM_PFS0((const char *)(p + 256 + 64 * (8 * jj + ch) + pf));
+                if (jj == 0 && ch < 4) LOOM_PFS0((const char *)(p + 64 * ch + pf));
+                if (q5 && jj == 1) LOOM_PFS0((const char *)(p + 2304 + 64 * ch + pf));
                 if (CB == 1) { /* decode: the same lines LOOM_PF_L2 ahead into L2 */
-                    LOOM_PF1((const char *)(p + 256 + 64 * (8 * jj + ch) + LOOM_PF_L2));
-                    if (jj == 0 && ch < 4) LOOM_PF1((const char *)(p + 64 * ch + LOOM_PF_L2));
-                    if (q5 && jj == 1) LOOM_PF1((const char *)(p + 2304 + 64 * ch + LOOM_PF_L2));
+                    LOOM_PFS1((const char *)(p + 256 + 64 * (8 * jj + ch) + LOOM_PF_L2));
+                    if (jj == 0 && ch < 4) LOOM_PFS1((const char *)(p + 64 * ch + LOOM_PF_L2));
+                    if (q5 && jj == 1) LOOM_PFS1((const char *)(p + 2304 + 64 * ch + LOOM_PF_L2));
                 }
                 __m512i lo = _mm512_and_si512(v, m4);
                 __m512i hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
