@@ -27,9 +27,11 @@
  * One or two columns (decode; j1 - j0 <= SMALL_N) are memory bound: rows are taken
  * ONE at a time, i.e. a single sequential stream through the row-major matrix (here
  * 2 or 4 interleaved row streams measured 15-25% below it), 4 accumulator chains per
- * column, 256-bit loads (BF16 widened by zero-extension and a shift: 512-bit loads
- * measured slower on this streaming path). Both the weight row and the 16-bit activation
- * row are widened in the loop, and the next weight row is prefetched while one streams
+ * column, F16 by 256-bit loads and vcvtph2ps (512-bit loads measured slower on this
+ * streaming path on the Xeon), BF16 by 512-bit loads split into even and odd values
+ * (row_bf16). Both the weight row and the 16-bit activation
+ * row are widened in the loop, and (where loom_cpu_prefetch is on: not on AMD CPUs,
+ * kernels_internal.h) the next weight row is prefetched while one streams
  * (each 64-byte line its own prefetch, eight lines per step, with the line LOOM_PF_L2
  * ahead into L2): the next row's misses in flight. Until the twenty-third session the
  * activations were converted to float once per call into a stack copy (on the Xeon, an

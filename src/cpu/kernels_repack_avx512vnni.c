@@ -234,8 +234,8 @@ static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
         }
         if (pf)
             for (int k = 0; k < RQ8_STEP / 64 + 1; k++) {
-                LOOM_PFS0((const char *)(p + 2 * RQ8_STEP + 64 * k));
-                LOOM_PFS1((const char *)(p + LOOM_PF_L2 + 64 * k));
+                LOOM_PF0((const char *)(p + 2 * RQ8_STEP + 64 * k));
+                LOOM_PF1((const char *)(p + LOOM_PF_L2 + 64 * k));
             }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
         acc = _mm512_fmadd_ps(_mm512_mul_ps(dx, _mm512_set1_ps(dy[b - s0])), _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)),
