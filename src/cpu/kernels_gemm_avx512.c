@@ -76,10 +76,10 @@ static ALWAYS_INLINE __m512 cvt16(int bf, __m256i v) {
 static ALWAYS_INLINE __m512 cvt256(int bf, const uint16_t *p) { return cvt16(bf, _mm256_loadu_si256((const __m256i *)p)); }
 static ALWAYS_INLINE __m512 cvt256m(int bf, const uint16_t *p, __mmask16 m) { return cvt16(bf, _mm256_maskz_loadu_epi16(m, p)); }
 
-/* C[j*ldc] = dot(x[0..k), a[j][0..k)) for j < nc (<= SMALL_N), F16 rows (BF16: row_bf16): the weight row and the
- * 16-bit activation rows both widened here; 4 accumulator chains per column; the next row
- * (xn) is prefetched as this one streams. */
-static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x, uintptr_t xn,
+/* C[j*ldc] = dot(x[0..k), a[j][0..k)) for j < nc (<= SMALL_N), F16 rows (BF16: row_bf16):
+ * the weight row and the F16 activation rows both widened here; 4 accumulator chains per
+ * column; the next row (xn) is prefetched as this one streams. */
+static ALWAYS_INLINE void row_f16(int nc, int64_t k, const uint16_t *x, uintptr_t xn,
                                     const uint16_t *const *a, float *c, size_t ldc) {
     __m512 acc[4][SMALL_N];
     LOOM_UNROLL for (int u = 0; u < 4; u++) LOOM_UNROLL for (int j = 0; j < nc; j++) acc[u][j] = _mm512_setzero_ps();
@@ -94,9 +94,9 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
             LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
             LOOM_PFS1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
             LOOM_UNROLL for (int h = 0; h < 2; h++) {
-                const __m512 xv = cvt256(bf, x + kk + 32 * u + 16 * h);
+                const __m512 xv = cvt256(0, x + kk + 32 * u + 16 * h);
                 LOOM_UNROLL for (int j = 0; j < nc; j++)
-                    acc[u & 3][j] = _mm512_fmadd_ps(xv, cvt256(bf, a[j] + kk + 32 * u + 16 * h), acc[u & 3][j]);
+                    acc[u & 3][j] = _mm512_fmadd_ps(xv, cvt256(0, a[j] + kk + 32 * u + 16 * h), acc[u & 3][j]);
             }
         }
     }
@@ -106,15 +106,15 @@ static ALWAYS_INLINE void row_multi(int bf, int nc, int64_t k, const uint16_t *x
         LOOM_PFS1((const char *)(x + kk) + LOOM_PF_L2);
         LOOM_PFS1((const char *)(x + kk) + LOOM_PF_L2 + 64);
         LOOM_UNROLL for (int u = 0; u < 4; u++) {
-            const __m512 xv = cvt256(bf, x + kk + 16 * u);
+            const __m512 xv = cvt256(0, x + kk + 16 * u);
             LOOM_UNROLL for (int j = 0; j < nc; j++)
-                acc[u][j] = _mm512_fmadd_ps(xv, cvt256(bf, a[j] + kk + 16 * u), acc[u][j]);
+                acc[u][j] = _mm512_fmadd_ps(xv, cvt256(0, a[j] + kk + 16 * u), acc[u][j]);
         }
     }
     for (; kk < k; kk += 16) { /* tail: masked pieces of 16 (zero-filled lanes add 0) */
         const __mmask16 m = (__mmask16)(k - kk >= 16 ? 0xFFFF : (1u << (k - kk)) - 1);
-        const __m512 xv = cvt256m(bf, x + kk, m);
-        LOOM_UNROLL for (int j = 0; j < nc; j++) acc[0][j] = _mm512_fmadd_ps(xv, cvt256m(bf, a[j] + kk, m), acc[0][j]);
+        const __m512 xv = cvt256m(0, x + kk, m);
+        LOOM_UNROLL for (int j = 0; j < nc; j++) acc[0][j] = _mm512_fmadd_ps(xv, cvt256m(0, a[j] + kk, m), acc[0][j]);
     }
     LOOM_UNROLL for (int j = 0; j < nc; j++)
         c[(size_t)j * ldc] = _mm512_reduce_add_ps(
@@ -198,7 +198,7 @@ static ALWAYS_INLINE void gemm_panel(int bf, int64_t k, const uint8_t *W, size_t
     }
 }
 
-/* row_multi for BF16 rows: one 512-bit load holds 32 values; the even ones become floats
+/* row_f16 for BF16 rows: one 512-bit load holds 32 values; the even ones become floats
  * by a shift, the odd ones by masking off the low halves, for the weights and the
  * activations alike, so each pair of lanes multiplies the values of one index: the same
  * products as widening 16 at a time, two FMAs per 32 values and no cross-lane
@@ -221,7 +221,7 @@ static ALWAYS_INLINE void row_bf16(int nc, int64_t k, const uint16_t *x, uintptr
         }                                                                                                    \
     } while (0)
     int64_t kk = 0;
-    for (; kk + 256 <= k; kk += 256) { /* 512 bytes per step, a prefetch pair per line (row_multi) */
+    for (; kk + 256 <= k; kk += 256) { /* 512 bytes per step, a prefetch pair per line (row_f16) */
         LOOM_UNROLL for (int u = 0; u < 8; u++) {
             LOOM_PFS0((const char *)(xn + 2 * (uintptr_t)kk + 64 * (uintptr_t)u));
             LOOM_PFS1((const char *)(x + kk + 32 * u) + LOOM_PF_L2);
@@ -259,8 +259,8 @@ static ALWAYS_INLINE void gemm_body(int bf, int64_t k, const uint8_t *W, size_t 
                 if (n == 2) row_bf16(2, k, x, xn, a, cj + i, ldc);
                 else row_bf16(1, k, x, xn, a, cj + i, ldc);
             } else {
-                if (n == 2) row_multi(0, 2, k, x, xn, a, cj + i, ldc);
-                else row_multi(0, 1, k, x, xn, a, cj + i, ldc);
+                if (n == 2) row_f16(2, k, x, xn, a, cj + i, ldc);
+                else row_f16(1, k, x, xn, a, cj + i, ldc);
             }
         }
         return;

@@ -413,7 +413,8 @@ static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws,
                 const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * jj + ch)));
                 /* software prefetch two super-blocks ahead: measured 27-30 GB/s on one
                  * thread streaming from DRAM against 18-25 with the hardware prefetcher
-                 * alone (the Q4_0/Q8_0 tiles above do better without) */
+                 * alone on the Xeon; stream prefetches, off on AMD, where the hardware
+                 * alone measured faster (kernels_internal.h LOOM_PFS0) */
                 LOOM_PFS0((const char *)(p + 256 + 64 * (8 * jj + ch) + pf));
                 if (jj == 0 && ch < 4) LOOM_PFS0((const char *)(p + 64 * ch + pf));
                 if (q5 && jj == 1) LOOM_PFS0((const char *)(p + 2304 + 64 * ch + pf));
