@@ -56,10 +56,14 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
         if (memcmp(grp + 2 * rr, src + 208, 2) != 0) bad++;
         for (int s = 0; s < 16; s++)
             if (grp[32 + 16 * s + rr] != src[192 + s]) bad++;
-        for (int e = 0; e < 128; e++)
-            if (grp[288 + 64 * (e / 4) + 4 * rr + e % 4] != src[e]) bad++;
+        /* 16 pieces of 192 bytes from 288: piece 8h + c holds ql chunks 16h + c and
+         * 16h + 8 + c, then qh chunk 8h + c (chunk u: bytes 4u..4u+3, row rr at 4rr) */
+        for (int e = 0; e < 128; e++) {
+            const int u = e / 4, h = u / 16, c = u % 16;
+            if (grp[288 + 192 * (8 * h + c % 8) + 64 * (c / 8) + 4 * rr + e % 4] != src[e]) bad++;
+        }
         for (int e = 0; e < 64; e++)
-            if (grp[2336 + 64 * (e / 4) + 4 * rr + e % 4] != src[128 + e]) bad++;
+            if (grp[288 + 192 * (e / 4) + 128 + 4 * rr + e % 4] != src[128 + e]) bad++;
         return bad;
     }
     if (t == LOOM_TYPE_Q2_K) { /* GGUF block: scales[16] qs[64] d dmin */

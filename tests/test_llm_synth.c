@@ -102,10 +102,10 @@ static void check_tokenizer_copied(const loom_gguf *voc, const loom_gguf *g) {
 static loom_type expected_type(const char *scheme, const char *name, int layer) {
     if (strstr(name, "norm")) return LOOM_TYPE_F32;
     loom_type t;
-    if (!strcmp(scheme, "Q4_K_M")) {
+    if (!strcmp(scheme, "Q4_K_M") || !strcmp(scheme, "Q5_K_M")) {
         if (!strcmp(name, "output.weight")) return LOOM_TYPE_Q6_K;
         if (layer == 1 && (strstr(name, "attn_v") || strstr(name, "ffn_down"))) return LOOM_TYPE_Q6_K;
-        return LOOM_TYPE_Q4_K;
+        return strcmp(scheme, "Q4_K_M") ? LOOM_TYPE_Q5_K : LOOM_TYPE_Q4_K;
     }
     CHECK(loom_type_from_name(scheme, &t));
     return t;
@@ -305,6 +305,15 @@ static void check_scheme(void) {
         snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", i);
         CHECK(loom_synth_tensor_type("Q4_K_M", nm, 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_F32);
     }
+    for (int i = 0; i < 22; i++) { /* Q5_K_M: the same layers as Q4_K_M, Q5_K elsewhere */
+        char nm[64];
+        snprintf(nm, sizeof nm, "blk.%d.ffn_down.weight", i);
+        CHECK(loom_synth_tensor_type("Q5_K_M", nm, 5632, 22, &t) == LOOM_OK);
+        CHECK_MSG(t == (more[i] ? LOOM_TYPE_Q6_K : LOOM_TYPE_Q5_K), "layer %d ffn_down %s", i, loom_type_name(t));
+        snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", i);
+        CHECK(loom_synth_tensor_type("q5_k_m", nm, 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_Q5_K);
+    }
+    CHECK(loom_synth_tensor_type("Q5_K_M", "output.weight", 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_Q6_K);
     CHECK(loom_synth_tensor_type("Q4_K_M", "output.weight", 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_Q6_K);
     CHECK(loom_synth_tensor_type("Q4_K_M", "token_embd.weight", 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_Q4_K);
     CHECK(loom_synth_tensor_type("Q4_0", "output.weight", 2048, 22, &t) == LOOM_OK && t == LOOM_TYPE_Q4_0);
@@ -398,6 +407,7 @@ int main(void) {
     check_model("Q4_K", 14, false);
     check_model("Q6_K", 18, false);
     check_model("Q4_K_M", 15, false);
+    check_model("Q5_K_M", 17, false);
     check_model("IQ4_NL", 25, false);
     check_model("IQ4_XS", 30, true);
     check_determinism();

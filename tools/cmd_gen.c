@@ -21,7 +21,7 @@ static void gen_usage(FILE *f) {
             "  --ffn N          feed-forward length (default 5632)\n"
             "  --ctx N          context_length key (default 4096)\n"
             "  --type T         F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K\n"
-            "                   Q6_K MXFP4 IQ4_NL IQ4_XS, or the mix Q4_K_M (default Q4_0)\n"
+            "                   Q6_K MXFP4 IQ4_NL IQ4_XS, or the mixes Q4_K_M, Q5_K_M (default Q4_0)\n"
             "  --seed S         random seed (default 1)\n"
             "  --tied           no output.weight (token_embd is reused)\n"
             "  --exact          quantize every row (slow); default draws each block of a\n"

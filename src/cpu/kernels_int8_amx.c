@@ -422,9 +422,10 @@ static void prep_q6ks(const uint8_t *w, size_t ws, int64_t g, int64_t s0, int64_
             for (int ci = 0; ci < 8; ci++) { /* u1..u4 of chunk ci (values 128h + 4ci + {0, 32, 64,
                                              * 96}, unsigned 0..63): groups 8h + {0, 2, 4, 6} +
                                              * (ci >= 4), B row ci % 4 */
-                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
+                const uint8_t *pa = p + loom_repack_q6k_ql((size_t)(16 * h + ci));
+                const uint8_t *pb = p + loom_repack_q6k_ql((size_t)(16 * h + 8 + ci));
                 const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
-                const __m512i qv = _mm512_loadu_si512((const void *)(p + 2336 + 64 * (8 * h + ci)));
+                const __m512i qv = _mm512_loadu_si512((const void *)(p + loom_repack_q6k_qh((size_t)(8 * h + ci))));
                 const __m512i u[4] = {
                     _mm512_or_si512(_mm512_and_si512(qa, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 4), m30)),
                     _mm512_or_si512(_mm512_and_si512(qb, m4), _mm512_and_si512(_mm512_slli_epi16(qv, 2), m30)),

@@ -664,23 +664,27 @@ static ALWAYS_INLINE void rp6_tile(int CB, const uint8_t *w, size_t ws, const ui
                 for (int cc = 0; cc < CB; cc++) gs[q][cc] = _mm512_set1_epi32(-32 * yb[cc]->bsums[8 * h + q]);
             RP_UNROLL
             for (int ci = 0; ci < 8; ci++) {
-                const uint8_t *pa = p + 288 + 64 * (16 * h + ci), *pb = pa + 64 * 8;
-                const uint8_t *ph = p + 2336 + 64 * (8 * h + ci);
-                /* the near (L1) prefetches are stream prefetches (kernels_internal.h
-                 * LOOM_PFS0); the L2 ones below are what this tile's three interleaved
-                 * sub-streams need on every CPU: 1.1B Q6_K tg32, one thread, Zen 4, both
-                 * 21.0-23.2 t/s, L2 only 23.1-24.3, L1 only 14.2-14.5, none 11.6-11.9 */
+                const uint8_t *pa = p + loom_repack_q6k_ql((size_t)(16 * h + ci));
+                const uint8_t *pb = p + loom_repack_q6k_ql((size_t)(16 * h + 8 + ci));
+                const uint8_t *ph = p + loom_repack_q6k_qh((size_t)(8 * h + ci));
+                /* stream prefetches (kernels_internal.h LOOM_PFS0), near (L1) and, for one
+                 * column, far (L2). With ql, ql and qh of a step adjacent (repack.h) a row
+                 * group is one forward stream that Zen 4's hardware prefetchers follow
+                 * alone: 1.1B Q6_K tg64, one thread, 31.5-32.6 t/s without any, 23.7-25.3
+                 * with both, 25.3-26.1 with the L2 ones only. (In the former layout, three
+                 * interleaved sub-streams, the L2 ones were needed there too: none gave
+                 * 11.6-11.9 t/s, both 21.0-23.2.) */
                 if (loom_cpu_prefetch) {
                     _mm_prefetch((const char *)(pa + RP6_PF), _MM_HINT_T0);
                     _mm_prefetch((const char *)(pb + RP6_PF), _MM_HINT_T0);
                     _mm_prefetch((const char *)(ph + RP6_PF), _MM_HINT_T0);
                     if (h == 0 && ci < 5) _mm_prefetch((const char *)(p + 64 * ci + RP6_PF), _MM_HINT_T0);
-                }
-                if (CB == 1) {
-                    _mm_prefetch((const char *)(pa + LOOM_PF_L2), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(pb + LOOM_PF_L2), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(ph + LOOM_PF_L2), _MM_HINT_T1);
-                    if (h == 0 && ci < 5) _mm_prefetch((const char *)(p + 64 * ci + LOOM_PF_L2), _MM_HINT_T1);
+                    if (CB == 1) {
+                        _mm_prefetch((const char *)(pa + LOOM_PF_L2), _MM_HINT_T1);
+                        _mm_prefetch((const char *)(pb + LOOM_PF_L2), _MM_HINT_T1);
+                        _mm_prefetch((const char *)(ph + LOOM_PF_L2), _MM_HINT_T1);
+                        if (h == 0 && ci < 5) _mm_prefetch((const char *)(p + 64 * ci + LOOM_PF_L2), _MM_HINT_T1);
+                    }
                 }
                 const __m512i qa = _mm512_loadu_si512((const void *)pa), qb = _mm512_loadu_si512((const void *)pb);
                 const __m512i qv = _mm512_loadu_si512((const void *)ph);

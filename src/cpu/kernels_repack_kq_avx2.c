@@ -334,9 +334,10 @@ AI void k6_tile(int CB, int NH, const uint8_t *w, size_t ws, const uint8_t *a, s
                             for (int hx = 0; hx < NH; hx++) {
                                 const int h = h0 + hx;
                                 const __m256i ql = _mm256_loadu_si256(
-                                    (const __m256i *)(p + 288 + 32 * h + 64 * (16 * hh + 8 * (q & 1) + ci)));
-                                const __m256i qh =
-                                    _mm256_loadu_si256((const __m256i *)(p + 2336 + 32 * h + 64 * (8 * hh + ci)));
+                                    (const __m256i *)(p + loom_repack_q6k_ql((size_t)(16 * hh + 8 * (q & 1) + ci)) +
+                                                      32 * h));
+                                const __m256i qh = _mm256_loadu_si256(
+                                    (const __m256i *)(p + loom_repack_q6k_qh((size_t)(8 * hh + ci)) + 32 * h));
                                 const __m256i lo4 =
                                     q < 2 ? _mm256_and_si256(ql, m4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4);
                                 const __m256i hi2 = _mm256_and_si256(

@@ -350,8 +350,8 @@ static float q6k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float a
         for (int e = 16 * gi; e < 16 * gi + 16; e++) {
             const int h = e / 128, kq = (e % 128) / 32, l = e % 32;
             const int qi = 64 * h + l + 32 * (kq & 1), hi = 32 * h + l;
-            const uint8_t qlb = p[288 + 64 * (qi / 4) + 4 * r + qi % 4];
-            const uint8_t qhb = p[2336 + 64 * (hi / 4) + 4 * r + hi % 4];
+            const uint8_t qlb = p[loom_repack_q6k_ql((size_t)qi / 4) + 4 * r + qi % 4];
+            const uint8_t qhb = p[loom_repack_q6k_qh((size_t)hi / 4) + 4 * r + hi % 4];
             const int u = (kq >= 2 ? qlb >> 4 : qlb & 15) | ((qhb >> (2 * kq)) & 3) << 4;
             dot += u * y->qs[e];
         }

@@ -42,11 +42,13 @@ static bool name_is(const char *a, const char *b) {
     return *a == *b;
 }
 
-/* Resolve a scheme name: base type and whether it is the Q4_K_M mix. */
+/* Resolve a scheme name: base type and whether it is a _K_M mix (Q4_K_M, Q5_K_M: llama.cpp's
+ * rule for both is the base K type with Q6_K for output.weight and for attn_v / ffn_down in
+ * the layers use_more_bits picks). */
 static bool scheme_parse(const char *type_name, loom_type *base, bool *mix) {
     if (!type_name) return false;
-    if (name_is(type_name, "Q4_K_M")) {
-        *base = LOOM_TYPE_Q4_K;
+    if (name_is(type_name, "Q4_K_M") || name_is(type_name, "Q5_K_M")) {
+        *base = name_is(type_name, "Q4_K_M") ? LOOM_TYPE_Q4_K : LOOM_TYPE_Q5_K;
         *mix = true;
         return true;
     }
@@ -61,7 +63,7 @@ static bool scheme_parse(const char *type_name, loom_type *base, bool *mix) {
 
 /* llama_ftype number written as general.file_type. */
 static uint32_t scheme_file_type(loom_type base, bool mix) {
-    if (mix) return 15; /* MOSTLY_Q4_K_M */
+    if (mix) return base == LOOM_TYPE_Q5_K ? 17 : 15; /* MOSTLY_Q5_K_M, MOSTLY_Q4_K_M */
     switch (base) {
     case LOOM_TYPE_F32: return 0;
     case LOOM_TYPE_F16: return 1;

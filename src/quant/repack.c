@@ -96,8 +96,8 @@ static void q6k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
         const size_t u0 = r * rowb + b * bb; /* row-major block: ql[128] qh[64] scales[16] d */
         MOVE(2 * r, offsetof(block_q6_K, d), 2);
         for (size_t k = 0; k < 16; k++) MOVE(32 + 16 * k + r, offsetof(block_q6_K, scales) + k, 1);
-        for (size_t u = 0; u < 32; u++) MOVE(288 + 64 * u + 4 * r, offsetof(block_q6_K, ql) + 4 * u, 4);
-        for (size_t u = 0; u < 16; u++) MOVE(2336 + 64 * u + 4 * r, offsetof(block_q6_K, qh) + 4 * u, 4);
+        for (size_t u = 0; u < 32; u++) MOVE(loom_repack_q6k_ql(u) + 4 * r, offsetof(block_q6_K, ql) + 4 * u, 4);
+        for (size_t u = 0; u < 16; u++) MOVE(loom_repack_q6k_qh(u) + 4 * r, offsetof(block_q6_K, qh) + 4 * u, 4);
     }
 }
 #undef MOVE

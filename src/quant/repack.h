@@ -42,13 +42,15 @@
  *   [2304, 2816) for u = 0..7, 16 x 4 bytes at 2304 + 64u: qh bytes 4u..4u+3 of
  *                row r at 4r (as they are).
  * Q6_K (B = 210; super-blocks of 256, 16 groups of 16 with int8 scales), 3360
- * bytes per super-block b of the group:
+ * bytes per super-block b of the group, every field as it is:
  *   [0, 32)      16 x uint16 d;
  *   [32, 288)    byte 16*s + r = scales[s] of row r, s = 0..15;
- *   [288, 2336)  for u = 0..31, 16 x 4 bytes at 288 + 64u: ql bytes 4u..4u+3 of
- *                row r at 4r;
- *   [2336, 3360) for u = 0..15, 16 x 4 bytes at 2336 + 64u: qh bytes 4u..4u+3 of
- *                row r at 4r (all as they are).
+ *   [288, 3360)  for v = 0..15 (half h = v / 8, piece c = v % 8), 192 bytes at
+ *                288 + 192v: three 16 x 4-byte chunks (row r at 4r): ql bytes of
+ *                chunk u = 16h + c, of chunk u + 8, and qh bytes of chunk 8h + c
+ *                (chunk u = bytes 4u..4u+3): the pieces one decode step rebuilds
+ *                6-bit codes from, adjacent, so a row group is read as one forward
+ *                stream (loom_repack_q6k_ql / _qh give the offsets).
  * IQ4_XS (B = 136; super-blocks of 256, 8 sub-blocks of 32 with 6-bit scales),
  * 2176 bytes per super-block b of the group, every field as it is:
  *   [0, 32)      16 x uint16 d;  [32, 64) 16 x uint16 scales_h;
@@ -87,6 +89,11 @@ static inline size_t loom_repack_lg_qh(loom_type t) { return t == LOOM_TYPE_Q5_0
 static inline size_t loom_repack_lg_qs(loom_type t) {
     return t == LOOM_TYPE_Q4_1 ? 64u : t == LOOM_TYPE_Q5_0 ? 96u : 128u;
 }
+
+/* Q6_K super-block of a row group (see above): byte offset of ql chunk u (0..31) and of
+ * qh chunk u (0..15). */
+static inline size_t loom_repack_q6k_ql(size_t u) { return 288 + 192 * (8 * (u / 16) + u % 8) + 64 * (u / 8 % 2); }
+static inline size_t loom_repack_q6k_qh(size_t u) { return 288 + 192 * u + 128; }
 
 /* True for the types that have an interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
  * Q8_0, Q2_K, Q4_K, Q6_K, IQ4_XS, Q5_K). */
