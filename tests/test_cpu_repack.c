@@ -86,7 +86,7 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
         const bool k5 = t == LOOM_TYPE_Q5_K;
         if (k5)
             for (int e = 0; e < 32; e++)
-                if (grp[2304 + 64 * (e / 4) + 4 * rr + e % 4] != src[16 + e]) bad++;
+                if (grp[320 + 128 * (e / 4) + 4 * rr + e % 4] != src[16 + e]) bad++; /* after chunk e / 4 */
         if (memcmp(grp + 2 * rr, src, 2) != 0 || memcmp(grp + 32 + 2 * rr, src + 2, 2) != 0) bad++;
         for (int s = 0; s < 8; s++) {
             int sc, m;
@@ -97,8 +97,10 @@ static int layout_diff(loom_type t, const uint8_t *src, const uint8_t *grp, int6
                 ((hi >> (4 + sh)) & 3) != m >> 4)
                 bad++;
         }
-        for (int e = 0; e < 128; e++)
-            if (grp[256 + 64 * (e / 4) + 4 * rr + e % 4] != src[(k5 ? 48 : 16) + e]) bad++;
+        for (int e = 0; e < 128; e++) { /* Q5_K: chunks 0..7 each followed by its qh chunk */
+            const int u = e / 4, off = !k5 ? 256 + 64 * u : u < 8 ? 256 + 128 * u : 768 + 64 * u;
+            if (grp[off + 4 * rr + e % 4] != src[(k5 ? 48 : 16) + e]) bad++;
+        }
         return bad;
     }
     if (t == LOOM_TYPE_Q4_1 || t == LOOM_TYPE_Q5_0 || t == LOOM_TYPE_Q5_1) {

@@ -338,10 +338,10 @@ static void prep_kqs(bool q5, const uint8_t *w, size_t ws, int64_t g, int64_t s0
         LOOM_UNROLL_ALL
         for (int j = 0; j < 4; j++)
             for (int kk = 0; kk < 8; kk++) {
-                const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * j + kk)));
+                const __m512i v = _mm512_loadu_si512((const void *)(p + loom_repack_kq_qs(q5, (size_t)(8 * j + kk))));
                 __m512i lo = _mm512_and_si512(v, m4), hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 if (q5) {
-                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * kk));
+                    const __m512i qh = _mm512_loadu_si512((const void *)(p + loom_repack_q5k_qh((size_t)kk)));
                     const int b0 = 2 * j, b1 = 2 * j + 1;
                     const __m512i f0 = b0 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b0)) : b0 > 4 ? _mm512_srli_epi16(qh, (unsigned)(b0 - 4)) : qh;
                     const __m512i f1 = b1 < 4 ? _mm512_slli_epi16(qh, (unsigned)(4 - b1)) : _mm512_srli_epi16(qh, (unsigned)(b1 - 4));

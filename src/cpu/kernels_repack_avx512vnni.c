@@ -410,23 +410,24 @@ static ALWAYS_INLINE void rpk_tile(int CB, bool q5, const uint8_t *w, size_t ws,
             for (int cc = 0; cc < CB; cc++) de[cc] = dod[cc] = _mm512_setzero_si512();
             RP_UNROLL
             for (int ch = 0; ch < 8; ch++) {
-                const __m512i v = _mm512_loadu_si512((const void *)(p + 256 + 64 * (8 * jj + ch)));
+                const uint8_t *pq = p + loom_repack_kq_qs(q5, (size_t)(8 * jj + ch));
+                const __m512i v = _mm512_loadu_si512((const void *)pq);
                 /* software prefetch two super-blocks ahead: measured 27-30 GB/s on one
                  * thread streaming from DRAM against 18-25 with the hardware prefetcher
                  * alone on the Xeon; stream prefetches, off on AMD, where the hardware
                  * alone measured faster (kernels_internal.h LOOM_PFS0) */
-                LOOM_PFS0((const char *)(p + 256 + 64 * (8 * jj + ch) + pf));
+                LOOM_PFS0((const char *)(pq + pf));
                 if (jj == 0 && ch < 4) LOOM_PFS0((const char *)(p + 64 * ch + pf));
-                if (q5 && jj == 1) LOOM_PFS0((const char *)(p + 2304 + 64 * ch + pf));
+                if (q5 && jj == 1) LOOM_PFS0((const char *)(p + loom_repack_q5k_qh((size_t)ch) + pf));
                 if (CB == 1) { /* decode: the same lines LOOM_PF_L2 ahead into L2 */
-                    LOOM_PFS1((const char *)(p + 256 + 64 * (8 * jj + ch) + LOOM_PF_L2));
+                    LOOM_PFS1((const char *)(pq + LOOM_PF_L2));
                     if (jj == 0 && ch < 4) LOOM_PFS1((const char *)(p + 64 * ch + LOOM_PF_L2));
-                    if (q5 && jj == 1) LOOM_PFS1((const char *)(p + 2304 + 64 * ch + LOOM_PF_L2));
+                    if (q5 && jj == 1) LOOM_PFS1((const char *)(p + loom_repack_q5k_qh((size_t)ch) + LOOM_PF_L2));
                 }
                 __m512i lo = _mm512_and_si512(v, m4);
                 __m512i hn = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 if (q5) {
-                    const __m512i qh = _mm512_loadu_si512((const void *)(p + 2304 + 64 * ch));
+                    const __m512i qh = _mm512_loadu_si512((const void *)(p + loom_repack_q5k_qh((size_t)ch)));
                     lo = _mm512_or_si512(lo, _mm512_and_si512(rpk_bit4(qh, 2 * jj), m16));
                     hn = _mm512_or_si512(hn, _mm512_and_si512(rpk_bit4(qh, 2 * jj + 1), m16));
                 }

@@ -241,9 +241,9 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                  * (decode): each broadcast serves both */
                 __m256i yv[KQ_MAXCB];
                 if (NH == 2 && s % 2 == 0) { /* decode: the super-block two ahead */
-                    LOOM_PF0((const char *)(p + 256 + 64 * (8 * (s / 2) + ch) + 2 * bstep));
+                    LOOM_PF0((const char *)(p + loom_repack_kq_qs(q5, (size_t)(8 * (s / 2) + ch)) + 2 * bstep));
                     if (s == 0 && ch < 4) LOOM_PF0((const char *)(p + 64 * ch + 2 * bstep));
-                    if (q5 && s == 2) LOOM_PF0((const char *)(p + 2304 + 64 * ch + 2 * bstep));
+                    if (q5 && s == 2) LOOM_PF0((const char *)(p + loom_repack_q5k_qh((size_t)ch) + 2 * bstep));
                 }
                 if (NH == 2)
                     KQ_UNROLL
@@ -251,10 +251,12 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                 KQ_UNROLL
                 for (int hx = 0; hx < NH; hx++) {
                     const int h = h0 + hx;
-                    const __m256i v = _mm256_loadu_si256((const __m256i *)(p + 256 + 32 * h + 64 * (8 * (s / 2) + ch)));
+                    const __m256i v =
+                        _mm256_loadu_si256((const __m256i *)(p + loom_repack_kq_qs(q5, (size_t)(8 * (s / 2) + ch)) + 32 * h));
                     __m256i u = s % 2 ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
                     if (q5) {
-                        const __m256i qh = _mm256_loadu_si256((const __m256i *)(p + 2304 + 32 * h + 64 * ch));
+                        const __m256i qh =
+                            _mm256_loadu_si256((const __m256i *)(p + loom_repack_q5k_qh((size_t)ch) + 32 * h));
                         u = _mm256_or_si256(u, _mm256_and_si256(bit4(qh, s), m16));
                     }
                     KQ_UNROLL

@@ -305,8 +305,8 @@ typedef float (*kq_block_fn)(const uint8_t *p, int r, const block_q8_K *y, float
  * the sub-block's activations), then acc = fma(dy*d, isum, acc) and
  * acc = fma(-(dy*dmin), msum, acc): the SIMD kernels do the same per lane and match
  * bit for bit. */
-/* Q4_K (qh NULL) or Q5_K (qh: the super-block's fifth bits in the layout of repack.h) */
-static float q45k_block_ref(const uint8_t *p, const uint8_t *qh, int r, const block_q8_K *y, float acc) {
+/* Q4_K (q5 false) or Q5_K (q5: with the super-block's fifth bits, layout of repack.h) */
+static float q45k_block_ref(const uint8_t *p, bool q5, int r, const block_q8_K *y, float acc) {
     uint16_t hd, hm;
     memcpy(&hd, p + 2 * r, 2);
     memcpy(&hm, p + 32 + 2 * r, 2);
@@ -318,8 +318,9 @@ static float q45k_block_ref(const uint8_t *p, const uint8_t *qh, int r, const bl
         int32_t dot = 0;
         for (int e = 0; e < 32; e++) {
             const int u = 8 * (s / 2) + e / 4;
-            const uint8_t byte = p[256 + 64 * u + 4 * r + e % 4];
-            const int hb = qh ? (qh[64 * (e / 4) + 4 * r + e % 4] >> s) & 1 : 0; /* qh byte e, bit s */
+            const uint8_t byte = p[loom_repack_kq_qs(q5, (size_t)u) + 4 * r + e % 4];
+            /* qh byte e, bit s */
+            const int hb = q5 ? (p[loom_repack_q5k_qh((size_t)e / 4) + 4 * r + e % 4] >> s) & 1 : 0;
             dot += ((s % 2 ? byte >> 4 : byte & 15) | hb << 4) * y->qs[32 * s + e];
         }
         isum += sc * dot;
@@ -330,12 +331,12 @@ static float q45k_block_ref(const uint8_t *p, const uint8_t *qh, int r, const bl
 }
 
 static float q4k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
-    return q45k_block_ref(p, NULL, r, y, acc);
+    return q45k_block_ref(p, false, r, y, acc);
 }
 
 /* Q5_K: Q4_K's sums with the codes u | h << 4 (0..31); same two fmas per super-block. */
 static float q5k_block_ref(const uint8_t *p, int r, const block_q8_K *y, float acc) {
-    return q45k_block_ref(p, p + 2304, r, y, acc);
+    return q45k_block_ref(p, true, r, y, acc);
 }
 
 /* Q6_K: the exact integer isum = sum_g scale_g * (sum_{e in g} u_e * y_e - 32 * bsum_g)

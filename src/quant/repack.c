@@ -135,10 +135,11 @@ static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
             for (int t = 0; t < 4; t++)
                 d[p0 + 192u + 16u * (size_t)t + (size_t)r] =
                     (uint8_t)(sc[t] >> 4 | (sc[t + 4] >> 4) << 2 | (m[t] >> 4) << 4 | (m[t + 4] >> 4) << 6);
-            for (int u4 = 0; u4 < 32; u4++) memcpy(d + p0 + 256u + 64u * (size_t)u4 + 4u * (size_t)r, u + qs0 + 4 * u4, 4);
+            for (size_t u4 = 0; u4 < 32; u4++)
+                memcpy(d + p0 + loom_repack_kq_qs(q5, u4) + 4u * (size_t)r, u + qs0 + 4 * u4, 4);
             if (q5)
-                for (int u4 = 0; u4 < 8; u4++)
-                    memcpy(d + p0 + 2304u + 64u * (size_t)u4 + 4u * (size_t)r, u + offsetof(block_q5_K, qh) + 4 * u4, 4);
+                for (size_t u4 = 0; u4 < 8; u4++)
+                    memcpy(d + p0 + loom_repack_q5k_qh(u4) + 4u * (size_t)r, u + offsetof(block_q5_K, qh) + 4 * u4, 4);
         } else {
             uint8_t *u = d + u0;
             const uint8_t *p = s + p0;
@@ -157,9 +158,10 @@ static void q4k_block(const uint8_t *s, uint8_t *d, size_t rowb, size_t b, bool 
                 q[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
                 q[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
             }
-            for (int u4 = 0; u4 < 32; u4++) memcpy(u + qs0 + 4 * u4, p + 256 + 64 * u4 + 4 * r, 4);
+            for (size_t u4 = 0; u4 < 32; u4++) memcpy(u + qs0 + 4 * u4, p + loom_repack_kq_qs(q5, u4) + 4 * r, 4);
             if (q5)
-                for (int u4 = 0; u4 < 8; u4++) memcpy(u + offsetof(block_q5_K, qh) + 4 * u4, p + 2304 + 64 * u4 + 4 * r, 4);
+                for (size_t u4 = 0; u4 < 8; u4++)
+                    memcpy(u + offsetof(block_q5_K, qh) + 4 * u4, p + loom_repack_q5k_qh(u4) + 4 * r, 4);
         }
     }
 }

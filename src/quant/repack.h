@@ -38,9 +38,13 @@
  *                u / 8, low nibbles are sub-block 2j, high nibbles 2j+1).
  * Q5_K (B = 176; Q4_K plus the fifth bits qh[32]: bit s of qh[l] is the high bit
  * of element l of sub-block s), 2816 bytes per super-block b of the group:
- *   [0, 2304)    as Q4_K (d, dmin, scales and mins, the 128 low-nibble bytes);
- *   [2304, 2816) for u = 0..7, 16 x 4 bytes at 2304 + 64u: qh bytes 4u..4u+3 of
- *                row r at 4r (as they are).
+ *   [0, 256)     as Q4_K (d, dmin, scales and mins);
+ *   [256, 1280)  for u = 0..7, at 256 + 128u: Q4_K's nibble chunk u (16 x 4 bytes),
+ *                then qh bytes 4u..4u+3 of row r at 4r (as they are): chunk u of
+ *                the first 32-byte piece next to the fifth bits of its elements;
+ *   [1280, 2816) nibble chunks u = 8..31 at 768 + 64u, as Q4_K's.
+ *   A decode reads qh with the first piece and keeps it in L1 for the other three,
+ *   so the super-block is one forward stream (loom_repack_kq_qs, loom_repack_q5k_qh).
  * Q6_K (B = 210; super-blocks of 256, 16 groups of 16 with int8 scales), 3360
  * bytes per super-block b of the group, every field as it is:
  *   [0, 32)      16 x uint16 d;
@@ -89,6 +93,13 @@ static inline size_t loom_repack_lg_qh(loom_type t) { return t == LOOM_TYPE_Q5_0
 static inline size_t loom_repack_lg_qs(loom_type t) {
     return t == LOOM_TYPE_Q4_1 ? 64u : t == LOOM_TYPE_Q5_0 ? 96u : 128u;
 }
+
+/* Q4_K (q5 false) or Q5_K super-block of a row group (see above): byte offset of nibble
+ * chunk u (0..31); Q5_K: of qh chunk u (0..7). */
+static inline size_t loom_repack_kq_qs(bool q5, size_t u) {
+    return !q5 ? 256 + 64 * u : u < 8 ? 256 + 128 * u : 768 + 64 * u;
+}
+static inline size_t loom_repack_q5k_qh(size_t u) { return 320 + 128 * u; }
 
 /* Q6_K super-block of a row group (see above): byte offset of ql chunk u (0..31) and of
  * qh chunk u (0..15). */
