@@ -211,7 +211,9 @@ static void rp_tile_iq4_dec(const uint8_t *w, size_t ws, const uint8_t *a, float
 /* The same for Q8_0 (stored as q + 128): the first block of every eight (4352 bytes)
  * prefetches all lines of the eight two steps ahead. Interleaved with the old tile:
  * bench kernels Q8_0 decode 90-107% of the probe (old 87-96%; one prefetch next to each
- * load instead: 85-91%), 1.1B Q8_0 tg64 +6-11% in five of five pairs. */
+ * load instead: 85-91%), 1.1B Q8_0 tg64 +6-11% in five of five pairs. Stream
+ * prefetches (loom_cpu_prefetch, off on AMD): on Zen 4 the model runs faster without,
+ * 1.1B Q8_0 tg64 one thread 19.7-20.0 -> 25.8-29.0 t/s, two threads 28-34 -> 30-42. */
 #define RQ8_STEP (8 * 34 * LOOM_REPACK_ROWS)
 static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float *c, size_t ldc, int64_t g, int64_t j,
                            int64_t s0, int64_t s1, const float *dy, const int32_t *nc) {
@@ -232,7 +234,7 @@ static void rp_tile_q8_dec(const uint8_t *w, size_t ws, const uint8_t *a, float 
             o = _mm512_dpbusd_epi32(o, _mm512_loadu_si512((const void *)(p + 32 + 64 * (ch + 1))),
                                     _mm512_set1_epi32(ld32(yq + 4 * ch + 4)));
         }
-        if (pf)
+        if (pf && loom_cpu_prefetch)
             for (int k = 0; k < RQ8_STEP / 64 + 1; k++) {
                 LOOM_PF0((const char *)(p + 2 * RQ8_STEP + 64 * k));
                 LOOM_PF1((const char *)(p + LOOM_PF_L2 + 64 * k));
