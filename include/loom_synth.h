@@ -82,11 +82,13 @@ typedef struct loom_synth_result {
 /* Type of the tensor `name` (llama.cpp names: "blk.3.attn_v.weight", "output.weight",
  * ...) with row length ne0 in a model of n_layers layers, for the scheme type_name.
  * Plain type names give that type to every matrix (a "pure" file) and F32 to 1-D
- * tensors. "Q4_K_M": Q4_K bulk; Q6_K for output.weight and for attn_v/ffn_down in
- * layers i with i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2. In every scheme a row
- * that is not a multiple of the chosen type's block falls back: K types -> Q5_0
- * (Q4_K, Q5_K and smaller) or Q8_0 (Q6_K) when ne0 % 32 == 0, else F16; 32-block
- * types -> F16. Returns LOOM_ERR_TYPE for an unknown or unquantizable scheme. */
+ * tensors. "Q4_K_M" ("Q5_K_M"): Q4_K (Q5_K) bulk; Q6_K for output.weight and for
+ * attn_v/ffn_down in layers i with i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2. In every
+ * scheme a row that is not a multiple of the chosen type's block falls back as
+ * llama.cpp's quantizer does, when ne0 % 32 == 0: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K ->
+ * Q8_0, Q2_K / Q3_K -> Q4_0, IQ4_XS -> IQ4_NL (other 256-block types -> Q5_0); else,
+ * and for 32-block types, F16. Returns LOOM_ERR_TYPE for an unknown or unquantizable
+ * scheme. */
 loom_status loom_synth_tensor_type(const char *type_name, const char *name, int64_t ne0,
                                    int64_t n_layers, loom_type *out);
 

@@ -323,6 +323,11 @@ static void check_scheme(void) {
     CHECK(loom_synth_tensor_type("Q4_K_M", "blk.1.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q8_0);
     CHECK(loom_synth_tensor_type("Q4_K", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F16);
     CHECK(loom_synth_tensor_type("IQ4_XS", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_IQ4_NL);
+    /* llama.cpp (llama-quant.cpp, node-llama-cpp 3.21.1's bundle): Q5_K -> Q5_1, Q2_K / Q3_K -> Q4_0 */
+    CHECK(loom_synth_tensor_type("Q5_K", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q5_1);
+    CHECK(loom_synth_tensor_type("Q5_K_M", "blk.0.ffn_up.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q5_1);
+    CHECK(loom_synth_tensor_type("Q2_K", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q4_0);
+    CHECK(loom_synth_tensor_type("Q3_K", "blk.0.ffn_down.weight", 544, 2, &t) == LOOM_OK && t == LOOM_TYPE_Q4_0);
     CHECK(loom_synth_tensor_type("Q4_0", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F16);
     CHECK(loom_synth_tensor_type("F32", "blk.0.ffn_down.weight", 100, 2, &t) == LOOM_OK && t == LOOM_TYPE_F32);
     CHECK(loom_synth_tensor_type("Q9_Z", "output.weight", 256, 2, &t) == LOOM_ERR_TYPE);

@@ -105,8 +105,16 @@ static bool use_more_bits(int64_t i, int64_t n) {
 static loom_type fallback_type(loom_type t, int64_t ne0) {
     const loom_type_info *ti = loom_type_get((uint32_t)t);
     if (ti && ne0 % ti->block_size == 0) return t;
-    if (ti && ti->block_size == 256 && ne0 % 32 == 0)
-        return t == LOOM_TYPE_Q6_K ? LOOM_TYPE_Q8_0 : t == LOOM_TYPE_IQ4_XS ? LOOM_TYPE_IQ4_NL : LOOM_TYPE_Q5_0;
+    if (ti && ti->block_size == 256 && ne0 % 32 == 0) { /* llama.cpp's llama-quant.cpp fallbacks */
+        switch (t) {
+        case LOOM_TYPE_Q6_K: return LOOM_TYPE_Q8_0;
+        case LOOM_TYPE_Q5_K: return LOOM_TYPE_Q5_1;
+        case LOOM_TYPE_IQ4_XS: return LOOM_TYPE_IQ4_NL;
+        case LOOM_TYPE_Q2_K:
+        case LOOM_TYPE_Q3_K: return LOOM_TYPE_Q4_0;
+        default: return LOOM_TYPE_Q5_0;
+        }
+    }
     return LOOM_TYPE_F16;
 }
 
