@@ -143,8 +143,9 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
 #define LOOM_PF0(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
 #define LOOM_PF1(p) __asm__ volatile("prefetcht1 %0" : : "m"(*(const char *)(p)))
 /* The same for the prefetches of single sequential weight streams (the F16 / BF16 decode
- * rows, the repacked Q4_0 / IQ4_NL, Q4_1 / Q5_0 / Q5_1, Q8_0, Q4_K / Q5_K, Q6_K and IQ4_XS decode tiles), issued only
- * while loom_cpu_prefetch is true. They were tuned on
+ * rows, the repacked Q4_0 / IQ4_NL, Q4_1 / Q5_0 / Q5_1, Q8_0, Q4_K / Q5_K, Q6_K and IQ4_XS
+ * decode tiles, and the AVX2 level's repacked decode tiles), issued only while
+ * loom_cpu_prefetch is true. They were tuned on
  * Intel Xeons, where they raise a streaming thread's read rate (figures above); on an AMD
  * Zen 4 (twenty-third session) the hardware prefetchers follow these streams alone and the
  * software ones cost. 1.1B tg32 on one thread, three interleaved rounds, prefetches on /

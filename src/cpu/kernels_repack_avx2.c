@@ -344,7 +344,8 @@ static ALWAYS_INLINE void rp_col1(int kind, int64_t nb, const uint8_t *w, size_t
             for (int64_t b = s0; b < s1; b++, p += bstep) {
                 const int8_t *yq = y[b].qs;
                 __m256i is0, is1;
-                for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + RP_PF + o), _MM_HINT_T0);
+                if (loom_cpu_prefetch) /* stream prefetches (kernels_internal.h LOOM_PFS0) */
+                    for (size_t o = 0; o < bstep; o += 64) _mm_prefetch((const char *)(p + RP_PF + o), _MM_HINT_T0);
                 if (q4) {
                     __m256i s0a = _mm256_setzero_si256(), s1a = s0a, s0b = s0a, s1b = s0a;
                     RP_UNROLL
