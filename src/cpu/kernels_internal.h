@@ -145,24 +145,23 @@ typedef void (*loom_iqg_prep_fn)(const void *blk, loom_iqg_prep *o);
 /* The same for the prefetches of single sequential weight streams (the F16 / BF16 decode
  * rows, the repacked Q4_0 / IQ4_NL, Q4_1 / Q5_0 / Q5_1, Q8_0, Q4_K / Q5_K, Q6_K and IQ4_XS
  * decode tiles, and the AVX2 level's repacked decode tiles), issued only while
- * loom_cpu_prefetch is true. They were tuned on
- * Intel Xeons, where they raise a streaming thread's read rate (figures above); on an AMD
- * Zen 4 (twenty-third session) the hardware prefetchers follow these streams alone and the
- * software ones cost. 1.1B tg32 on one thread, three interleaved rounds, prefetches on /
- * off: Q4_0 37-38 / 50-54 t/s, Q4_K_M 29-32 / 37-38, BF16 11.6-11.9 / 13.5-14.4, F16
- * 12.3-12.9 / 12.6-13.9; kernel bench decode, one thread, GB/s: Q4_0 20.4-21.5 /
- * 23.7-26.8, Q4_K 20.7-22.6 / 24.2-26.5, F16 23.6-27.4 / 28.2-29.7; two threads Q4_0
- * 26.4-27.9 / 30.4-38.7, Q4_K 30.1-31.4 / 28.7-33.5. The Q8_0 tile's kernel bench said
- * the opposite (two threads: 26.1-28.8 GB/s with them, 24.2-24.7 without) but the model
- * runs faster without (1.1B tg64, one thread, 19.7-20.0 / 25.8-29.0 t/s; twenty-fourth
- * session): the in-model figure decides. The repacked Q2_K tile keeps LOOM_PF0 / LOOM_PF1
- * (1.1B tg64 one thread with them off: 69-72 -> 40-45 t/s: it loads eight vectors, then
- * computes on them at length). Q6_K's tile needed its L2 prefetches while its layout
- * had three interleaved sub-streams per row group (21-23 -> 12 t/s without); since they
- * are one stream (twenty-fourth session), none: 24-26 -> 31.5-32.6 t/s on tg64. Set once by the kernel tables' one-time
- * initialisation (kernels_dispatch.c: off on AMD CPUs, on elsewhere; LOOM_CPU_PREFETCH=0 /
- * 1 forces it) before any kernel can run, read-only after. A prefetch never changes a
- * result. */
+ * loom_cpu_prefetch is true. They were tuned on Intel Xeons, where they raise a streaming
+ * thread's read rate (figures above); on an AMD Zen 4 (twenty-third session) the hardware
+ * prefetchers follow these streams alone and the software ones cost. 1.1B tg32 on one
+ * thread, three interleaved rounds, prefetches on / off: Q4_0 37-38 / 50-54 t/s, Q4_K_M
+ * 29-32 / 37-38, BF16 11.6-11.9 / 13.5-14.4, F16 12.3-12.9 / 12.6-13.9; kernel bench
+ * decode, one thread, GB/s: Q4_0 20.4-21.5 / 23.7-26.8, Q4_K 20.7-22.6 / 24.2-26.5, F16
+ * 23.6-27.4 / 28.2-29.7; two threads Q4_0 26.4-27.9 / 30.4-38.7, Q4_K 30.1-31.4 /
+ * 28.7-33.5. The Q8_0 tile's kernel bench said the opposite (two threads: 26.1-28.8 GB/s
+ * with them, 24.2-24.7 without) but the model runs faster without (1.1B tg64, one thread,
+ * 19.7-20.0 / 25.8-29.0 t/s; twenty-fourth session): the in-model figure decides. The
+ * repacked Q2_K tile keeps LOOM_PF0 / LOOM_PF1 (1.1B tg64 one thread with them off: 69-72
+ * -> 40-45 t/s: it loads eight vectors, then computes on them at length). Q6_K's tile
+ * needed its L2 prefetches while its layout had three interleaved sub-streams per row group
+ * (21-23 -> 12 t/s without); since they are one stream (twenty-fourth session), none: 24-26
+ * -> 31.5-32.6 t/s on tg64. Set once by the kernel tables' one-time initialisation
+ * (kernels_dispatch.c: off on AMD CPUs, on elsewhere; LOOM_CPU_PREFETCH=0 / 1 forces it)
+ * before any kernel can run, read-only after. A prefetch never changes a result. */
 extern bool loom_cpu_prefetch;
 #define LOOM_PFS0(p)                     \
     do {                                 \

@@ -254,8 +254,8 @@ AI void k45_tile(int CB, int NH, bool q5, const uint8_t *w, size_t ws, const uin
                 KQ_UNROLL
                 for (int hx = 0; hx < NH; hx++) {
                     const int h = h0 + hx;
-                    const __m256i v =
-                        _mm256_loadu_si256((const __m256i *)(p + loom_repack_kq_qs(q5, (size_t)(8 * (s / 2) + ch)) + 32 * h));
+                    const uint8_t *pq = p + loom_repack_kq_qs(q5, (size_t)(8 * (s / 2) + ch));
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(pq + 32 * h));
                     __m256i u = s % 2 ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
                     if (q5) {
                         const __m256i qh =
