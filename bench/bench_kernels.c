@@ -4,8 +4,11 @@
  * (4096x4096 x 1 column, cycling over distinct matrices so the working set is
  * >= 2x the last-level cache, capped at ~1.5 GiB) and prompt shape (4096x4096 x 512),
  * with 1 and N threads; plus machine limits: streaming read bandwidth, peak FMA
- * GFLOP/s and peak int8 dot GOP/s. Fraction = GB/s / bandwidth (decode) or
- * GFLOP/s / peak (prompt; int8 peak for quantized types, FMA peak for float types). */
+ * GFLOP/s, peak int8 dot GOP/s and, on the avx512bf16 level, peak VDPBF16PS GFLOP/s.
+ * Fraction = GB/s / bandwidth (decode) or GFLOP/s / peak (prompt; int8 peak for
+ * quantized types, VDPBF16PS peak for BF16 on pair panels, FMA peak for other float
+ * types). Prompt rows take the engine's path: repacked weights, F16 / BF16 on packed
+ * activation panels (packed once, outside the timing), tiles of the engine's shape. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -58,6 +61,11 @@ typedef struct job {
     bool repacked; /* w is in the row-interleaved layout (quant/repack.h) */
     size_t wrb, mat_bytes, arb;
     const uint8_t *act;
+    /* F16 / BF16 activations packed as the engine packs them (ops_matmul.c mm_packed:
+     * float panels, or BF16 pair panels where the level has gemm_bf16_pack); NULL:
+     * none. Packed once before timing: rows are the product alone. */
+    const void *packed;
+    bool pairs;
     float *out;
     /* peaks */
     double result[256];
@@ -96,6 +104,10 @@ static bool g_no_gemm; /* --no-gemm: vec_dot only (GGUF layout) */
 /* The engine's tile function for this job's weights. */
 static bool job_gemm(job *j, const uint8_t *w, float *c, int64_t i0, int64_t i1, int64_t c0, int64_t c1) {
     if (g_no_gemm) return false;
+    if (j->packed && c1 - c0 > 4)
+        return j->pairs ? j->k->gemm_bf16_packed(j->wt, j->kdim, w, j->wrb, j->packed, c, (size_t)j->rows, i0, i1, c0, c1)
+                        : j->k->gemm_float_packed(j->wt, j->kdim, w, j->wrb, j->packed, c, (size_t)j->rows, i0, i1, c0,
+                                                  c1);
     if (j->repacked)
         return j->k->gemm_repacked(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
     return j->k->gemm && j->k->gemm(j->wt, j->kdim, w, j->wrb, j->act, j->arb, c, (size_t)j->rows, i0, i1, c0, c1);
@@ -133,6 +145,8 @@ static void prompt_fn(job *j, int ith, int nth) {
     /* the engine's prompt tiles (ops_matmul.c): 64 columns; 16 rows, or
      * LOOM_MM_REPACKED_ROWS for repacked weights (activation preparation per call) */
     int64_t RB = j->repacked ? LOOM_MM_REPACKED_ROWS : 16, CB = 64;
+    /* F16 / BF16: 32-row tiles (ops_matmul.c mm_prepare) */
+    if (!j->repacked && (j->wt == LOOM_TYPE_F16 || j->wt == LOOM_TYPE_BF16)) RB = 32;
     /* levels asking for larger F16 / BF16 tiles (amx: kernels.h gemm_float_rows) get them */
     if (!j->repacked && (j->wt == LOOM_TYPE_F16 || j->wt == LOOM_TYPE_BF16) && j->k->gemm_float_rows > 0 &&
         j->k->gemm_float_cols > 0)
@@ -225,6 +239,17 @@ __attribute__((target("avx2,avxvnni"))) static double dp256(int64_t iters) {
     for (int i = 1; i < 12; i++) s = _mm256_add_epi32(s, a[i]);
     return (double)_mm256_extract_epi32(s, 0);
 }
+__attribute__((target("avx512f,avx512bf16"))) static double bf16dp512(int64_t iters) {
+    __m512 a[12];
+    const __m512bh u = (__m512bh)_mm512_set1_epi32(0x3F803F80), v = (__m512bh)_mm512_set1_epi32(0x3A803A80);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (int64_t it = 0; it < iters; it++)
+        PEAK_UNROLL
+        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], u, v);
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
+    return (double)_mm512_reduce_add_ps(s);
+}
 #endif
 
 /* 0 scalar, 1 avx2, 2 avx512, 3 avx512vnni or amx, 4 avxvnni (256-bit FMA and VEX vpdpbusd) */
@@ -269,6 +294,17 @@ static void int8_fn(job *j, int ith, int nth) {
     j->result[ith] = ops;
 }
 
+/* VDPBF16PS (the avx512bf16 level's BF16 prompt product): 2 products per float lane */
+static void bf16_fn(job *j, int ith, int nth) {
+    (void)nth;
+#if defined(__x86_64__)
+    j->result[128 + ith] = bf16dp512(j->reps);
+    j->result[ith] = (double)j->reps * 12 * 32 * 2;
+#else
+    (void)j; (void)ith;
+#endif
+}
+
 static double peak(void (*fn)(job *, int, int), int nth, bool quick) {
     job j;
     memset(&j, 0, sizeof j);
@@ -288,6 +324,7 @@ typedef struct {
     int threads;
     double gflops, gbs, fraction;
     bool repacked;
+    const char *layout; /* gguf, repacked, packed, bf16-pairs */
 } entry;
 
 static void usage(void) {
@@ -356,12 +393,14 @@ int loom_bench_kernels(int argc, char **argv) {
     }
 
     /* machine limits */
-    double bw[2], pf[2], pi[2];
+    double bw[2], pf[2], pi[2], pb[2] = {0, 0};
     int tcount[2] = {1, (int)nth};
+    const bool bf16dp = k->gemm_bf16_pack && k->gemm_bf16_packed; /* x86 avx512bf16 only */
     for (int ti = 0; ti < 2; ti++) {
         bw[ti] = loom_bench_read_bandwidth(arena, arena_bytes, tcount[ti], quick ? 2 : 5, false) * 1e-9;
         pf[ti] = peak(fma_fn, tcount[ti], quick);
         pi[ti] = peak(int8_fn, tcount[ti], quick);
+        if (bf16dp) pb[ti] = peak(bf16_fn, tcount[ti], quick);
     }
     if (!json) {
         printf("%s\n", desc);
@@ -369,6 +408,7 @@ int loom_bench_kernels(int argc, char **argv) {
                bw[0], bw[1], (int)nth);
         printf("peak FMA %.1f GFLOP/s (1t), %.1f (%dt); peak int8 dot %.1f GOP/s (1t), %.1f (%dt)\n", pf[0], pf[1],
                (int)nth, pi[0], pi[1], (int)nth);
+        if (bf16dp) printf("peak VDPBF16PS %.1f GFLOP/s (1t), %.1f (%dt): the BF16 prompt fraction's peak\n", pb[0], pb[1], (int)nth);
         printf("%-6s %-7s %4s %10s %9s %9s\n", "type", "shape", "thr", "GFLOP/s", "GB/s", "fraction");
     }
 
@@ -400,6 +440,22 @@ int loom_bench_kernels(int argc, char **argv) {
         }
         for (int64_t r = 64; r < N * nmat; r++) memcpy(w + (size_t)r * wrb, w + (size_t)(r % 64) * wrb, wrb);
         for (int64_t c = 0; c < P; c++) k->from_float[at](xf + (size_t)c * K, act + (size_t)c * arb, K);
+        /* the engine's F16 / BF16 prompt path (ops_matmul.c mm_packed): panels packed once */
+        void *packed = NULL;
+        bool pairs = false;
+        if (!g_no_gemm && !repacked && (wt == LOOM_TYPE_F16 || wt == LOOM_TYPE_BF16) && at == wt) {
+            pairs = wt == LOOM_TYPE_BF16 && bf16dp;
+            if (pairs || (k->gemm_float_pack && k->gemm_float_packed)) {
+                const int64_t np = (P + LOOM_GEMM_PANEL - 1) / LOOM_GEMM_PANEL;
+                packed = aligned_alloc(64, (size_t)np * LOOM_GEMM_PANEL * (size_t)K * sizeof(float));
+                if (packed && !(pairs ? k->gemm_bf16_pack(at, K, act, arb, P, packed, 0, np)
+                                      : k->gemm_float_pack(at, K, act, arb, P, packed, 0, np))) {
+                    free(packed);
+                    packed = NULL;
+                }
+            }
+        }
+        const char *layout = repacked ? "repacked" : pairs && packed ? "bf16-pairs" : packed ? "packed" : "gguf";
         const bool isint = loom_type_get(wt)->is_quantized;
         for (int shape = 0; shape < 2; shape++)
             for (int tt = 0; tt < 2; tt++) {
@@ -408,6 +464,7 @@ int loom_bench_kernels(int argc, char **argv) {
                 memset(&j, 0, sizeof j);
                 j.k = k; j.wt = wt; j.at = at; j.rows = N; j.kdim = K; j.w = w; j.wrb = wrb; j.repacked = repacked;
                 j.mat_bytes = mat_bytes; j.arb = arb; j.act = act; j.out = out;
+                j.packed = packed; j.pairs = pairs;
                 double flop, bytes, t;
                 if (shape == 0) {
                     j.fn = decode_fn; j.cols = 1; j.nmat = nmat; j.reps = 1;
@@ -437,23 +494,30 @@ int loom_bench_kernels(int argc, char **argv) {
                 e->repacked = repacked;
                 e->gflops = flop / t * 1e-9;
                 e->gbs = bytes / t * 1e-9;
-                e->fraction = shape == 0 ? e->gbs / bw[tt] : e->gflops / (isint ? pi[tt] : pf[tt]);
+                e->layout = shape == 0 && !repacked ? "gguf" : layout; /* decode: one column, the rows */
+                e->fraction = shape == 0             ? e->gbs / bw[tt]
+                              : isint                ? e->gflops / pi[tt]
+                              : pairs && packed      ? e->gflops / pb[tt]
+                                                     : e->gflops / pf[tt];
                 if (!json)
-                    printf("%-6s %-7s %4d %10.1f %9.1f %8.1f%%%s\n", loom_type_name(wt), e->shape, e->threads,
-                           e->gflops, e->gbs, 100 * e->fraction, repacked ? "  (repacked)" : "");
+                    printf("%-6s %-7s %4d %10.1f %9.1f %8.1f%%%s%s%s\n", loom_type_name(wt), e->shape, e->threads,
+                           e->gflops, e->gbs, 100 * e->fraction, strcmp(e->layout, "gguf") ? "  (" : "",
+                           strcmp(e->layout, "gguf") ? e->layout : "", strcmp(e->layout, "gguf") ? ")" : "");
                 fflush(stdout);
             }
+        free(packed);
     }
     if (json) {
         printf("{\"isa\": \"%s\", \"threads\": %d, \"bandwidth_gbs\": %.2f, \"bandwidth_gbs_1t\": %.2f, "
                "\"peak_fma_gflops\": %.2f, \"peak_fma_gflops_1t\": %.2f, \"peak_int8_gops\": %.2f, "
-               "\"peak_int8_gops_1t\": %.2f, \"kernels\": [",
-               k->name, (int)nth, bw[1], bw[0], pf[1], pf[0], pi[1], pi[0]);
+               "\"peak_int8_gops_1t\": %.2f, \"peak_bf16dp_gflops\": %.2f, \"peak_bf16dp_gflops_1t\": %.2f, "
+               "\"kernels\": [",
+               k->name, (int)nth, bw[1], bw[0], pf[1], pf[0], pi[1], pi[0], pb[1], pb[0]);
         for (int i = 0; i < ne; i++)
             printf("%s{\"type\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"gflops\": %.3f, \"gbs\": %.3f, "
                    "\"fraction\": %.4f, \"layout\": \"%s\"}",
                    i ? ", " : "", loom_type_name(ents[i].t), ents[i].shape, ents[i].threads, ents[i].gflops, ents[i].gbs,
-                   ents[i].fraction, ents[i].repacked ? "repacked" : "gguf");
+                   ents[i].fraction, ents[i].layout);
         printf("]}\n");
     }
     free(ents);
