@@ -45,10 +45,13 @@ static bool is_float_type(loom_type t) { return t == LOOM_TYPE_F32 || t == LOOM_
 
 /* -------------------------------------------------------------------- mul_mat */
 
-static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, bool full_prec) {
-    loom_tensor *args[2] = {a, b};
+/* mask / role: the optional hint of core/tensor.h (loom_mm_mask_role); NULL / NONE:
+ * none. */
+static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, bool full_prec, loom_tensor *mask,
+                                 int role) {
+    loom_tensor *args[3] = {a, b, mask};
     const loom_op op = LOOM_OP_MUL_MAT;
-    if (!loom_op_check(ctx, op, 2, args)) return loom_ctx_poison(ctx);
+    if (!loom_op_check(ctx, op, mask ? 3 : 2, args)) return loom_ctx_poison(ctx);
     if (!mm_weight_type_ok(a->type))
         return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, b, "weight type %s has no matmul kernel",
                              loom_type_name(a->type));
@@ -63,18 +66,27 @@ static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, 
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, b, "a rows must be contiguous (a not transposed)");
     if (b->nb[0] != sizeof(float))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, b, "b rows must be contiguous (nb0 == 4)");
+    if (mask) {
+        const int64_t L = role == LOOM_MM_MASK_ROWS ? a->ne[1] : a->ne[0];
+        if ((role != LOOM_MM_MASK_ROWS && role != LOOM_MM_MASK_K) || !is_float_type(mask->type) ||
+            mask->ne[0] != L || mask->ne[1] < b->ne[1] || mask->ne[2] != 1 || mask->ne[3] != 1 ||
+            mask->nb[0] != loom_type_size(mask->type))
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, mask, b, "mask hint must be F16/F32 [%lld, >= %lld] with contiguous rows",
+                                 (long long)L, (long long)b->ne[1]);
+    }
     int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
-    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 2, args);
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, mask ? 3 : 2, args);
     loom_set_op_param_i32(t, 0, full_prec ? 1 : 0);
+    loom_set_op_param_i32(t, 1, mask ? role : LOOM_MM_MASK_NONE);
     return t;
 }
 
 loom_tensor *loom_mul_mat(loom_ctx *ctx, loom_tensor *a, loom_tensor *b) {
-    return mul_mat_impl(ctx, a, b, false);
+    return mul_mat_impl(ctx, a, b, false, NULL, LOOM_MM_MASK_NONE);
 }
 
 loom_tensor *loom_mul_mat_full_prec(loom_ctx *ctx, loom_tensor *a, loom_tensor *b) {
-    return mul_mat_impl(ctx, a, b, true);
+    return mul_mat_impl(ctx, a, b, true, NULL, LOOM_MM_MASK_NONE);
 }
 
 loom_tensor *loom_mul_mat_id(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, loom_tensor *ids) {
@@ -396,13 +408,18 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
         loom_tensor *kqv = loom_mul_mat(ctx, v, loom_reshape(ctx, kq, 3, ne_grp));       /* [Dv,G,Hkv] */
         return loom_cont(ctx, loom_reshape(ctx, kqv, 3, ne_o)); /* a computed node, as below */
     }
-    loom_tensor *kq = loom_mul_mat_full_prec(ctx, kp, qp);  /* [L,T,H] */
+    /* with a mask (prompts: causal, windows, other sequences' cells), both products
+     * carry it as a hint (core/tensor.h loom_mm_mask_role): the CPU skips the scores of
+     * masked keys and the p.V products of their zero probabilities (bit-identical to
+     * computing them; 1.1B BF16 pp512 spent 14% in these nodes, half of it masked) */
+    const bool hint = mask && T > 1 && mask->ne[2] == 1 && mask->ne[3] == 1;
+    loom_tensor *kq = mul_mat_impl(ctx, kp, qp, true, hint ? mask : NULL, hint ? LOOM_MM_MASK_ROWS : LOOM_MM_MASK_NONE); /* [L,T,H] */
     if (softcap > 0.0f) { /* softcap * tanh(scale * s / softcap), then the softmax unscaled */
         kq = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, kq, scale / softcap)), softcap);
         scale = 1.0f;
     }
     kq = loom_softmax_ext_sinks(ctx, kq, mask, scale, sinks);
-    loom_tensor *kqv = loom_mul_mat(ctx, v, kq);            /* [Dv,T,H] */
+    loom_tensor *kqv = mul_mat_impl(ctx, v, kq, false, hint ? mask : NULL, hint ? LOOM_MM_MASK_K : LOOM_MM_MASK_NONE); /* [Dv,T,H] */
     kqv = loom_permute(ctx, kqv, 0, 2, 1, 3);               /* [Dv,H,T] */
     return loom_cont(ctx, kqv);
 }

@@ -121,6 +121,16 @@ static inline void *loom_row_ptr(const loom_tensor *t, int64_t i1, int64_t i2, i
 static inline bool loom_same_shape(const loom_tensor *a, const loom_tensor *b) {
     return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
 }
+/* MUL_MAT's optional mask hint (src[2], op param 1; set by loom_sdpa_ext's explicit
+ * attention for prompts): a mask M [L, >= N] (F16 / F32, rows contiguous) whose row j
+ * belongs to column j of b, broadcast over the slices. Where M[i, j] is -inf:
+ *  LOOM_MM_MASK_ROWS (L = M rows of a: the scores K x Q): dst[i, j] is unspecified (a
+ *                    backend may skip it; the CPU writes 0), the softmax masks it;
+ *  LOOM_MM_MASK_K    (L = K: p.V over the softmax's probabilities): b[i, j] is taken as
+ *                    exactly 0, so its products may be skipped.
+ * A backend may ignore the hint (compute every product): results are the same. */
+enum loom_mm_mask_role { LOOM_MM_MASK_NONE = 0, LOOM_MM_MASK_ROWS = 1, LOOM_MM_MASK_K = 2 };
+
 /* Memory-owning base of t (t itself if not a view). */
 static inline loom_tensor *loom_tensor_base(loom_tensor *t) { return t->view_src ? t->view_src : t; }
 /* Bytes spanned by t from its first byte: sum over dims of (ne-1)*nb + one block (a row

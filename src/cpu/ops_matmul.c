@@ -14,6 +14,11 @@
  *            (i2, i3) slice; thread ith takes tiles ith, ith+nth, ... The tile grid
  *            depends only on the shapes, and every dst element is one vec_dot (or the
  *            gemm tile function), so results do not depend on the thread count.
+ *   mask hint (src[2], core/tensor.h loom_mm_mask_role; attention for prompts): phase 1
+ *            also finds, per column, the keys its mask row leaves visible; a tile
+ *            then computes only the score rows some column of it sees (the others
+ *            are written 0), or only the KC-aligned k range holding every nonzero
+ *            probability of its columns (mm_mask_apply).
  * MUL_MAT_ID: the (slot, token) pairs grouped by expert; prompt shapes gather each
  *   expert's activation rows contiguously and run the gemm tile function over them;
  *   decode shapes split the active experts' rows over the threads (see below).
@@ -87,6 +92,43 @@ static size_t packed_bytes(const loom_tensor *a, const loom_tensor *b, const loo
     return align_up(mul_sz(mul_sz(packed_slice_floats(a, b), sizeof(float)), (size_t)(b->ne[2] * b->ne[3])));
 }
 
+/* ------------------------------------------------------------ the mask hint */
+
+/* dst's hint role (core/tensor.h; NONE without a mask). */
+static int mm_mask_role(const loom_tensor *dst) {
+    const int r = dst->src[2] ? loom_get_op_param_i32(dst, 1) : LOOM_MM_MASK_NONE;
+    return r == LOOM_MM_MASK_ROWS || r == LOOM_MM_MASK_K ? r : LOOM_MM_MASK_NONE;
+}
+
+/* Bytes of the per-column ranges (two int64 per column of b), after the packed panels. */
+static size_t mask_bytes(const loom_tensor *dst) {
+    if (!mm_mask_role(dst)) return 0;
+    return align_up(mul_sz((size_t)dst->src[1]->ne[1], 2 * sizeof(int64_t)));
+}
+
+/* rg[2j], rg[2j + 1] := the first index and one past the last of mask row j that is
+ * not -inf, for columns [j0, j1). A row with every entry -inf gets the whole [0, L):
+ * its softmax is 0/0 (NaN), which skipping its products would turn into 0. */
+static void mask_ranges(const loom_tensor *m, int64_t *rg, int64_t j0, int64_t j1) {
+    const int64_t L = m->ne[0];
+    for (int64_t j = j0; j < j1; j++) {
+        const char *row = (const char *)m->data + (size_t)j * m->nb[1];
+        int64_t lo = 0, hi = L;
+        if (m->type == LOOM_TYPE_F16) {
+            const uint16_t *r = (const uint16_t *)row, ninf = 0xFC00; /* F16 -inf */
+            while (lo < L && r[lo] == ninf) lo++;
+            while (hi > lo && r[hi - 1] == ninf) hi--;
+        } else {
+            const float *r = (const float *)row;
+            while (lo < L && r[lo] == -INFINITY) lo++;
+            while (hi > lo && r[hi - 1] == -INFINITY) hi--;
+        }
+        if (lo >= hi) lo = 0, hi = L;
+        rg[2 * j] = lo;
+        rg[2 * j + 1] = hi;
+    }
+}
+
 /* Activations of at most this many rows are converted by every thread into its own
  * copy (no barrier between conversion and product: decode shapes). */
 #define MM_PRIVATE_ACT_ROWS 4
@@ -97,7 +139,7 @@ size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth) {
     const loom_kernels *kt = loom_kernels_get();
     size_t ab = act_bytes(a, b, kt);
     if (loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && nth > 1) return mul_sz(ab, (size_t)nth);
-    return add_sz(ab, packed_bytes(a, b, kt));
+    return add_sz(add_sz(ab, packed_bytes(a, b, kt)), mask_bytes(dst));
 }
 
 /* Columns of b per tile: all of them for matrix x vector shapes; for prompt shapes a
@@ -296,7 +338,51 @@ typedef struct mm_ctx {
     int64_t K;
     size_t rb;
     bool in_place;
+    int mask_role;         /* the hint honoured (a group of one), else NONE */
+    const int64_t *ranges; /* its per-column ranges (mask_ranges) */
 } mm_ctx;
+
+/* The hint on tile rows [*i0, *i1) x columns [pj0, pj1): ROWS narrows the rows to
+ * those some column sees (multiples of 4 kept) and writes 0 to the rest; K narrows the
+ * dot products to [*k0, *k0 + *kl), whole LOOM_GEMM_PACKED_KC chunks of k (only zero
+ * probabilities are left out, and every kernel's treatment of an index repeats within
+ * such a chunk, so the sums are the full ones: test_cpu_ops_nn_attn). false: nothing
+ * left to compute. */
+static bool mm_mask_apply(const mm_ctx *mc, const mm_plan *pl, float *c, size_t ldc, int64_t *i0, int64_t *i1,
+                          int64_t pj0, int64_t pj1, int64_t *k0, int64_t *kl) {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (int64_t j = pj0; j < pj1; j++) {
+        if (mc->ranges[2 * j] < lo) lo = mc->ranges[2 * j];
+        if (mc->ranges[2 * j + 1] > hi) hi = mc->ranges[2 * j + 1];
+    }
+    if (mc->mask_role == LOOM_MM_MASK_ROWS) {
+        if (pl->repacked) return true; /* whole 16-row groups: never the case for a cache */
+        lo &= ~(int64_t)3;
+        hi = (hi + 3) & ~(int64_t)3;
+        if (lo < *i0) lo = *i0;
+        if (hi > *i1) hi = *i1;
+        if (hi < lo) hi = lo;
+        if (lo == *i0 && hi == *i1) return true;
+        for (int64_t j = pj0; j < pj1; j++) {
+            float *cj = c + (size_t)j * ldc;
+            for (int64_t i = *i0; i < lo; i++) cj[i] = 0.0f;
+            for (int64_t i = hi; i < *i1; i++) cj[i] = 0.0f;
+        }
+        *i0 = lo;
+        *i1 = hi;
+        return lo < hi;
+    }
+    /* K: element-addressed rows (F32 / F16 / BF16 caches and activations), not the
+     * packed panels (their chunks are laid out for the whole k) */
+    if (pl->packed || pl->repacked || loom_blck_size(pl->a->type) != 1 || loom_blck_size(pl->vdt) != 1) return true;
+    const int64_t KC = LOOM_GEMM_PACKED_KC;
+    lo = lo / KC * KC;
+    hi = hi > mc->K - KC ? mc->K : (hi + KC - 1) / KC * KC;
+    if (hi <= lo) return true; /* not reached: ranges are never empty */
+    *k0 = lo;
+    *kl = hi - lo;
+    return true;
+}
 
 /* Rows [i0, i1) x columns [pj0, pj1) of slice `slice` of one member. The whole panel
  * goes to the tile function (it tiles columns itself and amortises per-call work such
@@ -306,7 +392,8 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
                     int64_t pj1) {
     const loom_kernels *kt = mc->kt;
     const loom_tensor *a = pl->a, *b = mc->b;
-    const int64_t K = mc->K, N = pl->N, B2 = pl->B2;
+    const int64_t N = pl->N, B2 = pl->B2;
+    int64_t K = mc->K;
     const int64_t i2 = slice % B2, i3 = slice / B2;
     const char *w = (const char *)a->data + (size_t)(i2 / pl->r2) * a->nb[2] + (size_t)(i3 / pl->r3) * a->nb[3];
     const size_t w_stride = a->nb[1];
@@ -321,6 +408,15 @@ static void mm_tile(const mm_ctx *mc, const mm_plan *pl, int64_t slice, int64_t 
     }
     const size_t ldc = (size_t)pl->M;
     float *c = (float *)pl->dst->data + (size_t)(i2 + B2 * i3) * (size_t)N * ldc;
+    if (mc->mask_role) {
+        int64_t k0 = 0, kl = K;
+        if (!mm_mask_apply(mc, pl, c, ldc, &i0, &i1, pj0, pj1, &k0, &kl)) return;
+        if (kl != K) {
+            w += (size_t)k0 * loom_type_size(a->type);
+            ab += (size_t)k0 * loom_type_size(pl->vdt);
+            K = kl;
+        }
+    }
     if (pl->packed && mc->packed) {
         const float *pk = mc->packed + (size_t)slice * packed_slice_floats(a, b);
         if (mm_bf16dp(a, kt) ? kt->gemm_bf16_packed(a->type, K, w, w_stride, (const uint32_t *)pk, c, ldc, i0, i1, pj0, pj1)
@@ -363,6 +459,7 @@ static void mm_own_rows(int64_t M, int k, int nth, int64_t *r0, int64_t *r1, int
 
 bool loom_cpu_mul_mat_groupable(const loom_tensor *head, const loom_tensor *t) {
     if (head->op != LOOM_OP_MUL_MAT || t->op != LOOM_OP_MUL_MAT) return false;
+    if (mm_mask_role(head) || mm_mask_role(t)) return false; /* phase 1 reads one mask */
     const loom_tensor *a0 = head->src[0], *a1 = t->src[0];
     if (!a0 || !a1 || !head->src[1] || t->src[1] != head->src[1] || a1->ne[0] != a0->ne[0]) return false;
     const loom_kernels *kt = loom_kernels_get();
@@ -408,10 +505,30 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
     const bool in_place = lead->in_place;
     char *act = (char *)p->wdata;
     const float *packed = NULL;
+    /* the mask hint (a hinted product is never grouped): per-column ranges after the
+     * activations and panels, computed with the shared activations (not the private
+     * tiny ones); the same decision on every thread (shapes and sizes only) */
+    const size_t ab_all = in_place ? 0 : act_bytes(lead->a, b, kt);
+    const bool priv = !in_place && p->nth > 1 && loom_nrows(b) <= MM_PRIVATE_ACT_ROWS &&
+                      ab_all <= p->wsize / (size_t)p->nth;
+    int mask_role = n == 1 && !priv ? mm_mask_role(dsts[0]) : LOOM_MM_MASK_NONE;
+    int64_t *ranges = NULL;
+    if (mask_role) {
+        const size_t off = add_sz(ab_all, in_place ? 0 : packed_bytes(lead->a, b, kt)), mb = mask_bytes(dsts[0]);
+        if (off <= p->wsize && mb <= p->wsize - off && dsts[0]->src[2]->data) {
+            int64_t j0, j1;
+            ranges = (int64_t *)(act + off);
+            loom_cpu_split(lead->N, p->ith, p->nth, &j0, &j1);
+            mask_ranges(dsts[0]->src[2], ranges, j0, j1);
+            if (in_place) loom_cpu_barrier(p); /* else the conversion's barrier below */
+        } else {
+            mask_role = LOOM_MM_MASK_NONE;
+        }
+    }
     if (!in_place) {
         const loom_type vdt = lead->vdt;
-        const size_t ab = act_bytes(lead->a, b, kt);
-        if (p->nth > 1 && loom_nrows(b) <= MM_PRIVATE_ACT_ROWS && ab <= p->wsize / (size_t)p->nth) {
+        const size_t ab = ab_all;
+        if (priv) {
             /* tiny activation: each thread converts all of it privately, no barrier */
             act += (size_t)p->ith * ab;
             convert_rows(b, kt->from_float[vdt], act, rb, K, 0, 1);
@@ -443,7 +560,7 @@ int loom_cpu_op_mul_mat_group(const loom_compute_params *p, loom_tensor *const *
     }
 
     /* ---- phase 2 */
-    const mm_ctx mc = {kt, b, act, packed, K, rb, in_place};
+    const mm_ctx mc = {kt, b, act, packed, K, rb, in_place, mask_role, ranges};
     _Atomic int64_t *ctr = p->nth > 1 ? p->counter : NULL;
     bool split = ctr != NULL;
     for (int m = 0; m < n && split; m++)
