@@ -418,10 +418,14 @@ int loom_bench_model(int argc, char **argv) {
     /* warm-up: one token (touches every weight page), then forget it */
     if (loom_model_eval(m, toks, 1, false, &err) != LOOM_OK) goto fail;
     if (n_prompt > 0) {
-        int w = n_prompt < loom_model_n_batch(m) ? n_prompt : loom_model_n_batch(m);
-        if (w > 32) w = 32; /* a short batch warms the batched kernels too */
+        /* then the whole prompt, as llama-bench's warm-up prompt run does (since it
+         * replaced its 32-token one): the first batch of a size touches its compute
+         * memory (a first-touch page fault per page, zeroed by the kernel), which the
+         * timed runs would otherwise pay in their first repetition (1.1B Q4_0 pp512, 2
+         * threads, a 32-token warm-up: repetitions 165.6 209.8 209.0 177.7 t/s; the
+         * side-by-side script runs one repetition per run) */
         loom_model_reset(m);
-        if (loom_model_eval(m, toks, w, false, &err) != LOOM_OK) goto fail;
+        if (loom_model_eval(m, toks, n_prompt, false, &err) != LOOM_OK) goto fail;
     }
     if (n_par > 0) {
         if (bm_parallel(m, toks, n_prompt, n_gen, n_par, reps, pp, tg, &err)) goto fail;

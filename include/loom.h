@@ -294,7 +294,10 @@ loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p)
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)
  * or NULL. Returns F32 [Dv,H,T]. Uses the context's flash_attn setting; with it off,
  * a single query (T = 1) is still one fused node (loom_flash_attn on the transposed
- * PermutedV), longer batches are scores, softmax and the V product as three nodes. */
+ * PermutedV), longer batches are scores, softmax and the V product as three nodes
+ * (with a mask, both products carry it as a hint: a backend may skip the scores of
+ * masked keys and the products of their zero probabilities; the CPU does, with the
+ * same bits as computing them). */
 loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                        loom_tensor *mask, float scale);
 /* The fused primitive: q [Dk,T,H], k [Dk,L,Hkv], v [Dv,L,Hkv] (views), mask F16/F32
