@@ -129,4 +129,38 @@ static inline void round_f16(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = loom_fp16_to_fp32(loom_fp32_to_fp16(x[i]));
 }
 
+/* Attention in float64 (the loom_sdpa / loom_flash_attn tests): out[(t*H + h)*Dv + d] =
+ * sum_j softmax_j(x_j) v[(j*Hkv + g)*Dv + d], g = h / (H/Hkv), x_j = c(scale q.k_j) +
+ * mask[t*mrow + j] (mask NULL: 0) with q = q[(t*H + h)*Dk ..], k_j = k[(j*Hkv + g)*Dk ..],
+ * c(s) = softcap tanh(s / softcap) (softcap > 0) or s; sinks (NULL: none): sinks[h] joins
+ * the normaliser (a row with no visible key is then 0; without sinks it is NaN). */
+static inline void nn_ref_attn(int Dk, int Dv, int H, int Hkv, int T, int L, float softcap, const float *sinks,
+                               const float *q, const float *k, const float *v, const float *mask, int64_t mrow,
+                               float scale, double *out) {
+    double *s = dmalloc((size_t)L);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const int g = h / (H / Hkv);
+            double mx = -INFINITY;
+            for (int j = 0; j < L; j++) {
+                double d = 0;
+                for (int e = 0; e < Dk; e++)
+                    d += (double)q[((size_t)t * H + h) * Dk + e] * k[((size_t)j * Hkv + g) * Dk + e];
+                double x = scale * d;
+                if (softcap > 0) x = softcap * tanh(x / softcap);
+                s[j] = x + (mask ? mask[(size_t)t * mrow + j] : 0.0);
+                if (s[j] > mx) mx = s[j];
+            }
+            if (sinks && sinks[h] > mx) mx = sinks[h];
+            double sum = sinks ? exp(sinks[h] - mx) : 0.0;
+            for (int j = 0; j < L; j++) sum += (s[j] = exp(s[j] - mx));
+            for (int d = 0; d < Dv; d++) {
+                double acc = 0;
+                for (int j = 0; j < L; j++) acc += s[j] * v[((size_t)j * Hkv + g) * Dv + d];
+                out[((size_t)t * H + h) * Dv + d] = acc / sum;
+            }
+        }
+    free(s);
+}
+
 #endif

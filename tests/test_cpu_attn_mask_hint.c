@@ -17,9 +17,9 @@
  * (nmse measured <= 1e-13 (F32) and 3e-8 (F16) here; bounds 1e-11 and 2e-6 as in
  * test_cpu_ops_nn_attn). */
 #include "cpu/kernels.h"
+#include "level_test_util.h"
 #include "nn_test_common.h"
 
-#include <unistd.h>
 
 typedef struct hint_case {
     int Dk, Dv, H, Hkv, T, L;
@@ -45,35 +45,6 @@ static void make_mask(const hint_case *c, float *m, int64_t tpad) {
             if (c->mask == 3 && t == 1) see = false;
             m[t * L + j] = see ? 0.0f : -INFINITY;
         }
-}
-
-/* out[d,h,t] as test_cpu_ops_nn_attn's reference (stored values, scale, cap, sinks). */
-static void ref_attn(const hint_case *c, const float *q, const float *k, const float *v, const float *mask, float scale,
-                     double *out) {
-    double *s = dmalloc((size_t)c->L);
-    for (int t = 0; t < c->T; t++)
-        for (int h = 0; h < c->H; h++) {
-            const int g = h / (c->H / c->Hkv);
-            double mx = -INFINITY;
-            for (int j = 0; j < c->L; j++) {
-                double d = 0;
-                for (int e = 0; e < c->Dk; e++)
-                    d += (double)q[((size_t)t * c->H + h) * c->Dk + e] * k[((size_t)j * c->Hkv + g) * c->Dk + e];
-                double x = scale * d;
-                if (c->softcap > 0) x = c->softcap * tanh(x / c->softcap);
-                s[j] = x + mask[(size_t)t * c->L + j];
-                if (s[j] > mx) mx = s[j];
-            }
-            if (c->sinks && g_sink[h] > mx) mx = g_sink[h];
-            double sum = c->sinks ? exp(g_sink[h] - mx) : 0.0;
-            for (int j = 0; j < c->L; j++) sum += (s[j] = exp(s[j] - mx));
-            for (int d = 0; d < c->Dv; d++) {
-                double acc = 0;
-                for (int j = 0; j < c->L; j++) acc += s[j] * v[((size_t)j * c->Hkv + g) * c->Dv + d];
-                out[((size_t)t * c->H + h) * c->Dv + d] = acc / sum;
-            }
-        }
-    free(s);
 }
 
 static loom_tensor *cache(loom_ctx *ctx, loom_type t, const float *x, int64_t ne0, int64_t ne1, int64_t ne2) {
@@ -151,7 +122,8 @@ static void check_case(const hint_case *c) {
     }
     if (base) { /* attention: rows with a visible key (or a sink) against float64 */
         double *ref = dmalloc(no);
-        ref_attn(c, q, k, v, mask, scale, ref);
+        nn_ref_attn(c->Dk, c->Dv, c->H, c->Hkv, c->T, c->L, c->softcap, c->sinks ? g_sink : NULL, q, k, v, mask, c->L,
+                    scale, ref);
         size_t nan_rows = 0, m = 0;
         for (size_t i = 0; i < no; i++) {
             if (isnan(ref[i])) { /* a blind token without sinks: the softmax's zero row */
@@ -182,44 +154,4 @@ static void run_level(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--level") == 0) {
-        printf("level %s\n", loom_kernels_get()->name);
-        run_level();
-        return test_finish("test_cpu_attn_mask_hint (child)");
-    }
-#ifdef LOOM_TSAN
-    printf("level %s (TSan build: this level only)\n", loom_kernels_get()->name);
-    run_level();
-    return test_finish("test_cpu_attn_mask_hint");
-#endif
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) self[n] = 0;
-    else snprintf(self, sizeof self, "%s", argv[0]);
-    const char *wrap = getenv("LOOM_TEST_EXEC_WRAPPER");
-    if (!wrap) wrap = "";
-    const char *const *lv = loom_kernels_levels();
-    int ran = 0;
-    for (int li = 0; lv[li]; li++) {
-        if (!loom_kernels_for(lv[li])) continue; /* this CPU lacks it */
-        char cmd[8800];
-        snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=%s %s '%s' --level 2>&1", lv[li], wrap, self);
-        FILE *p = popen(cmd, "r");
-        CHECK_MSG(p != NULL, "popen %s", cmd);
-        if (!p) continue;
-        char line[512], first[512] = "";
-        while (fgets(line, sizeof line, p)) {
-            fputs(line, stdout);
-            if (!first[0]) snprintf(first, sizeof first, "%s", line);
-        }
-        int rc = pclose(p);
-        first[strcspn(first, "\n")] = 0;
-        CHECK_MSG(strncmp(first, "level ", 6) == 0 && strcmp(first + 6, lv[li]) == 0, "forced %s ran '%s'", lv[li],
-                  first);
-        CHECK_MSG(rc == 0, "level %s failed (status %d)", lv[li], rc);
-        ran++;
-    }
-    CHECK(ran >= 1);
-    return test_finish("test_cpu_attn_mask_hint");
-}
+int main(int argc, char **argv) { return test_levels_main(argc, argv, "test_cpu_attn_mask_hint", run_level); }

@@ -17,9 +17,9 @@
  * 5e-5), F16 4.4e-8 (2e-7), BF16 2.8e-6 (1.5e-5), F32 1.9e-13 (1e-12). */
 #include "cpu/kernels.h"
 #include "quant/repack.h"
+#include "level_test_util.h"
 #include "nn_test_common.h"
 
-#include <unistd.h>
 
 static double bound(loom_type wt) {
     switch (loom_kernels_get()->dot[wt].vec_dot_type) {
@@ -255,47 +255,4 @@ static void run_level(void) {
     check_repacked_refused();
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--level") == 0) {
-        /* child: the level LOOM_CPU_ISA selected, then the cases */
-        printf("level %s\n", loom_kernels_get()->name);
-        run_level();
-        return test_finish("test_cpu_mul_mat_id (child)");
-    }
-#ifdef LOOM_TSAN
-    /* ThreadSanitizer (.ci/run TSAN_TESTS): the threading does not depend on the
-     * level, so the default one only (in process) keeps the run short */
-    printf("level %s (TSan build: this level only)\n", loom_kernels_get()->name);
-    run_level();
-    return test_finish("test_cpu_mul_mat_id");
-#endif
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) self[n] = 0;
-    else snprintf(self, sizeof self, "%s", argv[0]);
-    const char *wrap = getenv("LOOM_TEST_EXEC_WRAPPER");
-    if (!wrap) wrap = "";
-    const char *const *lv = loom_kernels_levels();
-    int ran = 0;
-    for (int li = 0; lv[li]; li++) {
-        if (!loom_kernels_for(lv[li])) continue; /* this CPU lacks it */
-        char cmd[8800];
-        snprintf(cmd, sizeof cmd, "LOOM_CPU_ISA=%s %s '%s' --level 2>&1", lv[li], wrap, self);
-        FILE *p = popen(cmd, "r");
-        CHECK_MSG(p != NULL, "popen %s", cmd);
-        if (!p) continue;
-        char line[512], first[512] = "";
-        while (fgets(line, sizeof line, p)) {
-            fputs(line, stdout);
-            if (!first[0]) snprintf(first, sizeof first, "%s", line);
-        }
-        int rc = pclose(p);
-        first[strcspn(first, "\n")] = 0;
-        CHECK_MSG(strncmp(first, "level ", 6) == 0 && strcmp(first + 6, lv[li]) == 0, "forced %s ran '%s'", lv[li],
-                  first);
-        CHECK_MSG(rc == 0, "level %s failed (status %d)", lv[li], rc);
-        ran++;
-    }
-    CHECK(ran >= 1);
-    return test_finish("test_cpu_mul_mat_id");
-}
+int main(int argc, char **argv) { return test_levels_main(argc, argv, "test_cpu_mul_mat_id", run_level); }

@@ -134,35 +134,11 @@ typedef struct attn_case {
 
 static float g_sinks[64];
 
-/* out[d,h,t] = sum_j softmax_j(x_j) v[d,g,j] with x_j = c(scale * q[:,h,t].k[:,g,j]) +
- * mask[j,t], c(s) = softcap tanh(s / softcap) or s, the sink exp(sinks[h]) added to the
- * normaliser (a row with no visible key is then 0). */
+/* The float64 reference of nn_test_common.h for a case. */
 static void ref_attn(const attn_case *c, const float *q, const float *k, const float *v, const float *mask,
                      int64_t mrow, float scale, double *out) {
-    double *s = dmalloc((size_t)c->L);
-    for (int t = 0; t < c->T; t++)
-        for (int h = 0; h < c->H; h++) {
-            int g = h / (c->H / c->Hkv);
-            double mx = -INFINITY;
-            for (int j = 0; j < c->L; j++) {
-                double d = 0;
-                for (int e = 0; e < c->Dk; e++)
-                    d += (double)q[((size_t)t * c->H + h) * c->Dk + e] * k[((size_t)j * c->Hkv + g) * c->Dk + e];
-                double x = scale * d;
-                if (c->softcap > 0) x = c->softcap * tanh(x / c->softcap);
-                s[j] = x + (mask ? mask[(size_t)t * mrow + j] : 0.0);
-                if (s[j] > mx) mx = s[j];
-            }
-            if (c->sinks && g_sinks[h] > mx) mx = g_sinks[h];
-            double sum = c->sinks ? exp(g_sinks[h] - mx) : 0.0;
-            for (int j = 0; j < c->L; j++) sum += (s[j] = exp(s[j] - mx));
-            for (int d = 0; d < c->Dv; d++) {
-                double acc = 0;
-                for (int j = 0; j < c->L; j++) acc += s[j] * v[((size_t)j * c->Hkv + g) * c->Dv + d];
-                out[((size_t)t * c->H + h) * c->Dv + d] = acc / sum;
-            }
-        }
-    free(s);
+    nn_ref_attn(c->Dk, c->Dv, c->H, c->Hkv, c->T, c->L, c->softcap, c->sinks ? g_sinks : NULL, q, k, v, mask, mrow,
+                scale, out);
 }
 
 static loom_tensor *kv_tensor(loom_ctx *ctx, loom_type t, float *data, int64_t ne0, int64_t ne1, int64_t ne2) {
