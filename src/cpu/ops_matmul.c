@@ -359,9 +359,9 @@ static bool mm_mask_apply(const mm_ctx *mc, const mm_plan *pl, float *c, size_t 
         if (pl->repacked) return true; /* whole 16-row groups: never the case for a cache */
         lo &= ~(int64_t)3;
         hi = (hi + 3) & ~(int64_t)3;
-        if (lo < *i0) lo = *i0;
-        if (hi > *i1) hi = *i1;
-        if (hi < lo) hi = lo;
+        /* clamped to the tile: [*i0, lo) and [hi, *i1) are zeroed, never rows of another */
+        lo = lo < *i0 ? *i0 : lo > *i1 ? *i1 : lo;
+        hi = hi > *i1 ? *i1 : hi < lo ? lo : hi;
         if (lo == *i0 && hi == *i1) return true;
         for (int64_t j = pj0; j < pj1; j++) {
             float *cj = c + (size_t)j * ldc;
