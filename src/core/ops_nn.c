@@ -412,7 +412,9 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
      * carry it as a hint (core/tensor.h loom_mm_mask_role): the CPU skips the scores of
      * masked keys and the p.V products of their zero probabilities (bit-identical to
      * computing them; 1.1B BF16 pp512 spent 14% in these nodes, half of it masked) */
-    const bool hint = mask && T > 1 && mask->ne[2] == 1 && mask->ne[3] == 1;
+    /* (only masks the hint accepts: any other still goes to the softmax alone) */
+    const bool hint = mask && T > 1 && is_float_type(mask->type) && mask->ne[2] == 1 && mask->ne[3] == 1 &&
+                      mask->nb[0] == loom_type_size(mask->type);
     loom_tensor *kq = mul_mat_impl(ctx, kp, qp, true, hint ? mask : NULL, hint ? LOOM_MM_MASK_ROWS : LOOM_MM_MASK_NONE); /* [L,T,H] */
     if (softcap > 0.0f) { /* softcap * tanh(scale * s / softcap), then the softmax unscaled */
         kq = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, kq, scale / softcap)), softcap);

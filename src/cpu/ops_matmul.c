@@ -107,8 +107,9 @@ static size_t mask_bytes(const loom_tensor *dst) {
 }
 
 /* rg[2j], rg[2j + 1] := the first index and one past the last of mask row j that is
- * not -inf, for columns [j0, j1). A row with every entry -inf gets the whole [0, L):
- * its softmax is 0/0 (NaN), which skipping its products would turn into 0. */
+ * not -inf, for columns [j0, j1). A row with every entry -inf gets the whole [0, L)
+ * (nothing skipped: the hint never decides what such a row gives; the softmax makes
+ * it zeros, or all-sink). */
 static void mask_ranges(const loom_tensor *m, int64_t *rg, int64_t j0, int64_t j1) {
     const int64_t L = m->ne[0];
     for (int64_t j = j0; j < j1; j++) {
@@ -346,7 +347,7 @@ typedef struct mm_ctx {
  * those some column sees (multiples of 4 kept) and writes 0 to the rest; K narrows the
  * dot products to [*k0, *k0 + *kl), whole LOOM_GEMM_PACKED_KC chunks of k (only zero
  * probabilities are left out, and every kernel's treatment of an index repeats within
- * such a chunk, so the sums are the full ones: test_cpu_ops_nn_attn). false: nothing
+ * such a chunk, so the sums are the full ones: test_cpu_attn_mask_hint). false: nothing
  * left to compute. */
 static bool mm_mask_apply(const mm_ctx *mc, const mm_plan *pl, float *c, size_t ldc, int64_t *i0, int64_t *i1,
                           int64_t pj0, int64_t pj1, int64_t *k0, int64_t *kl) {
