@@ -1,7 +1,9 @@
 /* The kernel table's softmax/attention helpers at every compiled-in level:
  * exp_sum_f32 against float64 exp (relative error, -inf -> 0, NaN stays NaN, the
  * returned sum), f16_to_f32 against the reference conversion for all 65536 halves,
- * silu_f32, gelu_f32 and tanh_f32 against float64. */
+ * silu_f32, gelu_f32 and tanh_f32 against float64; scale_f32 (the exact float product
+ * per value) and max_f32 (the largest non-NaN value) at every length and offset up to
+ * 70, against the float64 product and a plain maximum. */
 #include "cpu/kernels.h"
 #include "test_util.h"
 
@@ -183,6 +185,40 @@ static void test_tanh(const loom_kernels *k, const char *lv) {
     CHECK_MSG(t[3] == 9.0f && t[4] == 9.0f && fabsf(t[1] + 0.7615942f) < 1e-6f, "%s: short row", lv);
 }
 
+static void test_scale_max(const loom_kernels *k, const char *lv) {
+    enum { N = 70 };
+    float x[N + 3], y[N + 3];
+    uint32_t seed = 777;
+    for (int i = 0; i < N + 3; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((int32_t)seed >> 4) * 0x1p-20f; /* [-2048, 2048) */
+    }
+    const float a = 0.3183099f;
+    for (int off = 0; off < 3; off++)
+        for (int n = 0; n <= N; n++) {
+            memcpy(y, x, sizeof y);
+            k->scale_f32(n, y + off, a);
+            for (int i = 0; i < N + 3; i++) { /* float(x * a): the double product rounded once */
+                const float want = i >= off && i < off + n ? (float)((double)x[i] * (double)a) : x[i];
+                CHECK_MSG(memcmp(&y[i], &want, 4) == 0, "%s: scale n %d off %d [%d] %a vs %a", lv, n, off, i,
+                          (double)y[i], (double)want);
+            }
+            float want = -INFINITY;
+            for (int i = 0; i < n; i++) want = x[off + i] > want ? x[off + i] : want;
+            CHECK_MSG(k->max_f32(n, x + off, -INFINITY) == want, "%s: max n %d off %d", lv, n, off);
+            CHECK_MSG(k->max_f32(n, x + off, 5000.0f) == 5000.0f, "%s: max above all n %d", lv, n);
+            if (n > 0) { /* a NaN anywhere is skipped; the largest value placed anywhere is found */
+                memcpy(y, x, sizeof y);
+                y[off + n / 3] = NAN;
+                if (n > 1) y[off + n - 1 - n / 4] = 4096.0f;
+                float w2 = -INFINITY;
+                for (int i = 0; i < n; i++) w2 = y[off + i] > w2 ? y[off + i] : w2;
+                CHECK_MSG(k->max_f32(n, y + off, -INFINITY) == w2, "%s: max with NaN n %d off %d: %g vs %g", lv, n,
+                          off, (double)k->max_f32(n, y + off, -INFINITY), (double)w2);
+            }
+        }
+}
+
 int main(void) {
     const char *const *lv = loom_kernels_levels();
     for (int i = 0; lv[i]; i++) {
@@ -198,6 +234,8 @@ int main(void) {
         if (k->gelu_f32) test_gelu(k, lv[i]);
         CHECK(k->tanh_f32 != NULL);
         if (k->tanh_f32) test_tanh(k, lv[i]);
+        CHECK(k->scale_f32 != NULL && k->max_f32 != NULL);
+        if (k->scale_f32 && k->max_f32) test_scale_max(k, lv[i]);
     }
     return test_finish("test_cpu_fastmath");
 }

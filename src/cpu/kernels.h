@@ -109,6 +109,11 @@ typedef struct loom_kernels {
     /* f32 helpers for the ops (never NULL) */
     float (*dot_f32)(int64_t n, const float *x, const float *y);
     void (*axpy_f32)(int64_t n, float a, const float *x, float *y); /* y += a*x */
+    /* x[i] *= a for n floats (one rounding each: every level gives the same bits) */
+    void (*scale_f32)(int64_t n, float *x, float a);
+    /* The largest of init and the x[i] that are not NaN (a NaN x[i] is skipped; of
+     * equal zeros either may be returned) */
+    float (*max_f32)(int64_t n, const float *x, float init);
     /* y[i] = x[i] as float for n IEEE halves (never NULL) */
     void (*f16_to_f32)(int64_t n, const uint16_t *x, float *y);
     /* Softmax numerator in place: x[i] = exp(x[i] - max) (0 where x[i] is -inf);

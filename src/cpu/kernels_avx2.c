@@ -345,6 +345,30 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+static void scale_f32(int64_t n, float *x, float a) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), va));
+    for (; i < n; i++) x[i] *= a;
+}
+
+/* MAXPS(x, m) gives m where x is NaN: NaN values are skipped as in the reference */
+static float max_f32(int64_t n, const float *x, float init) {
+    __m256 m0 = _mm256_set1_ps(init), m1 = m0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    float t[16], m = init;
+    _mm256_storeu_ps(t, m0);
+    _mm256_storeu_ps(t + 8, m1);
+    for (int l = 0; l < 16; l++) m = t[l] > m ? t[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
 static bool gemm_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                       size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     return loom_gemm_float_local_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
@@ -468,6 +492,8 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    k->scale_f32 = scale_f32;
+    k->max_f32 = max_f32;
     k->exp_sum_f32 = exp_sum_f32;
     k->silu_f32 = silu_f32;
     k->gelu_f32 = gelu_f32;

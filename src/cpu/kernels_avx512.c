@@ -78,6 +78,30 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     }
 }
 
+static void scale_f32(int64_t n, float *x, float a) {
+    const __m512 va = _mm512_set1_ps(a);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), va));
+    }
+}
+
+/* VMAXPS(x, m) gives m where x is NaN: NaN values are skipped as in the reference;
+ * the masked tail keeps m in its idle lanes */
+static float max_f32(int64_t n, const float *x, float init) {
+    __m512 m0 = _mm512_set1_ps(init), m1 = m0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = (__mmask16)(n - i >= 16 ? 0xFFFF : ((1u << (n - i)) - 1));
+        m0 = _mm512_mask_max_ps(m0, k, _mm512_maskz_loadu_ps(k, x + i), m0);
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
 /* F32 -> F16 rows (activations for F16 weights / the F16 KV cache): vcvtps2ph with
  * round-to-nearest-even, as the scalar conversion. */
 static void ff_f16(const float *x, void *vy, int64_t n) {
@@ -217,6 +241,8 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->dot[LOOM_TYPE_BF16].vec_dot = vd_bf16;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    k->scale_f32 = scale_f32;
+    k->max_f32 = max_f32;
     k->gemm = gemm_avx512; /* F16/BF16 tiles, then MXFP4 (AVX2 tiles) */
     loom_kernels_fill_gemm_packed_avx512(k); /* F16/BF16 prompt products (kernels_gemm_packed_avx512.c) */
     loom_kernels_fill_fa_avx512(k); /* flash-attention p.V (kernels_fa_avx512.c) */

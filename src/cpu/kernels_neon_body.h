@@ -416,6 +416,29 @@ static void axpy_f32(int64_t n, float a, const float *x, float *y) {
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+static void scale_f32(int64_t n, float *x, float a) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), a));
+    for (; i < n; i++) x[i] *= a;
+}
+
+/* the reference's select (x > m ? x : m) per lane: NaN values are skipped */
+static float max_f32(int64_t n, const float *x, float init) {
+    float32x4_t m0 = vdupq_n_f32(init), m1 = m0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float32x4_t a = vld1q_f32(x + i), b = vld1q_f32(x + i + 4);
+        m0 = vbslq_f32(vcgtq_f32(a, m0), a, m0);
+        m1 = vbslq_f32(vcgtq_f32(b, m1), b, m1);
+    }
+    float t[8], m = init;
+    vst1q_f32(t, m0);
+    vst1q_f32(t + 4, m1);
+    for (int l = 0; l < 8; l++) m = t[l] > m ? t[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
 static void f16_to_f32(int64_t n, const uint16_t *x, float *y) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -595,6 +618,8 @@ void NEON_FILL(loom_kernels *k) {
     k->from_float[LOOM_TYPE_Q8_K] = ff_q8_K;
     k->dot_f32 = dot_f32;
     k->axpy_f32 = axpy_f32;
+    k->scale_f32 = scale_f32;
+    k->max_f32 = max_f32;
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
     k->tanh_f32 = tanh_f32;

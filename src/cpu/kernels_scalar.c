@@ -293,6 +293,16 @@ static void axpy_f32_ref(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+static void scale_f32_ref(int64_t n, float *x, float a) {
+    for (int64_t i = 0; i < n; i++) x[i] *= a;
+}
+
+static float max_f32_ref(int64_t n, const float *x, float init) {
+    float m = init;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
 /* Reference for the row-interleaved layout (quant/repack.h): per row, per block,
  * the exact integer sum sum(q * y) (Q4_0: u - 8 with nibble u; IQ4_NL: its table's
  * value for u; Q8_0: (u ^ 0x80) as int8), then acc = fma(d_w * d_y, isum, acc) in block order: the arithmetic the
@@ -617,6 +627,8 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     k->gemm_repacked = loom_gemm_repacked_ref;
     k->dot_f32 = dot_f32_ref;
     k->axpy_f32 = axpy_f32_ref;
+    k->scale_f32 = scale_f32_ref;
+    k->max_f32 = max_f32_ref;
     k->f16_to_f32 = f16_to_f32_ref;
     k->exp_sum_f32 = exp_sum_f32_ref;
     k->silu_f32 = silu_f32_ref;

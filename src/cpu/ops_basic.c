@@ -255,26 +255,27 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         float mx = snk ? *snk : -INFINITY;
         if (fast) {
             /* contiguous F32 row, F32/F16 mask: in chunks, the mask through the table's
-             * f16_to_f32 into a local buffer, scale * x added by its axpy_f32, copied to d
-             * (x may be d: a chunk of x is read before that chunk of d is written), then
-             * eight independent max chains */
+             * f16_to_f32 into d (a local buffer when x is d: then a chunk of x is read
+             * before that chunk of d is written), scale * x added by its axpy_f32, the
+             * running maximum by its max_f32; 1 / sum applied by its scale_f32. (Computing
+             * only the span between a mask row's first and last visible key, zeros
+             * elsewhere, measured slower on a Zen 4: 1.1B Q4_0 pp2048, the softmax's samples
+             * 13.0-14.2k against 10.9-12.1k for whole rows; the skips break the streams
+             * through the score rows.) */
             const float *x = (const float *)ra;
-            float mk[256], m8[8] = {mx, mx, mx, mx, mx, mx, mx, mx};
+            const bool inplace = x == d; /* else x and d do not overlap (distinct tensors) */
+            float mk[256];
             for (int64_t i0 = 0; i0 < ne0; i0 += 256) {
                 const int64_t n = ne0 - i0 < 256 ? ne0 - i0 : 256;
-                float *dd = d + i0;
+                float *dd = d + i0, *t = inplace ? mk : dd;
                 const float *xx = x + i0;
-                if (!rm) memset(mk, 0, (size_t)n * sizeof(float));
-                else if (m->type == LOOM_TYPE_F16) kt->f16_to_f32(n, (const uint16_t *)rm + i0, mk);
-                else memcpy(mk, (const float *)rm + i0, (size_t)n * sizeof(float));
-                kt->axpy_f32(n, scale, xx, mk); /* mk += scale * x (SIMD levels: one rounding) */
-                memcpy(dd, mk, (size_t)n * sizeof(float));
-                int64_t k = 0;
-                for (; k + 8 <= n; k += 8)
-                    for (int l = 0; l < 8; l++) m8[l] = dd[k + l] > m8[l] ? dd[k + l] : m8[l];
-                for (; k < n; k++) m8[0] = dd[k] > m8[0] ? dd[k] : m8[0];
+                if (!rm) memset(t, 0, (size_t)n * sizeof(float));
+                else if (m->type == LOOM_TYPE_F16) kt->f16_to_f32(n, (const uint16_t *)rm + i0, t);
+                else memcpy(t, (const float *)rm + i0, (size_t)n * sizeof(float));
+                kt->axpy_f32(n, scale, xx, t); /* t += scale * x (SIMD levels: one rounding) */
+                if (inplace) memcpy(dd, mk, (size_t)n * sizeof(float));
+                mx = kt->max_f32(n, dd, mx);
             }
-            for (int l = 0; l < 8; l++) mx = m8[l] > mx ? m8[l] : mx;
         } else {
             for (int64_t i = 0; i < ne0; i++) {
                 float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
@@ -289,8 +290,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         }
         double sum = kt->exp_sum_f32(ne0, d, mx);
         if (snk) sum += exp((double)*snk - (double)mx);
-        float inv = (float)(1.0 / sum);
-        for (int64_t i = 0; i < ne0; i++) d[i] *= inv;
+        kt->scale_f32(ne0, d, (float)(1.0 / sum));
     }
 }
 
