@@ -73,7 +73,7 @@ run "test_cpu_kernels[-cpu cortex-a53]" "LOOM_TEST_EXEC_WRAPPER=$QEMU -cpu corte
 
 for t in test_quant_formats test_core_graph test_cpu_block test_cpu_pool test_cpu_ops_basic test_cpu_ops_nn \
          test_cpu_ops_nn_attn test_cpu_fa_tile test_cpu_ops_nn_conv test_gguf_read test_backend_sched test_llm_kvcache \
-         test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant \
+         test_llm_sampler test_llm_tokenizer test_llm_model test_llm_model_quant test_cpu_fastmath test_cpu_attn_mask_hint \
          test_gguf_llamacpp test_llm_llamacpp test_cpu_ops_sinks test_llm_arch; do
   if [ -x "$BUILD/bin/$t" ]; then run "$t" -- "$BUILD/bin/$t"; else echo "  $t: not built (skipped)"; fi
 done
