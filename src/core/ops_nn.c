@@ -45,6 +45,12 @@ static bool is_float_type(loom_type t) { return t == LOOM_TYPE_F32 || t == LOOM_
 
 /* -------------------------------------------------------------------- mul_mat */
 
+/* A mask MUL_MAT takes as a hint (core/tensor.h loom_mm_mask_role): F16 / F32, one
+ * plane, contiguous rows (its shape is checked against the product's). */
+static bool mm_hint_mask_ok(const loom_tensor *m) {
+    return is_float_type(m->type) && m->ne[2] == 1 && m->ne[3] == 1 && m->nb[0] == loom_type_size(m->type);
+}
+
 /* mask / role: the optional hint of core/tensor.h (loom_mm_mask_role); NULL / NONE:
  * none. */
 static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, bool full_prec, loom_tensor *mask,
@@ -68,9 +74,8 @@ static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, 
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, b, "b rows must be contiguous (nb0 == 4)");
     if (mask) {
         const int64_t L = role == LOOM_MM_MASK_ROWS ? a->ne[1] : a->ne[0];
-        if ((role != LOOM_MM_MASK_ROWS && role != LOOM_MM_MASK_K) || !is_float_type(mask->type) ||
-            mask->ne[0] != L || mask->ne[1] < b->ne[1] || mask->ne[2] != 1 || mask->ne[3] != 1 ||
-            mask->nb[0] != loom_type_size(mask->type))
+        if ((role != LOOM_MM_MASK_ROWS && role != LOOM_MM_MASK_K) || !mm_hint_mask_ok(mask) || mask->ne[0] != L ||
+            mask->ne[1] < b->ne[1])
             return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, mask, b, "mask hint must be F16/F32 [%lld, >= %lld] with contiguous rows",
                                  (long long)L, (long long)b->ne[1]);
     }
@@ -413,8 +418,7 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
      * masked keys and the p.V products of their zero probabilities (bit-identical to
      * computing them; 1.1B BF16 pp512 spent 14% in these nodes, half of it masked) */
     /* (only masks the hint accepts: any other still goes to the softmax alone) */
-    const bool hint = mask && T > 1 && is_float_type(mask->type) && mask->ne[2] == 1 && mask->ne[3] == 1 &&
-                      mask->nb[0] == loom_type_size(mask->type);
+    const bool hint = mask && T > 1 && mm_hint_mask_ok(mask);
     loom_tensor *kq = mul_mat_impl(ctx, kp, qp, true, hint ? mask : NULL, hint ? LOOM_MM_MASK_ROWS : LOOM_MM_MASK_NONE); /* [L,T,H] */
     if (softcap > 0.0f) { /* softcap * tanh(scale * s / softcap), then the softmax unscaled */
         kq = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, kq, scale / softcap)), softcap);
