@@ -42,8 +42,9 @@ static void bm_usage(FILE *f) {
             "  -r N            repetitions (default 3)\n"
             "  -d, --n-depth N  depth: N tokens already in the cache before each pp and tg test\n"
             "                  (filled once by -b batches, not timed; llama-bench -d)\n"
-            "  -fa, --flash-attn   flash attention\n"
-            "  --cache-type T  KV cache type: f16 (default), f32, q8_0, q4_0 (q*: -fa); also\n"
+            "  -fa, --flash-attn [on|off|auto]  flash attention (default: on, as llama-bench's\n"
+            "                  auto; -fa off / --no-flash-attn: matmul, softmax, matmul)\n"
+            "  --cache-type T  KV cache type: f16 (default), f32, q8_0, q4_0 (q*: flash attention); also\n"
             "                  -ctk T / -ctv T (Loom has one type for K and V: they must agree)\n"
             "  -ngl, --gpu-layers N  trailing layers on accelerators (Vulkan: LOOM_VK_DEVICES / --vk-devices)\n"
             "  --vk-devices LIST   Vulkan devices: all, none or indices (default: the GPUs)\n"
@@ -210,7 +211,7 @@ int loom_bench_model(int argc, char **argv) {
     const char *path = NULL;
     int n_prompt = 512, n_gen = 128, n_batch = 512, n_threads = 0, reps = 3, bw_mib = 1024, ngl = 0, gpu_bw = 0;
     int n_par = 0; /* --parallel N: N sequences, prompts first, then N rows per decode step */
-    bool json = false, fa = false, no_mmap = false;
+    bool json = false, fa = true, no_mmap = false;
     int depth = 0;                         /* -d: tokens in the cache before each test */
     loom_type cache_type = LOOM_TYPE_F16;  /* --cache-type / -ctk / -ctv */
     const char *ctk = NULL, *ctv = NULL;
@@ -228,6 +229,9 @@ int loom_bench_model(int argc, char **argv) {
             json = true;
         } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
             fa = true;
+            if (cli_parse_flash_attn(v, &fa)) i++;
+        } else if (!strcmp(a, "--no-flash-attn")) {
+            fa = false;
         } else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) {
             rc = bm_int(a, v, 0, BM_MAX_DEPTH, &depth), i++;
         } else if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk") || !strcmp(a, "-ctv")) {
@@ -567,9 +571,18 @@ measured:;
                    on ? loom_backend_device_name(be, dev) : "no accelerator",
                    gpu_bw > 0 ? "" : " (tg bound below: the CPU bandwidth; --gpu-bw sets the device's)");
         }
-        if (rss_growth)
-            printf("memory plan %.1f MiB vs peak RSS growth %.1f MiB (%+.1f%%)\n",
-                   (double)plan_bytes / 1048576.0, (double)rss_growth / 1048576.0, 100.0 * plan_err);
+        if (rss_growth) {
+            /* the plan is the worst case: logits for every row of a batch (loom eval, a
+             * caller asking for each row); these runs ask for one row per sequence, so
+             * the rest of that tensor is planned but never touched (with flash attention
+             * nothing else reuses its pages; without, the score matrices do) */
+            const int nb = loom_model_n_batch(m), rows = n_par > 0 ? n_par : 1;
+            const double unused = nb > rows ? 4.0 * loom_model_n_vocab(m) * (nb - rows) : 0.0;
+            printf("memory plan %.1f MiB vs peak RSS growth %.1f MiB (%+.1f%%; the plan's logits for all %d rows "
+                   "of a batch, %.1f MiB of which these runs never ask for, included)\n",
+                   (double)plan_bytes / 1048576.0, (double)rss_growth / 1048576.0, 100.0 * plan_err, nb,
+                   unused / 1048576.0);
+        }
         if (bw > 0) {
             if (ngl > 0 && gpu_bw > 0) printf("device bandwidth %.2f GB/s (--gpu-bw)\n", bw / 1e9);
             else

@@ -87,7 +87,7 @@ fi
 ls -la "$M1" "$M8"
 
 for m in "$M1" "$M8"; do
-  for fa in "" "-fa"; do
+  for fa in "-fa off" "-fa on"; do
     step "loom bench $(basename "$m") -ngl 99 $fa"
     timeout 180 "$BIN" bench "$m" -ngl 99 $fa -p "$PP" -n "$TG" -r 3 -t "$JOBS" --gpu-bw "$GPU_BW" --bw-mib 0
   done

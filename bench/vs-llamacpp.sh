@@ -13,7 +13,8 @@
 #   -d DEPTH    also run the tests with DEPTH tokens already in the cache (loom bench -d,
 #               llama-bench -d; filling the cache is not timed)
 #   -D          with -d: only the depth rows (skip the runs at depth 0)
-#   -f          flash attention on for both (default off for both: llama-bench -fa off)
+#   -f          flash attention on for both (default off for both, passed explicitly:
+#               loom bench -fa off, llama-bench -fa off; both tools' own default is on / auto)
 #   -c TYPE     KV cache type for both: f16 (default), f32, q8_0, q4_0 (loom --cache-type TYPE,
 #               llama-bench -ctk TYPE -ctv TYPE; q8_0 / q4_0 need -f)
 #
@@ -179,10 +180,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [ "$FA" = 1 ]; then
-  LOOM_FA=-fa
+  LOOM_FA="-fa on"
   LLAMA_FA=on
 else
-  LOOM_FA=
+  LOOM_FA="-fa off"
   LLAMA_FA=off
 fi
 

@@ -84,7 +84,9 @@ typedef struct loom_model_params {
     int n_tensor_split;
     const loom_sim_device *sim_devices; /* simulated accelerators or NULL */
     int n_sim_devices;
-    bool flash_attn;            /* attention through loom_flash_attn */
+    bool flash_attn;            /* attention through loom_flash_attn (default params: false,
+                                   the plain matmul-softmax-matmul graph; every `loom`
+                                   command and the server turn it on unless -fa off) */
     loom_type cache_type;       /* K/V type: F16 (default), F32; Q8_0/Q4_0 need flash_attn */
     bool dry_run;               /* open, create the cache, reserve; no buffers, no load, no eval */
     bool no_mmap;

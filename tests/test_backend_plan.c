@@ -93,17 +93,24 @@ int main(void) {
     CHECK(check_device("gpu0") && check_device("gpu1") && check_device("CPU"));
     CHECK(overall_fits());
 
-    /* 3) the CPU alone with a context far beyond the host (2^24 tokens: ~714 GiB of
-     *    KV cache and graph): flagged against the available memory, exit 3 */
+    /* 3) the CPU alone with a context far beyond the host (2^24 tokens, flash attention
+     *    off: ~714 GiB of KV cache and graph, the [kv x tokens] scores included): flagged
+     *    against the available memory, exit 3. The default (flash attention on) plans no
+     *    score matrices: under a quarter of that (~58 GiB, the cache and the fused
+     *    kernel's tiles) */
     snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 16777216 --json", bin, model);
+    run(cmd);
+    const double need_fa = num_after(device("CPU"), "need_bytes");
+    snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 16777216 -fa off --json", bin, model);
     int rc = run(cmd);
     double need = num_after(device("CPU"), "need_bytes");
     CHECK_MSG(need > 500.0 * 1073741824.0, "CPU need %.0f", need);
+    CHECK_MSG(need_fa > 0 && need_fa < need / 4, "CPU need with flash attention %.0f, without %.0f", need_fa, need);
     bool fits = check_device("CPU");
     CHECK_EQ_INT(rc, fits ? 0 : 3);
     CHECK_EQ_INT(fits, overall_fits());
     /* the text table says so too */
-    snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 16777216", bin, model);
+    snprintf(cmd, sizeof cmd, "env -u LOOM_SIM_DEVICES %s plan %s --ctx 16777216 --no-flash-attn", bin, model);
     CHECK_EQ_INT(run(cmd), fits ? 0 : 3);
     CHECK_MSG(strstr(g_out, fits ? "plan: fits" : "plan: DOES NOT FIT") != NULL, "%s", g_out);
 

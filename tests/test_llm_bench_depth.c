@@ -38,16 +38,19 @@ int main(void) {
     /* depth 0, for the bytes-per-token baseline */
     snprintf(cmd, sizeof cmd, "%s bench %s -p 8 -n 4 -r 1 -t 1 --bw-mib 0 --json 2>&1", bin, path);
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
+    /* flash attention on by default, as llama-bench's auto on a CPU */
+    CHECK_MSG(strstr(g_out, "\"flash_attn\": true") != NULL, "%s", g_out);
     CHECK(json_num("depth") == 0);
     CHECK(json_num("n_past_end") == 4);
     const double bpt0 = json_num("bytes_per_token");
 
     /* depth 256, F16 cache, no flash attention (cells padded to 32), two repetitions:
      * each test starts again from the 256 cached tokens */
-    snprintf(cmd, sizeof cmd, "%s bench %s -d 256 -p 8 -n 4 -r 2 -t 1 --bw-mib 0 --json 2>&1", bin, path);
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 256 -p 8 -n 4 -r 2 -t 1 --bw-mib 0 -fa off --json 2>&1", bin, path);
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_MSG(json_num("depth") == 256, "%s", g_out);
     CHECK_MSG(json_num("n_ctx") == 256 + 8, "%s", g_out);
+    CHECK_MSG(strstr(g_out, "\"flash_attn\": false") != NULL, "%s", g_out);
     CHECK_MSG(strstr(g_out, "\"cache_type\": \"f16\"") != NULL, "%s", g_out);
     CHECK_MSG(json_num("n_past_end") == 256 + 4, "%s", g_out);
     CHECK_NEAR(json_num("kv_cache_bytes"), round_up(256 + 8, 32) * tok_f16, 0.5);
@@ -60,22 +63,22 @@ int main(void) {
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_MSG(strstr(g_out, "| pp8 @ d256 |") && strstr(g_out, "| tg4 @ d256 |"), "%s", g_out);
 
-    /* quantized cache with flash attention (cells padded to 256): q8_0 is 34 bytes per
-     * 32 values, q4_0 18; -ctk/-ctv that agree are accepted */
+    /* quantized cache with flash attention (cells padded to 256; a bare -fa, then the
+     * default): q8_0 is 34 bytes per 32 values, q4_0 18; -ctk/-ctv that agree are accepted */
     snprintf(cmd, sizeof cmd, "%s bench %s -d 300 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 -fa -ctk q8_0 -ctv q8_0 --json 2>&1",
              bin, path);
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_MSG(strstr(g_out, "\"cache_type\": \"q8_0\"") && json_num("depth") == 300, "%s", g_out);
     CHECK_NEAR(json_num("kv_cache_bytes"), round_up(300 + 8, 256) * tok_f16 / 2 * 34 / 32, 0.5);
     CHECK_MSG(json_num("n_past_end") == 300 + 4, "%s", g_out);
-    snprintf(cmd, sizeof cmd, "%s bench %s -d 100 -p 8 -n 0 -r 1 -t 1 --bw-mib 0 -fa --cache-type q4_0 --json 2>&1",
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 100 -p 8 -n 0 -r 1 -t 1 --bw-mib 0 --cache-type q4_0 --json 2>&1",
              bin, path);
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_NEAR(json_num("kv_cache_bytes"), round_up(100 + 8, 256) * tok_f16 / 2 * 18 / 32, 0.5);
     CHECK_MSG(json_num("n_past_end") == 100 + 8, "%s", g_out); /* pp only: depth + prompt */
 
     /* the whole trained context: 504 + 8 = 512 fits exactly */
-    snprintf(cmd, sizeof cmd, "%s bench %s -d 504 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 -fa --json 2>&1", bin, path);
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 504 -p 8 -n 4 -r 1 -t 1 --bw-mib 0 -fa on --json 2>&1", bin, path);
     CHECK_MSG(run(cmd) == 0, "%s", g_out);
     CHECK_MSG(json_num("n_ctx") == 512 && json_num("n_past_end") == 504 + 4, "%s", g_out);
 
@@ -92,7 +95,10 @@ int main(void) {
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "-d"), "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s bench %s -d -1 -r 1 2>&1", bin, path);
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "-d"), "%s", g_out);
-    snprintf(cmd, sizeof cmd, "%s bench %s -d 16 -p 8 -n 4 -r 1 --bw-mib 0 --cache-type q8_0 2>&1", bin, path);
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 16 -p 8 -n 4 -r 1 --bw-mib 0 --no-flash-attn --cache-type q8_0 2>&1",
+             bin, path);
+    CHECK_MSG(run(cmd) != 0 && strstr(g_out, "flash attention"), "%s", g_out);
+    snprintf(cmd, sizeof cmd, "%s bench %s -d 16 -p 8 -n 4 -r 1 --bw-mib 0 -fa 0 --cache-type q8_0 2>&1", bin, path);
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "flash attention"), "%s", g_out);
     snprintf(cmd, sizeof cmd, "%s bench %s -fa -ctk q8_0 -ctv q4_0 -r 1 2>&1", bin, path);
     CHECK_MSG(run(cmd) != 0 && strstr(g_out, "-ctv"), "%s", g_out);

@@ -193,9 +193,10 @@ static void test_misc(const char *model) {
     CHECK_MSG(strstr(g_out, "[0, 1024]") != NULL, "%s", g_out);
     /* a quantized KV cache without flash attention: refused with the reason before loading
      * (serve turns flash attention on by default, so only --no-flash-attn reaches it there) */
-    const char *nofa[] = {"run '%s' -p x -n 2 --cache-type q8_0", "run '%s' -p x -n 2 -fa --no-flash-attn --cache-type q4_0",
-                          "serve --host 256.0.0.1 --port 9 --no-flash-attn --cache-type q8_0"};
-    for (int i = 0; i < 3; i++) {
+    const char *nofa[] = {"run '%s' -p x -n 2 -fa off --cache-type q8_0", "run '%s' -p x -n 2 -fa --no-flash-attn --cache-type q4_0",
+                          "serve --host 256.0.0.1 --port 9 --no-flash-attn --cache-type q8_0",
+                          "eval '%s' --tokens 1 --flash-attn false --cache-type q8_0"};
+    for (int i = 0; i < 4; i++) {
         snprintf(args, sizeof args, nofa[i], model);
         CHECK_MSG(loom(args) == 2, "%s: %s", args, g_out);
         CHECK_MSG(strstr(g_out, "needs flash attention") != NULL, "%s: %s", args, g_out);

@@ -99,6 +99,17 @@ bool cli_parse_seed(const char *s, uint64_t *seed, bool *random) {
     return cli_parse_u64(s, seed);
 }
 
+bool cli_parse_flash_attn(const char *v, bool *on) {
+    static const char *const yes[] = {"on", "enabled", "true", "1", "auto", "-1"};
+    static const char *const no[] = {"off", "disabled", "false", "0"};
+    if (!v) return false;
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!strcmp(v, yes[i])) return *on = true, true;
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcmp(v, no[i])) return *on = false, true;
+    return false;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len, char *why, size_t why_cap) {
     *len = 0;
     FILE *f = fopen(path, "rb");

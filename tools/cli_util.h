@@ -30,6 +30,13 @@ bool cli_parse_u64(const char *s, uint64_t *out);
  * for anything else: other negatives, values >= 2^64, junk. */
 bool cli_parse_seed(const char *s, uint64_t *seed, bool *random);
 
+/* The flash-attention switch, as llama.cpp's `-fa [on|off|auto]`: v one of on, enabled,
+ * true, 1 (*on = true), off, disabled, false, 0 (*on = false), auto, -1 (*on = true:
+ * every Loom backend and architecture has the fused attention kernel). False, *on
+ * untouched, for anything else (NULL included): the caller treats a bare `-fa` as on
+ * and v as the next argument. */
+bool cli_parse_flash_attn(const char *v, bool *on);
+
 /* "1.10 B", "24.6 M", "5.3 K" or "812" (SI prefixes for counts such as parameters). */
 void cli_format_count(char *buf, size_t size, uint64_t n);
 /* "1.50 GiB", "3.2 MiB", "12.0 KiB" or "100 B". */

@@ -29,7 +29,8 @@ static void usage(FILE *f) {
                "  -c, --ctx N       longest input in tokens (default: the model's context)\n"
                "  -b, --batch N     tokens per graph (default: the context)\n"
                "  -t, --threads N   CPU threads (default: physical cores)\n"
-               "  -fa, --flash-attn fused attention\n"
+               "  -fa, --flash-attn [on|off|auto]  fused attention (default: on)\n"
+               "  --no-flash-attn   attention as matmul, softmax, matmul (-fa off)\n"
                "  --verbose         load and compute times on stderr\n");
 }
 
@@ -102,6 +103,7 @@ static void print_vec(const float *v, int n, bool json) {
 
 int loom_cmd_embed(int argc, char **argv) {
     loom_embed_params p = loom_embed_default_params();
+    p.flash_attn = true; /* the CLI's default everywhere (-fa off / --no-flash-attn) */
     const char *file = NULL;
     bool json = false, normalize = true, truncate = false, verbose = false;
     const char **texts = calloc((size_t)argc + 1, sizeof *texts);
@@ -127,7 +129,10 @@ int loom_cmd_embed(int argc, char **argv) {
         else if (!strcmp(a, "--no-normalize")) normalize = false;
         else if (!strcmp(a, "--truncate")) truncate = true;
         else if (!strcmp(a, "--verbose")) verbose = true;
-        else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) p.flash_attn = true;
+        else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+            p.flash_attn = true;
+            if (cli_parse_flash_attn(v, &p.flash_attn)) i++;
+        } else if (!strcmp(a, "--no-flash-attn")) p.flash_attn = false;
         else if (a[0] == '-' && a[1]) {
             if (!v) {
                 fprintf(stderr, "loom embed: %s needs a value (or is unknown)\n", a);

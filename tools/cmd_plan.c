@@ -1,5 +1,5 @@
 /* loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...] [--sim-devices spec]
- *                      [--ctx N] [--batch N] [--parallel N] [--flash-attn] [--json]
+ *                      [--ctx N] [--batch N] [--parallel N] [-fa on|off] [--json]
  *
  * Opens the model as a dry-run backend (nothing allocated, no weight read) and
  * prints where every layer lives and the memory table per device (weights /
@@ -40,7 +40,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: loom plan MODEL.gguf [--gpu-layers N] [--tensor-split a,b,...]\n"
             "                 [--sim-devices gpu0=512MiB,...] [--vk-devices all|none|0,1] [--ctx N] [--batch N]\n"
-            "                 [--parallel N] [--flash-attn] [--json]\n"
+            "                 [--parallel N] [-fa on|off] [--json]\n"
+            "-fa, --flash-attn [on|off|auto]: fused attention, as run/bench/serve (default on;\n"
+            "--no-flash-attn = -fa off: the plan then holds the [kv x tokens] score matrices).\n"
             "--parallel N: the KV cache holds N sequences of --ctx tokens each (default 1).\n"
             "Dry run: prints the device of every layer and the memory per device, allocating nothing.\n"
             "--sim-devices defaults to $LOOM_SIM_DEVICES.\n");
@@ -174,6 +176,7 @@ int loom_cmd_plan(int argc, char **argv) {
     o.n_ctx = 2048;
     o.n_batch = 512;
     o.n_par = 1;
+    o.flash_attn = true; /* as loom run / bench / serve */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -183,8 +186,11 @@ int loom_cmd_plan(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             o.json = true;
-        } else if (!strcmp(a, "--flash-attn")) {
+        } else if (!strcmp(a, "--flash-attn") || !strcmp(a, "-fa")) {
             o.flash_attn = true;
+            if (cli_parse_flash_attn(v, &o.flash_attn)) i++;
+        } else if (!strcmp(a, "--no-flash-attn")) {
+            o.flash_attn = false;
         } else if (!strcmp(a, "--gpu-layers") || !strcmp(a, "-ngl")) {
             if (!parse_ll(v, -1, 1 << 20, &n)) {
                 fprintf(stderr, "loom plan: %s needs an integer in [-1, %d], got '%s'\n", a, 1 << 20, v ? v : "");

@@ -11,6 +11,10 @@
 void model_opts_init(model_opts *o) {
     memset(o, 0, sizeof *o);
     o->p = loom_model_default_params();
+    /* flash attention on unless -fa off / --no-flash-attn, as llama.cpp's default (auto)
+     * resolves on every Loom backend: faster prompts (pp2048 +12-17% on a 1.1B Q4_0,
+     * docs/performance.md), no [kv x tokens] score matrices, quantized caches allowed */
+    o->p.flash_attn = true;
     cli_vk_env(&o->p.vk_devices, &o->p.vk_flags);
     o->p.vk_loader = cli_vk_loader();
 }
@@ -56,9 +60,9 @@ const char *model_opts_help(void) {
            "  --vk-devices LIST      Vulkan devices: all, none or indices (default: GPUs;\n"
            "                         also LOOM_VK_DEVICES)\n"
            "  --tensor-split a,b     proportions per accelerator\n"
-           "  -fa, --flash-attn      use flash attention (default: on for serve and chat)\n"
-           "  --no-flash-attn        plain attention (matmul, softmax, matmul)\n"
-           "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: --flash-attn)\n"
+           "  -fa, --flash-attn [on|off|auto]  fused attention (default: on; auto = on)\n"
+           "  --no-flash-attn        plain attention (matmul, softmax, matmul): -fa off\n"
+           "  --cache-type T         KV cache type: f16 (default), f32, q8_0, q4_0 (q*: flash attention)\n"
            "  --no-mmap              read weights instead of mapping the file\n"
            "  --no-repack            keep CPU weights in the GGUF layout (no load-time repacking)\n";
 }
@@ -134,6 +138,7 @@ int model_opts_parse(model_opts *o, int argc, char **argv, int *i, const char *p
     }
     if (!strcmp(a, "--flash-attn") || !strcmp(a, "-fa")) {
         o->p.flash_attn = true;
+        if (cli_parse_flash_attn(val, &o->p.flash_attn)) (*i)++;
         return 1;
     }
     if (!strcmp(a, "--no-flash-attn")) {
@@ -184,7 +189,7 @@ int model_opts_finish(model_opts *o, const char *prog) {
     /* a quantized cache is read only by the flash-attention kernel: say so now, not when
      * a model is loaded (for `loom serve`, at the first request) */
     if ((o->p.cache_type == LOOM_TYPE_Q8_0 || o->p.cache_type == LOOM_TYPE_Q4_0) && !o->p.flash_attn) {
-        fprintf(stderr, "%s: --cache-type %s needs flash attention (-fa), which is off here\n", prog,
+        fprintf(stderr, "%s: --cache-type %s needs flash attention, which -fa off / --no-flash-attn turned off\n", prog,
                 o->p.cache_type == LOOM_TYPE_Q8_0 ? "q8_0" : "q4_0");
         return -1;
     }

@@ -97,6 +97,7 @@ static loom_embedder *embeds_get(loom_server *s, srv_embeds *m, const char *path
     p.n_ctx = n_ctx;
     p.n_threads = s->p.model.n_threads;
     p.no_mmap = s->p.model.no_mmap;
+    p.flash_attn = s->p.model.flash_attn; /* as `loom embed` and the chat models: on unless --no-flash-attn */
     loom_error err = {0};
     loom_status st = loom_embed_open(&p, &m->slot[victim].e, &err);
     *load_ns = srv_mono_ns() - t0;
