@@ -60,7 +60,7 @@ static int run_case(json_t *c, const loom_template_time *now) {
 
 int main(void) {
     json_error_t je;
-    json_t *cases = json_load_file(test_path("tests/data/templates/features.json"), 0, &je);
+    json_t *cases = json_load_file(test_path("tests/data/templates/features.json"), JSON_ALLOW_NUL, &je);
     CHECK_MSG(cases != NULL, "features.json: %s", je.text);
     if (!cases) return test_finish("test_template_features");
     loom_template_time now = {2024, 7, 26, 12, 0, 0};

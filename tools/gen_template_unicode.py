@@ -2,7 +2,7 @@
 """Generate src/template/tpl_unicode_tables.h: the character classes and case
 mappings the template engine needs to match Python's str methods (isspace,
 isalpha, isdigit, isdecimal, isnumeric, isprintable, islower/isupper/cased,
-upper/lower/title full case mappings).
+upper/lower/title/casefold full case mappings).
 
 Usage: python3 tools/gen_template_unicode.py > src/template/tpl_unicode_tables.h
 Source of truth: this Python's str methods and unicodedata (version recorded).
@@ -88,6 +88,7 @@ def main():
         or c(cp) in "'.:^`\u00b7\u2018\u2019\u2024\ufe52\uff07\uff0e"), w)
     case_tables("tpl_upper_map", str.upper, w)
     case_tables("tpl_lower_map", str.lower, w)
+    case_tables("tpl_fold_map", str.casefold, w)
     case_tables("tpl_title_map", lambda s: s.title() if s.istitle() or s.isupper() or s.islower() else s, w)
 
 

@@ -194,7 +194,8 @@ enum {
     NF_CALLER = 4,     /* macro body references caller */
     NF_VARARGS = 8,    /* ... varargs */
     NF_KWARGS = 16,    /* ... kwargs */
-    NF_USES_LOOP = 32  /* for body references `loop` */
+    NF_USES_LOOP = 32, /* for body references `loop` */
+    NF_FOLDSLICE = 64  /* expression jinja2 may constant-fold, holding a slice subscript */
 };
 
 typedef struct tnode {
@@ -271,6 +272,7 @@ typedef struct tpl_ctx {
     uintptr_t stack_base;     /* address of a local at the render's entry */
     loom_template_limits lim;
     struct { int year, month, day, hour, minute, second; } now;
+    bool folding;             /* evaluating as jinja2's optimizer would (as_const) */
     /* error */
     bool failed;
     loom_status st;
@@ -370,6 +372,7 @@ bool tpl_is_digit(uint32_t cp);     /* str.isdigit */
 bool tpl_is_decimal(uint32_t cp);   /* str.isdecimal */
 bool tpl_is_numeric(uint32_t cp);   /* str.isnumeric */
 bool tpl_is_printable(uint32_t cp); /* str.isprintable */
+int tpl_decimal_value(uint32_t cp); /* unicodedata.decimal, -1 if none */
 bool tpl_is_cased(uint32_t cp);
 bool tpl_is_upper(uint32_t cp);
 bool tpl_is_lower(uint32_t cp);
@@ -378,7 +381,7 @@ bool tpl_is_word(uint32_t cp);      /* re \w */
 int tpl_to_upper(uint32_t cp, uint32_t out[3]);
 int tpl_to_lower(uint32_t cp, uint32_t out[3]);
 int tpl_to_title(uint32_t cp, uint32_t out[3]);
-enum { CASE_UPPER, CASE_LOWER, CASE_TITLE_WORDS, CASE_CAPITALIZE, CASE_SWAP, CASE_JTITLE };
+enum { CASE_UPPER, CASE_LOWER, CASE_TITLE_WORDS, CASE_CAPITALIZE, CASE_SWAP, CASE_JTITLE, CASE_FOLD };
 int tpl_case_convert(tpl_ctx *c, const tstr *s, int mode, tstr **out);
 
 /* ---- lexer / parser */
@@ -415,6 +418,7 @@ enum { OPC_FLOORDIV = 1, OPC_POW, OPC_EQ, OPC_NE, OPC_GE, OPC_LE };
 /* ---- evaluation (tpl_eval.c / tpl_call.c) */
 int tpl_render_root(tpl_ctx *c, tbuf *out);
 int tpl_eval(tpl_ctx *c, const tnode *n, tval *out);
+int tpl_eval_output(tpl_ctx *c, const tnode *n, tval *out); /* a {{ }} expression */
 int tpl_exec_body(tpl_ctx *c, const tnode *body); /* 0 ok, 1 break, 2 continue, -1 error */
 tscope *tpl_scope_new(tpl_ctx *c, tscope *parent);
 int tpl_scope_set(tpl_ctx *c, tscope *s, uint32_t sym, tval v);

@@ -282,6 +282,16 @@ int tpl_getattr(tpl_ctx *c, tval obj, const tstr *name, tval *out) {
             if (tstr_eq(name, "list")) { *out = obj.u.l->v[1]; return 0; }
         }
         break;
+    case TV_BOOL: case TV_INT: case TV_FLOAT: {
+        /* numbers.Number's data attributes (bool is an int) */
+        bool fl = obj.k == TV_FLOAT;
+        int64_t iv = obj.k == TV_BOOL ? obj.u.b : obj.k == TV_INT ? obj.u.i : 0;
+        if (tstr_eq(name, "real")) { *out = fl ? obj : tv_int(iv); return 0; }
+        if (tstr_eq(name, "imag")) { *out = fl ? tv_float(0.0) : tv_int(0); return 0; }
+        if (!fl && tstr_eq(name, "numerator")) { *out = tv_int(iv); return 0; }
+        if (!fl && tstr_eq(name, "denominator")) { *out = tv_int(1); return 0; }
+        break;
+    }
     default: break;
     }
     id = tpl_method_id(obj, name, &unsafe);

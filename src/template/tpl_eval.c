@@ -262,7 +262,7 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
     case S_BODY: r = tpl_exec_body(c, n); break;
     case S_TEXT: r = tb_put(c, c->out, n->str->data, n->str->len); break;
     case S_OUTPUT:
-        if (tpl_eval(c, n->a, &v) < 0) { r = -1; break; }
+        if (tpl_eval_output(c, n->a, &v) < 0) { r = -1; break; }
         if (v.k == TV_UNDEF && v.sub == U_MISSING) break;
         r = tv_write_str(c, c->out, v);
         break;
@@ -428,7 +428,17 @@ static int eval_slice(tpl_ctx *c, tval obj, const tnode *sl, tval *out) {
     if (obj.k == TV_UNDEF) return tpl_undef_fail(c, obj);
     bool is_str = obj.k == TV_STR;
     bool is_seq = obj.k == TV_LIST && (obj.sub == LK_LIST || obj.sub == LK_TUPLE || obj.sub == LK_RANGE || obj.sub == LK_GROUP);
-    if (!is_str && !is_seq) { *out = tv_undef_hint(c, "object is not subscriptable by a slice"); return 0; }
+    /* jinja2 compiles a slice to Python's own subscription, so slicing anything but a
+     * sequence raises; only a slice its optimizer folds (eval_folded) goes through
+     * environment.getitem, which turns the TypeError into Undefined */
+    if (!is_str && !is_seq) {
+        if (c->folding) {
+            *out = tv_undef_hint(c, "object is not subscriptable by a slice");
+            return 0;
+        }
+        if (obj.k == TV_DICT) return tpl_fail(c, X_TYPE, "unhashable type: 'slice'");
+        return tpl_fail(c, X_TYPE, "'%s' object is not subscriptable", tv_type_name(obj));
+    }
     int64_t step = given[2] ? iv[2] : 1;
     if (step == 0) return tpl_fail(c, X_VALUE, "slice step cannot be zero");
     int64_t len = is_str ? (int64_t)tstr_nchars(obj.u.s) : (int64_t)obj.u.l->n;
@@ -521,7 +531,18 @@ static int eval_call(tpl_ctx *c, const tnode *n, tval *out) {
     return tpl_call_value(c, fn, &a, out);
 }
 
-int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
+/* jinja2's optimizer cannot fold this node (nodes.Impossible): only seen while
+ * c->folding, and eval_folded discards the failure */
+static int not_constant(tpl_ctx *c) { return tpl_fail(c, X_RUNTIME, "not a constant expression"); }
+
+static bool filter_takes_context(const tstr *name) {
+    static const char *const ctx[] = {"map", "random", "reject", "rejectattr", "select", "selectattr"};
+    for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++)
+        if (tstr_eq(name, ctx[i])) return true;
+    return false;
+}
+
+static int eval_plain(tpl_ctx *c, const tnode *n, tval *out) {
     c->pos = n;
     if (tpl_step(c) < 0) return -1;
     if (++c->depth > TPL_MAX_EVAL_DEPTH || tpl_stack_used(c->stack_base) > TPL_MAX_STACK) {
@@ -533,7 +554,7 @@ int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
     tval a, b;
     switch (n->kind) {
     case E_CONST: *out = n->cv; break;
-    case E_NAME: r = tpl_lookup(c, n->sym, out); break;
+    case E_NAME: r = c->folding ? not_constant(c) : tpl_lookup(c, n->sym, out); break;
     case E_GETATTR:
         if ((r = tpl_eval(c, n->a, &a)) < 0) break;
         c->pos = n;
@@ -546,8 +567,9 @@ int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
         c->pos = n;
         r = tpl_getitem(c, a, b, out);
         break;
-    case E_CALL: r = eval_call(c, n, out); break;
+    case E_CALL: r = c->folding ? not_constant(c) : eval_call(c, n, out); break;
     case E_FILTER: {
+        if (c->folding && (n->fid < 0 || filter_takes_context(n->str))) { r = not_constant(c); break; }
         if ((r = tpl_eval(c, n->a, &a)) < 0) break;
         targs args = {0};
         if ((r = tpl_eval_args(c, n, &args)) < 0) break;
@@ -556,6 +578,7 @@ int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
         break;
     }
     case E_TEST: {
+        if (c->folding && n->fid < 0) { r = not_constant(c); break; }
         if ((r = tpl_eval(c, n->a, &a)) < 0) break;
         targs args = {0};
         if ((r = tpl_eval_args(c, n, &args)) < 0) break;
@@ -629,6 +652,7 @@ int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
         if ((r = tpl_eval(c, n->b, &a)) < 0) break;
         if (tv_truthy(a)) r = tpl_eval(c, n->a, out);
         else if (n->c) r = tpl_eval(c, n->c, out);
+        else if (c->folding) r = not_constant(c);
         else {
             char hint[160];
             snprintf(hint, sizeof hint,
@@ -652,9 +676,59 @@ int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
     }
     default:
         c->pos = n;
-        r = tpl_fail(c, X_RUNTIME, "internal: cannot evaluate this node");
+        r = c->folding ? not_constant(c) : tpl_fail(c, X_RUNTIME, "internal: cannot evaluate this node");
         break;
     }
     c->depth--;
     return r < 0 ? -1 : 0;
+}
+
+/* markupsafe / jinja2 has_safe_repr: what the optimizer may turn into a constant */
+static bool safe_repr(tval v, int depth) {
+    if (depth > 64) return false;
+    switch (v.k) {
+    case TV_NONE: case TV_BOOL: case TV_INT: case TV_FLOAT: case TV_STR: return true;
+    case TV_LIST:
+        if (v.sub != LK_LIST && v.sub != LK_TUPLE && v.sub != LK_RANGE) return false;
+        for (uint32_t i = 0; v.sub != LK_RANGE && i < v.u.l->n; i++)
+            if (!safe_repr(v.u.l->v[i], depth + 1)) return false;
+        return true;
+    case TV_DICT:
+        for (uint32_t i = 0; i < v.u.d->n; i++)
+            if (!safe_repr(v.u.d->keys[i], depth + 1) || !safe_repr(v.u.d->vals[i], depth + 1)) return false;
+        return true;
+    default: return false;
+    }
+}
+
+/* An expression holding a slice subscript, evaluated as jinja2 compiles it. Its
+ * optimizer replaces every constant subexpression whose value has a safe repr by
+ * that value (nodes.*.as_const, where a subscript goes through environment.getitem:
+ * slicing a non-sequence gives Undefined); a {{ }} expression that is constant as a
+ * whole is printed from its constant value whatever it is. Everything else runs as
+ * Python code, where slicing a non-sequence raises TypeError. So: try n as a
+ * constant; keep the value when it qualifies, else evaluate n normally (its
+ * children get the same treatment). Costs at most depth x size steps. */
+static int eval_folded(tpl_ctx *c, const tnode *n, tval *out, bool output_root) {
+    c->folding = true;
+    int r = eval_plain(c, n, out);
+    c->folding = false;
+    if (r == 0 && (output_root || safe_repr(*out, 0))) return 0;
+    if (r < 0) {
+        if (c->st == LOOM_ERR_RANGE || c->st == LOOM_ERR_NOMEM) return -1; /* limits are not Impossible */
+        c->failed = false;
+        c->st = LOOM_OK;
+        c->emsg[0] = 0;
+    }
+    return eval_plain(c, n, out);
+}
+
+int tpl_eval(tpl_ctx *c, const tnode *n, tval *out) {
+    if ((n->flags & NF_FOLDSLICE) && !c->folding) return eval_folded(c, n, out, false);
+    return eval_plain(c, n, out);
+}
+
+int tpl_eval_output(tpl_ctx *c, const tnode *n, tval *out) {
+    if ((n->flags & NF_FOLDSLICE) && !c->folding) return eval_folded(c, n, out, true);
+    return eval_plain(c, n, out);
 }

@@ -184,19 +184,48 @@ static int html_escape(tpl_ctx *c, tval v, tval *out) {
     return 0;
 }
 
+/* Python's _PyUnicode_TransformDecimalAndSpaceToASCII, which int(str) and float(str)
+ * apply first: Unicode white space becomes ' ', decimal digits (any script) become
+ * '0'..'9', any other non-ASCII character makes the literal invalid (NULL). */
+static const char *number_ascii(const tstr *s, char *buf, size_t cap, size_t *n) {
+    if (s->ascii) { *n = s->len; return s->data; }
+    size_t k = 0;
+    for (size_t i = 0; i < s->len;) {
+        size_t adv;
+        uint32_t cp = tpl_utf8_decode(s->data + i, s->len - i, &adv);
+        i += adv;
+        int dv;
+        if (k + 1 >= cap) return NULL;
+        if (cp < 0x80) buf[k++] = (char)cp;
+        else if (tpl_is_space(cp)) buf[k++] = ' ';
+        else if ((dv = tpl_decimal_value(cp)) >= 0) buf[k++] = (char)('0' + dv);
+        else return NULL;
+    }
+    buf[k] = 0;
+    *n = k;
+    return buf;
+}
+
+/* Py_ISSPACE: what int() / float() strip after the transformation above */
+static bool py_num_space(char ch) { return ch == ' ' || (ch >= 9 && ch <= 13); }
+
 /* Python float(str) */
-static bool parse_py_float(const tstr *s, double *out) {
-    size_t a = 0, e = s->len;
-    while (a < e && (s->data[a] == ' ' || (s->data[a] >= 9 && s->data[a] <= 13))) a++;
-    while (e > a && (s->data[e - 1] == ' ' || (s->data[e - 1] >= 9 && s->data[e - 1] <= 13))) e--;
+static bool parse_py_float(const tstr *str, double *out) {
+    char nb[320];
+    size_t e;
+    const char *d = number_ascii(str, nb, sizeof nb, &e);
+    if (!d) return false;
+    size_t a = 0;
+    while (a < e && py_num_space(d[a])) a++;
+    while (e > a && py_num_space(d[e - 1])) e--;
     if (a == e || e - a > 300) return false;
     char buf[320];
     size_t k = 0;
     for (size_t i = a; i < e; i++) {
-        char ch = s->data[i];
+        char ch = d[i];
         if (ch == '_') {
-            if (i == a || i + 1 == e || !(s->data[i - 1] >= '0' && s->data[i - 1] <= '9') ||
-                !(s->data[i + 1] >= '0' && s->data[i + 1] <= '9'))
+            if (i == a || i + 1 == e || !(d[i - 1] >= '0' && d[i - 1] <= '9') ||
+                !(d[i + 1] >= '0' && d[i + 1] <= '9'))
                 return false;
             continue;
         }
@@ -209,24 +238,28 @@ static bool parse_py_float(const tstr *s, double *out) {
     if ((p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) || strchr(buf, '(')) return false;
     char *end;
     errno = 0;
-    double d = strtod(buf, &end);
+    double v = strtod(buf, &end);
     if (*end) return false;
-    *out = d;
+    *out = v;
     return true;
 }
 
 /* Python int(str, base) */
-static bool parse_py_int(const tstr *s, int base, int64_t *out) {
-    size_t a = 0, e = s->len;
-    while (a < e && (s->data[a] == ' ' || (s->data[a] >= 9 && s->data[a] <= 13))) a++;
-    while (e > a && (s->data[e - 1] == ' ' || (s->data[e - 1] >= 9 && s->data[e - 1] <= 13))) e--;
+static bool parse_py_int(const tstr *str, int base, int64_t *out) {
+    char nb[320];
+    size_t e;
+    const char *d = number_ascii(str, nb, sizeof nb, &e);
+    if (!d) return false;
+    size_t a = 0;
+    while (a < e && py_num_space(d[a])) a++;
+    while (e > a && py_num_space(d[e - 1])) e--;
     bool neg = false;
-    if (a < e && (s->data[a] == '+' || s->data[a] == '-')) neg = s->data[a++] == '-';
+    if (a < e && (d[a] == '+' || d[a] == '-')) neg = d[a++] == '-';
     if (base == 0 || base == 16 || base == 8 || base == 2) {
-        if (e - a > 2 && s->data[a] == '0') {
-            char p = (char)(s->data[a + 1] | 0x20);
+        if (e - a > 2 && d[a] == '0') {
+            char p = (char)(d[a + 1] | 0x20);
             int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
-            if (pb && (base == 0 || base == pb)) { base = pb; a += 2; if (a < e && s->data[a] == '_') a++; }
+            if (pb && (base == 0 || base == pb)) { base = pb; a += 2; if (a < e && d[a] == '_') a++; }
         }
         if (base == 0) base = 10;
     }
@@ -234,7 +267,7 @@ static bool parse_py_int(const tstr *s, int base, int64_t *out) {
     uint64_t v = 0;
     bool prev_us = true;
     for (size_t i = a; i < e; i++) {
-        char ch = s->data[i];
+        char ch = d[i];
         if (ch == '_') { if (prev_us) return false; prev_us = true; continue; }
         int d = ch >= '0' && ch <= '9' ? ch - '0' : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z' ? (ch | 0x20) - 'a' + 10 : 99;
         if (d >= base) return false;
@@ -300,9 +333,25 @@ static int do_indent(tpl_ctx *c, tval v, tval width, tval first, tval blank, tva
     return 0;
 }
 
+/* truncate on a value that is not a string: jinja2 applies len() and slicing to
+ * the value itself (a short list comes back as the list) */
+static int truncate_other(tpl_ctx *c, tval v, int64_t length, int64_t leeway, bool killwords, tval *out) {
+    bool sized = v.k == TV_DICT || (v.k == TV_LIST && v.sub != LK_GEN && v.sub != LK_REVITER);
+    if (!sized) return tpl_fail(c, X_TYPE, "object of type '%s' has no len()", tv_type_name(v));
+    uint32_t n = v.k == TV_DICT ? v.u.d->n : v.u.l->n;
+    if ((int64_t)n <= length + leeway) { *out = v; return 0; }
+    if (v.k == TV_DICT) return tpl_fail(c, X_TYPE, "unhashable type: 'slice'");
+    bool sliceable = v.sub == LK_LIST || v.sub == LK_TUPLE || v.sub == LK_RANGE || v.sub == LK_GROUP;
+    if (!sliceable) return tpl_fail(c, X_TYPE, "'%s' object is not subscriptable", tv_type_name(v));
+    const char *t = v.sub == LK_LIST ? "list" : v.sub == LK_RANGE ? "range" : "tuple";
+    if (!killwords) return tpl_fail(c, X_ATTRIBUTE, "'%s' object has no attribute 'rsplit'", t);
+    if (v.sub == LK_RANGE) return tpl_fail(c, X_TYPE, "unsupported operand type(s) for +: 'range' and 'str'");
+    return tpl_fail(c, X_TYPE, "can only concatenate %s (not \"str\") to %s", t, t);
+}
+
 static int do_truncate(tpl_ctx *c, tval v, tval *args, tval *out) {
-    tstr *s;
-    if (soft_str(c, v, &s) < 0) return -1;
+    tstr *s = NULL;
+    if (v.k == TV_STR && soft_str(c, v, &s) < 0) return -1;
     int64_t length = 255, leeway = 5;
     if (!tv_is_missing(args[0])) length = args[0].k == TV_INT ? args[0].u.i : 255;
     bool killwords = !tv_is_missing(args[1]) && tv_truthy(args[1]);
@@ -310,9 +359,12 @@ static int do_truncate(tpl_ctx *c, tval v, tval *args, tval *out) {
     if (!tv_is_missing(args[2])) { if (soft_str(c, args[2], &end) < 0) return -1; }
     else if (!(end = tstr_new(c, "...", 3))) return -1;
     if (!tv_is_missing(args[3]) && args[3].k == TV_INT) leeway = args[3].u.i;
-    int64_t el = tstr_nchars(end), n = tstr_nchars(s);
+    int64_t el = tstr_nchars(end);
     if (length < el) return tpl_fail(c, X_VALUE, "expected length >= %" PRId64 ", got %" PRId64, el, length);
     if (leeway < 0) return tpl_fail(c, X_VALUE, "expected leeway >= 0, got %" PRId64, leeway);
+    if (v.k == TV_UNDEF) { *out = v; return 0; } /* len(Undefined) == 0 */
+    if (!s) return truncate_other(c, v, length, leeway, killwords, out);
+    int64_t n = tstr_nchars(s);
     if (n <= length + leeway) { *out = tv_str(s); return 0; }
     size_t cut = tstr_byte_at(s, length - el);
     if (!killwords) {
@@ -366,7 +418,7 @@ static int striptags(tpl_ctx *c, tval v, tval *out) {
     for (size_t k = 0; k < t.n;) {
         size_t adv = 1;
         unsigned char ch = (unsigned char)t.d[k];
-        bool sp = ch < 0x80 ? (ch == ' ' || (ch >= 9 && ch <= 13)) : tpl_is_space(tpl_utf8_decode(t.d + k, t.n - k, &adv));
+        bool sp = ch < 0x80 ? (py_num_space((char)ch) || (ch >= 0x1C && ch <= 0x1F)) : tpl_is_space(tpl_utf8_decode(t.d + k, t.n - k, &adv));
         if (sp) { pend = any; k += adv; continue; }
         if (pend && tb_putc(c, &b, ' ') < 0) goto fail;
         pend = false;
@@ -530,9 +582,14 @@ static int do_round(tpl_ctx *c, tval v, tval *args, tval *out) {
     }
     if (strcmp(method, "common") && strcmp(method, "ceil") && strcmp(method, "floor"))
         return tpl_fail(c, X_FILTERARG, "method must be common, ceil or floor");
-    if (v.k == TV_UNDEF) return tpl_undef_fail(c, v);
-    if (v.k != TV_INT && v.k != TV_BOOL && v.k != TV_FLOAT)
-        return tpl_fail(c, X_TYPE, "type %s doesn't define __round__ method", tv_type_name(v));
+    if (v.k != TV_INT && v.k != TV_BOOL && v.k != TV_FLOAT) {
+        /* common: round(value, precision); ceil / floor: math.ceil(value * 10 ** precision) */
+        if (!strcmp(method, "common")) return tpl_fail(c, X_TYPE, "type %s doesn't define __round__ method", tv_type_name(v));
+        if (v.k == TV_UNDEF) return tpl_undef_fail(c, v);
+        if (v.k == TV_STR || (v.k == TV_LIST && (v.sub == LK_LIST || v.sub == LK_TUPLE)))
+            return tpl_fail(c, X_TYPE, "must be real number, not %s", tv_type_name(v));
+        return tpl_fail(c, X_TYPE, "unsupported operand type(s) for *: '%s' and 'int'", tv_type_name(v));
+    }
     if (!strcmp(method, "common")) {
         if (v.k != TV_FLOAT) { /* round(int, n) stays an int */
             int64_t x = v.k == TV_BOOL ? v.u.b : v.u.i;
@@ -627,7 +684,15 @@ static int filesizeformat(tpl_ctx *c, tval v, tval binary, tval *out) {
     double bytes;
     if (v.k == TV_INT || v.k == TV_BOOL) bytes = (double)(v.k == TV_BOOL ? v.u.b : v.u.i);
     else if (v.k == TV_FLOAT) bytes = v.u.f;
-    else if (v.k == TV_STR) { if (!parse_py_float(v.u.s, &bytes)) return tpl_fail(c, X_VALUE, "could not convert string to float"); }
+    else if (v.k == TV_STR) {
+        if (!parse_py_float(v.u.s, &bytes)) {
+            tbuf rb = {0};
+            if (tv_write_repr(c, &rb, v, 0) < 0) { tb_free(c, &rb); return -1; }
+            int rc = tpl_fail(c, X_VALUE, "could not convert string to float: %.*s", (int)(rb.n > 400 ? 400 : rb.n), rb.d);
+            tb_free(c, &rb);
+            return rc;
+        }
+    }
     else return tpl_fail(c, X_TYPE, "float() argument must be a string or a real number, not '%s'", tv_type_name(v));
     bool bin = !tv_is_missing(binary) && tv_truthy(binary);
     double base = bin ? 1024 : 1000;
@@ -1015,7 +1080,7 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
         static const char *const nm[] = {"length", "killwords", "end", "leeway"};
         if (tpl_bind(c, fname, a, nm, 4, args) < 0) return -1;
         if (do_truncate(c, v, args, out) < 0) return -1;
-        out->sub = tv_is_markup(v);
+        if (out->k == TV_STR) out->sub = tv_is_markup(v);
         return 0;
     }
     case F_UNIQUE: {
@@ -1056,7 +1121,13 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
             for (int64_t i = 0; i < n && !rc; i++) {
                 const tval *pr;
                 int64_t pn;
-                if (tv_iter(c, items[i], &pr, &pn) < 0 || pn != 2) { rc = -1; if (!c->failed) tpl_fail(c, X_VALUE, "too many values to unpack (expected 2)"); break; }
+                if (tv_iter(c, items[i], &pr, &pn) < 0 || pn != 2) {
+                    rc = -1;
+                    if (c->failed) break;
+                    if (pn < 2) tpl_fail(c, X_VALUE, "not enough values to unpack (expected 2, got %" PRId64 ")", pn);
+                    else tpl_fail(c, X_VALUE, "too many values to unpack (expected 2)");
+                    break;
+                }
                 if (i) rc = tb_putc(c, &b, '&');
                 if (!rc) rc = url_quote(c, &b, pr[0], true);
                 if (!rc) rc = tb_putc(c, &b, '=');
@@ -1097,10 +1168,20 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
             if (val.k == TV_NONE || val.k == TV_UNDEF) continue;
             tstr *k;
             tval ek, ev;
-            if (v.u.d->keys[i].k != TV_STR) { tb_free(c, &b); return tpl_fail(c, X_TYPE, "expected string key"); }
+            if (v.u.d->keys[i].k != TV_STR) {
+                tb_free(c, &b);
+                return tpl_fail(c, X_TYPE, "expected string or bytes-like object, got '%s'", tv_type_name(v.u.d->keys[i]));
+            }
             k = v.u.d->keys[i].u.s;
-            for (uint32_t q = 0; q < k->len; q++)
-                if (strchr(" \t\n\r\f/>=", k->data[q])) { tb_free(c, &b); return tpl_fail(c, X_VALUE, "Invalid character in attribute name: '%s'", k->data); }
+            for (uint32_t q = 0; q < k->len; q++) /* re.search(r"[\s/>=]", key, flags=re.ASCII) */
+                if (memchr(" \t\n\r\f\v/>=", k->data[q], 9)) {
+                    tb_free(c, &b);
+                    tbuf rb = {0};
+                    if (tv_write_repr(c, &rb, v.u.d->keys[i], 0) < 0) { tb_free(c, &rb); return -1; }
+                    int rc = tpl_fail(c, X_VALUE, "Invalid character in attribute name: %.*s", (int)(rb.n > 200 ? 200 : rb.n), rb.d);
+                    tb_free(c, &rb);
+                    return rc;
+                }
             if (html_escape(c, tv_str(k), &ek) < 0 || html_escape(c, val, &ev) < 0) { tb_free(c, &b); return -1; }
             if ((!first && tb_putc(c, &b, ' ') < 0) || tb_put_str(c, &b, ek.u.s) < 0 || tb_put(c, &b, "=\"", 2) < 0 ||
                 tb_put_str(c, &b, ev.u.s) < 0 || tb_putc(c, &b, '"') < 0) { tb_free(c, &b); return -1; }
@@ -1156,7 +1237,9 @@ int tpl_apply_test(tpl_ctx *c, int tid, const tstr *name, tval v, const targs *a
     tval o = args[0];
     switch (tid) {
     case T_BOOLEAN: *out = v.k == TV_BOOL; return 0;
-    case T_CALLABLE: *out = v.k == TV_MACRO || v.k == TV_FUNC || v.k == TV_LOOP || v.k == TV_JOINER; return 0;
+    case T_CALLABLE: /* Undefined defines __call__ (to raise) */
+        *out = v.k == TV_MACRO || v.k == TV_FUNC || v.k == TV_LOOP || v.k == TV_JOINER || v.k == TV_UNDEF;
+        return 0;
     case T_DEFINED: *out = v.k != TV_UNDEF; return 0;
     case T_UNDEFINED: *out = v.k == TV_UNDEF; return 0;
     case T_DIVISIBLEBY: return mod_eq(c, v, o, 0, out);
@@ -1173,8 +1256,10 @@ int tpl_apply_test(tpl_ctx *c, int tid, const tstr *name, tval v, const targs *a
     case T_FALSE: *out = v.k == TV_BOOL && !v.u.b; return 0;
     case T_TRUE: *out = v.k == TV_BOOL && v.u.b; return 0;
     case T_NONE: *out = v.k == TV_NONE; return 0;
-    case T_FILTER: *out = v.k == TV_STR && tpl_filter_id(v.u.s->data, v.u.s->len) >= 0; return 0;
-    case T_TEST: *out = v.k == TV_STR && tpl_test_id(v.u.s->data, v.u.s->len) >= 0; return 0;
+    case T_FILTER: case T_TEST: /* Python's `value in env.filters` / `env.tests` */
+        if (!tv_hashable(v)) return tpl_fail(c, X_TYPE, "unhashable type: '%s'", tv_type_name(v));
+        *out = v.k == TV_STR && (tid == T_FILTER ? tpl_filter_id(v.u.s->data, v.u.s->len) : tpl_test_id(v.u.s->data, v.u.s->len)) >= 0;
+        return 0;
     case T_FLOAT: *out = v.k == TV_FLOAT; return 0;
     case T_INTEGER: *out = v.k == TV_INT; return 0;
     case T_NUMBER: *out = v.k == TV_INT || v.k == TV_FLOAT || v.k == TV_BOOL; return 0;
@@ -1183,8 +1268,8 @@ int tpl_apply_test(tpl_ctx *c, int tid, const tstr *name, tval v, const targs *a
     case T_ITERABLE:
         *out = v.k == TV_UNDEF || v.k == TV_STR || v.k == TV_LIST || v.k == TV_DICT || v.k == TV_LOOP;
         return 0;
-    case T_SEQUENCE:
-        *out = v.k == TV_STR || v.k == TV_DICT ||
+    case T_SEQUENCE: /* len() and __getitem__: Undefined has both */
+        *out = v.k == TV_STR || v.k == TV_DICT || v.k == TV_UNDEF ||
                (v.k == TV_LIST && (v.sub == LK_LIST || v.sub == LK_TUPLE || v.sub == LK_RANGE || v.sub == LK_GROUP));
         return 0;
     case T_LOWER: case T_UPPER: {

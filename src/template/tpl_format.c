@@ -18,6 +18,7 @@ typedef struct fspec {
     char align;   /* 0, '<', '>', '=', '^' */
     char sign;    /* 0, '+', '-', ' ' */
     bool alt, zero;
+    bool zero_align;  /* align '=' came from the '0' flag (numbers' default), not the spec */
     int64_t width;
     char group;   /* 0, ',', '_' */
     bool has_prec;
@@ -63,10 +64,10 @@ static int parse_spec(tpl_ctx *c, const char *s, size_t n, fspec *f) {
     }
     if (i < n) f->type = s[i++];
     if (i < n) return tpl_fail(c, X_VALUE, "Invalid format specifier");
-    if (f->zero && !f->align) {
+    if (f->zero && !f->fill_len) { /* CPython: '0' sets the fill unless one was given */
         f->fill[0] = '0';
         f->fill_len = 1;
-        f->align = '=';
+        if (!f->align) { f->align = '='; f->zero_align = true; }
     }
     if (!f->fill_len) {
         f->fill[0] = ' ';
@@ -199,8 +200,15 @@ static int format_value(tpl_ctx *c, tbuf *b, tval v, const char *spec, size_t sl
     if (parse_spec(c, spec, slen, &f) < 0) return -1;
     switch (v.k) {
     case TV_STR: {
+        /* CPython's order: the separator check of the spec parser (type defaults to
+         * 's'), then the type, then sign, '#', '=' */
+        if (f.group && !(f.group == '_' && f.type && strchr("bxXo", f.type)) && !(f.type && strchr("deEfFgG%", f.type)))
+            return tpl_fail(c, X_VALUE, "Cannot specify '%c' with '%c'.", f.group, f.type ? f.type : 's');
         if (f.type && f.type != 's') return tpl_fail(c, X_VALUE, "Unknown format code '%c' for object of type 'str'", f.type);
+        if (f.zero_align) f.align = 0; /* a string's default alignment is '<' */
+        if (f.sign == ' ') return tpl_fail(c, X_VALUE, "Space not allowed in string format specifier");
         if (f.sign) return tpl_fail(c, X_VALUE, "Sign not allowed in string format specifier");
+        if (f.alt) return tpl_fail(c, X_VALUE, "Alternate form (#) not allowed in string format specifier");
         if (f.align == '=') return tpl_fail(c, X_VALUE, "'=' alignment not allowed in string format specifier");
         size_t e = v.u.s->len;
         if (f.has_prec) e = tstr_byte_at(v.u.s, f.prec);
@@ -525,7 +533,18 @@ int tpl_percent_format(tpl_ctx *c, const tstr *fmt, bool markup, tval args, tval
             break;
         }
         case 'd': case 'i': case 'u':
-            if (v.k == TV_FLOAT) { if (!isfinite(v.u.f)) { rc = tpl_fail(c, X_OVERFLOW, "cannot convert float infinity to integer"); break; } v = tv_int((int64_t)v.u.f); }
+            if (v.k == TV_FLOAT) {
+                if (!isfinite(v.u.f)) { rc = isnan(v.u.f) ? tpl_fail(c, X_VALUE, "cannot convert float NaN to integer") : tpl_fail(c, X_OVERFLOW, "cannot convert float infinity to integer"); break; }
+                if (fabs(v.u.f) >= 9223372036854775808.0) {
+                    /* past int64: the float is an integer, its digits printed exactly */
+                    f.has_prec = true;
+                    f.prec = 0;
+                    f.alt = false;
+                    rc = fmt_float(c, &b, trunc(v.u.f), &f, 'f');
+                    break;
+                }
+                v = tv_int((int64_t)v.u.f);
+            }
             if (v.k != TV_INT && v.k != TV_BOOL) { rc = tpl_fail(c, X_TYPE, "%%%c format: a real number is required, not %s", conv, tv_type_name(v)); break; }
             f.has_prec = false;
             f.type = 'd';

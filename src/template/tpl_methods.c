@@ -21,7 +21,7 @@ enum {
     S_ISALPHA, S_ISASCII, S_ISDECIMAL, S_ISDIGIT, S_ISIDENTIFIER, S_ISLOWER, S_ISNUMERIC, S_ISSPACE, S_ISTITLE,
     S_ISUPPER, S_JOIN, S_LJUST, S_LOWER, S_LSTRIP, S_PARTITION, S_REMOVEPREFIX, S_REMOVESUFFIX, S_REPLACE, S_RFIND,
     S_RINDEX, S_RJUST, S_RPARTITION, S_RSPLIT, S_RSTRIP, S_SPLIT, S_SPLITLINES, S_STARTSWITH, S_STRIP, S_SWAPCASE,
-    S_TITLE, S_UPPER, S_ZFILL, S_FORMAT_MAP,
+    S_TITLE, S_UPPER, S_ZFILL, S_FORMAT_MAP, S_EXPANDTABS, S_ISPRINTABLE,
     M_S_LAST,
     /* dict */
     D_ITEMS = M_S_LAST, D_KEYS, D_VALUES, D_GET, D_COPY,
@@ -38,7 +38,7 @@ static const char *const str_names[] = {
     "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isspace", "istitle", "isupper", "join",
     "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
     "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper",
-    "zfill", "format_map"};
+    "zfill", "format_map", "expandtabs", "isprintable"};
 
 static const char *const dict_unsafe[] = {"clear", "pop", "popitem", "setdefault", "update", NULL};
 static const char *const list_unsafe[] = {"append", "clear", "pop", "reverse", "insert", "sort", "extend", "remove", NULL};
@@ -97,7 +97,8 @@ int tpl_method_id(tval obj, const tstr *name, bool *unsafe) {
 static int need_str(tpl_ctx *c, tval v, const char *what, tstr **out) {
     if (v.k == TV_STR) { *out = v.u.s; return 0; }
     if (v.k == TV_UNDEF && !tv_is_missing(v)) return tpl_undef_fail(c, v);
-    return tpl_fail(c, X_TYPE, "%s must be str, not %s", what, tv_type_name(v));
+    /* what == "" for CPython's bare "must be str, not int" (find, count, partition...) */
+    return tpl_fail(c, X_TYPE, "%s%smust be str, not %s", what, *what ? " " : "", tv_type_name(v));
 }
 
 static int int_arg(tpl_ctx *c, tval v, int64_t dflt, int64_t *out) {
@@ -370,7 +371,7 @@ static int find_like(tpl_ctx *c, tstr *s, const targs *a, int id, tval *out) {
     const char *fname = id == S_FIND ? "find" : id == S_RFIND ? "rfind" : id == S_INDEX ? "index" : id == S_RINDEX ? "rindex" : "count";
     if (tpl_bind(c, fname, a, names, 3, args) < 0) return -1;
     tstr *sub;
-    if (need_str(c, args[0], "substring", &sub) < 0) return -1;
+    if (need_str(c, args[0], "", &sub) < 0) return -1;
     size_t x, y;
     int64_t ca;
     norm_range(c, s, args[1], args[2], &x, &y, &ca);
@@ -399,6 +400,39 @@ static int find_like(tpl_ctx *c, tstr *s, const targs *a, int id, tval *out) {
     }
     if (pos < 0 && (id == S_INDEX || id == S_RINDEX)) return tpl_fail(c, X_VALUE, "substring not found");
     *out = tv_int(pos);
+    return 0;
+}
+
+/* str.expandtabs(tabsize=8): a tab advances to the next multiple of tabsize code
+ * points, counted from the last \n or \r; tabsize <= 0 drops tabs */
+static int expandtabs(tpl_ctx *c, tstr *s, const targs *a, tval *out) {
+    tval args[1];
+    static const char *const names[] = {"tabsize"};
+    if (tpl_bind(c, "expandtabs", a, names, 1, args) < 0) return -1;
+    int64_t ts = 8;
+    if (!tv_is_missing(args[0]) && int_arg(c, args[0], 0, &ts) < 0) return -1;
+    if (!memchr(s->data, '\t', s->len)) { *out = tv_str(s); return 0; }
+    tbuf b = {0};
+    int64_t col = 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->len && !rc; i++) {
+        unsigned char ch = (unsigned char)s->data[i];
+        if (ch == '\t') {
+            if (ts <= 0) continue;
+            int64_t nsp = ts - col % ts;
+            if ((uint64_t)nsp > c->lim.max_output) return tb_free(c, &b), tpl_fail(c, X_LIMIT, "a string exceeds max_output (%zu bytes)", c->lim.max_output);
+            for (int64_t k = 0; k < nsp && !rc; k++) rc |= tb_putc(c, &b, ' ');
+            col += nsp;
+            continue;
+        }
+        rc |= tb_putc(c, &b, (char)ch);
+        if (ch == '\n' || ch == '\r') col = 0;
+        else if ((ch & 0xC0) != 0x80) col++;
+    }
+    if (rc) { tb_free(c, &b); return -1; }
+    tstr *r = tstr_taint_like(c, &b, s);
+    if (!r) return -1;
+    *out = tv_str(r);
     return 0;
 }
 
@@ -470,8 +504,8 @@ static int str_pred(tstr *s, int id) {
             if (tpl_is_lower(cp)) ok = false;
             else if (tpl_is_upper(cp)) any_cased = true;
             break;
-        case S_ISTITLE:
-            if (tpl_is_upper(cp)) {
+        case S_ISTITLE: /* an upper or titlecase (Lt) letter starts a word */
+            if (tpl_is_upper(cp) || (tpl_is_cased(cp) && !tpl_is_lower(cp))) {
                 if (prev_cased) title_ok = false;
                 prev_cased = true;
                 any_title = true;
@@ -499,7 +533,7 @@ static int partition(tpl_ctx *c, tstr *s, const targs *a, bool right, tval *out)
     static const char *const names[] = {"sep"};
     if (tpl_bind(c, right ? "rpartition" : "partition", a, names, 1, args) < 0) return -1;
     tstr *sep;
-    if (need_str(c, args[0], "sep", &sep) < 0) return -1;
+    if (need_str(c, args[0], "", &sep) < 0) return -1;
     if (sep->len == 0) return tpl_fail(c, X_VALUE, "empty separator");
     size_t h = SIZE_MAX;
     if (!right) {
@@ -555,7 +589,7 @@ static int str_method(tpl_ctx *c, int id, tstr *s, const targs *a, tval *out) {
         static const char *const fnames[] = {"upper", "lower", "casefold", "title", "capitalize", "swapcase"};
         int k = id == S_UPPER ? 0 : id == S_LOWER ? 1 : id == S_CASEFOLD ? 2 : id == S_TITLE ? 3 : id == S_CAPITALIZE ? 4 : 5;
         if (no_args(c, a, fnames[k]) < 0) return -1;
-        int mode = id == S_UPPER ? CASE_UPPER : (id == S_LOWER || id == S_CASEFOLD) ? CASE_LOWER
+        int mode = id == S_UPPER ? CASE_UPPER : id == S_LOWER ? CASE_LOWER : id == S_CASEFOLD ? CASE_FOLD
                  : id == S_TITLE ? CASE_TITLE_WORDS : id == S_CAPITALIZE ? CASE_CAPITALIZE : CASE_SWAP;
         tstr *r;
         if (tpl_case_convert(c, s, mode, &r) < 0) return -1;
@@ -606,12 +640,24 @@ static int str_method(tpl_ctx *c, int id, tstr *s, const targs *a, tval *out) {
         return 0;
     }
     case S_CENTER: case S_LJUST: case S_RJUST: case S_ZFILL: return pad(c, s, a, id, out);
+    case S_EXPANDTABS: return expandtabs(c, s, a, out);
+    case S_ISPRINTABLE: { /* true for the empty string */
+        if (no_args(c, a, "isprintable") < 0 || tpl_charge(c, s->len / TPL_BYTES_PER_STEP) < 0) return -1;
+        bool ok = true;
+        for (size_t i = 0; i < s->len && ok;) {
+            size_t adv;
+            ok = tpl_is_printable(tpl_utf8_decode(s->data + i, s->len - i, &adv));
+            i += adv;
+        }
+        *out = tv_bool(ok);
+        return 0;
+    }
     case S_PARTITION: case S_RPARTITION: return partition(c, s, a, id == S_RPARTITION, out);
     case S_REMOVEPREFIX: case S_REMOVESUFFIX: {
         static const char *const names[] = {"affix"};
         if (tpl_bind(c, id == S_REMOVEPREFIX ? "removeprefix" : "removesuffix", a, names, 1, args) < 0) return -1;
         tstr *p;
-        if (need_str(c, args[0], "argument", &p) < 0) return -1;
+        if (need_str(c, args[0], id == S_REMOVEPREFIX ? "removeprefix() argument" : "removesuffix() argument", &p) < 0) return -1;
         tstr *r = s;
         if (p->len <= s->len) {
             if (id == S_REMOVEPREFIX && !memcmp(s->data, p->data, p->len)) r = tstr_sub(c, s, p->len, s->len);
@@ -751,7 +797,7 @@ static int markup_method(tpl_ctx *c, int id, tstr *s, const targs *a, tval *out)
     switch (id) {
     case S_CAPITALIZE: case S_TITLE: case S_LOWER: case S_UPPER: case S_REPLACE: case S_LJUST: case S_RJUST:
     case S_LSTRIP: case S_RSTRIP: case S_CENTER: case S_STRIP: case S_SWAPCASE: case S_ZFILL:
-    case S_PARTITION: case S_RPARTITION:
+    case S_PARTITION: case S_RPARTITION: case S_EXPANDTABS:
         e.pos = tpl_alloc(c, (a->npos + 1) * sizeof(tval));
         e.kwv = tpl_alloc(c, (a->nkw + 1) * sizeof(tval));
         if (!e.pos || !e.kwv) return -1;

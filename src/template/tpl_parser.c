@@ -477,7 +477,7 @@ static tnode *parse_dict(parser *P) {
     if (!d) return NULL;
     d->kids = keys.v;
     d->kids2 = vals.v;
-    d->nkids = keys.n;
+    d->nkids = d->nkids2 = keys.n;
     return d;
 }
 
@@ -1149,6 +1149,28 @@ out:
     return res;
 }
 
+/* Sets NF_FOLDSLICE on the expressions jinja2's optimizer may fold (literals,
+ * operators, attribute / item access, filters and tests; never names or calls) whose
+ * subtree holds a slice subscript; returns whether n's subtree holds one. Operator
+ * chains (1+1+...) make trees deeper than the parser's nesting limit: below the
+ * evaluator's own depth limit nothing can run, so the walk stops there. */
+#define FOLD_MARK_MAX_DEPTH 3200
+static bool mark_fold_slices(tnode *n, int depth) {
+    if (!n || depth > FOLD_MARK_MAX_DEPTH) return false;
+    bool has = n->kind == E_GETITEM && n->b && n->b->kind == E_SLICE;
+    has |= mark_fold_slices(n->a, depth + 1);
+    has |= mark_fold_slices(n->b, depth + 1);
+    has |= mark_fold_slices(n->c, depth + 1);
+    has |= mark_fold_slices(n->d, depth + 1);
+    has |= mark_fold_slices(n->e, depth + 1);
+    for (uint32_t i = 0; i < n->nkids; i++) has |= mark_fold_slices(n->kids[i], depth + 1);
+    for (uint32_t i = 0; n->kids2 && i < n->nkids2; i++) has |= mark_fold_slices(n->kids2[i], depth + 1);
+    bool foldable = n->kind < S_BODY && n->kind != E_NAME && n->kind != E_CALL && n->kind != E_NSREF &&
+                    n->kind != E_SLICE && n->kind != E_CONST;
+    if (has && foldable) n->flags |= NF_FOLDSLICE;
+    return has;
+}
+
 int tpl_parse(loom_template *t, const ttoken *toks, size_t ntoks, tpl_err *e) {
     parser P = {0};
     char stack_marker;
@@ -1169,6 +1191,7 @@ int tpl_parse(loom_template *t, const ttoken *toks, size_t ntoks, tpl_err *e) {
         return pfail(&P, tt, LOOM_ERR_FORMAT, "TemplateSyntaxError: Encountered unknown tag '%.*s'.",
                      (int)(tt->n > 60 ? 60 : tt->n), tt->s);
     }
+    mark_fold_slices(root, 0);
     t->root = root;
     return 0;
 }

@@ -65,6 +65,19 @@ bool tpl_is_decimal(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
     return in_ranges(tpl_decimal, TPL_DECIMAL_N, cp);
 }
+int tpl_decimal_value(uint32_t cp) {
+    if (cp < 0x80) return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
+    /* decimal digits come in runs 0..9 (a Unicode stability policy); a range of the
+     * table is one or more whole runs */
+    int lo = 0, hi = TPL_DECIMAL_N - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < tpl_decimal[mid][0]) hi = mid - 1;
+        else if (cp > tpl_decimal[mid][1]) lo = mid + 1;
+        else return (int)((cp - tpl_decimal[mid][0]) % 10);
+    }
+    return -1;
+}
 bool tpl_is_numeric(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
     return in_ranges(tpl_numeric, TPL_NUMERIC_N, cp);
@@ -119,6 +132,10 @@ int tpl_to_upper(uint32_t cp, uint32_t out[3]) {
 int tpl_to_lower(uint32_t cp, uint32_t out[3]) {
     if (cp < 0x80) { out[0] = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; return 1; }
     return map_case(tpl_lower_map_runs, TPL_LOWER_MAP_RUNS_N, tpl_lower_map_multi, TPL_LOWER_MAP_MULTI_N, cp, out);
+}
+static int to_fold(uint32_t cp, uint32_t out[3]) {
+    if (cp < 0x80) { out[0] = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp; return 1; }
+    return map_case(tpl_fold_map_runs, TPL_FOLD_MAP_RUNS_N, tpl_fold_map_multi, TPL_FOLD_MAP_MULTI_N, cp, out);
 }
 int tpl_to_title(uint32_t cp, uint32_t out[3]) {
     if (cp < 0x80) { out[0] = (cp >= 'a' && cp <= 'z') ? cp - 32 : cp; return 1; }
@@ -187,7 +204,7 @@ int tpl_case_convert(tpl_ctx *c, const tstr *s, int mode, tstr **out) {
             bool up = ch >= 'A' && ch <= 'Z', lo = ch >= 'a' && ch <= 'z';
             switch (mode) {
             case CASE_UPPER: if (lo) ch = (char)(ch - 32); break;
-            case CASE_LOWER: if (up) ch = (char)(ch + 32); break;
+            case CASE_LOWER: case CASE_FOLD: if (up) ch = (char)(ch + 32); break;
             case CASE_SWAP: if (lo) ch = (char)(ch - 32); else if (up) ch = (char)(ch + 32); break;
             case CASE_CAPITALIZE:
                 if (i == 0) { if (lo) ch = (char)(ch - 32); }
@@ -217,6 +234,7 @@ int tpl_case_convert(tpl_ctx *c, const tstr *s, int mode, tstr **out) {
         switch (mode) {
         case CASE_UPPER: k = tpl_to_upper(cp, m); break;
         case CASE_LOWER: k = lower_at(cps, n, i, m); break;
+        case CASE_FOLD: k = to_fold(cp, m); break; /* full case folding: no context */
         case CASE_SWAP:
             if (tpl_is_upper(cp)) k = lower_at(cps, n, i, m);
             else if (tpl_is_lower(cp)) k = tpl_to_upper(cp, m);
