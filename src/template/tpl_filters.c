@@ -209,15 +209,22 @@ static const char *number_ascii(const tstr *s, char *buf, size_t cap, size_t *n)
 /* Py_ISSPACE: what int() / float() strip after the transformation above */
 static bool py_num_space(char ch) { return ch == ' ' || (ch >= 9 && ch <= 13); }
 
+/* The literal int() / float() parse: transformed, then stripped to d[*a, *e). */
+static const char *number_text(const tstr *str, char *nb, size_t cap, size_t *a, size_t *e) {
+    const char *d = number_ascii(str, nb, cap, e);
+    if (!d) return NULL;
+    *a = 0;
+    while (*a < *e && py_num_space(d[*a])) (*a)++;
+    while (*e > *a && py_num_space(d[*e - 1])) (*e)--;
+    return d;
+}
+
 /* Python float(str) */
 static bool parse_py_float(const tstr *str, double *out) {
     char nb[320];
-    size_t e;
-    const char *d = number_ascii(str, nb, sizeof nb, &e);
+    size_t a, e;
+    const char *d = number_text(str, nb, sizeof nb, &a, &e);
     if (!d) return false;
-    size_t a = 0;
-    while (a < e && py_num_space(d[a])) a++;
-    while (e > a && py_num_space(d[e - 1])) e--;
     if (a == e || e - a > 300) return false;
     char buf[320];
     size_t k = 0;
@@ -247,12 +254,9 @@ static bool parse_py_float(const tstr *str, double *out) {
 /* Python int(str, base) */
 static bool parse_py_int(const tstr *str, int base, int64_t *out) {
     char nb[320];
-    size_t e;
-    const char *d = number_ascii(str, nb, sizeof nb, &e);
+    size_t a, e;
+    const char *d = number_text(str, nb, sizeof nb, &a, &e);
     if (!d) return false;
-    size_t a = 0;
-    while (a < e && py_num_space(d[a])) a++;
-    while (e > a && py_num_space(d[e - 1])) e--;
     bool neg = false;
     if (a < e && (d[a] == '+' || d[a] == '-')) neg = d[a++] == '-';
     if (base == 0 || base == 16 || base == 8 || base == 2) {
