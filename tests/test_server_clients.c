@@ -3,7 +3,8 @@
  * first run, talk to an in-process `loom serve` (this process: the ASan build checks
  * the server too) on a free port. The models are made here: stories260K as
  * "stories", stories260K plus a ChatML chat template as "tiny", and with Qwen3's and
- * DeepSeek-R1's templates as "qwen3" and "r1" (tool calls and thinking). The expected
+ * DeepSeek-R1's templates as "qwen3" and "r1" (tool calls and thinking), and the
+ * synthetic bert of tests/data/embed as "embed" (llama.cpp's vectors). The expected
  * texts come from `loom run --temp 0` (the CLI, a separate process). Needs node and
  * npm (Debian: nodejs npm; `make deps-test`) and the npm registry for the first
  * `npm ci`. */
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "embed_test_common.h"
 #include "test_util.h"
 #include "server_test_common.h"
 
@@ -71,6 +73,39 @@ int main(void) {
         CHECK(n > 0 && test_make_chat_model(test_path("models/stories260K.gguf"), mp, text));
         free(text);
     }
+    /* embeddings: the synthetic bert of tests/data/embed as "embed", with llama.cpp's
+     * pooled (mean) vectors of texts.txt, normalized, as the reference */
+    char ep[512];
+    snprintf(ep, sizeof ep, "%s/models/embed.gguf", dir);
+    loom_error eerr = {0};
+    CHECK_MSG(et_make_model("bert", "F32", ep, &eerr) == LOOM_OK, "%s", eerr.msg);
+    CHECK_MSG(et_file_hash(ep) == 0x474e1cf12a3c95f9ull, "embed.gguf is not the file of tests/data/embed/models.txt");
+    json_t *etexts = json_array(), *eref = json_array();
+    {
+        FILE *tf = fopen(test_path("tests/data/embed/texts.txt"), "r");
+        char line[512];
+        while (tf && fgets(line, sizeof line, tf)) {
+            line[strcspn(line, "\n")] = 0;
+            if (line[0]) json_array_append_new(etexts, json_string(line));
+        }
+        if (tf) fclose(tf);
+        FILE *rf = fopen(test_path("tests/data/embed/syn-bert-F32.mean.bin"), "rb");
+        int32_t h[2] = {0, 0};
+        if (rf && fread(h, 4, 2, rf) == 2 && h[0] == (int32_t)json_array_size(etexts) && h[1] > 0 && h[1] < 4096) {
+            float *v = malloc((size_t)h[1] * sizeof *v);
+            for (int i = 0; v && i < h[0]; i++) {
+                if (fread(v, 4, (size_t)h[1], rf) != (size_t)h[1]) break;
+                double nn = 0;
+                for (int j = 0; j < h[1]; j++) nn += (double)v[j] * v[j];
+                json_t *row = json_array();
+                for (int j = 0; j < h[1]; j++) json_array_append_new(row, json_real(v[j] / sqrt(nn)));
+                json_array_append_new(eref, row);
+            }
+            free(v);
+        }
+        if (rf) fclose(rf);
+        CHECK_MSG(json_array_size(etexts) == 3 && json_array_size(eref) == 3, "texts.txt / syn-bert-F32.mean.bin unreadable");
+    }
     const char *prompt = "Once upon a time";
     const int n = 24;
     char *greedy = test_loom_run_greedy(test_path("models/stories260K.gguf"), prompt, n);
@@ -87,6 +122,8 @@ int main(void) {
                             "greedy_stop", greedy, (size_t)(first - greedy), "stories_sha256",
                             "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d", "concurrent_prompts",
                             prompts);
+    json_object_set_new(exp, "embed_texts", etexts);
+    json_object_set_new(exp, "embed_ref", eref);
     char expf[512];
     snprintf(expf, sizeof expf, "%s/expect.json", dir);
     CHECK(json_dump_file(exp, expf, JSON_INDENT(1)) == 0);

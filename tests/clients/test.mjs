@@ -179,6 +179,49 @@ await test('ollama ps and version', async () => {
   assert.match(v.version, /^\d+\.\d+\.\d+/);
 });
 
+// Embeddings: the synthetic bert "embed"; expect.embed_ref holds llama.cpp's pooled
+// vectors of expect.embed_texts (normalized). openai-node asks for base64 unless told.
+function cosine(a, b) {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; }
+  return d / Math.sqrt(na * nb);
+}
+
+await test('embeddings: ollama embed / embeddings, openai base64 and float = llama.cpp', async () => {
+  const texts = expect.embed_texts, ref = expect.embed_ref, E = ref[0].length;
+  const r = await ollama.embed({ model: 'embed', input: texts });
+  assert.equal(r.model, 'embed');
+  assert.equal(r.embeddings.length, texts.length);
+  assert.ok(r.prompt_eval_count > texts.length);
+  for (let i = 0; i < texts.length; i++) {
+    assert.equal(r.embeddings[i].length, E);
+    assert.ok(Math.abs(Math.hypot(...r.embeddings[i]) - 1) < 1e-5);
+    assert.ok(cosine(r.embeddings[i], ref[i]) > 0.9999, `text ${i}: cosine ${cosine(r.embeddings[i], ref[i])}`);
+  }
+  const one = await ollama.embed({ model: 'embed', input: texts[1] });
+  assert.equal(one.embeddings.length, 1);
+  assert.ok(cosine(one.embeddings[0], ref[1]) > 0.9999);
+  const legacy = await ollama.embeddings({ model: 'embed', prompt: texts[0] });
+  assert.equal(legacy.embedding.length, E);
+  assert.ok(cosine(legacy.embedding, ref[0]) > 0.9999);
+  const b64 = await openai.embeddings.create({ model: 'embed', input: texts });
+  const flt = await openai.embeddings.create({ model: 'embed', input: texts, encoding_format: 'float' });
+  assert.equal(b64.object, 'list');
+  assert.equal(b64.data.length, texts.length);
+  assert.ok(b64.usage.prompt_tokens > texts.length && b64.usage.total_tokens === b64.usage.prompt_tokens);
+  for (let i = 0; i < texts.length; i++) {
+    assert.equal(b64.data[i].index, i);
+    assert.equal(b64.data[i].embedding.length, E);
+    // base64 carries the float32s themselves; the float list prints them in JSON
+    for (let j = 0; j < E; j++) assert.ok(Math.abs(b64.data[i].embedding[j] - flt.data[i].embedding[j]) < 1e-7);
+    assert.ok(cosine(b64.data[i].embedding, ref[i]) > 0.9999);
+  }
+  const cut = await openai.embeddings.create({ model: 'embed', input: texts[2], dimensions: 8, encoding_format: 'float' });
+  assert.equal(cut.data[0].embedding.length, 8);
+  assert.ok(Math.abs(Math.hypot(...cut.data[0].embedding) - 1) < 1e-5);
+  await assert.rejects(ollama.embed({ model: 'tiny', input: 'x' }), /does not support embeddings/);
+});
+
 await test('structured output: ollama format (schema) and openai response_format', async () => {
   const schema = { type: 'object', properties: { color: { enum: ['red', 'green', 'blue'] }, n: { type: 'integer', minimum: 1, maximum: 9 } },
                    required: ['color', 'n'] };
