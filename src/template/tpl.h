@@ -419,6 +419,7 @@ enum { OPC_FLOORDIV = 1, OPC_POW, OPC_EQ, OPC_NE, OPC_GE, OPC_LE };
 int tpl_render_root(tpl_ctx *c, tbuf *out);
 int tpl_eval(tpl_ctx *c, const tnode *n, tval *out);
 int tpl_eval_output(tpl_ctx *c, const tnode *n, tval *out); /* a {{ }} expression */
+bool tpl_filter_takes_context(const tstr *name); /* map, select...: never constant-folded */
 int tpl_exec_body(tpl_ctx *c, const tnode *body); /* 0 ok, 1 break, 2 continue, -1 error */
 tscope *tpl_scope_new(tpl_ctx *c, tscope *parent);
 int tpl_scope_set(tpl_ctx *c, tscope *s, uint32_t sym, tval v);

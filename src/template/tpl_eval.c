@@ -535,7 +535,7 @@ static int eval_call(tpl_ctx *c, const tnode *n, tval *out) {
  * c->folding, and eval_folded discards the failure */
 static int not_constant(tpl_ctx *c) { return tpl_fail(c, X_RUNTIME, "not a constant expression"); }
 
-static bool filter_takes_context(const tstr *name) {
+bool tpl_filter_takes_context(const tstr *name) {
     static const char *const ctx[] = {"map", "random", "reject", "rejectattr", "select", "selectattr"};
     for (size_t i = 0; i < sizeof ctx / sizeof ctx[0]; i++)
         if (tstr_eq(name, ctx[i])) return true;
@@ -569,7 +569,7 @@ static int eval_plain(tpl_ctx *c, const tnode *n, tval *out) {
         break;
     case E_CALL: r = c->folding ? not_constant(c) : eval_call(c, n, out); break;
     case E_FILTER: {
-        if (c->folding && (n->fid < 0 || filter_takes_context(n->str))) { r = not_constant(c); break; }
+        if (c->folding && (n->fid < 0 || tpl_filter_takes_context(n->str))) { r = not_constant(c); break; }
         if ((r = tpl_eval(c, n->a, &a)) < 0) break;
         targs args = {0};
         if ((r = tpl_eval_args(c, n, &args)) < 0) break;

@@ -1149,26 +1149,48 @@ out:
     return res;
 }
 
-/* Sets NF_FOLDSLICE on the expressions jinja2's optimizer may fold (literals,
- * operators, attribute / item access, filters and tests; never names or calls) whose
- * subtree holds a slice subscript; returns whether n's subtree holds one. Operator
- * chains (1+1+...) make trees deeper than the parser's nesting limit: below the
- * evaluator's own depth limit nothing can run, so the walk stops there. */
+/* Sets NF_FOLDSLICE on the expressions jinja2's optimizer may fold (nodes.*.as_const:
+ * literals, operators, attribute / item access, filters and tests without the render
+ * context; never names or calls) that hold a slice subscript. An expression that
+ * needs a name on every path (messages[1:]) can never fold and is not marked, so it
+ * costs nothing. Returns FM_* bits for n. Operator chains (1+1+...) make trees deeper
+ * than the parser's nesting limit: past the evaluator's own depth limit nothing can
+ * run, so the walk stops there. */
 #define FOLD_MARK_MAX_DEPTH 3200
-static bool mark_fold_slices(tnode *n, int depth) {
-    if (!n || depth > FOLD_MARK_MAX_DEPTH) return false;
-    bool has = n->kind == E_GETITEM && n->b && n->b->kind == E_SLICE;
-    has |= mark_fold_slices(n->a, depth + 1);
-    has |= mark_fold_slices(n->b, depth + 1);
-    has |= mark_fold_slices(n->c, depth + 1);
-    has |= mark_fold_slices(n->d, depth + 1);
-    has |= mark_fold_slices(n->e, depth + 1);
-    for (uint32_t i = 0; i < n->nkids; i++) has |= mark_fold_slices(n->kids[i], depth + 1);
-    for (uint32_t i = 0; n->kids2 && i < n->nkids2; i++) has |= mark_fold_slices(n->kids2[i], depth + 1);
-    bool foldable = n->kind < S_BODY && n->kind != E_NAME && n->kind != E_CALL && n->kind != E_NSREF &&
-                    n->kind != E_SLICE && n->kind != E_CONST;
-    if (has && foldable) n->flags |= NF_FOLDSLICE;
-    return has;
+enum { FM_SLICE = 1, FM_MAYFOLD = 2 };
+static int mark_fold_slices(tnode *n, int depth) {
+    if (!n) return FM_MAYFOLD;
+    if (depth > FOLD_MARK_MAX_DEPTH) return 0;
+    int ka = mark_fold_slices(n->a, depth + 1), kb = mark_fold_slices(n->b, depth + 1);
+    int kc = mark_fold_slices(n->c, depth + 1), kd = mark_fold_slices(n->d, depth + 1);
+    int ke = mark_fold_slices(n->e, depth + 1);
+    int has = (ka | kb | kc | kd | ke) & FM_SLICE, all = ka & kb & kc & kd & ke & FM_MAYFOLD;
+    for (uint32_t i = 0; i < n->nkids; i++) {
+        int k = mark_fold_slices(n->kids[i], depth + 1);
+        has |= k & FM_SLICE;
+        all &= k;
+    }
+    for (uint32_t i = 0; n->kids2 && i < n->nkids2; i++) {
+        int k = mark_fold_slices(n->kids2[i], depth + 1);
+        has |= k & FM_SLICE;
+        all &= k;
+    }
+    if (n->kind == E_GETITEM && n->b && n->b->kind == E_SLICE) has = FM_SLICE;
+    bool may;
+    switch (n->kind) {
+    case E_CONST: may = true; break;
+    case E_NAME: case E_CALL: case E_NSREF: may = false; break;
+    case E_COND: /* as_const evaluates the test, then one branch */
+        may = (kb & FM_MAYFOLD) && ((ka | kc) & FM_MAYFOLD);
+        break;
+    case E_AND: case E_OR: may = ka & FM_MAYFOLD; break; /* the right side may go unevaluated */
+    case E_FILTER: case E_TEST:
+        may = all && n->fid >= 0 && (n->kind == E_TEST || !tpl_filter_takes_context(n->str));
+        break;
+    default: may = n->kind < S_BODY && all; break;
+    }
+    if (has && may && n->kind != E_SLICE && n->kind != E_CONST) n->flags |= NF_FOLDSLICE;
+    return has | (may ? FM_MAYFOLD : 0);
 }
 
 int tpl_parse(loom_template *t, const ttoken *toks, size_t ntoks, tpl_err *e) {
