@@ -154,6 +154,7 @@ typedef struct tmacro {
     const struct tnode *def;     /* S_MACRO or S_CALLBLOCK node */
     struct tscope *closure;      /* scope where it was defined */
     const tstr *name;            /* "caller" for call blocks */
+    bool autoescape;             /* autoescape where it was defined: its body's {{ }} */
 } tmacro;
 
 typedef struct tfunc {
@@ -273,6 +274,7 @@ typedef struct tpl_ctx {
     loom_template_limits lim;
     struct { int year, month, day, hour, minute, second; } now;
     bool folding;             /* evaluating as jinja2's optimizer would (as_const) */
+    bool autoescape;          /* inside {% autoescape true %} (eval_ctx.autoescape) */
     /* error */
     bool failed;
     loom_status st;
@@ -420,6 +422,8 @@ int tpl_render_root(tpl_ctx *c, tbuf *out);
 int tpl_eval(tpl_ctx *c, const tnode *n, tval *out);
 int tpl_eval_output(tpl_ctx *c, const tnode *n, tval *out); /* a {{ }} expression */
 bool tpl_filter_takes_context(const tstr *name); /* map, select...: never constant-folded */
+int tpl_html_escape(tpl_ctx *c, tval v, tval *out); /* markupsafe.escape: Markup stays, else escaped Markup */
+int tpl_write_output(tpl_ctx *c, tval v);            /* {{ }}: escaped first under autoescape */
 int tpl_exec_body(tpl_ctx *c, const tnode *body); /* 0 ok, 1 break, 2 continue, -1 error */
 tscope *tpl_scope_new(tpl_ctx *c, tscope *parent);
 int tpl_scope_set(tpl_ctx *c, tscope *s, uint32_t sym, tval v);

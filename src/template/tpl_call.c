@@ -174,10 +174,16 @@ int tpl_call_macro(tpl_ctx *c, const tmacro *m, const targs *a, tval caller, tva
         if (tpl_scope_set(c, s, SYM_KWARGS, kv) < 0) goto done;
     }
     {
+        /* the body's {{ }} escape as where the macro was defined; the result is
+         * Markup when the call happens under autoescape (jinja2's Macro.__call__) */
         tstr *res;
+        bool call_ae = c->autoescape;
+        c->autoescape = m->autoescape;
         int r = tpl_capture(c, def->b, s, &res);
+        c->autoescape = call_ae;
         if (r != 0) goto done;
         *out = tv_str(res);
+        out->sub = call_ae;
         rc = 0;
     }
 done:

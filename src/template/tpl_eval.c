@@ -133,6 +133,13 @@ int tpl_capture(tpl_ctx *c, const tnode *body, tscope *scope, tstr **out) {
     return *out ? 0 : -1;
 }
 
+/* {{ }} and the other places jinja2 writes a value through finalize: under
+ * autoescape a value that is not Markup is escaped first. */
+int tpl_write_output(tpl_ctx *c, tval v) {
+    if (c->autoescape && !tv_is_markup(v) && tpl_html_escape(c, v, &v) < 0) return -1;
+    return tv_write_str(c, c->out, v);
+}
+
 /* Apply a filter chain (E_FILTER nodes, innermost operand NULL) to v. */
 static int apply_chain(tpl_ctx *c, const tnode *f, tval v, tval *out) {
     if (!f) { *out = v; return 0; }
@@ -264,7 +271,7 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
     case S_OUTPUT:
         if (tpl_eval_output(c, n->a, &v) < 0) { r = -1; break; }
         if (v.k == TV_UNDEF && v.sub == U_MISSING) break;
-        r = tv_write_str(c, c->out, v);
+        r = tpl_write_output(c, v);
         break;
     case S_IF: {
         if (tpl_eval(c, n->a, &v) < 0) { r = -1; break; }
@@ -291,7 +298,9 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
         if (!s) { r = -1; break; }
         r = tpl_capture(c, n->b, s, &str);
         if (r) break;
-        if (apply_chain(c, n->c, tv_str(str), &v) < 0) { r = -1; break; }
+        v = tv_str(str);
+        v.sub = c->autoescape; /* (Markup if autoescape else identity)(concat(body)) */
+        if (apply_chain(c, n->c, v, &v) < 0) { r = -1; break; }
         r = assign(c, n->a, v);
         break;
     }
@@ -301,6 +310,7 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
         m->def = n;
         m->closure = c->scope;
         m->name = n->str;
+        m->autoescape = c->autoescape;
         v = (tval){0};
         v.k = TV_MACRO;
         v.u.m = m;
@@ -313,6 +323,7 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
         m->def = n;
         m->closure = c->scope;
         m->name = n->str;
+        m->autoescape = c->autoescape;
         tval caller = {0};
         caller.k = TV_MACRO;
         caller.u.m = m;
@@ -336,7 +347,7 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
             b.nkw++;
             if (tpl_call_value(c, fn, &b, &v) < 0) { r = -1; break; }
         }
-        r = tv_write_str(c, c->out, v);
+        r = tpl_write_output(c, v);
         break;
     }
     case S_FILTERBLOCK: {
@@ -345,8 +356,10 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
         if (!s) { r = -1; break; }
         r = tpl_capture(c, n->b, s, &str);
         if (r) break;
-        if (apply_chain(c, n->a, tv_str(str), &v) < 0) { r = -1; break; }
-        r = tv_write_str(c, c->out, v);
+        v = tv_str(str);
+        v.sub = c->autoescape;
+        if (apply_chain(c, n->a, v, &v) < 0) { r = -1; break; }
+        r = tpl_write_output(c, v);
         break;
     }
     case S_WITH: {
@@ -367,12 +380,18 @@ static int exec_stmt(tpl_ctx *c, const tnode *n) {
     case S_BREAK: r = 1; break;
     case S_CONTINUE: r = 2; break;
     case S_SCOPE: {
+        bool ae = c->autoescape;
+        if (n->op == 1) { /* {% autoescape EXPR %}: eval_ctx.autoescape for the block */
+            if (tpl_eval(c, n->a, &v) < 0) { r = -1; break; }
+            c->autoescape = tv_truthy(v);
+        }
         tscope *s = tpl_scope_new(c, c->scope);
-        if (!s) { r = -1; break; }
+        if (!s) { c->autoescape = ae; r = -1; break; }
         tscope *saved = c->scope;
         c->scope = s;
         r = tpl_exec_body(c, n->b);
         c->scope = saved;
+        c->autoescape = ae;
         break;
     }
     case S_FAIL:
@@ -594,16 +613,28 @@ static int eval_plain(tpl_ctx *c, const tnode *n, tval *out) {
         r = tpl_arith(c, n->op, a, b, out);
         break;
     case E_CONCAT: {
+        /* under autoescape jinja2 joins with markup_join: once a part is Markup, the
+         * rest are escaped and the result is Markup */
+        tval *parts = c->autoescape ? tpl_alloc(c, ((size_t)n->nkids + 1) * sizeof(tval)) : NULL;
+        if (c->autoescape && !parts) { r = -1; break; }
+        bool mk = false;
         tbuf buf = {0};
         for (uint32_t i = 0; i < n->nkids && r == 0; i++) {
             if ((r = tpl_eval(c, n->kids[i], &a)) < 0) break;
             c->pos = n;
+            if (parts) { parts[i] = a; mk |= tv_is_markup(a); continue; }
+            r = tv_write_str(c, &buf, a);
+        }
+        for (uint32_t i = 0; parts && i < n->nkids && r == 0; i++) {
+            a = parts[i];
+            if (mk && tpl_html_escape(c, a, &a) < 0) { r = -1; break; }
             r = tv_write_str(c, &buf, a);
         }
         if (r < 0) { tb_free(c, &buf); break; }
         tstr *s = tb_finish(c, &buf);
         if (!s) { r = -1; break; }
         *out = tv_str(s);
+        out->sub = mk;
         break;
     }
     case E_NEG:

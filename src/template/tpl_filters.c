@@ -184,6 +184,13 @@ static int html_escape(tpl_ctx *c, tval v, tval *out) {
     return 0;
 }
 
+int tpl_html_escape(tpl_ctx *c, tval v, tval *out) {
+    if (tv_is_markup(v)) { *out = v; return 0; }
+    if (html_escape(c, v, out) < 0) return -1;
+    out->sub = 1;
+    return 0;
+}
+
 /* Python's _PyUnicode_TransformDecimalAndSpaceToASCII, which int(str) and float(str)
  * apply first: Unicode white space becomes ' ', decimal digits (any script) become
  * '0'..'9', any other non-ASCII character makes the literal invalid (NULL). */
@@ -966,15 +973,27 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
         tstr *sep = (tstr *)&tpl_empty_str;
         if (!tv_is_missing(args[0]) && soft_str(c, args[0], &sep) < 0) return -1;
         if (need_iter(c, v, &items, &n) < 0 || tpl_charge(c, (uint64_t)n / 8) < 0) return -1;
+        tval *xs = tpl_alloc(c, ((size_t)n + 1) * sizeof(tval));
+        if (!xs) return -1;
+        /* autoescape: a Markup separator or item makes the join Markup.join (the rest escaped) */
+        bool mk = c->autoescape && !tv_is_missing(args[0]) && tv_is_markup(args[0]);
+        for (int64_t i = 0; i < n; i++) {
+            xs[i] = items[i];
+            if (!tv_is_missing(args[1]) && attr_path(c, xs[i], args[1], tv_missing(), &xs[i]) < 0) return -1;
+            mk |= c->autoescape && tv_is_markup(xs[i]);
+        }
+        tval sv = tv_str(sep);
+        if (mk && tpl_html_escape(c, tv_is_missing(args[0]) ? sv : args[0], &sv) < 0) return -1;
         tbuf b = {0};
         for (int64_t i = 0; i < n; i++) {
-            tval x = items[i];
-            if (!tv_is_missing(args[1]) && attr_path(c, x, args[1], tv_missing(), &x) < 0) { tb_free(c, &b); return -1; }
-            if ((i && tb_put_str(c, &b, sep) < 0) || tv_write_str(c, &b, x) < 0) { tb_free(c, &b); return -1; }
+            tval x = xs[i];
+            if (mk && tpl_html_escape(c, x, &x) < 0) { tb_free(c, &b); return -1; }
+            if ((i && tb_put_str(c, &b, sv.u.s) < 0) || tv_write_str(c, &b, x) < 0) { tb_free(c, &b); return -1; }
         }
         tstr *r = tb_finish(c, &b);
         if (!r) return -1;
         *out = tv_str(r);
+        out->sub = mk;
         return 0;
     }
     case F_LIST:
@@ -1005,13 +1024,20 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
         tstr *o, *nw;
         if (tv_is_missing(args[0]) || tv_is_missing(args[1]))
             return tpl_fail(c, X_TYPE, "do_replace() missing required positional arguments: 'old' and 'new'");
-        if (soft_str(c, v, &s) < 0 || soft_str(c, args[0], &o) < 0 || soft_str(c, args[1], &nw) < 0) return -1;
         int64_t cnt = -1;
         if (!tv_is_missing(args[2]) && args[2].k != TV_NONE) {
             if (args[2].k != TV_INT) return tpl_fail(c, X_TYPE, "'%s' object cannot be interpreted as an integer", tv_type_name(args[2]));
             cnt = args[2].u.i;
         }
-        return tpl_replace(c, s, o, nw, cnt, out);
+        /* autoescape: a Markup old/new escapes a plain s; then Markup.replace, which
+         * escapes `new` only, and the result stays Markup */
+        bool mk = c->autoescape && (tv_is_markup(v) || tv_is_markup(args[0]) || tv_is_markup(args[1]));
+        tval sv = v, ov = args[0], nv = args[1];
+        if (mk && (tpl_html_escape(c, sv, &sv) < 0 || tpl_html_escape(c, nv, &nv) < 0)) return -1;
+        if (soft_str(c, sv, &s) < 0 || soft_str(c, ov, &o) < 0 || soft_str(c, nv, &nw) < 0) return -1;
+        if (tpl_replace(c, s, o, nw, cnt, out) < 0) return -1;
+        if (mk) out->sub = 1;
+        return 0;
     }
     case F_REVERSE:
         if (tpl_bind(c, fname, a, NULL, 0, args) < 0) return -1;
@@ -1201,6 +1227,7 @@ int tpl_apply_filter(tpl_ctx *c, int fid, const tstr *name, tval v, const targs 
             if (!r) return -1;
         }
         *out = tv_str(r);
+        out->sub = c->autoescape; /* Markup under autoescape */
         return 0;
     }
     default: return tpl_fail(c, X_RUNTIME, "internal: filter %d", fid);

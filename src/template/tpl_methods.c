@@ -791,23 +791,30 @@ static void mark_items(tval *v) {
             if (v->u.l->v[i].k == TV_STR) v->u.l->v[i].sub = 1;
 }
 
-/* markupsafe.Markup's methods: string arguments are escaped, results stay Markup */
+/* markupsafe (3.0) Markup's methods: the results stay Markup; of the arguments only
+ * replace's `new` and the fill character of ljust / rjust / center are escaped */
 static int markup_method(tpl_ctx *c, int id, tstr *s, const targs *a, tval *out) {
     targs e = *a;
     switch (id) {
-    case S_CAPITALIZE: case S_TITLE: case S_LOWER: case S_UPPER: case S_REPLACE: case S_LJUST: case S_RJUST:
-    case S_LSTRIP: case S_RSTRIP: case S_CENTER: case S_STRIP: case S_SWAPCASE: case S_ZFILL:
-    case S_PARTITION: case S_RPARTITION: case S_EXPANDTABS:
+    case S_REPLACE: case S_LJUST: case S_RJUST: case S_CENTER:
         e.pos = tpl_alloc(c, (a->npos + 1) * sizeof(tval));
         e.kwv = tpl_alloc(c, (a->nkw + 1) * sizeof(tval));
         if (!e.pos || !e.kwv) return -1;
-        for (uint32_t i = 0; i < a->npos; i++)
-            if (escape_arg(c, a->pos[i], &e.pos[i]) < 0) return -1;
-        for (uint32_t i = 0; i < a->nkw; i++)
-            if (escape_arg(c, a->kwv[i], &e.kwv[i]) < 0) return -1;
+        for (uint32_t i = 0; i < a->npos; i++) {
+            e.pos[i] = a->pos[i];
+            if (i == 1 && escape_arg(c, a->pos[i], &e.pos[i]) < 0) return -1;
+        }
+        for (uint32_t i = 0; i < a->nkw; i++) {
+            e.kwv[i] = a->kwv[i];
+            if ((tstr_eq(a->kwn[i], "new") || tstr_eq(a->kwn[i], "fillchar")) && escape_arg(c, a->kwv[i], &e.kwv[i]) < 0)
+                return -1;
+        }
         if (str_method(c, id, s, &e, out) < 0) return -1;
         mark_items(out);
         return 0;
+    case S_CAPITALIZE: case S_TITLE: case S_LOWER: case S_UPPER: case S_LSTRIP: case S_RSTRIP: case S_STRIP:
+    case S_SWAPCASE: case S_ZFILL: case S_PARTITION: case S_RPARTITION: case S_EXPANDTABS: case S_CASEFOLD:
+    case S_REMOVEPREFIX: case S_REMOVESUFFIX:
     case S_SPLIT: case S_RSPLIT: case S_SPLITLINES:
         if (str_method(c, id, s, a, out) < 0) return -1;
         mark_items(out);

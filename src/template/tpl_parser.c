@@ -1050,7 +1050,8 @@ static tnode *parse_statement(parser *P) {
         bool gen = tk_name(t, "generation"), blk = tk_name(t, "block");
         if (!(n = node(P, S_SCOPE, t))) goto out;
         if (tk_name(t, "autoescape")) {
-            if (!parse_expression(P, true)) { n = NULL; goto out; }
+            if (!(n->a = parse_expression(P, true))) { n = NULL; goto out; }
+            n->op = 1; /* an autoescape block: n->a is its value */
         } else if (blk) {
             if (cur(P)->kind != TK_NAME) { expect_fail(P, "name"); n = NULL; goto out; }
             adv(P);

@@ -22,7 +22,7 @@ Known, accepted differences (not reported): the address and function name in a
 generator's repr, bound methods' repr, integers past 64 bits (Loom raises
 OverflowError), generators that jinja2 never iterates (Loom's filters are eager,
 so a filter that would fail lazily fails at once), pprint's line wrapping and
-dict sorting, the wordwrap / urlize / random filters, str.encode, {% autoescape %} (parsed, not applied).
+dict sorting, the wordwrap / urlize / random filters, str.encode.
 Session 28's first run (stmt 12,500, value 12,000, conv 6,000 cases) found the
 slice, truncate, casefold, istitle, expandtabs, isprintable, number-attribute,
 Unicode-digit, '%d', xmlattr and format-spec differences now in features.json;

@@ -13,6 +13,7 @@ import sys
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from jinja_env import render_source  # noqa: E402
 
+AE = {"x": "<b>&\"'", "l": ["<a>", "b"], "n": 3, "d": {"k": "<v>"}}
 V = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
 D = {"d": {"b": 2, "a": 1, "c": {"x": [1, 2.5, None, True, "s"]}}, "l": [3, 1, 2], "s": "Hello World",
      "n": 7, "f": 2.5, "e": [], "u": "héllo wörld ß", "none": None, "t": True,
@@ -214,6 +215,20 @@ CASES = [
     ("fold_bound_name_errors", "{{ 1[n:] }}", {"n": 1}),
     ("fold_for_list", "{% for i in (1[1:]|list) %}{{ i }}{% endfor %}!", {}),
     ("fold_context_filter_errors", "{{ 1[1:]|select|list }}", {}),
+    # autoescape blocks (eval_ctx.autoescape) and markupsafe 3.0's Markup methods
+    ("autoescape_output", "{% autoescape true %}{{ x }}|{{ n }}|{{ none }}|{{ l }}|{{ d }}{% endautoescape %}{{ x }}", AE),
+    ("autoescape_concat_join_replace", "{% autoescape true %}{{ x ~ '<i>' }}|{{ x|safe ~ '<i>' }}|{{ l|join('<') }}|{{ x|replace('b', '<q>') }}|{{ d|tojson }}|{{ d|xmlattr }}{% endautoescape %}", AE),
+    ("autoescape_macro_defined_outside", "{% macro m(a) %}<p>{{ a }}</p>{% endmacro %}{% autoescape true %}{{ m(x) }}|{{ m(x)|length }}{% endautoescape %}|{{ m(x) }}", AE),
+    ("autoescape_macro_defined_inside", "{% autoescape true %}{% macro m(a) %}<{{ a }}>{% endmacro %}{{ m(x) }}{% endautoescape %}", AE),
+    ("autoescape_set_block", "{% autoescape true %}{% set y %}<i>{{ x }}</i>{% endset %}{{ y }}{% endautoescape %}", AE),
+    ("autoescape_runtime_value_nested", "{% autoescape n > 1 %}{{ x }}{% endautoescape %}|{% autoescape false %}{{ x }}{% endautoescape %}|{% autoescape true %}{% autoescape false %}{{ x }}{% endautoescape %}{{ x }}{% endautoescape %}", AE),
+    ("autoescape_filters", "{% autoescape true %}{{ '%s<'|format(x) }}|{{ x|e }}|{{ x|upper }}|{{ x|string }}|{{ [x]|first }}|{{ x|striptags }}|{{ x|center(11) }}|{{ x|truncate(3) }}{% endautoescape %}", AE),
+    ("autoescape_filter_block", "{% autoescape true %}{% filter upper %}{{ x }}<i>{% endfilter %}{% endautoescape %}", AE),
+    ("autoescape_caller", "{% macro m() %}[{{ caller() }}]{% endmacro %}{% autoescape true %}{% call m() %}<{{ x }}>{% endcall %}{% endautoescape %}", AE),
+    ("autoescape_markup_mixing", "{% autoescape true %}{{ l|join(x|safe) }}|{{ [x|safe, '<']|join }}|{{ x|safe|replace('b', '<') }}|{{ '<'|replace('<', '>'|safe) }}|{% set y = '<' ~ (x|safe) %}{{ y }}{{ y|length }}{% endautoescape %}", AE),
+    ("autoescape_markup_operators", "{% autoescape true %}{{ (x|safe).upper() }}|{{ (x|safe) + '<' }}|{{ '<%s>' % x }}|{{ ('<%s>'|safe) % x }}|{{ ('{}'|safe).format(x) }}{% endautoescape %}", AE),
+    ("markup_methods_markupsafe3", "{{ (x|e).replace('&', '+') }}|{{ (x|e).replace('b', '<') }}|{{ (x|e).strip('&') }}|{{ (x|e).partition(';') }}|{{ (x|e).removeprefix('&lt;') }}|{{ (x|e).ljust(12, '.') }}", AE),
+    ("markup_fillchar_escaped_errors", "{{ ('ab'|e).center(6, '<') }}", AE),
     ("test_filter_test_unhashable", "{{ [] is test }}", {}),
     ("test_filter_dict_unhashable", "{{ {} is filter }}", {}),
     ("number_attributes", "{{ n.real }} {{ n.imag }} {{ n.numerator }} {{ n.denominator }} {{ f.real }} {{ f.imag }} {{ t.real }} {{ f.numerator is defined }}", D),
