@@ -109,7 +109,10 @@ typedef enum loom_type {
     LOOM_TYPE_TQ1_0 = 34,
     LOOM_TYPE_TQ2_0 = 35,
     LOOM_TYPE_MXFP4 = 39,
-    LOOM_TYPE_COUNT = 40 /* one past the largest id; not every id below is valid */
+    LOOM_TYPE_NVFP4 = 40, /* 64-element blocks: four UE4M3 scales, E2M1 codes */
+    LOOM_TYPE_Q1_0 = 41,  /* 128-element blocks: an F16 scale, one sign bit each (+d / -d) */
+    LOOM_TYPE_Q2_0 = 42,  /* 64-element blocks: an F16 scale, 2-bit codes -1, 0, +1, +2 */
+    LOOM_TYPE_COUNT = 43 /* one past the largest id; not every id below is valid */
 } loom_type;
 
 /* Plain-data description of one type (one entry of the constant type table). */
@@ -122,7 +125,7 @@ typedef struct loom_type_info {
     bool can_quantize;     /* loom_quantize_row supports it */
 } loom_type_info;
 
-/* Table entry for id, or NULL when id is not a known type (e.g. 4, 5, 31..33, >= 40). */
+/* Table entry for id, or NULL when id is not a known type (e.g. 4, 5, 31..33, 36..38, >= 43). */
 const loom_type_info *loom_type_get(uint32_t id);
 /* Name for a known type, "?" otherwise. Static string. */
 const char *loom_type_name(loom_type t);

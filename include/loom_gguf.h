@@ -66,7 +66,7 @@ typedef struct loom_gguf_str {
 typedef struct loom_gguf_tensor_info {
     char name[LOOM_GGUF_MAX_NAME]; /* NUL-terminated */
     loom_type type;
-    uint32_t n_dims;               /* 1..4 */
+    uint32_t n_dims;               /* 0..4 (0: a scalar; ne[] is all 1 past n_dims) */
     int64_t ne[LOOM_GGUF_MAX_DIMS];/* unused dims are 1 */
     uint64_t offset;               /* relative to the data section */
     uint64_t file_offset;          /* absolute: data_offset + offset */

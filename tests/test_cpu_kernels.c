@@ -25,7 +25,7 @@ static const loom_type k_wtypes[] = {LOOM_TYPE_F32,  LOOM_TYPE_F16,  LOOM_TYPE_B
                                      LOOM_TYPE_IQ4_NL, LOOM_TYPE_IQ4_XS,
                                      LOOM_TYPE_IQ2_XXS, LOOM_TYPE_IQ2_XS, LOOM_TYPE_IQ2_S, LOOM_TYPE_IQ3_XXS,
                                      LOOM_TYPE_IQ3_S, LOOM_TYPE_IQ1_S, LOOM_TYPE_IQ1_M, LOOM_TYPE_TQ1_0,
-                                     LOOM_TYPE_TQ2_0};
+                                     LOOM_TYPE_TQ2_0, LOOM_TYPE_NVFP4, LOOM_TYPE_Q1_0, LOOM_TYPE_Q2_0};
 #define NWT (int)(sizeof k_wtypes / sizeof k_wtypes[0])
 static const loom_type k_atypes[] = {LOOM_TYPE_F32, LOOM_TYPE_F16, LOOM_TYPE_BF16, LOOM_TYPE_Q8_0, LOOM_TYPE_Q8_1, LOOM_TYPE_Q8_K};
 
@@ -34,7 +34,7 @@ static loom_type expected_vdt(loom_type t) {
     case LOOM_TYPE_F32: case LOOM_TYPE_F16: case LOOM_TYPE_BF16: return t;
     case LOOM_TYPE_Q4_1: case LOOM_TYPE_Q5_1: return LOOM_TYPE_Q8_1;
     case LOOM_TYPE_Q4_0: case LOOM_TYPE_Q5_0: case LOOM_TYPE_Q8_0: case LOOM_TYPE_MXFP4: return LOOM_TYPE_Q8_0;
-    case LOOM_TYPE_IQ4_NL: return LOOM_TYPE_Q8_0;
+    case LOOM_TYPE_IQ4_NL: case LOOM_TYPE_NVFP4: case LOOM_TYPE_Q1_0: case LOOM_TYPE_Q2_0: return LOOM_TYPE_Q8_0;
     default: return LOOM_TYPE_Q8_K;
     }
 }
@@ -229,6 +229,8 @@ static void test_vec_dot(void) {
                     case LOOM_TYPE_Q4_K: case LOOM_TYPE_Q5_K: u16put(blk, 0x2000); u16put(blk + 2, 0x2000); break;
                     case LOOM_TYPE_Q6_K: u16put(blk + 208, 0x2000); break;
                     case LOOM_TYPE_MXFP4: blk[0] = 120; break;
+                    case LOOM_TYPE_NVFP4: blk[0] = blk[1] = blk[2] = blk[3] = 0x3F; break; /* 1.875 * 0.5 */
+                    case LOOM_TYPE_Q1_0: case LOOM_TYPE_Q2_0: u16put(blk, 0x2C00); break;
                     case LOOM_TYPE_IQ4_NL: u16put(blk, 0x2C00); break;
                     case LOOM_TYPE_IQ4_XS: u16put(blk, 0x2000); break;
                     case LOOM_TYPE_IQ2_XXS: case LOOM_TYPE_IQ2_XS: case LOOM_TYPE_IQ2_S: u16put(blk, 0x2000); break;

@@ -34,7 +34,8 @@ static bool mm_weight_type_ok(loom_type t) {
     case LOOM_TYPE_IQ4_NL: case LOOM_TYPE_IQ4_XS:
     case LOOM_TYPE_IQ2_XXS: case LOOM_TYPE_IQ2_XS: case LOOM_TYPE_IQ2_S: case LOOM_TYPE_IQ3_XXS:
     case LOOM_TYPE_IQ3_S: case LOOM_TYPE_IQ1_S: case LOOM_TYPE_IQ1_M: case LOOM_TYPE_TQ1_0:
-    case LOOM_TYPE_TQ2_0: /* every one an integer kernel against Q8_0 / Q8_K activations */
+    case LOOM_TYPE_TQ2_0: case LOOM_TYPE_NVFP4: case LOOM_TYPE_Q1_0: case LOOM_TYPE_Q2_0:
+        /* every one an integer kernel against Q8_0 / Q8_K activations */
         return true;
     default:
         return false;

@@ -117,6 +117,66 @@ void loom_vd_mxfp4_ref(int64_t n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
+/* NVFP4 x Q8_0: a Q8_0 block covers two 16-element sub-blocks */
+void loom_vd_nvfp4_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_nvfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK_NVFP4; i++) {
+        for (int sb = 0; sb < 4; sb++) {
+            const block_q8_0 *yb = &y[2 * i + sb / 2];
+            const int8_t *a = yb->qs + 16 * (sb % 2);
+            int isum = 0;
+            for (int j = 0; j < 8; j++)
+                isum += loom_mxfp4_kv[x[i].qs[8 * sb + j] & 0xF] * a[j] + loom_mxfp4_kv[x[i].qs[8 * sb + j] >> 4] * a[j + 8];
+            sum += (loom_ue4m3_half(x[i].d[sb]) * H2F(yb->d)) * (float)isum;
+        }
+    }
+    *s = sum;
+}
+
+/* Q1_0 x Q8_0: four Q8_0 blocks per Q1_0 block; a set bit is +d, a clear one -d */
+void loom_vd_q1_0_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q1_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK1_0; i++) {
+        float bs = 0.f;
+        for (int k = 0; k < 4; k++) {
+            const block_q8_0 *yb = &y[4 * i + k];
+            int isum = 0;
+            for (int l = 0; l < 32; l++) {
+                const int j = 32 * k + l;
+                isum += ((x[i].qs[j / 8] >> (j % 8)) & 1) ? yb->qs[l] : -yb->qs[l];
+            }
+            bs += H2F(yb->d) * (float)isum;
+        }
+        sum += H2F(x[i].d) * bs;
+    }
+    *s = sum;
+}
+
+/* Q2_0 x Q8_0: two Q8_0 blocks per Q2_0 block; codes 0..3 are -1, 0, +1, +2 */
+void loom_vd_q2_0_ref(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q2_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK2_0; i++) {
+        float bs = 0.f;
+        for (int k = 0; k < 2; k++) {
+            const block_q8_0 *yb = &y[2 * i + k];
+            int isum = 0;
+            for (int l = 0; l < 32; l++) {
+                const int j = 32 * k + l;
+                isum += ((int)((x[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * yb->qs[l];
+            }
+            bs += H2F(yb->d) * (float)isum;
+        }
+        sum += H2F(x[i].d) * bs;
+    }
+    *s = sum;
+}
+
 void loom_vd_q2_K_ref(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q2_K *x = vx;
     const block_q8_K *y = vy;
@@ -610,6 +670,9 @@ void loom_kernels_fill_scalar(loom_kernels *k) {
     E(Q5_1, Q8_1, loom_vd_q5_1_ref);
     E(Q8_0, Q8_0, loom_vd_q8_0_ref);
     E(MXFP4, Q8_0, loom_vd_mxfp4_ref);
+    E(NVFP4, Q8_0, loom_vd_nvfp4_ref);
+    E(Q1_0, Q8_0, loom_vd_q1_0_ref);
+    E(Q2_0, Q8_0, loom_vd_q2_0_ref);
     E(Q2_K, Q8_K, loom_vd_q2_K_ref);
     E(Q3_K, Q8_K, loom_vd_q3_K_ref);
     E(Q4_K, Q8_K, loom_vd_q4_K_ref);

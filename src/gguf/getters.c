@@ -276,6 +276,9 @@ const char *loom_gguf_file_type_name(int64_t ft) {
     case 36: return "TQ1_0";
     case 37: return "TQ2_0";
     case 38: return "MXFP4_MOE";
+    case 39: return "NVFP4";
+    case 40: return "Q1_0";
+    case 41: return "Q2_0";
     default: return "unknown";
     }
 }

@@ -326,7 +326,7 @@ static int parse_kv(cur *c, loom_gguf *g, int64_t idx) {
                         loom_gguf_vtype_name((loom_gguf_vtype)t));
         uint32_t a = gguf_ld32(c->buf + kv->val_off);
         if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
-            return perr(c, "general.alignment %" PRIu32 " is not a power of two in 1..2^30", a);
+            return perr(c, "general.alignment %" PRIu32 " must be a power of two from 1 to 2^30", a);
         g->alignment = a;
     }
     return P_OK;
@@ -358,8 +358,8 @@ static int parse_tensor_info(cur *c, loom_gguf *g, int64_t idx) {
 
     uint32_t nd;
     if ((r = rd32(c, &nd, "n_dims"))) return r;
-    if (nd < 1 || nd > LOOM_GGUF_MAX_DIMS)
-        return perr(c, "n_dims %" PRIu32 " out of range 1..%d", nd, LOOM_GGUF_MAX_DIMS);
+    if (nd > LOOM_GGUF_MAX_DIMS) /* 0: a scalar (one element), as ggml reads it */
+        return perr(c, "n_dims %" PRIu32 " out of range 0..%d", nd, LOOM_GGUF_MAX_DIMS);
     ti->n_dims = nd;
     uint64_t nelem = 1;
     for (int d = 0; d < LOOM_GGUF_MAX_DIMS; d++) ti->ne[d] = 1;

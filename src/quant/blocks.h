@@ -20,6 +20,9 @@
 #define QK8_0 32
 #define QK8_1 32
 #define QK_MXFP4 32
+#define QK_NVFP4 64 /* four sub-blocks of 16 */
+#define QK1_0 128
+#define QK2_0 64
 #define QK_K 256
 
 typedef struct { uint16_t d; uint8_t qs[16]; } block_q4_0;
@@ -35,6 +38,9 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t q
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_K;
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } block_q8_K; /* bsums[g] = sum qs[16g..16g+15] */
 typedef struct { uint8_t e; uint8_t qs[16]; } block_mxfp4;
+typedef struct { uint8_t d[4]; uint8_t qs[32]; } block_nvfp4; /* sub-block s: qs[8s..8s+7], low nibbles first */
+typedef struct { uint16_t d; uint8_t qs[16]; } block_q1_0;    /* element j: bit j%8 of qs[j/8] */
+typedef struct { uint16_t d; uint8_t qs[16]; } block_q2_0;    /* element j: bits 2(j%4) of qs[j/4] */
 
 _Static_assert(sizeof(block_q4_0) == 18, "q4_0");
 _Static_assert(sizeof(block_q4_1) == 20, "q4_1");
@@ -49,6 +55,9 @@ _Static_assert(sizeof(block_q5_K) == 176, "q5_K");
 _Static_assert(sizeof(block_q6_K) == 210, "q6_K");
 _Static_assert(sizeof(block_q8_K) == 292, "q8_K");
 _Static_assert(sizeof(block_mxfp4) == 17, "mxfp4");
+_Static_assert(sizeof(block_nvfp4) == 36, "nvfp4");
+_Static_assert(sizeof(block_q1_0) == 18, "q1_0");
+_Static_assert(sizeof(block_q2_0) == 18, "q2_0");
 
 /* MXFP4 (GGUF type 39) code values: 2 * E2M1, indexed by the 4-bit code. */
 static const int8_t loom_mxfp4_kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -59,6 +68,18 @@ static inline float loom_e8m0_half(uint8_t e) {
     float f;
     memcpy(&f, &bits, 4);
     return f;
+}
+
+/* NVFP4 scale: an unsigned E4M3 (bit 7 ignored; 0 and 0x7F are zero) times 1/2, so
+ * that it multiplies the doubled E2M1 values of loom_mxfp4_kv. Exact in f32. */
+static inline float loom_ue4m3_half(uint8_t x) {
+    if (x == 0 || x == 0x7F) return 0.0f;
+    const int e = (x >> 3) & 0xF, m = x & 7;
+    /* e == 0: m * 2^-9; else (1 + m/8) * 2^(e-7); then * 0.5 */
+    const float p2[16] = {1.0f / 128, 1.0f / 64, 1.0f / 32, 1.0f / 16, 1.0f / 8, 1.0f / 4, 1.0f / 2, 1.0f,
+                          2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f, 256.0f};
+    const float raw = e == 0 ? (float)m * (1.0f / 512) : (1.0f + (float)m / 8.0f) * p2[e];
+    return raw * 0.5f;
 }
 
 /* Q4_K / Q5_K 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */

@@ -200,6 +200,38 @@ static void dq_mxfp4(const uint8_t *src, float *y, int64_t nb) {
     }
 }
 
+static void dq_nvfp4(const uint8_t *src, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK_NVFP4) {
+        block_nvfp4 b;
+        memcpy(&b, src + i * (int64_t)sizeof b, sizeof b);
+        for (int s = 0; s < 4; s++) {
+            const float d = loom_ue4m3_half(b.d[s]);
+            for (int j = 0; j < 8; j++) {
+                y[16 * s + j] = (float)loom_mxfp4_kv[b.qs[8 * s + j] & 0xF] * d;
+                y[16 * s + j + 8] = (float)loom_mxfp4_kv[b.qs[8 * s + j] >> 4] * d;
+            }
+        }
+    }
+}
+
+static void dq_q1_0(const uint8_t *src, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK1_0) {
+        block_q1_0 b;
+        memcpy(&b, src + i * (int64_t)sizeof b, sizeof b);
+        const float d = loom_fp16_to_fp32(b.d);
+        for (int j = 0; j < QK1_0; j++) y[j] = (b.qs[j / 8] >> (j % 8)) & 1 ? d : -d;
+    }
+}
+
+static void dq_q2_0(const uint8_t *src, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, y += QK2_0) {
+        block_q2_0 b;
+        memcpy(&b, src + i * (int64_t)sizeof b, sizeof b);
+        const float d = loom_fp16_to_fp32(b.d);
+        for (int j = 0; j < QK2_0; j++) y[j] = (float)((int)((b.qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+    }
+}
+
 loom_status loom_dequantize_row(loom_type t, const void *src, float *dst, int64_t n) {
     const loom_type_info *ti = loom_type_get((uint32_t)t);
     if (!ti || !ti->can_dequantize) return LOOM_ERR_TYPE;
@@ -237,6 +269,9 @@ loom_status loom_dequantize_row(loom_type t, const void *src, float *dst, int64_
     case LOOM_TYPE_Q6_K: dq_q6_K(s, dst, nb); break;
     case LOOM_TYPE_Q8_K: dq_q8_K(s, dst, nb); break;
     case LOOM_TYPE_MXFP4: dq_mxfp4(s, dst, nb); break;
+    case LOOM_TYPE_NVFP4: dq_nvfp4(s, dst, nb); break;
+    case LOOM_TYPE_Q1_0: dq_q1_0(s, dst, nb); break;
+    case LOOM_TYPE_Q2_0: dq_q2_0(s, dst, nb); break;
     default:
         if (!loom_dequant_iq(t, s, dst, nb)) return LOOM_ERR_TYPE;
     }

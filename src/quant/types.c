@@ -41,6 +41,9 @@ static const loom_type_info k_types[LOOM_TYPE_COUNT] = {
     T(LOOM_TYPE_TQ1_0, "TQ1_0", 256, 54, true, false),
     T(LOOM_TYPE_TQ2_0, "TQ2_0", 256, 66, true, false),
     T(LOOM_TYPE_MXFP4, "MXFP4", 32, 17, true, true),
+    T(LOOM_TYPE_NVFP4, "NVFP4", 64, 36, true, false),
+    T(LOOM_TYPE_Q1_0, "Q1_0", 128, 18, true, false),
+    T(LOOM_TYPE_Q2_0, "Q2_0", 64, 18, true, false),
 };
 
 const loom_type_info *loom_type_get(uint32_t id) {

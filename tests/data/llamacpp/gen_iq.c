@@ -1,4 +1,4 @@
-/* gen_iq.c - reference blocks of every IQ/TQ type for Loom's tests (iq-blocks.txt;
+/* gen_iq.c - reference blocks of every IQ/TQ type (and NVFP4, Q1_0, Q2_0) for Loom's tests (iq-blocks.txt;
  * README.md says how it is built and run). Written for Loom against ggml's public
  * header (ggml.h); not part of Loom and not built by CMake.
  *
@@ -36,7 +36,7 @@ int main(void) {
     static uint8_t q[N * 4];
     const enum ggml_type types[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
                                     GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M, GGML_TYPE_IQ4_NL,
-                                    GGML_TYPE_IQ4_XS,  GGML_TYPE_TQ1_0,  GGML_TYPE_TQ2_0};
+                                    GGML_TYPE_IQ4_XS,  GGML_TYPE_TQ1_0,  GGML_TYPE_TQ2_0, GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_Q2_0};
     ggml_cpu_init();
     for (int i = 0; i < NC; i++) imat[i] = 1.0f + (float)(i % 7);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
@@ -47,7 +47,7 @@ int main(void) {
             x[i] = (float)(z * (1.0 + (i / NC)));
         }
         ggml_quantize_init(ty);
-        size_t bytes = ggml_quantize_chunk(ty, x, q, 0, NR, NC, ty == GGML_TYPE_TQ1_0 || ty == GGML_TYPE_TQ2_0 ? NULL : imat);
+        size_t bytes = ggml_quantize_chunk(ty, x, q, 0, NR, NC, ty == GGML_TYPE_TQ1_0 || ty == GGML_TYPE_TQ2_0 || ty == GGML_TYPE_NVFP4 || ty == GGML_TYPE_Q1_0 || ty == GGML_TYPE_Q2_0 ? NULL : imat);
         ggml_get_type_traits(ty)->to_float(q, y, N);
         printf("%s %d ", ggml_type_name(ty), N);
         for (size_t i = 0; i < bytes; i++) printf("%02x", q[i]);
