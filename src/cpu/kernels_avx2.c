@@ -94,6 +94,54 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     *s = hsum8(_mm256_add_ps(acc0, acc1));
 }
 
+/* Q1_0 x Q8_0: per 32-element Q8_0 block, the 32 sign bits as +1 / -1 bytes */
+static void vd_q1_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q1_0 *x = vx;
+    const block_q8_0 *y = vy;
+    const __m256i two = _mm256_set1_epi8(2), one = _mm256_set1_epi8(1);
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK1_0; i++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            uint32_t bits;
+            memcpy(&bits, x[i].qs + 4 * k, 4);
+            const __m256i v = _mm256_sub_epi8(_mm256_and_si256(bits_to_bytes(bits), two), one); /* +1 / -1 */
+            const __m256i a = _mm256_loadu_si256((const __m256i *)y[4 * i + k].qs);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(H2F(y[4 * i + k].d)), _mm256_cvtepi32_ps(dot_s8(v, a)), acc);
+        }
+        sum += H2F(x[i].d) * hsum8(acc);
+    }
+    *s = sum;
+}
+
+/* Q2_0 x Q8_0: 8 code bytes per Q8_0 block; code c of element l (bits 2(l%4) of byte
+ * l/4) through two bit-plane compares: c - 1 = -m0 - 2 m1 - 1 with m = 0 / -1 */
+static void vd_q2_0(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_q2_0 *x = vx;
+    const block_q8_0 *y = vy;
+    const __m256i rep = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6,
+                                         6, 6, 7, 7, 7, 7);
+    const __m256i m0 = _mm256_set1_epi32(0x40100401), m1 = _mm256_set1_epi32((int)0x80200802u);
+    const __m256i one = _mm256_set1_epi8(1);
+    float sum = 0.f;
+    for (int64_t i = 0; i < n / QK2_0; i++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int k = 0; k < 2; k++) {
+            uint64_t q8;
+            memcpy(&q8, x[i].qs + 8 * k, 8);
+            const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)q8), rep);
+            const __m256i b0 = _mm256_cmpeq_epi8(_mm256_and_si256(b, m0), m0);
+            const __m256i b1 = _mm256_cmpeq_epi8(_mm256_and_si256(b, m1), m1);
+            const __m256i v = _mm256_sub_epi8(_mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), b0),
+                                                              _mm256_add_epi8(b1, b1)), one);
+            const __m256i a = _mm256_loadu_si256((const __m256i *)y[2 * i + k].qs);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(H2F(y[2 * i + k].d)), _mm256_cvtepi32_ps(dot_s8(v, a)), acc);
+        }
+        sum += H2F(x[i].d) * hsum8(acc);
+    }
+    *s = sum;
+}
+
 /* Q5_0: q - 16 = nibble + (fifth bit ? 0 : -16), signed; two blocks per step into two
  * accumulators with the weights prefetched a few blocks ahead (one chain per block
  * and no prefetch: 7 t/s on the 1.1B file against 13 at 2 threads). */
@@ -487,6 +535,8 @@ void loom_kernels_fill_avx2(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q5_1].vec_dot = vd_q5_1;
     k->dot[LOOM_TYPE_Q8_0].vec_dot = vd_q8_0;
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
+    k->dot[LOOM_TYPE_Q1_0].vec_dot = vd_q1_0;
+    k->dot[LOOM_TYPE_Q2_0].vec_dot = vd_q2_0;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
     k->dot[LOOM_TYPE_Q5_K].vec_dot = vd_q5_K;
     k->dot[LOOM_TYPE_Q6_K].vec_dot = vd_q6_K;
