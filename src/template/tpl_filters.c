@@ -193,7 +193,9 @@ int tpl_html_escape(tpl_ctx *c, tval v, tval *out) {
 
 /* Python's _PyUnicode_TransformDecimalAndSpaceToASCII, which int(str) and float(str)
  * apply first: Unicode white space becomes ' ', decimal digits (any script) become
- * '0'..'9', any other non-ASCII character makes the literal invalid (NULL). */
+ * '0'..'9', any other non-ASCII character makes the literal invalid (NULL). A run of
+ * white space is written as one ' ' (it is stripped at the ends and invalid inside
+ * either way), so only the digits and signs count against cap. */
 static const char *number_ascii(const tstr *s, char *buf, size_t cap, size_t *n) {
     if (s->ascii) { *n = s->len; return s->data; }
     size_t k = 0;
@@ -202,9 +204,11 @@ static const char *number_ascii(const tstr *s, char *buf, size_t cap, size_t *n)
         uint32_t cp = tpl_utf8_decode(s->data + i, s->len - i, &adv);
         i += adv;
         int dv;
+        bool sp = cp < 0x80 ? (cp == ' ' || (cp >= 9 && cp <= 13)) : tpl_is_space(cp);
+        if (sp && k && buf[k - 1] == ' ') continue;
         if (k + 1 >= cap) return NULL;
-        if (cp < 0x80) buf[k++] = (char)cp;
-        else if (tpl_is_space(cp)) buf[k++] = ' ';
+        if (sp) buf[k++] = ' ';
+        else if (cp < 0x80) buf[k++] = (char)cp;
         else if ((dv = tpl_decimal_value(cp)) >= 0) buf[k++] = (char)('0' + dv);
         else return NULL;
     }

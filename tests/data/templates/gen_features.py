@@ -238,7 +238,7 @@ CASES = [
     ("str_casefold_full", "{{ 'Straße ΣΑΣ ς ﬁ ŉ ΐ İ ẞ'.casefold() }}|{{ 'ABC'.casefold() }}", {}),
     ("str_istitle_titlecase_letter", "{{ 'ǅa'.istitle() }} {{ 'ǅA'.istitle() }} {{ 'Aǅ'.istitle() }} {{ 'A B'.istitle() }}", {}),
     ("striptags_unicode_space", "{{ 'a\x1c<b>x</b>\x1f y\u3000z'|striptags }}", {}),
-    ("int_float_unicode_digits", "{{ '٣٤'|int }} {{ ' ١٢\u3000'|int }} {{ '\xa0٣.٥ '|float }} {{ '１２'|int + 1 }} {{ '²'|int(7) }} {{ '\x1c5\x1f'|float }}", {}),
+    ("int_float_unicode_digits", "{{ '٣٤'|int }} {{ ' ١٢\u3000'|int }} {{ '\xa0٣.٥ '|float }} {{ '１２'|int + 1 }} {{ '²'|int(7) }} {{ '\x1c5\x1f'|float }} {{ ('\xa0' * 400 ~ '٧' ~ ' \t' * 300)|int }} {{ ('\u3000' * 500 ~ '2.5')|float }} {{ '1\xa0\xa02'|int(-1) }}", {}),
     ("percent_d_large_float", "{{ '%d'|format(1e21) }} {{ '%5d|%-25d|'|format(-1e19, 2.0 ** 70) }} {{ '%d' % 12345678901234567890.0 }}", {}),
     ("xmlattr_key_checks", "{{ {'a\\x00b': 1, 'c': 2}|xmlattr }}", {}),
     ("xmlattr_vtab_key_errors", "{{ {'a\x0bb': 1}|xmlattr }}", {}),
