@@ -1,10 +1,12 @@
 /* libFuzzer target: the server's request decoder and what follows it without a model.
  * The first input byte picks the API (generate, chat, OpenAI chat, OpenAI
- * completions) and the path: the rest is a request body, parsed with the limits
+ * completions; bit 4: OpenAI responses) and the path: the rest is a request body, parsed with the limits
  * (srv_json_parse), decoded (srv_gen_req_decode), its options merged over the
  * defaults, and its prompt rendered and tokenized with the llama-spm vocabulary
  * under a ChatML, a Llama 3 and no chat template (srv_render_prompt); its tools, if
- * any, become a forced-call grammar (srv_tool_gbnf) that must compile. A third of the
+ * any, become a forced-call grammar (srv_tool_gbnf) that must compile; a Responses
+ * request's settings and messages also go through the answer layer (srv_resp: the
+ * stream events and the whole response must be valid JSON). A third of the
  * inputs instead drive the stop-string filter and the JSON text encoder: the bytes
  * are split into a text and stop strings and fed in random pieces.
  * Checks (abort on violation): a rejected body has a status and a message; a
@@ -23,6 +25,7 @@
 #include "server/render.h"
 #include "server/request.h"
 #include "server/response.h"
+#include "server/responses.h"
 #include "server/textout.h"
 #include "server/toolgram.h"
 
@@ -44,6 +47,43 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     loom_gguf_close(g);
     if (!g_rd) abort();
     return 0;
+}
+
+/* Every message of the request as a delta (thinking, content, its calls), streamed and
+ * whole: each event and the response must parse. */
+static void fuzz_answer(const srv_gen_req *r) {
+    for (int stream = 0; stream < 2; stream++) {
+        srv_resp c;
+        srv_buf out = {0};
+        srv_resp_init(&c, r->model, r->resp_echo, 1);
+        if (stream) srv_resp_start(&c, &out);
+        for (size_t i = 0; i < json_array_size(r->messages); i++) {
+            const json_t *m = json_array_get(r->messages, i);
+            const json_t *th = json_object_get(m, "thinking"), *co = json_object_get(m, "content");
+            srv_delta d = {.thinking = json_string_value(th), .thinking_len = json_string_length(th),
+                           .content = json_string_value(co), .content_len = json_string_length(co),
+                           .tool_calls = json_object_get(m, "tool_calls")};
+            srv_resp_delta(&c, stream ? &out : NULL, &d);
+        }
+        srv_resp_end(&c, &out, stream, r->opt.num_predict_set, 1, 0, 1);
+        if (out.oom) abort();
+        const char *p = out.data, *end = out.data + out.len;
+        while (stream && p < end) { /* event: T\ndata: JSON\n\n */
+            const char *d = strstr(p, "\ndata: "), *stop = d ? strstr(d, "\n\n") : NULL;
+            if (strncmp(p, "event: ", 7) || !d || !stop) abort();
+            json_t *j = json_loadb(d + 7, (size_t)(stop - d - 7), 0, NULL);
+            if (!j) abort();
+            json_decref(j);
+            p = stop + 2;
+        }
+        if (!stream) {
+            json_t *j = json_loadb(out.data, out.len, 0, NULL);
+            if (!j) abort();
+            json_decref(j);
+        }
+        srv_buf_free(&out);
+        srv_resp_free(&c);
+    }
 }
 
 static void fuzz_request(srv_api api, const char *body, size_t n) {
@@ -112,6 +152,7 @@ static void fuzz_request(srv_api api, const char *body, size_t n) {
         }
         srv_buf_free(&gb);
     }
+    if (r.api == SRV_API_OAI_RESPONSES) fuzz_answer(&r);
     srv_gen_req_free(&r);
 }
 
@@ -169,6 +210,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     static const srv_api apis[] = {SRV_API_GENERATE, SRV_API_CHAT, SRV_API_OAI_CHAT, SRV_API_OAI_COMPLETE};
-    fuzz_request(apis[(sel >> 2) & 3], (const char *)data + 1, size - 1);
+    fuzz_request(sel & 0x10 ? SRV_API_OAI_RESPONSES : apis[(sel >> 2) & 3], (const char *)data + 1, size - 1);
     return 0;
 }

@@ -131,16 +131,16 @@ static void test_routes(int port) {
     test_http_free(&r);
     /* OpenAI paths: errors as OpenAI's {"error": {"message", "type", "param", "code"}} object,
      * which the SDKs turn into their error classes (a text body would be a bare status) */
-    const char *oai_bad[][2] = {{"GET", "/v1/chat/completions"}, {"POST", "/v1/models"}, {"POST", "/v1/responses"},
-                                {"GET", "/v1/nope"}};
-    for (int i = 0; i < 4; i++) {
+    const char *oai_bad[][2] = {{"GET", "/v1/chat/completions"}, {"POST", "/v1/models"}, {"POST", "/v1/audio/speech"},
+                                {"GET", "/v1/nope"}, {"GET", "/v1/responses"}};
+    for (int i = 0; i < 5; i++) {
         CHECK(test_http_do(port, oai_bad[i][0], oai_bad[i][1], i % 2 ? "{}" : NULL, NULL, &r));
-        CHECK(r.status == (i < 2 ? 405 : 404));
+        CHECK_MSG(r.status == (i < 2 || i == 4 ? 405 : 404), "%s %s -> %d", oai_bad[i][0], oai_bad[i][1], r.status);
         json_t *ej = json_loads(r.body, 0, NULL), *eo = json_object_get(ej, "error");
         CHECK_MSG(json_is_string(json_object_get(eo, "message")) && json_is_string(json_object_get(eo, "type")) &&
                       json_object_get(eo, "param") && json_object_get(eo, "code"),
                   "%s %s -> %s", oai_bad[i][0], oai_bad[i][1], r.body);
-        if (i == 2) CHECK(strstr(json_string_value(json_object_get(eo, "message")), "/v1/responses") != NULL);
+        if (i == 2) CHECK(strstr(json_string_value(json_object_get(eo, "message")), "/v1/audio/speech") != NULL);
         CHECK(test_http_header(&r, "Content-Type", h, sizeof h) && strstr(h, "application/json"));
         json_decref(ej);
         test_http_free(&r);

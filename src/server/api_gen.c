@@ -1,5 +1,6 @@
 /*
- * api_gen.c - POST /api/generate, /api/chat, /v1/chat/completions, /v1/completions:
+ * api_gen.c - POST /api/generate, /api/chat, /v1/chat/completions, /v1/completions,
+ * /v1/responses:
  * request -> options -> model -> prompt tokens -> engine task, then the answer
  * streamed (NDJSON / SSE) or whole.
  */
@@ -12,6 +13,7 @@
 
 #include "quant/alloc.h"
 #include "server/chatout.h"
+#include "server/responses.h"
 #include "server/server_internal.h"
 #include "server/toolgram.h"
 
@@ -23,6 +25,7 @@ struct srv_stream {
     char model[256];        /* the name as the client wrote it (echoed back) */
     bool stream;
     srv_oai_ctx oai;
+    srv_resp resp;          /* /v1/responses */
     bool first_sent, final_done, logged;
     int64_t t_start, load_ns;
     bool ka_set;
@@ -37,7 +40,7 @@ struct srv_stream {
     const char *method, *path;
 };
 
-static bool is_openai(srv_api api) { return api == SRV_API_OAI_CHAT || api == SRV_API_OAI_COMPLETE; }
+static bool is_openai(srv_api api) { return srv_api_is_openai(api); }
 
 /* The error body in the API's shape; OpenAI's carries param and code (NULL = null). */
 static void api_error(srv_response *out, srv_api api, int status, const char *msg, const char *param,
@@ -93,7 +96,9 @@ static void stream_release(srv_stream *st) {
 
 /* One streamed chunk. */
 static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *d) {
-    if (is_openai(st->api)) {
+    if (st->api == SRV_API_OAI_RESPONSES) {
+        srv_resp_delta(&st->resp, out, d);
+    } else if (is_openai(st->api)) {
         int first_index = st->co.n_calls - (int)json_array_size(d->tool_calls);
         srv_oai_chunk_d(out, &st->oai, d, !st->first_sent, first_index);
     } else {
@@ -119,6 +124,7 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
     }
     bool done = t->done;
     pthread_mutex_unlock(&t->mu);
+    if (st->api == SRV_API_OAI_RESPONSES && st->stream) srv_resp_start(&st->resp, out); /* once */
     size_t prev = 0;
     for (int i = 0; i < n_seg; i++) {
         const char *p = text.data + prev;
@@ -173,7 +179,8 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         st->status = err_status;
         snprintf(st->err, sizeof st->err, "%.255s", err_msg);
         if (st->stream) {
-            if (is_openai(st->api)) srv_oai_stream_error(out, err_status, err_msg);
+            if (st->api == SRV_API_OAI_RESPONSES) srv_resp_stream_error(&st->resp, out, err_status, err_msg);
+            else if (is_openai(st->api)) srv_oai_stream_error(out, err_status, err_msg);
             else srv_ollama_error(out, err_msg, true);
         }
     } else if (reason != SRV_DONE_CANCEL) {
@@ -198,7 +205,10 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         }
         atomic_fetch_add(&st->s->metrics.tokens_prompt, (unsigned long long)(t->n_prompt - t->n_cached));
         atomic_fetch_add(&st->s->metrics.tokens_gen, (unsigned long long)t->n_eval);
-        if (is_openai(st->api)) {
+        if (st->api == SRV_API_OAI_RESPONSES) {
+            if (!st->stream) srv_resp_delta(&st->resp, NULL, &whole);
+            srv_resp_end(&st->resp, out, st->stream, reason == SRV_DONE_LENGTH, t->n_prompt, t->n_cached, t->n_eval);
+        } else if (is_openai(st->api)) {
             /* OpenAI: "tool_calls" when the answer has calls (a cut-off answer stays "length") */
             const char *finish = st->use_co && st->co.n_calls > 0 && reason == SRV_DONE_STOP ? "tool_calls"
                                                                                                 : f.done_reason;
@@ -249,6 +259,7 @@ void srv_stream_close(srv_stream *st, bool gone) {
     srv_task_unref(t);
     srv_buf_free(&st->full);
     if (st->use_co) srv_chatout_free(&st->co);
+    if (st->api == SRV_API_OAI_RESPONSES) srv_resp_free(&st->resp);
     loom_free(st);
 }
 
@@ -369,7 +380,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     const char *tmpl = r.template_text ? r.template_text
                        : in->info.template_text ? in->info.template_text
                                                 : srv_render_template(in->render);
-    bool chat = api == SRV_API_CHAT || api == SRV_API_OAI_CHAT;
+    bool chat = srv_api_is_chat(api);
     bool tools_on = chat && r.tools && json_array_size(r.tools) && r.tool_choice != SRV_TOOL_CHOICE_NONE;
     if (tools_on && !(tmpl && strstr(tmpl, "tools"))) {
         srv_err_set(&e, 400, "model '%s' does not support tools (its template has none)", r.model);
@@ -384,7 +395,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     if (!srv_render_prompt(in->render, &r, tmpl, in->info.system, 0, &toks, &n_toks, &n_msgs, &e)) goto error;
     if (n_toks > n_ctx) {
         bool trunc = r.truncate;
-        if (trunc && (api == SRV_API_CHAT || api == SRV_API_OAI_CHAT)) {
+        if (trunc && chat) {
             /* drop the oldest messages (system messages and the last one stay) */
             for (int drop = 1; n_toks > n_ctx && drop < n_msgs; drop++) {
                 loom_free(toks);
@@ -402,7 +413,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
             srv_err_set(&e, 400, "the prompt has %d tokens, more than the context window (num_ctx = %d); shorten it, "
                         "raise num_ctx, or send \"truncate\": true", n_toks, n_ctx);
             e.code = "context_length_exceeded"; /* OpenAI's code, which clients test to trim a history */
-            e.param = api == SRV_API_OAI_COMPLETE ? "prompt" : "messages";
+            e.param = api == SRV_API_OAI_COMPLETE ? "prompt" : api == SRV_API_OAI_RESPONSES ? "input" : "messages";
             goto error;
         }
     }
@@ -542,7 +553,8 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     st->status = 200;
     st->method = rq->method;
     st->path = rq->path;
-    if (is_openai(api)) srv_oai_ctx_init(&st->oai, api, st->model, r.include_usage);
+    if (api == SRV_API_OAI_RESPONSES) srv_resp_init(&st->resp, st->model, r.resp_echo, srv_engine_random_seed());
+    else if (is_openai(api)) srv_oai_ctx_init(&st->oai, api, st->model, r.include_usage);
     if (use_co) {
         srv_chatout_params cp = {.syntax = syn, .prompt = tail, .prompt_len = tail_len, .parse_tools = tools_on,
                                  .hide_thinking = r.think == 0, .tools = r.tools, .id_seed = srv_engine_random_seed()};

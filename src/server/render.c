@@ -188,7 +188,7 @@ bool srv_render_prompt(const srv_render *rd, const srv_gen_req *rq, const char *
     loom_template_result res;
     memset(&res, 0, sizeof res);
     int32_t *ids = NULL;
-    bool chat = rq->api == SRV_API_CHAT || rq->api == SRV_API_OAI_CHAT;
+    bool chat = srv_api_is_chat(rq->api);
     bool go_prompt = false;
     if (tmpl && srv_is_go_template(tmpl)) {
         /* Ollama's trivial default "{{ .Prompt }}" means: the prompt as it is */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "quant/alloc.h"
+#include "server/responses.h"
 #include "server/util.h"
 
 srv_limits srv_limits_default(void) {
@@ -1025,6 +1026,7 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
         if (!srv_keep_alive_parse(ka, &r->keep_alive_ns, e)) return false;
         r->keep_alive_set = true;
     }
+    if (api == SRV_API_OAI_RESPONSES) return srv_responses_decode(body, lim, r, e);
     return decode_openai(body, lim, r, e);
 }
 
@@ -1042,6 +1044,7 @@ void srv_gen_req_free(srv_gen_req *r) {
     json_decref(r->messages);
     json_decref(r->tools);
     json_decref(r->format);
+    json_decref(r->resp_echo);
     srv_options_free(&r->opt);
     memset(r, 0, sizeof *r);
 }

@@ -54,8 +54,18 @@ typedef enum srv_api {
     SRV_API_GENERATE = 0,   /* /api/generate */
     SRV_API_CHAT = 1,       /* /api/chat */
     SRV_API_OAI_CHAT = 2,   /* /v1/chat/completions */
-    SRV_API_OAI_COMPLETE = 3 /* /v1/completions */
+    SRV_API_OAI_COMPLETE = 3, /* /v1/completions */
+    SRV_API_OAI_RESPONSES = 4 /* /v1/responses (stateless; responses.h) */
 } srv_api;
+
+/* Whether an API takes a conversation (messages) rather than a prompt. */
+static inline bool srv_api_is_chat(srv_api a) {
+    return a == SRV_API_CHAT || a == SRV_API_OAI_CHAT || a == SRV_API_OAI_RESPONSES;
+}
+/* Whether errors and answers take OpenAI's shapes. */
+static inline bool srv_api_is_openai(srv_api a) {
+    return a == SRV_API_OAI_CHAT || a == SRV_API_OAI_COMPLETE || a == SRV_API_OAI_RESPONSES;
+}
 
 /* Options (Ollama's "options" object, or mapped from OpenAI fields). Every field
  * has a *_set flag so model defaults (the Ollama params layer) and request values
@@ -134,6 +144,9 @@ typedef struct srv_gen_req {
     int32_t *bias_ids;
     float *bias_vals;
     int n_bias;
+    /* /v1/responses: the request's settings as the response object echoes them
+     * (instructions, tools, tool_choice, text, reasoning, temperature, ...; owned) */
+    json_t *resp_echo;
     srv_options opt;
 } srv_gen_req;
 

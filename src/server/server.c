@@ -267,7 +267,8 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
     } gen[] = {{"/api/generate", SRV_API_GENERATE},
                {"/api/chat", SRV_API_CHAT},
                {"/v1/chat/completions", SRV_API_OAI_CHAT},
-               {"/v1/completions", SRV_API_OAI_COMPLETE}};
+               {"/v1/completions", SRV_API_OAI_COMPLETE},
+               {"/v1/responses", SRV_API_OAI_RESPONSES}};
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(p, gen[i].path)) continue;
         if (IS("POST")) srv_api_generate(s, gen[i].api, rq, conn, out);
@@ -298,7 +299,7 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
     if (oai_path(p)) {
         char msg[320];
         snprintf(msg, sizeof msg, "unknown endpoint %s %.200s (served: /v1/chat/completions, /v1/completions, "
-                 "/v1/embeddings, /v1/models)", rq->method, p);
+                 "/v1/responses, /v1/embeddings, /v1/models)", rq->method, p);
         srv_api_error(out, SRV_API_OAI_CHAT, 404, msg);
         return;
     }

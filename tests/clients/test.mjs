@@ -467,5 +467,132 @@ await test('ollama think: true returns message.thinking, false hides it', async 
   assert.equal(o.choices[0].message.reasoning_content, t.message.thinking);
 });
 
+// ---- OpenAI's Responses API (/v1/responses, stateless as Ollama serves it): the same
+// conversation as chat.completions gives the same prompt and, greedy, the same text; the
+// SDK's own stream accumulator (responses.stream) checks the event sequence.
+const respTools = [{ type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: weatherSchema, strict: false }];
+
+function checkEvents(events) {
+  assert.equal(events[0].type, 'response.created');
+  assert.equal(events[1].type, 'response.in_progress');
+  assert.ok(['response.completed', 'response.incomplete'].includes(events.at(-1).type), events.at(-1).type);
+  events.forEach((e, i) => assert.equal(e.sequence_number, i));
+  const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item.id);
+  const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item.id);
+  assert.deepEqual(added, done);
+  assert.deepEqual(events.at(-1).response.output.map((o) => o.id), done);
+}
+
+await test('openai responses (not streaming) = chat.completions', async () => {
+  const r = await openai.responses.create({ model: 'tiny', instructions: 'Be brief.', input: expect.prompt,
+    temperature: 0, max_output_tokens: expect.n });
+  assert.equal(r.object, 'response');
+  assert.match(r.id, /^resp_/);
+  assert.equal(r.status, 'incomplete');
+  assert.equal(r.incomplete_details.reason, 'max_output_tokens');
+  assert.equal(r.instructions, 'Be brief.');
+  assert.equal(r.output.length, 1);
+  assert.equal(r.output[0].type, 'message');
+  assert.equal(r.output[0].role, 'assistant');
+  assert.equal(r.usage.output_tokens, expect.n);
+  assert.equal(r.usage.total_tokens, r.usage.input_tokens + r.usage.output_tokens);
+  const c = await openai.chat.completions.create({ model: 'tiny', temperature: 0, max_tokens: expect.n,
+    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: expect.prompt }] });
+  assert.equal(r.output_text, c.choices[0].message.content);
+  assert.equal(r.usage.input_tokens, c.usage.prompt_tokens);
+  // a message list (developer = system; parts joined) renders the same prompt
+  const m = await openai.responses.create({ model: 'tiny', temperature: 0, max_output_tokens: expect.n,
+    input: [{ role: 'developer', content: 'Be brief.' },
+            { type: 'message', role: 'user', content: [{ type: 'input_text', text: expect.prompt.slice(0, 5) },
+                                                        { type: 'input_text', text: expect.prompt.slice(5) }] }] });
+  assert.equal(m.output_text, r.output_text);
+  assert.equal(m.usage.input_tokens, r.usage.input_tokens);
+});
+
+await test('openai responses streaming: the SDK accumulator, raw events, = not streaming', async () => {
+  const args = { model: 'tiny', input: expect.prompt, temperature: 0, max_output_tokens: expect.n };
+  const whole = await openai.responses.create(args);
+  const st = openai.responses.stream(args);
+  let deltas = '';
+  st.on('response.output_text.delta', (e) => { deltas += e.delta; });
+  const fin = await st.finalResponse();
+  assert.equal(fin.output_text, whole.output_text);
+  assert.equal(deltas, whole.output_text);
+  assert.equal(fin.status, 'incomplete');
+  const events = [];
+  for await (const e of await openai.responses.create({ ...args, stream: true })) events.push(e);
+  checkEvents(events);
+  assert.equal(events.at(-1).type, 'response.incomplete');
+  assert.equal(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''), whole.output_text);
+  assert.equal(events.at(-1).response.usage.output_tokens, expect.n);
+});
+
+await test('openai responses tools: a function_call item; its output in the next turn = chat.completions', async () => {
+  const ask1 = 'What is the weather in Paris?';
+  const r = await openai.responses.create({ model: 'qwen3', input: ask1, tools: respTools, tool_choice: 'required',
+    parallel_tool_calls: false, seed: 3, temperature: 0.9, max_output_tokens: 160 });
+  assert.equal(r.status, 'completed');
+  const calls = r.output.filter((o) => o.type === 'function_call');
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].name, 'get_weather');
+  assert.match(calls[0].call_id, /^call_/);
+  assert.match(calls[0].id, /^fc_/);
+  assertWeatherArgs(JSON.parse(calls[0].arguments));
+  // streamed: the SDK accumulator's final response has the same call
+  const st = openai.responses.stream({ model: 'qwen3', input: ask1, tools: respTools, tool_choice: 'required',
+    parallel_tool_calls: false, seed: 3, temperature: 0.9, max_output_tokens: 160 });
+  const fin = await st.finalResponse();
+  const sc = fin.output.filter((o) => o.type === 'function_call');
+  assert.deepEqual(sc.map((c) => [c.name, c.arguments]), calls.map((c) => [c.name, c.arguments]));
+  // the next turn: the call and its output, as chat.completions messages
+  const next = await openai.responses.create({ model: 'qwen3', tools: respTools, temperature: 0, max_output_tokens: 8,
+    input: [{ role: 'user', content: ask1 }, ...r.output,
+            { type: 'function_call_output', call_id: calls[0].call_id, output: 'sunny, 24 degrees' }] });
+  const chat = await openai.chat.completions.create({ model: 'qwen3', tools, temperature: 0, max_tokens: 8,
+    messages: [{ role: 'user', content: ask1 },
+               { role: 'assistant', content: null, tool_calls: [{ id: calls[0].call_id, type: 'function',
+                 function: { name: 'get_weather', arguments: calls[0].arguments } }] },
+               { role: 'tool', tool_call_id: calls[0].call_id, content: 'sunny, 24 degrees' }] });
+  assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
+  assert.equal(next.output_text, chat.choices[0].message.content);
+  assert.ok(next.usage.input_tokens > r.usage.input_tokens + 10);
+});
+
+await test('openai responses reasoning: a reasoning item = chat reasoning_content; effort none hides it', async () => {
+  const args = { model: 'r1', input: 'Tell me a story.', temperature: 0, max_output_tokens: 16 };
+  const r = await openai.responses.create(args);
+  const c = await openai.chat.completions.create({ model: 'r1', messages: [{ role: 'user', content: 'Tell me a story.' }],
+    temperature: 0, max_tokens: 16 });
+  const rs = r.output.filter((o) => o.type === 'reasoning');
+  assert.equal(rs.length, 1);
+  assert.match(rs[0].id, /^rs_/);
+  assert.equal(rs[0].summary.map((s) => s.text).join(''), c.choices[0].message.reasoning_content);
+  const events = [];
+  for await (const e of await openai.responses.create({ ...args, stream: true })) events.push(e);
+  checkEvents(events);
+  assert.equal(events.filter((e) => e.type === 'response.reasoning_summary_text.delta').map((e) => e.delta).join(''),
+               c.choices[0].message.reasoning_content);
+  const fin = await openai.responses.stream(args).finalResponse();
+  assert.deepEqual(fin.output.map((o) => o.type), r.output.map((o) => o.type));
+  const off = await openai.responses.create({ ...args, reasoning: { effort: 'none' } });
+  assert.ok(off.output.every((o) => o.type !== 'reasoning'), JSON.stringify(off.output));
+  assert.equal(off.reasoning.effort, 'none');
+});
+
+await test('openai responses: text.format json_schema; stateful fields and unknown models are errors', async () => {
+  const schema = { type: 'object', properties: { color: { enum: ['red', 'green', 'blue'] } }, required: ['color'],
+                   additionalProperties: false };
+  const r = await openai.responses.create({ model: 'tiny', input: 'pick', seed: 5,
+    text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } } });
+  assert.ok(['red', 'green', 'blue'].includes(JSON.parse(r.output_text).color), r.output_text);
+  assert.equal(r.text.format.type, 'json_schema');
+  await assert.rejects(openai.responses.create({ model: 'tiny', input: 'x', previous_response_id: 'resp_123' }),
+                       (e) => e instanceof OpenAI.BadRequestError && /stateful/.test(e.message));
+  await assert.rejects(openai.responses.create({ model: 'tiny', input: [{ type: 'web_search_call', id: 'x' }] }),
+                       (e) => e instanceof OpenAI.BadRequestError && /input\[0\]/.test(e.message));
+  await assert.rejects(openai.responses.create({ model: 'nope', input: 'x' }),
+                       (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
 console.log(`clients: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
