@@ -1,12 +1,13 @@
 /* libFuzzer target: the server's request decoder and what follows it without a model.
  * The first input byte picks the API (generate, chat, OpenAI chat, OpenAI
- * completions; bit 4: OpenAI responses) and the path: the rest is a request body, parsed with the limits
+ * completions; bit 4: OpenAI responses; bit 5: Anthropic messages, with bit 6 its
+ * count_tokens) and the path: the rest is a request body, parsed with the limits
  * (srv_json_parse), decoded (srv_gen_req_decode), its options merged over the
  * defaults, and its prompt rendered and tokenized with the llama-spm vocabulary
  * under a ChatML, a Llama 3 and no chat template (srv_render_prompt); its tools, if
- * any, become a forced-call grammar (srv_tool_gbnf) that must compile; a Responses
- * request's settings and messages also go through the answer layer (srv_resp: the
- * stream events and the whole response must be valid JSON). A third of the
+ * any, become a forced-call grammar (srv_tool_gbnf) that must compile; a Responses or
+ * Anthropic request's messages also go through that API's answer layer (srv_resp,
+ * srv_anth: the stream events and the whole answer must be valid JSON). A third of the
  * inputs instead drive the stop-string filter and the JSON text encoder: the bytes
  * are split into a text and stop strings and fed in random pieces.
  * Checks (abort on violation): a rejected body has a status and a message; a
@@ -22,6 +23,7 @@
 #include "loom_gguf.h"
 #include "loom_grammar.h"
 #include "loom_tokenizer.h"
+#include "server/anthropic.h"
 #include "server/render.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -50,22 +52,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 /* Every message of the request as a delta (thinking, content, its calls), streamed and
- * whole: each event and the response must parse. */
+ * whole, through the API's answer layer: each event and the answer must parse. */
 static void fuzz_answer(const srv_gen_req *r) {
+    bool anth = r->api == SRV_API_ANTHROPIC;
     for (int stream = 0; stream < 2; stream++) {
         srv_resp c;
+        srv_anth a;
         srv_buf out = {0};
-        srv_resp_init(&c, r->model, r->resp_echo, 1);
-        if (stream) srv_resp_start(&c, &out);
+        if (anth) srv_anth_init(&a, r->model, 1);
+        else srv_resp_init(&c, r->model, r->resp_echo, 1);
+        if (stream && anth) srv_anth_start(&a, &out, 3);
+        else if (stream) srv_resp_start(&c, &out);
         for (size_t i = 0; i < json_array_size(r->messages); i++) {
             const json_t *m = json_array_get(r->messages, i);
             const json_t *th = json_object_get(m, "thinking"), *co = json_object_get(m, "content");
             srv_delta d = {.thinking = json_string_value(th), .thinking_len = json_string_length(th),
                            .content = json_string_value(co), .content_len = json_string_length(co),
                            .tool_calls = json_object_get(m, "tool_calls")};
-            srv_resp_delta(&c, stream ? &out : NULL, &d);
+            if (anth) srv_anth_delta(&a, stream ? &out : NULL, &d);
+            else srv_resp_delta(&c, stream ? &out : NULL, &d);
         }
-        srv_resp_end(&c, &out, stream, r->opt.num_predict_set, 1, 0, 1);
+        if (anth) srv_anth_end(&a, &out, stream, r->opt.n_stop ? "stop_sequence" : "end_turn",
+                               r->opt.n_stop ? r->opt.stop[0] : NULL, 1, 1);
+        else srv_resp_end(&c, &out, stream, r->opt.num_predict_set, 1, 0, 1);
         if (out.oom) abort();
         const char *p = out.data, *end = out.data + out.len;
         while (stream && p < end) { /* event: T\ndata: JSON\n\n */
@@ -82,7 +91,8 @@ static void fuzz_answer(const srv_gen_req *r) {
             json_decref(j);
         }
         srv_buf_free(&out);
-        srv_resp_free(&c);
+        if (anth) srv_anth_free(&a);
+        else srv_resp_free(&c);
     }
 }
 
@@ -152,7 +162,7 @@ static void fuzz_request(srv_api api, const char *body, size_t n) {
         }
         srv_buf_free(&gb);
     }
-    if (r.api == SRV_API_OAI_RESPONSES) fuzz_answer(&r);
+    if (r.api == SRV_API_OAI_RESPONSES || r.api == SRV_API_ANTHROPIC) fuzz_answer(&r);
     srv_gen_req_free(&r);
 }
 
@@ -210,6 +220,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     static const srv_api apis[] = {SRV_API_GENERATE, SRV_API_CHAT, SRV_API_OAI_CHAT, SRV_API_OAI_COMPLETE};
-    fuzz_request(sel & 0x10 ? SRV_API_OAI_RESPONSES : apis[(sel >> 2) & 3], (const char *)data + 1, size - 1);
+    srv_api api = sel & 0x20   ? (sel & 0x40 ? SRV_API_ANTHROPIC_COUNT : SRV_API_ANTHROPIC)
+                  : sel & 0x10 ? SRV_API_OAI_RESPONSES
+                               : apis[(sel >> 2) & 3];
+    fuzz_request(api, (const char *)data + 1, size - 1);
     return 0;
 }

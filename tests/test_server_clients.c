@@ -1,5 +1,5 @@
-/* End to end with the real clients: the npm packages `ollama` (0.6.x) and `openai`
- * (7.x), pinned by tests/clients/package-lock.json and installed with `npm ci` on the
+/* End to end with the real clients: the npm packages `ollama` (0.6.x), `openai` (7.x)
+ * and `@anthropic-ai/sdk` (1.x), pinned by tests/clients/package-lock.json and installed with `npm ci` on the
  * first run, talk to an in-process `loom serve` (this process: the ASan build checks
  * the server too) on a free port. The models are made here: stories260K as
  * "stories", stories260K plus a ChatML chat template as "tiny", and with Qwen3's and

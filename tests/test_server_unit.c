@@ -535,13 +535,15 @@ static void test_responses(void) {
 /* ------------------------------------------------------------------ stop strings */
 
 /* Reference: the text up to the earliest occurrence of any stop string. */
-static size_t ref_cut(const char *t, size_t n, char *const *stop, int ns, bool *hit) {
+static size_t ref_cut(const char *t, size_t n, char *const *stop, int ns, bool *hit, int *which) {
     *hit = false;
+    *which = -1;
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < ns; k++) {
             size_t sl = strlen(stop[k]);
             if (sl <= n - i && !memcmp(t + i, stop[k], sl)) {
                 *hit = true;
+                *which = k;
                 return i;
             }
         }
@@ -551,7 +553,8 @@ static size_t ref_cut(const char *t, size_t n, char *const *stop, int ns, bool *
 /* Feed text in pieces cut at the given boundaries; check every emitted prefix. */
 static bool run_split(const char *t, size_t n, char *const *stop, int ns, const size_t *cuts, int nc) {
     bool hit;
-    size_t want = ref_cut(t, n, stop, ns, &hit);
+    int which;
+    size_t want = ref_cut(t, n, stop, ns, &hit, &which);
     srv_textout to;
     srv_textout_init(&to, stop, ns);
     srv_buf out = {0};
@@ -567,7 +570,7 @@ static bool run_split(const char *t, size_t n, char *const *stop, int ns, const 
         if (srv_utf8_complete_prefix(out.data, out.len) != out.len) ok = false;
     }
     if (!stopped) srv_textout_flush(&to, &out);
-    ok = ok && stopped == hit && out.len == want && !memcmp(out.data, t, want);
+    ok = ok && stopped == hit && out.len == want && !memcmp(out.data, t, want) && to.hit == which;
     srv_textout_free(&to);
     srv_buf_free(&out);
     return ok;

@@ -1,6 +1,6 @@
 /*
  * api_gen.c - POST /api/generate, /api/chat, /v1/chat/completions, /v1/completions,
- * /v1/responses:
+ * /v1/responses, /v1/messages (and /v1/messages/count_tokens):
  * request -> options -> model -> prompt tokens -> engine task, then the answer
  * streamed (NDJSON / SSE) or whole.
  */
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "quant/alloc.h"
+#include "server/anthropic.h"
 #include "server/chatout.h"
 #include "server/responses.h"
 #include "server/server_internal.h"
@@ -26,6 +27,7 @@ struct srv_stream {
     bool stream;
     srv_oai_ctx oai;
     srv_resp resp;          /* /v1/responses */
+    srv_anth anth;          /* /v1/messages */
     bool first_sent, final_done, logged;
     int64_t t_start, load_ns;
     bool ka_set;
@@ -48,7 +50,8 @@ static void api_error(srv_response *out, srv_api api, int status, const char *ms
     srv_buf_clear(&out->body);
     out->status = status;
     out->content_type = "application/json; charset=utf-8";
-    if (is_openai(api)) srv_oai_error_ex(&out->body, status, msg, param, code);
+    if (srv_api_is_anthropic(api)) srv_anth_error(&out->body, status, msg);
+    else if (is_openai(api)) srv_oai_error_ex(&out->body, status, msg, param, code);
     else srv_ollama_error(&out->body, msg, false);
 }
 
@@ -98,6 +101,8 @@ static void stream_release(srv_stream *st) {
 static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *d) {
     if (st->api == SRV_API_OAI_RESPONSES) {
         srv_resp_delta(&st->resp, out, d);
+    } else if (st->api == SRV_API_ANTHROPIC) {
+        srv_anth_delta(&st->anth, out, d);
     } else if (is_openai(st->api)) {
         int first_index = st->co.n_calls - (int)json_array_size(d->tool_calls);
         srv_oai_chunk_d(out, &st->oai, d, !st->first_sent, first_index);
@@ -125,6 +130,7 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
     bool done = t->done;
     pthread_mutex_unlock(&t->mu);
     if (st->api == SRV_API_OAI_RESPONSES && st->stream) srv_resp_start(&st->resp, out); /* once */
+    if (st->api == SRV_API_ANTHROPIC && st->stream) srv_anth_start(&st->anth, out, t->n_prompt);
     size_t prev = 0;
     for (int i = 0; i < n_seg; i++) {
         const char *p = text.data + prev;
@@ -180,6 +186,7 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         snprintf(st->err, sizeof st->err, "%.255s", err_msg);
         if (st->stream) {
             if (st->api == SRV_API_OAI_RESPONSES) srv_resp_stream_error(&st->resp, out, err_status, err_msg);
+            else if (st->api == SRV_API_ANTHROPIC) srv_anth_stream_error(out, err_status, err_msg);
             else if (is_openai(st->api)) srv_oai_stream_error(out, err_status, err_msg);
             else srv_ollama_error(out, err_msg, true);
         }
@@ -208,6 +215,15 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
         if (st->api == SRV_API_OAI_RESPONSES) {
             if (!st->stream) srv_resp_delta(&st->resp, NULL, &whole);
             srv_resp_end(&st->resp, out, st->stream, reason == SRV_DONE_LENGTH, t->n_prompt, t->n_cached, t->n_eval);
+        } else if (st->api == SRV_API_ANTHROPIC) {
+            if (!st->stream) srv_anth_delta(&st->anth, NULL, &whole);
+            const char *stop_seq = reason == SRV_DONE_STOP && t->stop_hit >= 0 && t->stop_hit < t->n_stop
+                                       ? t->stop[t->stop_hit] : NULL;
+            const char *why = reason == SRV_DONE_LENGTH ? "max_tokens"
+                              : stop_seq                ? "stop_sequence"
+                              : st->anth.n_calls        ? "tool_use"
+                                                        : "end_turn";
+            srv_anth_end(&st->anth, out, st->stream, why, stop_seq, t->n_prompt, t->n_eval);
         } else if (is_openai(st->api)) {
             /* OpenAI: "tool_calls" when the answer has calls (a cut-off answer stays "length") */
             const char *finish = st->use_co && st->co.n_calls > 0 && reason == SRV_DONE_STOP ? "tool_calls"
@@ -260,6 +276,7 @@ void srv_stream_close(srv_stream *st, bool gone) {
     srv_buf_free(&st->full);
     if (st->use_co) srv_chatout_free(&st->co);
     if (st->api == SRV_API_OAI_RESPONSES) srv_resp_free(&st->resp);
+    if (st->api == SRV_API_ANTHROPIC) srv_anth_free(&st->anth);
     loom_free(st);
 }
 
@@ -417,6 +434,14 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
             goto error;
         }
     }
+    if (api == SRV_API_ANTHROPIC_COUNT) { /* /v1/messages/count_tokens: the prompt's size, nothing generated */
+        srv_buf_clear(&out->body);
+        srv_buf_printf(&out->body, "{\"input_tokens\":%d}\n", n_toks);
+        out->status = 200;
+        out->content_type = "application/json; charset=utf-8";
+        out->prompt_tokens = n_toks;
+        goto done;
+    }
 
     /* tool calls and thinking: the chat output parser, for templates whose syntax has them */
     loom_chat_syntax syn = loom_chat_detect(tmpl && !srv_is_go_template(tmpl) ? tmpl : NULL,
@@ -554,6 +579,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     st->method = rq->method;
     st->path = rq->path;
     if (api == SRV_API_OAI_RESPONSES) srv_resp_init(&st->resp, st->model, r.resp_echo, srv_engine_random_seed());
+    else if (api == SRV_API_ANTHROPIC) srv_anth_init(&st->anth, st->model, srv_engine_random_seed());
     else if (is_openai(api)) srv_oai_ctx_init(&st->oai, api, st->model, r.include_usage);
     if (use_co) {
         srv_chatout_params cp = {.syntax = syn, .prompt = tail, .prompt_len = tail_len, .parse_tools = tools_on,
@@ -569,7 +595,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     t = NULL;  /* and owns the task reference */
     if (r.stream) {
         out->status = 200;
-        out->content_type = is_openai(api) ? "text/event-stream" : "application/x-ndjson";
+        out->content_type = is_openai(api) || api == SRV_API_ANTHROPIC ? "text/event-stream" : "application/x-ndjson";
         out->stream = st;
         goto done;
     }

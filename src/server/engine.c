@@ -28,6 +28,7 @@ srv_task *srv_task_new(void) {
     atomic_init(&t->refs, 1);
     atomic_init(&t->cancel, false);
     t->num_predict = -1;
+    t->stop_hit = -1;
     return t;
 }
 
@@ -341,6 +342,7 @@ static void slot_token(srv_engine *e, eng_slot *s, int32_t id) {
         hit = srv_textout_push(&s->tout, e->piece, n, &e->out);
     task_emit(t, e->out.data, e->out.len, s->n_gen);
     if (hit) {
+        t->stop_hit = s->tout.hit; /* published by task_finish's lock */
         task_finish(t, SRV_DONE_STOP, 0, NULL);
         slot_release(e, s);
         return;

@@ -66,6 +66,7 @@ struct srv_task {
     /* statistics (valid when done) */
     int64_t t_queued, t_admit, t_first, t_end; /* CLOCK_MONOTONIC ns */
     int n_cached;           /* prompt tokens reused from the slot's cache */
+    int stop_hit;           /* the stop string that ended the answer (index into stop), -1: none */
     int n_eval;             /* generated tokens */
     int32_t *gen;           /* generated token ids (keep_tokens) */
     int n_gen, cap_gen;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "quant/alloc.h"
+#include "server/anthropic.h"
 #include "server/responses.h"
 #include "server/util.h"
 
@@ -98,7 +99,8 @@ char *srv_json_strdup(const json_t *s, size_t *len) {
     return p;
 }
 
-static const char *type_name(const json_t *v) {
+const char *srv_json_kind(const json_t *v) {
+    if (!v) return "nothing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "object";
     case JSON_ARRAY: return "array";
@@ -180,7 +182,7 @@ static bool get_int(const char *key, const json_t *v, long long lo, long long hi
     if (json_is_integer(v)) d = (double)json_integer_value(v);
     else if (json_is_real(v)) d = json_real_value(v);
     else {
-        srv_err_set(e, 400, "option \"%s\" must be of type integer (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "option \"%s\" must be of type integer (got %s)", key, srv_json_kind(v));
         return false;
     }
     if (!isfinite(d) || d < (double)lo || d > (double)hi) {
@@ -193,7 +195,7 @@ static bool get_int(const char *key, const json_t *v, long long lo, long long hi
 
 static bool get_float(const char *key, const json_t *v, double lo, double hi, float *out, srv_err *e) {
     if (!json_is_number(v)) {
-        srv_err_set(e, 400, "option \"%s\" must be of type float (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "option \"%s\" must be of type float (got %s)", key, srv_json_kind(v));
         return false;
     }
     double d = json_number_value(v);
@@ -223,7 +225,7 @@ static bool parse_stop(const char *key, const json_t *v, const srv_limits *lim, 
         return set_stop(o, s, 1);
     }
     if (!json_is_array(v)) {
-        srv_err_set(e, 400, "option \"%s\" must be of type array (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "option \"%s\" must be of type array (got %s)", key, srv_json_kind(v));
         return false;
     }
     size_t n = json_array_size(v);
@@ -241,7 +243,7 @@ static bool parse_stop(const char *key, const json_t *v, const srv_limits *lim, 
         const json_t *x = json_array_get(v, i);
         if (!json_is_string(x)) {
             srv_err_set(e, 400, "option \"%s\" must be an array of strings (element %zu is %s)", key, i,
-                        type_name(x));
+                        srv_json_kind(x));
             goto fail;
         }
         if (json_string_length(x) > lim->max_stop_len) {
@@ -265,7 +267,7 @@ fail:
 bool srv_options_parse(const json_t *obj, const srv_limits *lim, srv_options *o, srv_err *e) {
     if (!obj || json_is_null(obj)) return true;
     if (!json_is_object(obj)) {
-        srv_err_set(e, 400, "\"options\" must be an object (got %s)", type_name(obj));
+        srv_err_set(e, 400, "\"options\" must be an object (got %s)", srv_json_kind(obj));
         return false;
     }
     const char *key;
@@ -313,7 +315,7 @@ bool srv_options_parse(const json_t *obj, const srv_limits *lim, srv_options *o,
         }
         if (!strcmp(key, "use_mmap")) {
             if (!json_is_boolean(v)) {
-                srv_err_set(e, 400, "option \"%s\" must be of type boolean (got %s)", key, type_name(v));
+                srv_err_set(e, 400, "option \"%s\" must be of type boolean (got %s)", key, srv_json_kind(v));
                 return false;
             }
             o->use_mmap = json_is_true(v);
@@ -332,12 +334,12 @@ bool srv_options_parse(const json_t *obj, const srv_limits *lim, srv_options *o,
                                               "use_mlock", "penalize_newline", NULL};
         for (int i = 0; ign_num[i]; i++)
             if (!strcmp(key, ign_num[i]) && !json_is_number(v)) {
-                srv_err_set(e, 400, "option \"%s\" must be a number (got %s)", key, type_name(v));
+                srv_err_set(e, 400, "option \"%s\" must be a number (got %s)", key, srv_json_kind(v));
                 return false;
             }
         for (int i = 0; ign_bool[i]; i++)
             if (!strcmp(key, ign_bool[i]) && !json_is_boolean(v)) {
-                srv_err_set(e, 400, "option \"%s\" must be of type boolean (got %s)", key, type_name(v));
+                srv_err_set(e, 400, "option \"%s\" must be of type boolean (got %s)", key, srv_json_kind(v));
                 return false;
             }
     }
@@ -363,7 +365,7 @@ bool srv_keep_alive_parse(const json_t *v, int64_t *ns, srv_err *e) {
     }
 bad:
     srv_err_set(e, 400, "\"keep_alive\": expected a number of seconds or a duration like \"5m\" (got %s%s%s)",
-                type_name(v), json_is_string(v) ? " " : "", json_is_string(v) ? json_string_value(v) : "");
+                srv_json_kind(v), json_is_string(v) ? " " : "", json_is_string(v) ? json_string_value(v) : "");
     return false;
 }
 
@@ -371,7 +373,7 @@ static bool opt_string(const json_t *body, const char *key, char **out, size_t *
     const json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return true;
     if (!json_is_string(v)) {
-        srv_err_set(e, 400, "\"%s\" must be a string (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "\"%s\" must be a string (got %s)", key, srv_json_kind(v));
         return false;
     }
     if (!(*out = srv_json_strdup(v, len))) {
@@ -385,7 +387,7 @@ static bool opt_bool(const json_t *body, const char *key, bool *out, bool *set, 
     const json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return true;
     if (!json_is_boolean(v)) {
-        srv_err_set(e, 400, "\"%s\" must be a boolean (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "\"%s\" must be a boolean (got %s)", key, srv_json_kind(v));
         return false;
     }
     *out = json_is_true(v);
@@ -402,7 +404,7 @@ static bool refuse_logprobs(const json_t *body, bool int_form, srv_err *e) {
     if (lp && !json_is_null(lp) && !json_is_false(lp)) {
         if (!(int_form ? json_is_integer(lp) : json_is_boolean(lp))) {
             srv_err_set(e, 400, "\"logprobs\" must be %s (got %s)", int_form ? "an integer" : "a boolean",
-                        type_name(lp));
+                        srv_json_kind(lp));
             return false;
         }
         srv_err_set(e, 400, "\"logprobs\": token log probabilities are not supported");
@@ -423,7 +425,7 @@ static json_t *content_text(const json_t *c, size_t idx, srv_err *e) {
     if (json_is_string(c)) return json_incref((json_t *)c);
     if (!json_is_array(c)) {
         srv_err_set(e, 400, "messages[%zu].content must be a string or an array of parts (got %s)", idx,
-                    type_name(c));
+                    srv_json_kind(c));
         return NULL;
     }
     srv_buf b = {0};
@@ -459,7 +461,7 @@ static json_t *content_text(const json_t *c, size_t idx, srv_err *e) {
  * OpenAI's arguments are JSON text and are parsed (Ollama: "invalid tool call arguments"). */
 static json_t *norm_tool_calls(const json_t *tc, size_t idx, const srv_limits *lim, srv_err *e) {
     if (!json_is_array(tc)) {
-        srv_err_set(e, 400, "messages[%zu].tool_calls must be an array (got %s)", idx, type_name(tc));
+        srv_err_set(e, 400, "messages[%zu].tool_calls must be an array (got %s)", idx, srv_json_kind(tc));
         return NULL;
     }
     json_t *out = json_array();
@@ -539,7 +541,7 @@ static const char *name_from_call_id(const json_t *msgs, size_t upto, const char
  * {role, content: string, tool_calls?, tool_name?, thinking?}. */
 static json_t *norm_messages(const json_t *msgs, bool openai, const srv_limits *lim, srv_err *e) {
     if (!json_is_array(msgs)) {
-        srv_err_set(e, 400, "\"messages\" must be an array (got %s)", type_name(msgs));
+        srv_err_set(e, 400, "\"messages\" must be an array (got %s)", srv_json_kind(msgs));
         return NULL;
     }
     size_t n = json_array_size(msgs);
@@ -555,7 +557,7 @@ static json_t *norm_messages(const json_t *msgs, bool openai, const srv_limits *
     for (size_t i = 0; i < n; i++) {
         const json_t *m = json_array_get(msgs, i);
         if (!json_is_object(m)) {
-            srv_err_set(e, 400, "messages[%zu] must be an object (got %s)", i, type_name(m));
+            srv_err_set(e, 400, "messages[%zu] must be an object (got %s)", i, srv_json_kind(m));
             goto fail;
         }
         const json_t *role = json_object_get(m, "role");
@@ -572,7 +574,7 @@ static json_t *norm_messages(const json_t *msgs, bool openai, const srv_limits *
         const json_t *tc = json_object_get(m, "tool_calls");
         bool has_tc = tc && !json_is_null(tc);
         if (content && !json_is_null(content) && !json_is_string(content) && !openai) {
-            srv_err_set(e, 400, "messages[%zu].content must be a string (got %s)", i, type_name(content));
+            srv_err_set(e, 400, "messages[%zu].content must be a string (got %s)", i, srv_json_kind(content));
             goto fail;
         }
         if (openai && (!content || json_is_null(content)) && !has_tc && strcmp(json_string_value(role), "assistant")) {
@@ -632,7 +634,7 @@ static bool decode_think(const json_t *body, srv_gen_req *r, srv_err *e) {
             r->think = 1;
             r->think_level = loom_strdup(s);
         } else {
-            srv_err_set(e, 400, "\"think\" must be a boolean or a string (got %s)", type_name(t));
+            srv_err_set(e, 400, "\"think\" must be a boolean or a string (got %s)", srv_json_kind(t));
             return false;
         }
     }
@@ -755,7 +757,7 @@ static bool decode_ollama(const json_t *body, const srv_limits *lim, srv_gen_req
     const json_t *tools = json_object_get(body, "tools");
     if (tools && !json_is_null(tools)) {
         if (!json_is_array(tools)) {
-            srv_err_set(e, 400, "\"tools\" must be an array (got %s)", type_name(tools));
+            srv_err_set(e, 400, "\"tools\" must be an array (got %s)", srv_json_kind(tools));
             return false;
         }
         r->tools = json_incref((json_t *)tools);
@@ -773,7 +775,7 @@ static bool oai_number(const json_t *body, const char *key, float *out, bool *se
     const json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return true;
     if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-        srv_err_set(e, 400, "\"%s\" must be a number (got %s)", key, type_name(v));
+        srv_err_set(e, 400, "\"%s\" must be a number (got %s)", key, srv_json_kind(v));
         return false;
     }
     *out = (float)json_number_value(v);
@@ -786,7 +788,7 @@ static bool oai_number(const json_t *body, const char *key, float *out, bool *se
 static bool decode_logit_bias(const json_t *lb, srv_gen_req *r, srv_err *e) {
     if (!lb || json_is_null(lb)) return true;
     if (!json_is_object(lb)) {
-        srv_err_set(e, 400, "\"logit_bias\" must be an object mapping token ids to numbers (got %s)", type_name(lb));
+        srv_err_set(e, 400, "\"logit_bias\" must be an object mapping token ids to numbers (got %s)", srv_json_kind(lb));
         return false;
     }
     size_t n = json_object_size(lb);
@@ -847,7 +849,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         const json_t *tools = json_object_get(body, "tools");
         if (tools && !json_is_null(tools)) {
             if (!json_is_array(tools)) {
-                srv_err_set(e, 400, "\"tools\" must be an array (got %s)", type_name(tools));
+                srv_err_set(e, 400, "\"tools\" must be an array (got %s)", srv_json_kind(tools));
                 return false;
             }
             r->tools = json_incref((json_t *)tools);
@@ -857,7 +859,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         const json_t *mod = json_object_get(body, "modalities");
         if (mod && !json_is_null(mod)) {
             if (!json_is_array(mod)) {
-                srv_err_set(e, 400, "\"modalities\" must be an array (got %s)", type_name(mod));
+                srv_err_set(e, 400, "\"modalities\" must be an array (got %s)", srv_json_kind(mod));
                 return false;
             }
             for (size_t i = 0; i < json_array_size(mod); i++) {
@@ -877,7 +879,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         const json_t *kw = json_object_get(body, "chat_template_kwargs");
         if (kw && !json_is_null(kw)) {
             if (!json_is_object(kw)) {
-                srv_err_set(e, 400, "\"chat_template_kwargs\" must be an object (got %s)", type_name(kw));
+                srv_err_set(e, 400, "\"chat_template_kwargs\" must be an object (got %s)", srv_json_kind(kw));
                 return false;
             }
             const json_t *et = json_object_get(kw, "enable_thinking");
@@ -1009,7 +1011,7 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
         return false;
     }
     if (!json_is_string(m)) {
-        srv_err_set(e, 400, "\"model\" must be a string (got %s)", type_name(m));
+        srv_err_set(e, 400, "\"model\" must be a string (got %s)", srv_json_kind(m));
         return false;
     }
     if (!(r->model = srv_json_strdup(m, NULL))) {
@@ -1027,6 +1029,7 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
         r->keep_alive_set = true;
     }
     if (api == SRV_API_OAI_RESPONSES) return srv_responses_decode(body, lim, r, e);
+    if (srv_api_is_anthropic(api)) return srv_anthropic_decode(body, lim, api == SRV_API_ANTHROPIC_COUNT, r, e);
     return decode_openai(body, lim, r, e);
 }
 

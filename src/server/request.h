@@ -55,13 +55,18 @@ typedef enum srv_api {
     SRV_API_CHAT = 1,       /* /api/chat */
     SRV_API_OAI_CHAT = 2,   /* /v1/chat/completions */
     SRV_API_OAI_COMPLETE = 3, /* /v1/completions */
-    SRV_API_OAI_RESPONSES = 4 /* /v1/responses (stateless; responses.h) */
+    SRV_API_OAI_RESPONSES = 4, /* /v1/responses (stateless; responses.h) */
+    SRV_API_ANTHROPIC = 5,   /* /v1/messages (anthropic.h) */
+    SRV_API_ANTHROPIC_COUNT = 6 /* /v1/messages/count_tokens */
 } srv_api;
 
 /* Whether an API takes a conversation (messages) rather than a prompt. */
 static inline bool srv_api_is_chat(srv_api a) {
-    return a == SRV_API_CHAT || a == SRV_API_OAI_CHAT || a == SRV_API_OAI_RESPONSES;
+    return a == SRV_API_CHAT || a == SRV_API_OAI_CHAT || a == SRV_API_OAI_RESPONSES || a == SRV_API_ANTHROPIC ||
+           a == SRV_API_ANTHROPIC_COUNT;
 }
+/* Whether errors and answers take Anthropic's shapes. */
+static inline bool srv_api_is_anthropic(srv_api a) { return a == SRV_API_ANTHROPIC || a == SRV_API_ANTHROPIC_COUNT; }
 /* Whether errors and answers take OpenAI's shapes. */
 static inline bool srv_api_is_openai(srv_api a) {
     return a == SRV_API_OAI_CHAT || a == SRV_API_OAI_COMPLETE || a == SRV_API_OAI_RESPONSES;
@@ -158,6 +163,10 @@ void srv_gen_req_free(srv_gen_req *r);
 
 /* keep_alive: a number of seconds or a Go duration string; negative = forever. */
 bool srv_keep_alive_parse(const json_t *v, int64_t *ns, srv_err *e);
+
+/* The JSON kind of v for messages: "object", "array", "string", "number", "boolean",
+ * "null"; "nothing" for NULL (an absent field). */
+const char *srv_json_kind(const json_t *v);
 
 /* Duplicate a JSON string value (length-aware; embedded NUL kept). */
 char *srv_json_strdup(const json_t *s, size_t *len);

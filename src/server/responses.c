@@ -9,19 +9,6 @@
 
 #include "quant/alloc.h"
 
-static const char *kind(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
-    }
-}
-
 static bool oom(srv_err *e) {
     srv_err_set(e, 500, "out of memory");
     return false;
@@ -39,7 +26,7 @@ static json_t *parts_text(const json_t *c, const char *where, srv_err *e) {
     if (absent(c)) return json_string("");
     if (json_is_string(c)) return json_incref((json_t *)c);
     if (!json_is_array(c)) {
-        srv_err_set(e, 400, "%s must be a string or an array of content parts (got %s)", where, kind(c));
+        srv_err_set(e, 400, "%s must be a string or an array of content parts (got %s)", where, srv_json_kind(c));
         return NULL;
     }
     srv_buf b = {0};
@@ -103,7 +90,7 @@ static bool reasoning_text(const json_t *it, size_t i, srv_buf *b, srv_err *e) {
     const json_t *src = json_array_size(content) ? content : summary;
     const char *what = src == content ? "content" : "summary";
     if (!absent(src) && !json_is_array(src)) {
-        srv_err_set(e, 400, "input[%zu].%s must be an array (got %s)", i, what, kind(src));
+        srv_err_set(e, 400, "input[%zu].%s must be an array (got %s)", i, what, srv_json_kind(src));
         return false;
     }
     for (size_t k = 0; k < json_array_size(src); k++) {
@@ -133,13 +120,13 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
                         const srv_limits *lim, srv_err *e) {
     char where[64];
     if (!json_is_object(it)) {
-        srv_err_set(e, 400, "input[%zu] must be an object (got %s)", i, kind(it));
+        srv_err_set(e, 400, "input[%zu] must be an object (got %s)", i, srv_json_kind(it));
         return false;
     }
     const json_t *t = json_object_get(it, "type");
     const json_t *role = json_object_get(it, "role");
     if (!absent(t) && !json_is_string(t)) {
-        srv_err_set(e, 400, "input[%zu].type must be a string (got %s)", i, kind(t));
+        srv_err_set(e, 400, "input[%zu].type must be a string (got %s)", i, srv_json_kind(t));
         return false;
     }
     const char *type = json_is_string(t) ? json_string_value(t) : json_is_string(role) ? "message" : NULL;
@@ -169,11 +156,11 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
             return false;
         }
         if (!absent(args) && !json_is_string(args)) {
-            srv_err_set(e, 400, "input[%zu].arguments must be a string of JSON (got %s)", i, kind(args));
+            srv_err_set(e, 400, "input[%zu].arguments must be a string of JSON (got %s)", i, srv_json_kind(args));
             return false;
         }
         if (!absent(id) && !json_is_string(id)) {
-            srv_err_set(e, 400, "input[%zu].call_id must be a string (got %s)", i, kind(id));
+            srv_err_set(e, 400, "input[%zu].call_id must be a string (got %s)", i, srv_json_kind(id));
             return false;
         }
         json_t *a;
@@ -256,7 +243,7 @@ static bool decode_input(const json_t *body, const srv_limits *lim, srv_gen_req 
     r->messages = msgs;
     const json_t *ins = json_object_get(body, "instructions");
     if (!absent(ins) && !json_is_string(ins)) {
-        srv_err_set(e, 400, "\"instructions\" must be a string (got %s)", kind(ins));
+        srv_err_set(e, 400, "\"instructions\" must be a string (got %s)", srv_json_kind(ins));
         return false;
     }
     if (json_string_length(ins) && json_array_append_new(msgs, json_pack("{s:s,s:O}", "role", "system", "content", ins)))
@@ -272,7 +259,7 @@ static bool decode_input(const json_t *body, const srv_limits *lim, srv_gen_req 
         return true;
     }
     if (!json_is_array(in)) {
-        srv_err_set(e, 400, "\"input\" must be a string or an array of items (got %s)", kind(in));
+        srv_err_set(e, 400, "\"input\" must be a string or an array of items (got %s)", srv_json_kind(in));
         e->param = "input";
         return false;
     }
@@ -303,7 +290,7 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
     const json_t *tools = json_object_get(body, "tools");
     if (absent(tools)) return true;
     if (!json_is_array(tools)) {
-        srv_err_set(e, 400, "\"tools\" must be an array (got %s)", kind(tools));
+        srv_err_set(e, 400, "\"tools\" must be an array (got %s)", srv_json_kind(tools));
         return false;
     }
     if (!(r->tools = json_array())) return oom(e);
@@ -327,11 +314,11 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
         const json_t *desc = json_object_get(t, "description");
         const json_t *params = json_object_get(t, "parameters");
         if (!absent(desc) && !json_is_string(desc)) {
-            srv_err_set(e, 400, "tools[%zu].description must be a string (got %s)", i, kind(desc));
+            srv_err_set(e, 400, "tools[%zu].description must be a string (got %s)", i, srv_json_kind(desc));
             return false;
         }
         if (!absent(params) && !json_is_object(params)) {
-            srv_err_set(e, 400, "tools[%zu].parameters must be an object (got %s)", i, kind(params));
+            srv_err_set(e, 400, "tools[%zu].parameters must be an object (got %s)", i, srv_json_kind(params));
             return false;
         }
         json_t *f = json_pack("{s:O}", "name", name);
@@ -347,7 +334,7 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
     const json_t *pt = json_object_get(body, "parallel_tool_calls");
     if (!absent(pt)) {
         if (!json_is_boolean(pt)) {
-            srv_err_set(e, 400, "\"parallel_tool_calls\" must be a boolean (got %s)", kind(pt));
+            srv_err_set(e, 400, "\"parallel_tool_calls\" must be a boolean (got %s)", srv_json_kind(pt));
             return false;
         }
         r->parallel_tool_calls = json_is_true(pt);
@@ -393,7 +380,7 @@ static bool decode_text_format(const json_t *body, srv_gen_req *r, srv_err *e) {
     const json_t *text = json_object_get(body, "text");
     if (absent(text)) return true;
     if (!json_is_object(text)) {
-        srv_err_set(e, 400, "\"text\" must be an object (got %s)", kind(text));
+        srv_err_set(e, 400, "\"text\" must be an object (got %s)", srv_json_kind(text));
         return false;
     }
     const json_t *f = json_object_get(text, "format");
@@ -424,7 +411,7 @@ static bool decode_reasoning(const json_t *body, srv_gen_req *r, srv_err *e) {
     const json_t *re = json_object_get(body, "reasoning");
     if (absent(re)) return true;
     if (!json_is_object(re)) {
-        srv_err_set(e, 400, "\"reasoning\" must be an object (got %s)", kind(re));
+        srv_err_set(e, 400, "\"reasoning\" must be an object (got %s)", srv_json_kind(re));
         return false;
     }
     const json_t *eff = json_object_get(re, "effort");
@@ -477,7 +464,7 @@ static bool refuse_unsupported(const json_t *body, srv_err *e) {
     }
     const json_t *inc = json_object_get(body, "include");
     if (!absent(inc) && !json_is_array(inc)) {
-        srv_err_set(e, 400, "\"include\" must be an array of strings (got %s)", kind(inc));
+        srv_err_set(e, 400, "\"include\" must be an array of strings (got %s)", srv_json_kind(inc));
         return false;
     }
     for (size_t i = 0; i < json_array_size(inc); i++) {
@@ -545,7 +532,7 @@ bool srv_responses_decode(const json_t *body, const srv_limits *lim, srv_gen_req
     const json_t *st = json_object_get(body, "stream");
     if (!absent(st)) {
         if (!json_is_boolean(st)) {
-            srv_err_set(e, 400, "\"stream\" must be a boolean (got %s)", kind(st));
+            srv_err_set(e, 400, "\"stream\" must be a boolean (got %s)", srv_json_kind(st));
             return false;
         }
         r->stream = json_is_true(st);
@@ -588,7 +575,7 @@ bool srv_responses_decode(const json_t *body, const srv_limits *lim, srv_gen_req
     }
     const json_t *md = json_object_get(body, "metadata");
     if (!absent(md) && !json_is_object(md)) {
-        srv_err_set(e, 400, "\"metadata\" must be an object (got %s)", kind(md));
+        srv_err_set(e, 400, "\"metadata\" must be an object (got %s)", srv_json_kind(md));
         return false;
     }
     return make_echo(body, r, e);
@@ -596,16 +583,7 @@ bool srv_responses_decode(const json_t *body, const srv_limits *lim, srv_gen_req
 
 /* ------------------------------------------------------------------ answer */
 
-static uint64_t mix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void new_id(srv_resp *c, const char *prefix, char *out, size_t n) {
-    snprintf(out, n, "%s_%016llx", prefix, (unsigned long long)mix(&c->rng));
-}
+static void new_id(srv_resp *c, const char *prefix, char *out, size_t n) { srv_make_id(&c->rng, prefix, out, n); }
 
 void srv_resp_init(srv_resp *c, const char *model, json_t *echo, uint64_t seed) {
     memset(c, 0, sizeof *c);
@@ -813,18 +791,12 @@ static void add_call(srv_resp *c, srv_buf *out, const json_t *call) {
     free(args);
 }
 
-static bool all_space(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r') return false;
-    return true;
-}
-
 void srv_resp_delta(srv_resp *c, srv_buf *out, const srv_delta *d) {
     if (d->thinking) add_text(c, out, 1, d->thinking, d->thinking_len);
     if (d->content && d->content_len) {
         /* white space between thinking and calls does not open a message of its own: it
          * waits for text (and is dropped before a call) */
-        if (c->open != 2 && all_space(d->content, d->content_len)) {
+        if (c->open != 2 && srv_all_space(d->content, d->content_len)) {
             if (c->open == 1) close_open(c, out, false);
             srv_buf_append(&c->pend, d->content, d->content_len);
         } else {

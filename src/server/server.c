@@ -268,7 +268,9 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
                {"/api/chat", SRV_API_CHAT},
                {"/v1/chat/completions", SRV_API_OAI_CHAT},
                {"/v1/completions", SRV_API_OAI_COMPLETE},
-               {"/v1/responses", SRV_API_OAI_RESPONSES}};
+               {"/v1/responses", SRV_API_OAI_RESPONSES},
+               {"/v1/messages", SRV_API_ANTHROPIC},
+               {"/v1/messages/count_tokens", SRV_API_ANTHROPIC_COUNT}};
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(p, gen[i].path)) continue;
         if (IS("POST")) srv_api_generate(s, gen[i].api, rq, conn, out);
@@ -297,9 +299,9 @@ void srv_handle(loom_server *s, const srv_request *rq, const srv_conn *conn, srv
         return;
     }
     if (oai_path(p)) {
-        char msg[320];
+        char msg[400];
         snprintf(msg, sizeof msg, "unknown endpoint %s %.200s (served: /v1/chat/completions, /v1/completions, "
-                 "/v1/responses, /v1/embeddings, /v1/models)", rq->method, p);
+                 "/v1/responses, /v1/messages, /v1/embeddings, /v1/models)", rq->method, p);
         srv_api_error(out, SRV_API_OAI_CHAT, 404, msg);
         return;
     }

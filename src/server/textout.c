@@ -7,6 +7,7 @@ void srv_textout_init(srv_textout *t, char *const *stop, int n_stop) {
     memset(t, 0, sizeof *t);
     t->stop = stop;
     t->n_stop = n_stop;
+    t->hit = -1;
 }
 
 /* Longest suffix of s[0..n) that is a proper prefix of pat (the start of a stop
@@ -29,17 +30,18 @@ bool srv_textout_push(srv_textout *t, const char *p, size_t n, srv_buf *out) {
     size_t len = t->pending.len;
     /* the earliest complete stop string wins */
     size_t cut = len;
-    bool hit = false;
+    int hit = -1;
     for (int i = 0; i < t->n_stop; i++) {
         size_t sl = strlen(t->stop[i]);
         if (!sl || sl > len) continue;
         const char *f = memmem(s, len, t->stop[i], sl);
         if (f && (size_t)(f - s) < cut) {
             cut = (size_t)(f - s);
-            hit = true;
+            hit = i;
         }
     }
-    if (hit) {
+    if (hit >= 0) {
+        t->hit = hit;
         srv_buf_append(out, s, cut);
         srv_buf_clear(&t->pending);
         t->stopped = true;

@@ -14,6 +14,7 @@ typedef struct srv_textout {
     int n_stop;
     srv_buf pending;    /* produced but not yet handed out */
     bool stopped;       /* a stop string was found: everything after it is dropped */
+    int hit;            /* which one (an index into stop), -1 before */
 } srv_textout;
 
 void srv_textout_init(srv_textout *t, char *const *stop, int n_stop);

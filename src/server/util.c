@@ -414,3 +414,17 @@ void srv_human_number(uint64_t b, char *out, size_t n) {
         snprintf(out, n, "%llu", (unsigned long long)b);
     }
 }
+
+bool srv_all_space(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r') return false;
+    return true;
+}
+
+void srv_make_id(uint64_t *state, const char *prefix, char *out, size_t out_size) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    snprintf(out, out_size, "%s_%016llx", prefix, (unsigned long long)z);
+}

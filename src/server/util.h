@@ -73,6 +73,12 @@ bool srv_glob_match(const char *pattern, const char *s);
  * multi-byte sequence at the end is excluded; invalid bytes count as complete). */
 size_t srv_utf8_complete_prefix(const char *s, size_t n);
 
+/* Whether s[0..n) is only spaces, tabs, CR and LF (true for n == 0). */
+bool srv_all_space(const char *s, size_t n);
+
+/* An id "<prefix>_<16 hex digits>" from a splitmix64 stream (*state advances). */
+void srv_make_id(uint64_t *state, const char *prefix, char *out, size_t out_size);
+
 /* Human-readable parameter count as Ollama prints it: "8.0B", "494.03M", "260K". */
 void srv_human_number(uint64_t n, char *out, size_t out_size);
 

@@ -1,4 +1,5 @@
-// End-to-end tests of `loom serve` with the real npm clients (ollama 0.6.x, openai 7.x).
+// End-to-end tests of `loom serve` with the real npm clients (ollama 0.6.x, openai 7.x,
+// @anthropic-ai/sdk 1.x).
 // Run by tests/test_server_clients.c, which makes the test models, starts the server
 // and writes the expected texts (from `loom run --temp 0`) into LOOM_TEST_EXPECT:
 //   { "prompt": "...", "n": N, "greedy": "...", "stop": "...", "greedy_stop": "..." }
@@ -8,11 +9,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 const url = process.env.LOOM_URL;
 const expect = JSON.parse(readFileSync(process.env.LOOM_TEST_EXPECT, 'utf8'));
 const ollama = new Ollama({ host: url });
 const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'ignored', maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: url, apiKey: 'ignored', maxRetries: 0 });
 const greedy = { temperature: 0, num_predict: expect.n, seed: 42 };
 
 let failed = 0, passed = 0;
@@ -592,6 +595,116 @@ await test('openai responses: text.format json_schema; stateful fields and unkno
                        (e) => e instanceof OpenAI.BadRequestError && /input\[0\]/.test(e.message));
   await assert.rejects(openai.responses.create({ model: 'nope', input: 'x' }),
                        (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
+// ---- Anthropic's Messages API (/v1/messages, as Ollama serves it for Claude Code): the
+// same conversation as chat.completions gives the same prompt and, greedy, the same text;
+// the SDK's MessageStream accumulates the stream.
+function chatFromBlocks(blocks) { // an assistant turn's blocks as a chat.completions message
+  const m = { role: 'assistant', content: blocks.filter((b) => b.type === 'text').map((b) => b.text).join('') || null };
+  const th = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking).join('');
+  if (th) m.reasoning_content = th;
+  const calls = blocks.filter((b) => b.type === 'tool_use');
+  if (calls.length) m.tool_calls = calls.map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input) } }));
+  return m;
+}
+
+await test('anthropic messages (not streaming) = chat.completions; stop_sequences', async () => {
+  const m = await anthropic.messages.create({ model: 'tiny', system: 'Be brief.', max_tokens: expect.n, temperature: 0,
+    messages: [{ role: 'user', content: expect.prompt }] });
+  assert.equal(m.type, 'message');
+  assert.equal(m.role, 'assistant');
+  assert.match(m.id, /^msg_/);
+  assert.equal(m.stop_reason, 'max_tokens');
+  assert.equal(m.stop_sequence, null);
+  assert.equal(m.content.length, 1);
+  assert.equal(m.content[0].type, 'text');
+  assert.equal(m.usage.output_tokens, expect.n);
+  const c = await openai.chat.completions.create({ model: 'tiny', temperature: 0, max_tokens: expect.n,
+    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: expect.prompt }] });
+  assert.equal(m.content[0].text, c.choices[0].message.content);
+  assert.equal(m.usage.input_tokens, c.usage.prompt_tokens);
+  // system as text blocks and the user turn as blocks: the same prompt
+  const b = await anthropic.messages.create({ model: 'tiny', max_tokens: expect.n, temperature: 0,
+    system: [{ type: 'text', text: 'Be ' }, { type: 'text', text: 'brief.' }],
+    messages: [{ role: 'user', content: [{ type: 'text', text: expect.prompt }] }] });
+  assert.equal(b.content[0].text, m.content[0].text);
+  assert.equal(b.usage.input_tokens, m.usage.input_tokens);
+  // a stop sequence from the middle of the answer
+  const text = m.content[0].text, stop = text.slice(Math.floor(text.length / 2), Math.floor(text.length / 2) + 3);
+  assert.ok(stop.trim().length > 0, JSON.stringify(stop));
+  const s = await anthropic.messages.create({ model: 'tiny', system: 'Be brief.', max_tokens: expect.n, temperature: 0,
+    stop_sequences: ['@@never@@', stop], messages: [{ role: 'user', content: expect.prompt }] });
+  assert.equal(s.stop_reason, 'stop_sequence');
+  assert.equal(s.stop_sequence, stop);
+  assert.equal(s.content[0].text, text.slice(0, text.indexOf(stop)));
+});
+
+await test('anthropic streaming: MessageStream finalMessage and text events = not streaming', async () => {
+  const args = { model: 'tiny', max_tokens: expect.n, temperature: 0, messages: [{ role: 'user', content: expect.prompt }] };
+  const whole = await anthropic.messages.create(args);
+  let text = '';
+  const st = anthropic.messages.stream(args).on('text', (t) => { text += t; });
+  const fin = await st.finalMessage();
+  assert.equal(text, whole.content[0].text);
+  assert.deepEqual(fin.content, whole.content);
+  assert.equal(fin.stop_reason, 'max_tokens');
+  assert.equal(fin.usage.output_tokens, expect.n);
+  assert.equal(fin.usage.input_tokens, whole.usage.input_tokens);
+  const types = [];
+  for await (const ev of await anthropic.messages.create({ ...args, stream: true })) types.push(ev.type);
+  assert.deepEqual([types[0], types[1], types.at(-3), types.at(-2), types.at(-1)],
+                   ['message_start', 'content_block_start', 'content_block_stop', 'message_delta', 'message_stop']);
+});
+
+await test('anthropic tools: a tool_use block; its tool_result in the next turn = chat.completions', async () => {
+  const atools = [{ name: 'get_weather', description: 'Weather of a city', input_schema: weatherSchema }];
+  const args = { model: 'qwen3', max_tokens: 160, tools: atools, tool_choice: { type: 'any', disable_parallel_tool_use: true },
+                 temperature: 0.9, seed: 3, messages: ask };
+  const m = await anthropic.messages.create(args);
+  assert.equal(m.stop_reason, 'tool_use');
+  const uses = m.content.filter((b) => b.type === 'tool_use');
+  assert.equal(uses.length, 1);
+  assert.match(uses[0].id, /^toolu_/);
+  assert.equal(uses[0].name, 'get_weather');
+  assertWeatherArgs(uses[0].input);
+  const fin = await anthropic.messages.stream(args).finalMessage();
+  assert.deepEqual(fin.content.filter((b) => b.type === 'tool_use').map((b) => [b.name, b.input]), uses.map((b) => [b.name, b.input]));
+  assert.equal(fin.stop_reason, 'tool_use');
+  const next = await anthropic.messages.create({ model: 'qwen3', max_tokens: 8, temperature: 0, tools: atools,
+    messages: [...ask, { role: 'assistant', content: m.content },
+               { role: 'user', content: [{ type: 'tool_result', tool_use_id: uses[0].id, content: 'sunny, 24 degrees' }] }] });
+  const chat = await openai.chat.completions.create({ model: 'qwen3', tools, temperature: 0, max_tokens: 8,
+    messages: [...ask, chatFromBlocks(m.content), { role: 'tool', tool_call_id: uses[0].id, content: 'sunny, 24 degrees' }] });
+  assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
+  assert.equal(next.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), chat.choices[0].message.content ?? '');
+  assert.ok(next.usage.input_tokens > m.usage.input_tokens + 10);
+});
+
+await test('anthropic thinking: a thinking block = chat reasoning_content; disabled hides it; count_tokens', async () => {
+  const args = { model: 'r1', max_tokens: 16, temperature: 0, messages: [{ role: 'user', content: 'Tell me a story.' }] };
+  const m = await anthropic.messages.create(args);
+  const c = await openai.chat.completions.create({ model: 'r1', messages: args.messages, temperature: 0, max_tokens: 16 });
+  assert.equal(m.content[0].type, 'thinking');
+  assert.equal(m.content[0].thinking, c.choices[0].message.reasoning_content);
+  let th = '';
+  const fin = await anthropic.messages.stream(args).on('thinking', (d) => { th += d; }).finalMessage();
+  assert.equal(th, m.content[0].thinking);
+  assert.deepEqual(fin.content, m.content);
+  const off = await anthropic.messages.create({ ...args, thinking: { type: 'disabled' } });
+  assert.ok(off.content.every((b) => b.type !== 'thinking'), JSON.stringify(off.content));
+  const n = await anthropic.messages.countTokens({ model: 'r1', messages: args.messages });
+  assert.equal(n.input_tokens, m.usage.input_tokens);
+});
+
+await test('anthropic errors: unknown model is NotFoundError, bad requests are BadRequestError', async () => {
+  await assert.rejects(anthropic.messages.create({ model: 'nope', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
+                       (e) => e instanceof Anthropic.NotFoundError && e.status === 404 && e.error?.error?.type === 'not_found_error');
+  await assert.rejects(anthropic.messages.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }] }),
+                       (e) => e instanceof Anthropic.BadRequestError && /max_tokens/.test(e.message));
+  await assert.rejects(anthropic.messages.create({ model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: [
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] }),
+                       (e) => e instanceof Anthropic.BadRequestError && /messages\[0\]\.content\[0\]: images/.test(e.message));
 });
 
 console.log(`clients: ${passed} passed, ${failed} failed`);
