@@ -108,6 +108,15 @@ static void test_requests(void) {
     check_json(r.messages, "[{\"role\":\"user\",\"content\":\"\"}]", "empty user turn");
     CHECK(r.think == -1 && r.tool_choice == SRV_TOOL_CHOICE_NONE);
     srv_gen_req_free(&r);
+    /* no thinking field: no thinking (Anthropic's rule); an effort alone turns it on at that level */
+    CHECK(decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                 &r, &e));
+    CHECK(r.think == 0 && r.think_soft);
+    srv_gen_req_free(&r);
+    CHECK(decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                                    "\"output_config\":{\"effort\":\"medium\"}}", &r, &e));
+    CHECK(r.think == 1 && !strcmp(r.think_level, "medium"));
+    srv_gen_req_free(&r);
 
     const srv_api A = SRV_API_ANTHROPIC;
     expect_err(A, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens: Field required");

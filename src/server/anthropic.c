@@ -274,12 +274,17 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
 }
 
 static bool decode_thinking(const json_t *body, srv_gen_req *r, srv_err *e) {
+    /* Anthropic's rule: no "thinking" field, no extended thinking; and thinking asked of a
+     * model that cannot think is ignored (Ollama's rule, for Claude Code) */
+    r->think = 0;
+    r->think_soft = true;
     const json_t *th = json_object_get(body, "thinking");
     if (!absent(th)) {
         const json_t *type = json_is_object(th) ? json_object_get(th, "type") : NULL;
         if (str_is(type, "enabled")) r->think = 1;
         else if (str_is(type, "disabled")) r->think = 0;
-        else if (!str_is(type, "adaptive")) {
+        else if (str_is(type, "adaptive")) r->think = -1; /* the model's own default */
+        else {
             srv_err_set(e, 400, "\"thinking.type\": expected \"enabled\", \"disabled\" or \"adaptive\"");
             return false;
         }
@@ -296,7 +301,7 @@ static bool decode_thinking(const json_t *body, srv_gen_req *r, srv_err *e) {
                                            {"xhigh", "high"}, {"max", "high"}};
     for (size_t i = 0; json_is_string(eff) && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(json_string_value(eff), names[i][0])) continue;
-        if (r->think == 0) return true; /* thinking disabled outright wins */
+        if (r->think == 0 && !absent(th)) return true; /* thinking disabled outright wins */
         r->think = 1;
         return (r->think_level = loom_strdup(names[i][1])) != NULL || oom(e);
     }

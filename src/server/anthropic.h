@@ -13,8 +13,9 @@
  * redacted_thinking (ignored: opaque); system (a string or text blocks, joined as they
  * are); tools [{name, description, input_schema}] (type absent or "custom"); tool_choice
  * {type: "auto" | "any" | "tool" (name) | "none", disable_parallel_tool_use}; thinking
- * {type: "enabled" | "disabled" | "adaptive"}; output_config.effort (low, medium, high;
- * xhigh/max = high); temperature, top_p, top_k, stop_sequences, stream, metadata
+ * {type: "enabled" | "disabled" | "adaptive"; absent = disabled, Anthropic's rule};
+ * output_config.effort (low, medium, high; xhigh/max = high; alone it enables thinking);
+ * thinking asked of a model that cannot think is ignored (r->think_soft); temperature, top_p, top_k, stop_sequences, stream, metadata
  * (ignored). 400 naming the field for the rest: images, documents, server tools, unknown
  * block types.
  *

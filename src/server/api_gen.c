@@ -404,8 +404,14 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
         goto error;
     }
     if (r.think == 1 && !srv_template_thinks(tmpl)) { /* as Ollama: think needs a template that thinks */
-        srv_err_set(&e, 400, "\"%s\" does not support thinking", r.model);
-        goto error;
+        if (r.think_soft) { /* ...except where the API asks "if you can" (Anthropic, Responses) */
+            r.think = -1;
+            loom_free(r.think_level);
+            r.think_level = NULL;
+        } else {
+            srv_err_set(&e, 400, "\"%s\" does not support thinking", r.model);
+            goto error;
+        }
     }
     int n_ctx = srv_engine_n_ctx(in->eng);
     int n_msgs = 0;

@@ -137,6 +137,7 @@ typedef struct srv_gen_req {
     bool parallel_tool_calls; /* OpenAI parallel_tool_calls (default true) */
     json_t *format;         /* NULL, "json" or a schema object (owned) */
     int think;              /* -1 unset, 0 false, 1 true */
+    bool think_soft;        /* think: true means "if the model can" (Anthropic, Responses) */
     char *think_level;      /* "high" | "medium" | "low" (think given as a string) */
     bool stream;            /* default true for Ollama, false for OpenAI */
     bool include_usage;     /* OpenAI stream_options.include_usage */

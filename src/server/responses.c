@@ -421,6 +421,7 @@ static bool decode_reasoning(const json_t *body, srv_gen_req *r, srv_err *e) {
     for (size_t i = 0; json_is_string(eff) && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(json_string_value(eff), names[i][0])) continue;
         r->think = names[i][1] != NULL;
+        r->think_soft = true; /* a model that cannot think answers without (clients send an effort by default) */
         if (names[i][1] && !(r->think_level = loom_strdup(names[i][1]))) return oom(e);
         return true;
     }

@@ -580,6 +580,9 @@ await test('openai responses reasoning: a reasoning item = chat reasoning_conten
   const off = await openai.responses.create({ ...args, reasoning: { effort: 'none' } });
   assert.ok(off.output.every((o) => o.type !== 'reasoning'), JSON.stringify(off.output));
   assert.equal(off.reasoning.effort, 'none');
+  // an effort for a model that cannot think: answered without reasoning (not a 400)
+  const tiny = await openai.responses.create({ ...args, model: 'tiny', reasoning: { effort: 'high' } });
+  assert.deepEqual(tiny.output.map((o) => o.type), ['message']);
 });
 
 await test('openai responses: text.format json_schema; stateful fields and unknown models are errors', async () => {
@@ -674,15 +677,16 @@ await test('anthropic tools: a tool_use block; its tool_result in the next turn 
   const next = await anthropic.messages.create({ model: 'qwen3', max_tokens: 8, temperature: 0, tools: atools,
     messages: [...ask, { role: 'assistant', content: m.content },
                { role: 'user', content: [{ type: 'tool_result', tool_use_id: uses[0].id, content: 'sunny, 24 degrees' }] }] });
-  const chat = await openai.chat.completions.create({ model: 'qwen3', tools, temperature: 0, max_tokens: 8,
+  const chat = await openai.chat.completions.create({ model: 'qwen3', tools, temperature: 0, max_tokens: 8, reasoning_effort: 'none',
     messages: [...ask, chatFromBlocks(m.content), { role: 'tool', tool_call_id: uses[0].id, content: 'sunny, 24 degrees' }] });
   assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
   assert.equal(next.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), chat.choices[0].message.content ?? '');
   assert.ok(next.usage.input_tokens > m.usage.input_tokens + 10);
 });
 
-await test('anthropic thinking: a thinking block = chat reasoning_content; disabled hides it; count_tokens', async () => {
-  const args = { model: 'r1', max_tokens: 16, temperature: 0, messages: [{ role: 'user', content: 'Tell me a story.' }] };
+await test('anthropic thinking: enabled = chat reasoning_content; absent or disabled hides it; count_tokens', async () => {
+  const args = { model: 'r1', max_tokens: 16, temperature: 0, messages: [{ role: 'user', content: 'Tell me a story.' }],
+                 thinking: { type: 'enabled', budget_tokens: 1024 } };
   const m = await anthropic.messages.create(args);
   const c = await openai.chat.completions.create({ model: 'r1', messages: args.messages, temperature: 0, max_tokens: 16 });
   assert.equal(m.content[0].type, 'thinking');
@@ -693,8 +697,16 @@ await test('anthropic thinking: a thinking block = chat reasoning_content; disab
   assert.deepEqual(fin.content, m.content);
   const off = await anthropic.messages.create({ ...args, thinking: { type: 'disabled' } });
   assert.ok(off.content.every((b) => b.type !== 'thinking'), JSON.stringify(off.content));
-  const n = await anthropic.messages.countTokens({ model: 'r1', messages: args.messages });
+  const { thinking, ...plain } = args; // Anthropic's rule: no thinking field, no thinking
+  const none = await anthropic.messages.create(plain);
+  assert.ok(none.content.every((b) => b.type !== 'thinking'), JSON.stringify(none.content));
+  // a model that cannot think answers without (Claude Code asks every model)
+  const tiny = await anthropic.messages.create({ ...args, model: 'tiny' });
+  assert.ok(tiny.content.length === 1 && tiny.content[0].type === 'text', JSON.stringify(tiny.content));
+  const n = await anthropic.messages.countTokens({ model: 'r1', messages: args.messages, thinking: args.thinking });
   assert.equal(n.input_tokens, m.usage.input_tokens);
+  const n0 = await anthropic.messages.countTokens({ model: 'r1', messages: args.messages });
+  assert.equal(n0.input_tokens, none.usage.input_tokens);
 });
 
 await test('anthropic errors: unknown model is NotFoundError, bad requests are BadRequestError', async () => {
