@@ -12,35 +12,15 @@
 
 #include "server/anthropic.h"
 #include "server/request.h"
+#include "server_test_json.h"
 #include "test_util.h"
 
-static bool decode(srv_api api, const char *body, srv_gen_req *r, srv_err *e) {
-    srv_limits lim = srv_limits_default();
-    memset(e, 0, sizeof *e);
-    memset(r, 0, sizeof *r);
-    json_t *j = srv_json_parse(body, strlen(body), &lim, e);
-    if (!j) return false;
-    bool ok = srv_gen_req_decode(api, j, &lim, r, e);
-    json_decref(j);
-    return ok;
-}
 
-static void check_json(const json_t *got, const char *want_text, const char *what) {
-    json_error_t je;
-    json_t *want = json_loads(want_text, 0, &je);
-    CHECK_MSG(want, "bad expected JSON for %s: %s", what, je.text);
-    if (!(want && got && json_equal((json_t *)got, want))) {
-        char *g = got ? json_dumps(got, JSON_COMPACT) : NULL;
-        CHECK_MSG(false, "%s:\n got  %s\n want %s", what, g ? g : "(null)", want_text);
-        free(g);
-    }
-    json_decref(want);
-}
 
 static void expect_err(srv_api api, const char *body, const char *needle) {
     srv_gen_req r;
     srv_err e;
-    bool ok = decode(api, body, &r, &e);
+    bool ok = test_decode(api, body, &r, &e);
     CHECK_MSG(!ok && e.status == 400 && strstr(e.msg, needle), "%s -> ok=%d %d '%s' (want 400 '%s')", body, ok, e.status,
               e.msg, needle);
     srv_gen_req_free(&r);
@@ -69,10 +49,10 @@ static void test_requests(void) {
         "{\"type\":\"custom\",\"name\":\"put\",\"input_schema\":{\"type\":\"object\"}}],"
         "\"tool_choice\":{\"type\":\"tool\",\"name\":\"put\",\"disable_parallel_tool_use\":true},"
         "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},\"output_config\":{\"effort\":\"xhigh\"}}";
-    CHECK(decode(SRV_API_ANTHROPIC, body, &r, &e));
+    CHECK(test_decode(SRV_API_ANTHROPIC, body, &r, &e));
     CHECK_MSG(r.messages, "%s", e.msg);
     CHECK(r.api == SRV_API_ANTHROPIC && r.stream);
-    check_json(r.messages,
+    test_check_json(r.messages,
                "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
                "{\"role\":\"user\",\"content\":\"weather?\"},"
                "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"tool_calls\":["
@@ -84,7 +64,7 @@ static void test_requests(void) {
                "{\"role\":\"user\",\"content\":\"and?\"},"
                "{\"role\":\"tool\",\"content\":\"\",\"tool_call_id\":\"toolu_9\"}]",
                "messages");
-    check_json(r.tools,
+    test_check_json(r.tools,
                "[{\"type\":\"function\",\"function\":{\"name\":\"get\",\"description\":\"d\",\"parameters\":{\"type\":\"object\"}}},"
                "{\"type\":\"function\",\"function\":{\"name\":\"put\",\"parameters\":{\"type\":\"object\"}}}]",
                "tools");
@@ -96,24 +76,24 @@ static void test_requests(void) {
     srv_gen_req_free(&r);
 
     /* defaults: Ollama's sampling (not set here), stream off; count_tokens needs no max_tokens */
-    CHECK(decode(SRV_API_ANTHROPIC_COUNT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+    CHECK(test_decode(SRV_API_ANTHROPIC_COUNT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
                                           "\"stream\":true,\"thinking\":{\"type\":\"disabled\"},"
                                           "\"output_config\":{\"effort\":\"low\"},\"tool_choice\":{\"type\":\"any\"},"
                                           "\"tools\":[{\"name\":\"f\"}]}", &r, &e));
     CHECK(!r.stream && !r.opt.num_predict_set && !r.opt.temperature_set && !r.opt.top_p_set);
     CHECK(r.think == 0 && !r.think_level && r.tool_choice == SRV_TOOL_CHOICE_REQUIRED && r.parallel_tool_calls);
     srv_gen_req_free(&r);
-    CHECK(decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[]}],"
+    CHECK(test_decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[]}],"
                                     "\"thinking\":{\"type\":\"adaptive\"},\"tool_choice\":{\"type\":\"none\"}}", &r, &e));
-    check_json(r.messages, "[{\"role\":\"user\",\"content\":\"\"}]", "empty user turn");
+    test_check_json(r.messages, "[{\"role\":\"user\",\"content\":\"\"}]", "empty user turn");
     CHECK(r.think == -1 && r.tool_choice == SRV_TOOL_CHOICE_NONE);
     srv_gen_req_free(&r);
     /* no thinking field: no thinking (Anthropic's rule); an effort alone turns it on at that level */
-    CHECK(decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+    CHECK(test_decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                  &r, &e));
     CHECK(r.think == 0 && r.think_soft);
     srv_gen_req_free(&r);
-    CHECK(decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+    CHECK(test_decode(SRV_API_ANTHROPIC, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
                                     "\"output_config\":{\"effort\":\"medium\"}}", &r, &e));
     CHECK(r.think == 1 && !strcmp(r.think_level, "medium"));
     srv_gen_req_free(&r);
@@ -174,27 +154,6 @@ static void test_requests(void) {
 
 /* ------------------------------------------------------------------ answers */
 
-static json_t *parse_events(const srv_buf *b) {
-    json_t *evs = json_array();
-    const char *p = b->data, *end = b->data + b->len;
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        CHECK(!strncmp(p, "event: ", 7) && nl);
-        if (!nl || strncmp(p, "event: ", 7)) break;
-        char type[64];
-        snprintf(type, sizeof type, "%.*s", (int)(nl - p - 7), p + 7);
-        p = nl + 1;
-        const char *stop = strstr(p, "\n\n");
-        CHECK(!strncmp(p, "data: ", 6) && stop);
-        if (!stop) break;
-        json_t *j = json_loadb(p + 6, (size_t)(stop - p - 6), 0, NULL);
-        CHECK(j && !strcmp(json_string_value(json_object_get(j, "type")), type));
-        if (!j) break;
-        json_array_append_new(evs, j);
-        p = stop + 2;
-    }
-    return evs;
-}
 
 typedef struct piece {
     const char *thinking, *content, *call;
@@ -259,7 +218,7 @@ static void run(const piece *ps, int n, const char *reason, const char *want_typ
         json_decref(one);
     }
     srv_anth_end(&c, &sse, true, reason, !strcmp(reason, "stop_sequence") ? "##" : NULL, 12, 7);
-    json_t *evs = parse_events(&sse);
+    json_t *evs = test_parse_sse_events(&sse);
     srv_buf types = {0};
     for (size_t i = 0; i < json_array_size(evs); i++) {
         const char *t = json_string_value(json_object_get(json_array_get(evs, i), "type"));
@@ -272,7 +231,7 @@ static void run(const piece *ps, int n, const char *reason, const char *want_typ
     CHECK_MSG(types.data && !strcmp(types.data, want_types), "events:\n got  %s\n want %s", types.data, want_types);
     srv_buf_free(&types);
     const json_t *start = json_object_get(json_array_get(evs, 0), "message");
-    check_json(json_object_get(start, "usage"), "{\"input_tokens\":12,\"output_tokens\":0}", "message_start usage");
+    test_check_json(json_object_get(start, "usage"), "{\"input_tokens\":12,\"output_tokens\":0}", "message_start usage");
     CHECK(json_array_size(json_object_get(start, "content")) == 0 && json_is_null(json_object_get(start, "stop_reason")));
     const json_t *md = json_object_get(json_array_get(evs, json_array_size(evs) - 2), "delta");
     CHECK(!strcmp(json_string_value(json_object_get(md, "stop_reason")), reason));
@@ -285,7 +244,7 @@ static void run(const piece *ps, int n, const char *reason, const char *want_typ
             json_object_set_new(b, "id", json_string("ID"));
         }
     }
-    check_json(acc, want_content, "streamed content");
+    test_check_json(acc, want_content, "streamed content");
     srv_anth_free(&c);
     /* not streamed: one delta with everything (no interleaving here), the same blocks */
     srv_anth_init(&c, "m", 5);
@@ -300,14 +259,14 @@ static void run(const piece *ps, int n, const char *reason, const char *want_typ
     for (size_t i = 0; i < json_array_size(content); i++)
         if (json_object_get(json_array_get(content, i), "id"))
             json_object_set_new(json_array_get(content, i), "id", json_string("ID"));
-    check_json(content, want_content, "whole content");
+    test_check_json(content, want_content, "whole content");
     CHECK(!strcmp(json_string_value(json_object_get(m, "type")), "message") &&
           !strcmp(json_string_value(json_object_get(m, "role")), "assistant") &&
           !strncmp(json_string_value(json_object_get(m, "id")), "msg_", 4));
     CHECK(!strcmp(json_string_value(json_object_get(m, "stop_reason")), reason));
     if (!strcmp(reason, "stop_sequence")) CHECK(!strcmp(json_string_value(json_object_get(m, "stop_sequence")), "##"));
     else CHECK(json_is_null(json_object_get(m, "stop_sequence")));
-    check_json(json_object_get(m, "usage"), "{\"input_tokens\":12,\"output_tokens\":7}", "usage");
+    test_check_json(json_object_get(m, "usage"), "{\"input_tokens\":12,\"output_tokens\":7}", "usage");
     json_decref(content);
     json_decref(m);
     json_decref(acc);
@@ -351,13 +310,13 @@ static void test_answers(void) {
     srv_buf b1 = {0};
     srv_anth_error(&b1, 404, "model \"x\" not found");
     json_t *j = json_loadb(b1.data, b1.len, 0, NULL);
-    check_json(j, "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"model \\\"x\\\" not found\"}}",
+    test_check_json(j, "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"model \\\"x\\\" not found\"}}",
                "error body");
     json_decref(j);
     srv_buf_clear(&b1);
     srv_anth_stream_error(&b1, 503, "busy");
-    json_t *evs = parse_events(&b1);
-    check_json(json_array_get(evs, 0), "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}",
+    json_t *evs = test_parse_sse_events(&b1);
+    test_check_json(json_array_get(evs, 0), "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}",
                "error event");
     json_decref(evs);
     srv_buf_free(&b1);

@@ -14,36 +14,15 @@
 
 #include "server/request.h"
 #include "server/responses.h"
+#include "server_test_json.h"
 #include "test_util.h"
 
-static bool decode(const char *body, srv_gen_req *r, srv_err *e) {
-    srv_limits lim = srv_limits_default();
-    memset(e, 0, sizeof *e);
-    memset(r, 0, sizeof *r);
-    json_t *j = srv_json_parse(body, strlen(body), &lim, e);
-    if (!j) return false;
-    bool ok = srv_gen_req_decode(SRV_API_OAI_RESPONSES, j, &lim, r, e);
-    json_decref(j);
-    return ok;
-}
 
-static void check_json(const json_t *got, const char *want_text, const char *what) {
-    json_error_t je;
-    json_t *want = json_loads(want_text, 0, &je);
-    CHECK_MSG(want, "bad expected JSON for %s: %s", what, je.text);
-    bool eq = want && got && json_equal((json_t *)got, want);
-    if (!eq) {
-        char *g = got ? json_dumps(got, JSON_COMPACT) : NULL;
-        CHECK_MSG(false, "%s:\n got  %s\n want %s", what, g ? g : "(null)", want_text);
-        free(g);
-    }
-    json_decref(want);
-}
 
 static void expect_err(const char *body, const char *needle) {
     srv_gen_req r;
     srv_err e;
-    bool ok = decode(body, &r, &e);
+    bool ok = test_decode(SRV_API_OAI_RESPONSES, body, &r, &e);
     CHECK_MSG(!ok && e.status == 400 && strstr(e.msg, needle), "%s -> ok=%d %d '%s' (want 400 '%s')", body, ok,
               e.status, e.msg, needle);
     srv_gen_req_free(&r);
@@ -53,9 +32,9 @@ static void test_input(void) {
     srv_gen_req r;
     srv_err e;
     /* a plain string, with instructions first */
-    CHECK(decode("{\"model\":\"m\",\"instructions\":\"Be brief.\",\"input\":\"hi\"}", &r, &e));
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"instructions\":\"Be brief.\",\"input\":\"hi\"}", &r, &e));
     CHECK(r.api == SRV_API_OAI_RESPONSES && !r.stream && r.think == -1);
-    check_json(r.messages, "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"hi\"}]",
+    test_check_json(r.messages, "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"hi\"}]",
                "string input");
     CHECK(r.opt.temperature_set && r.opt.temperature == 1.0f && r.opt.top_p_set && r.opt.top_p == 1.0f);
     CHECK(!r.opt.num_predict_set && !r.tools && !r.format);
@@ -81,10 +60,10 @@ static void test_input(void) {
         "{\"type\":\"function_call_output\",\"call_id\":\"call_zz\",\"output\":\"orphan\"},"
         "{\"role\":\"user\",\"content\":\"thanks\"},"
         "{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"tail\"}]}]}";
-    CHECK(decode(items, &r, &e));
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, items, &r, &e));
     CHECK_MSG(r.messages, "%s", e.msg);
     CHECK(r.stream);
-    check_json(r.messages,
+    test_check_json(r.messages,
                "[{\"role\":\"system\",\"content\":\"rules\"},"
                "{\"role\":\"user\",\"content\":\"weather?\"},"
                "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"thinking\":\"a\\n\\nb\",\"tool_calls\":["
@@ -104,7 +83,7 @@ static void test_input(void) {
 static void test_fields(void) {
     srv_gen_req r;
     srv_err e;
-    CHECK(decode("{\"model\":\"m\",\"input\":\"x\",\"temperature\":0.25,\"top_p\":0.5,\"max_output_tokens\":40,"
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"input\":\"x\",\"temperature\":0.25,\"top_p\":0.5,\"max_output_tokens\":40,"
                  "\"truncation\":\"auto\",\"seed\":7,\"store\":true,\"metadata\":{\"k\":\"v\"},\"user\":\"u\","
                  "\"include\":[\"reasoning.encrypted_content\"],\"reasoning\":{\"effort\":\"minimal\",\"summary\":\"auto\"},"
                  "\"text\":{\"format\":{\"type\":\"json_object\"}},"
@@ -117,7 +96,7 @@ static void test_fields(void) {
     CHECK(r.truncate && r.opt.seed_set && r.opt.seed == 7);
     CHECK(r.think == 1 && r.think_level && !strcmp(r.think_level, "low"));
     CHECK(json_is_string(r.format) && !strcmp(json_string_value(r.format), "json"));
-    check_json(r.tools,
+    test_check_json(r.tools,
                "[{\"type\":\"function\",\"function\":{\"name\":\"get\",\"description\":\"d\",\"parameters\":{\"type\":\"object\"}}},"
                "{\"type\":\"function\",\"function\":{\"name\":\"bare\"}}]",
                "tools");
@@ -126,10 +105,10 @@ static void test_fields(void) {
     /* the echo: the request's settings as given, store false (nothing is stored) */
     const json_t *x = r.resp_echo;
     CHECK(json_is_object(x));
-    check_json(json_object_get(x, "reasoning"), "{\"effort\":\"minimal\",\"summary\":\"auto\"}", "echo reasoning");
-    check_json(json_object_get(x, "text"), "{\"format\":{\"type\":\"json_object\"}}", "echo text");
-    check_json(json_object_get(x, "tool_choice"), "{\"type\":\"function\",\"name\":\"bare\"}", "echo tool_choice");
-    check_json(json_object_get(x, "metadata"), "{\"k\":\"v\"}", "echo metadata");
+    test_check_json(json_object_get(x, "reasoning"), "{\"effort\":\"minimal\",\"summary\":\"auto\"}", "echo reasoning");
+    test_check_json(json_object_get(x, "text"), "{\"format\":{\"type\":\"json_object\"}}", "echo text");
+    test_check_json(json_object_get(x, "tool_choice"), "{\"type\":\"function\",\"name\":\"bare\"}", "echo tool_choice");
+    test_check_json(json_object_get(x, "metadata"), "{\"k\":\"v\"}", "echo metadata");
     CHECK(json_is_false(json_object_get(x, "store")) && json_is_false(json_object_get(x, "parallel_tool_calls")));
     CHECK(json_integer_value(json_object_get(x, "max_output_tokens")) == 40);
     CHECK(!strcmp(json_string_value(json_object_get(x, "truncation")), "auto"));
@@ -137,12 +116,12 @@ static void test_fields(void) {
     srv_gen_req_free(&r);
 
     /* effort mapping: none turns thinking off; xhigh is high; a schema format */
-    CHECK(decode("{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"none\"},\"text\":{\"format\":{\"type\":"
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"none\"},\"text\":{\"format\":{\"type\":"
                  "\"json_schema\",\"name\":\"n\",\"schema\":{\"type\":\"object\"},\"strict\":true}}}", &r, &e));
     CHECK(r.think == 0 && !r.think_level);
-    check_json(r.format, "{\"type\":\"object\"}", "json_schema format");
+    test_check_json(r.format, "{\"type\":\"object\"}", "json_schema format");
     srv_gen_req_free(&r);
-    CHECK(decode("{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"xhigh\"},\"text\":{\"format\":{\"type\":"
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"xhigh\"},\"text\":{\"format\":{\"type\":"
                  "\"text\"}},\"tool_choice\":\"none\",\"tools\":[]}", &r, &e));
     CHECK(r.think == 1 && !strcmp(r.think_level, "high") && !r.format && r.tool_choice == SRV_TOOL_CHOICE_NONE);
     srv_gen_req_free(&r);
@@ -197,30 +176,6 @@ static void test_errors(void) {
 
 /* Split SSE text into events; checks the framing (event: TYPE, data: one JSON whose type
  * is TYPE). Returns a new array. */
-static json_t *parse_events(const srv_buf *b) {
-    json_t *evs = json_array();
-    const char *p = b->data, *end = b->data + b->len;
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        CHECK(!strncmp(p, "event: ", 7) && nl);
-        if (!nl || strncmp(p, "event: ", 7)) break;
-        char type[96];
-        snprintf(type, sizeof type, "%.*s", (int)(nl - p - 7), p + 7);
-        p = nl + 1;
-        const char *stop = strstr(p, "\n\n");
-        CHECK(!strncmp(p, "data: ", 6) && stop);
-        if (!stop) break;
-        json_error_t je;
-        json_t *j = json_loadb(p + 6, (size_t)(stop - p - 6), 0, &je);
-        CHECK_MSG(j, "event data is not JSON: %s", je.text);
-        if (!j) break;
-        CHECK_MSG(!strcmp(json_string_value(json_object_get(j, "type")), type), "event %s with data type %s", type,
-                  json_string_value(json_object_get(j, "type")));
-        json_array_append_new(evs, j);
-        p = stop + 2;
-    }
-    return evs;
-}
 
 typedef struct piece {
     const char *thinking, *content;
@@ -251,7 +206,7 @@ static json_t *run(const piece *ps, int n, bool incomplete, json_t **whole_resp)
     }
     srv_resp_end(&c, &sse, true, incomplete, 10, 4, 7);
     CHECK(!sse.oom);
-    json_t *evs = parse_events(&sse);
+    json_t *evs = test_parse_sse_events(&sse);
     srv_resp_free(&c);
     /* the same answer, not streamed: one delta */
     srv_resp_init(&c, "m", echo, 1);
@@ -353,14 +308,14 @@ static void test_answers(void) {
     check_stream(evs, whole, true);
     const json_t *out = json_object_get(whole, "output");
     CHECK(!strcmp(json_string_value(json_object_get(json_array_get(out, 0), "type")), "reasoning"));
-    check_json(json_object_get(json_array_get(out, 0), "summary"), "[{\"type\":\"summary_text\",\"text\":\"Let me think.\"}]",
+    test_check_json(json_object_get(json_array_get(out, 0), "summary"), "[{\"type\":\"summary_text\",\"text\":\"Let me think.\"}]",
                "reasoning summary");
-    check_json(json_object_get(json_array_get(out, 1), "content"),
+    test_check_json(json_object_get(json_array_get(out, 1), "content"),
                "[{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],\"text\":\"\\n\\nHello world\"}]", "message");
     CHECK(!strcmp(json_string_value(json_object_get(json_array_get(out, 1), "status")), "completed"));
     CHECK(!strcmp(json_string_value(json_object_get(whole, "status")), "completed"));
     CHECK(json_is_null(json_object_get(whole, "incomplete_details")) && json_is_integer(json_object_get(whole, "completed_at")));
-    check_json(json_object_get(whole, "usage"),
+    test_check_json(json_object_get(whole, "usage"),
                "{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":4},\"output_tokens\":7,"
                "\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":17}", "usage");
     CHECK(!strcmp(json_string_value(json_object_get(whole, "object")), "response") &&
@@ -386,7 +341,7 @@ static void test_answers(void) {
     json_t *fc = json_deep_copy(json_array_get(out, 1));
     CHECK(!strncmp(json_string_value(json_object_get(fc, "id")), "fc_", 3));
     json_object_del(fc, "id");
-    check_json(fc, "{\"type\":\"function_call\",\"status\":\"completed\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\","
+    test_check_json(fc, "{\"type\":\"function_call\",\"status\":\"completed\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\","
                    "\"call_id\":\"call_x\",\"name\":\"get\"}", "function call");
     json_decref(fc);
     CHECK(!strcmp(json_string_value(json_object_get(json_array_get(out, 2), "call_id")), "call_1"));
@@ -399,7 +354,7 @@ static void test_answers(void) {
                      "content_part.done output_item.done incomplete");
     check_stream(evs, whole, true);
     CHECK(!strcmp(json_string_value(json_object_get(whole, "status")), "incomplete"));
-    check_json(json_object_get(whole, "incomplete_details"), "{\"reason\":\"max_output_tokens\"}", "incomplete_details");
+    test_check_json(json_object_get(whole, "incomplete_details"), "{\"reason\":\"max_output_tokens\"}", "incomplete_details");
     CHECK(!strcmp(json_string_value(json_object_get(json_array_get(json_object_get(whole, "output"), 0), "status")),
                   "incomplete"));
     json_decref(evs), json_decref(whole);
@@ -434,9 +389,9 @@ static void test_answers(void) {
     srv_resp_init(&r, "m", NULL, 2);
     srv_resp_start(&r, &b2);
     srv_resp_stream_error(&r, &b2, 500, "engine failed");
-    evs = parse_events(&b2);
+    evs = test_parse_sse_events(&b2);
     CHECK(json_array_size(evs) == 3);
-    check_json(json_array_get(evs, 2), "{\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\","
+    test_check_json(json_array_get(evs, 2), "{\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\","
                                        "\"message\":\"engine failed\",\"param\":null}", "error event");
     json_decref(evs);
     srv_buf_free(&b2);

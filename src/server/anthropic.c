@@ -64,17 +64,6 @@ static bool text_blocks(const json_t *c, const char *where, srv_buf *out, srv_er
     return true;
 }
 
-static const char *call_name(const json_t *msgs, const char *id) {
-    for (size_t i = json_array_size(msgs); i-- > 0;) {
-        const json_t *tc = json_object_get(json_array_get(msgs, i), "tool_calls");
-        for (size_t k = 0; k < json_array_size(tc); k++) {
-            const json_t *c = json_array_get(tc, k);
-            if (str_is(json_object_get(c, "id"), id))
-                return json_string_value(json_object_get(json_object_get(c, "function"), "name"));
-        }
-    }
-    return NULL;
-}
 
 static bool append(json_t *arr, json_t *v, srv_err *e) { return (v && !json_array_append_new(arr, v)) || oom(e); }
 
@@ -149,7 +138,7 @@ static bool decode_message(const json_t *m, size_t i, json_t *msgs, srv_err *e) 
                             : NULL;
             srv_buf_free(&rt);
             if (ok && tm) {
-                const char *name = call_name(msgs, json_string_value(id));
+                const char *name = srv_call_name(msgs, json_array_size(msgs), json_string_value(id));
                 if (name) json_object_set_new(tm, "tool_name", json_string(name));
             }
             if (ok) ok = append(results, tm, e);
@@ -259,18 +248,7 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
         srv_err_set(e, 400, "\"tool_choice.type\": expected \"auto\", \"any\", \"tool\" or \"none\" (got \"%.64s\")", t);
         return false;
     }
-    if (r->tool_choice != SRV_TOOL_CHOICE_REQUIRED && r->tool_choice != SRV_TOOL_CHOICE_FUNCTION) return true;
-    size_t nt = json_array_size(r->tools);
-    if (!nt) {
-        srv_err_set(e, 400, "\"tool_choice\": type \"%s\" needs \"tools\"", t);
-        return false;
-    }
-    for (size_t i = 0; r->tool_choice_name && i < nt; i++)
-        if (str_is(json_object_get(json_object_get(json_array_get(r->tools, i), "function"), "name"), r->tool_choice_name))
-            return true;
-    if (!r->tool_choice_name) return true;
-    srv_err_set(e, 400, "\"tool_choice\": no tool named \"%.128s\" in \"tools\"", r->tool_choice_name);
-    return false;
+    return srv_tool_choice_check(r, t, e);
 }
 
 static bool decode_thinking(const json_t *body, srv_gen_req *r, srv_err *e) {
@@ -335,15 +313,7 @@ static bool decode_sampling(const json_t *body, const srv_limits *lim, srv_gen_r
         o->top_k = (int)json_integer_value(tk);
         o->top_k_set = true;
     }
-    const json_t *seed = json_object_get(body, "seed"); /* not Anthropic's; as the other endpoints */
-    if (!absent(seed)) {
-        if (!json_is_integer(seed)) {
-            srv_err_set(e, 400, "\"seed\" must be an integer");
-            return false;
-        }
-        o->seed = json_integer_value(seed);
-        o->seed_set = true;
-    }
+    if (!srv_decode_seed(body, o, e)) return false; /* not Anthropic's; as the other endpoints */
     const json_t *ss = json_object_get(body, "stop_sequences");
     if (absent(ss)) return true;
     if (!json_is_array(ss)) {

@@ -522,7 +522,7 @@ oom:
 
 /* Find the function name of an earlier assistant tool call with this id (OpenAI
  * tool messages carry tool_call_id; Ollama templates want tool_name). */
-static const char *name_from_call_id(const json_t *msgs, size_t upto, const char *id) {
+const char *srv_call_name(const json_t *msgs, size_t upto, const char *id) {
     for (size_t i = upto; i-- > 0;) {
         const json_t *tc = json_object_get(json_array_get(msgs, i), "tool_calls");
         for (size_t k = 0; json_is_array(tc) && k < json_array_size(tc); k++) {
@@ -608,7 +608,7 @@ static json_t *norm_messages(const json_t *msgs, bool openai, const srv_limits *
                 json_object_set(nm, "tool_name", (json_t *)tn);
             } else if (openai) {
                 const json_t *id = json_object_get(m, "tool_call_id");
-                const char *name = json_is_string(id) ? name_from_call_id(msgs, i, json_string_value(id)) : NULL;
+                const char *name = json_is_string(id) ? srv_call_name(msgs, i, json_string_value(id)) : NULL;
                 if (name) json_object_set_new(nm, "tool_name", json_string(name));
                 if (json_is_string(id)) json_object_set(nm, "tool_call_id", (json_t *)id);
             }
@@ -670,28 +670,42 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
             return false;
         }
     }
-    if (r->tool_choice == SRV_TOOL_CHOICE_REQUIRED || r->tool_choice == SRV_TOOL_CHOICE_FUNCTION) {
-        size_t nt = json_array_size(r->tools);
-        if (!nt) {
-            srv_err_set(e, 400, "\"tool_choice\": \"%s\" needs \"tools\"",
-                        r->tool_choice_name ? r->tool_choice_name : "required");
-            return false;
-        }
-        for (size_t i = 0; i < nt; i++) {
-            const json_t *t = json_array_get(r->tools, i);
-            const json_t *f = json_is_object(t) ? json_object_get(t, "function") : NULL;
-            const json_t *n = json_is_object(f) ? json_object_get(f, "name") : NULL;
-            if (!json_is_string(n)) {
-                srv_err_set(e, 400, "\"tools\"[%zu].function.name must be a string", i);
-                return false;
-            }
-            if (r->tool_choice_name && !strcmp(json_string_value(n), r->tool_choice_name)) return true;
-        }
-        if (r->tool_choice_name) {
-            srv_err_set(e, 400, "\"tool_choice\": no tool named \"%.128s\" in \"tools\"", r->tool_choice_name);
-            return false;
-        }
+    return srv_tool_choice_check(r, r->tool_choice_name ? r->tool_choice_name : "required", e);
+}
+
+bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e) {
+    if (r->tool_choice != SRV_TOOL_CHOICE_REQUIRED && r->tool_choice != SRV_TOOL_CHOICE_FUNCTION) return true;
+    size_t nt = json_array_size(r->tools);
+    if (!nt) {
+        srv_err_set(e, 400, "\"tool_choice\": \"%.128s\" needs \"tools\"", label);
+        return false;
     }
+    for (size_t i = 0; i < nt; i++) {
+        const json_t *t = json_array_get(r->tools, i);
+        const json_t *f = json_is_object(t) ? json_object_get(t, "function") : NULL;
+        const json_t *n = json_is_object(f) ? json_object_get(f, "name") : NULL;
+        if (!json_is_string(n)) {
+            srv_err_set(e, 400, "\"tools\"[%zu].function.name must be a string", i);
+            return false;
+        }
+        if (r->tool_choice_name && !strcmp(json_string_value(n), r->tool_choice_name)) return true;
+    }
+    if (r->tool_choice_name) {
+        srv_err_set(e, 400, "\"tool_choice\": no tool named \"%.128s\" in \"tools\"", r->tool_choice_name);
+        return false;
+    }
+    return true;
+}
+
+bool srv_decode_seed(const json_t *body, srv_options *o, srv_err *e) {
+    const json_t *seed = json_object_get(body, "seed");
+    if (!seed || json_is_null(seed)) return true;
+    if (!json_is_integer(seed)) {
+        srv_err_set(e, 400, "\"seed\" must be an integer");
+        return false;
+    }
+    o->seed = json_integer_value(seed);
+    o->seed_set = true;
     return true;
 }
 
@@ -946,15 +960,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         o->num_predict = (int)json_integer_value(mt);
         o->num_predict_set = true;
     }
-    const json_t *seed = json_object_get(body, "seed");
-    if (seed && !json_is_null(seed)) {
-        if (!json_is_integer(seed)) {
-            srv_err_set(e, 400, "\"seed\" must be an integer");
-            return false;
-        }
-        o->seed = json_integer_value(seed);
-        o->seed_set = true;
-    }
+    if (!srv_decode_seed(body, o, e)) return false;
     const json_t *stop = json_object_get(body, "stop");
     if (stop && !parse_stop("stop", stop, lim, true, o, e)) return false;
     o->temperature = 1.0f, o->temperature_set = true;

@@ -162,6 +162,16 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
                         srv_err *e);
 void srv_gen_req_free(srv_gen_req *r);
 
+/* tool_choice "required" or a named function: r->tools must have it (label names the
+ * choice in the message). true when the choice needs nothing. */
+bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e);
+/* The function name of the latest call with this id among msgs[0..upto) (messages with
+ * tool_calls [{id, function: {name}}]), or NULL. Tool messages carry tool_name for the
+ * templates that want it. */
+const char *srv_call_name(const json_t *msgs, size_t upto, const char *id);
+/* "seed": an integer (o->seed, o->seed_set); absent or null leaves o as it is. */
+bool srv_decode_seed(const json_t *body, srv_options *o, srv_err *e);
+
 /* keep_alive: a number of seconds or a Go duration string; negative = forever. */
 bool srv_keep_alive_parse(const json_t *v, int64_t *ns, srv_err *e);
 

@@ -69,19 +69,6 @@ static json_t *parts_text(const json_t *c, const char *where, srv_err *e) {
     return s;
 }
 
-/* The name of an earlier call with this call_id (tool messages carry tool_name for
- * templates that want it). */
-static const char *call_name(const json_t *msgs, const char *id) {
-    for (size_t i = json_array_size(msgs); i-- > 0;) {
-        const json_t *tc = json_object_get(json_array_get(msgs, i), "tool_calls");
-        for (size_t k = 0; k < json_array_size(tc); k++) {
-            const json_t *c = json_array_get(tc, k);
-            if (str_is(json_object_get(c, "id"), id))
-                return json_string_value(json_object_get(json_object_get(c, "function"), "name"));
-        }
-    }
-    return NULL;
-}
 
 /* A reasoning item's text: its reasoning_text content, else its summary texts. */
 static bool reasoning_text(const json_t *it, size_t i, srv_buf *b, srv_err *e) {
@@ -217,7 +204,7 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
         if (!text) return false;
         json_t *m = json_pack("{s:s,s:o,s:O}", "role", "tool", "content", text, "tool_call_id", id);
         if (!m) return oom(e);
-        const char *name = call_name(msgs, json_string_value(id));
+        const char *name = srv_call_name(msgs, json_array_size(msgs), json_string_value(id));
         if (name) json_object_set_new(m, "tool_name", json_string(name));
         if (json_array_append_new(msgs, m)) return oom(e);
         return true;
@@ -362,18 +349,7 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
         r->tool_choice = SRV_TOOL_CHOICE_FUNCTION;
         if (!(r->tool_choice_name = srv_json_strdup(name, NULL))) return oom(e);
     }
-    if (r->tool_choice != SRV_TOOL_CHOICE_REQUIRED && r->tool_choice != SRV_TOOL_CHOICE_FUNCTION) return true;
-    size_t nt = json_array_size(r->tools);
-    if (!nt) {
-        srv_err_set(e, 400, "\"tool_choice\": \"%.128s\" needs \"tools\"", r->tool_choice_name ? r->tool_choice_name : "required");
-        return false;
-    }
-    if (!r->tool_choice_name) return true;
-    for (size_t i = 0; i < nt; i++)
-        if (str_is(json_object_get(json_object_get(json_array_get(r->tools, i), "function"), "name"), r->tool_choice_name))
-            return true;
-    srv_err_set(e, 400, "\"tool_choice\": no tool named \"%.128s\" in \"tools\"", r->tool_choice_name);
-    return false;
+    return srv_tool_choice_check(r, r->tool_choice_name ? r->tool_choice_name : "required", e);
 }
 
 static bool decode_text_format(const json_t *body, srv_gen_req *r, srv_err *e) {
@@ -557,15 +533,7 @@ bool srv_responses_decode(const json_t *body, const srv_limits *lim, srv_gen_req
         o->num_predict = (int)json_integer_value(mt);
         o->num_predict_set = true;
     }
-    const json_t *seed = json_object_get(body, "seed"); /* not OpenAI's; as the chat endpoint */
-    if (!absent(seed)) {
-        if (!json_is_integer(seed)) {
-            srv_err_set(e, 400, "\"seed\" must be an integer");
-            return false;
-        }
-        o->seed = json_integer_value(seed);
-        o->seed_set = true;
-    }
+    if (!srv_decode_seed(body, o, e)) return false; /* not OpenAI's; as the chat endpoint */
     const json_t *tr = json_object_get(body, "truncation");
     if (!absent(tr)) {
         if (!str_is(tr, "auto") && !str_is(tr, "disabled")) {
