@@ -291,31 +291,38 @@ static void test_requests(void) {
                400, "invalid tool call arguments");
     expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"reasoning_effort\":\"max\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                400, "invalid reasoning value");
-    /* log probabilities are not computed: asking for them is a 400 in every API (OpenAI
-     * chat: logprobs true / top_logprobs > 0; completions: logprobs an integer; Ollama:
-     * logprobs true); not asking (false, null, 0) is fine. best_of > 1 likewise. */
-    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-               400, "\"logprobs\": token log probabilities are not supported");
-    expect_err(SRV_API_OAI_CHAT,
-               "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":3,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-               400, "not supported");
+    /* log probabilities: OpenAI chat logprobs (boolean) + top_logprobs 0..20 (only with
+     * logprobs true), completions logprobs an integer 0..20, Ollama logprobs + top_logprobs */
+    static const struct {
+        srv_api api;
+        const char *body;
+        int want;
+    } lpc[] = {
+        {SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 0},
+        {SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":20,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 20},
+        {SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":false,\"top_logprobs\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", -1},
+        {SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":0}", 0},
+        {SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":5}", 5},
+        {SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":null,\"best_of\":1}", -1},
+        {SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":3}", 3},
+        {SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":false,\"top_logprobs\":3}", -1},
+        {SRV_API_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"messages\":[]}", 0},
+    };
+    for (size_t i = 0; i < sizeof lpc / sizeof lpc[0]; i++) {
+        CHECK_MSG(decode(lpc[i].api, lpc[i].body, &r, &e) && r.logprobs == lpc[i].want, "%s -> %d (%s), want %d",
+                  lpc[i].body, r.logprobs, e.msg, lpc[i].want);
+        srv_gen_req_free(&r);
+    }
     expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"top_logprobs\":2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-               400, "\"top_logprobs\"");
+               400, "\"top_logprobs\" needs \"logprobs\": true");
+    expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":21,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+               400, "\"top_logprobs\" must be from 0 to 20");
     expect_err(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"logprobs\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                400, "\"logprobs\" must be a boolean");
-    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":0}", 400, "not supported");
-    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":5}", 400, "not supported");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":-1}", 400, "\"logprobs\" must be from 0 to 20");
+    expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":true}", 400, "must be an integer");
     expect_err(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"best_of\":3}", 400, "\"best_of\"");
-    expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":true}", 400, "not supported");
-    expect_err(SRV_API_CHAT, "{\"model\":\"m\",\"top_logprobs\":5,\"messages\":[]}", 400, "not supported");
-    CHECK(decode(SRV_API_OAI_CHAT,
-                 "{\"model\":\"m\",\"logprobs\":false,\"top_logprobs\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-                 &r, &e));
-    srv_gen_req_free(&r);
-    CHECK(decode(SRV_API_OAI_COMPLETE, "{\"model\":\"m\",\"prompt\":\"x\",\"logprobs\":null,\"best_of\":1}", &r, &e));
-    srv_gen_req_free(&r);
-    CHECK(decode(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":false}", &r, &e));
-    srv_gen_req_free(&r);
+    expect_err(SRV_API_GENERATE, "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":\"5\"}", 400, "\"top_logprobs\" must be an integer");
 
     /* OpenAI output modalities: text only */
     CHECK(decode(SRV_API_OAI_CHAT, "{\"model\":\"m\",\"modalities\":[\"text\"],\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",

@@ -28,6 +28,8 @@ struct srv_stream {
     srv_oai_ctx oai;
     srv_resp resp;          /* /v1/responses */
     srv_anth anth;          /* /v1/messages */
+    json_t *lp;             /* token logprobs not yet sent (Ollama's form), when asked */
+    int lp_top;             /* alternatives asked per token */
     bool first_sent, final_done, logged;
     int64_t t_start, load_ns;
     bool ka_set;
@@ -97,8 +99,37 @@ static void stream_release(srv_stream *st) {
     st->inst = NULL;
 }
 
-/* One streamed chunk. */
-static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *d) {
+/* The logprob records as Ollama's entries {token, logprob, bytes, top_logprobs?},
+ * appended to st->lp. */
+static json_t *lp_entry(const loom_tokenizer *tok, unsigned flags, int32_t id, float logprob) {
+    char buf[256];
+    size_t len = 0;
+    if (loom_detokenize(tok, &id, 1, flags, buf, sizeof buf, &len) != LOOM_OK) len = 0;
+    json_t *bytes = json_array();
+    for (size_t i = 0; bytes && i < len; i++) json_array_append_new(bytes, json_integer((unsigned char)buf[i]));
+    return json_pack("{s:o,s:f,s:o}", "token", srv_json_text(buf, len), "logprob", (double)logprob, "bytes", bytes);
+}
+
+static void take_logprobs(srv_stream *st, const srv_logprob *r, int n) {
+    const loom_tokenizer *tok = st->inst ? st->inst->tok : NULL;
+    unsigned flags = LOOM_DETOK_NO_STRIP | (st->task->render_special ? LOOM_DETOK_SPECIAL : 0u);
+    for (int i = 0; tok && st->lp && i < n; i++) {
+        json_t *e = lp_entry(tok, flags, r[i].id, r[i].logprob);
+        if (e && st->lp_top > 0) {
+            json_t *top = json_array();
+            for (int k = 0; top && k < r[i].n_top; k++)
+                json_array_append_new(top, lp_entry(tok, flags, r[i].top_id[k], r[i].top_logprob[k]));
+            json_object_set_new(e, "top_logprobs", top);
+        }
+        json_array_append_new(st->lp, e);
+    }
+}
+
+/* One streamed chunk (with the logprobs gathered since the previous one). */
+static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *dd) {
+    srv_delta dl = *dd;
+    const srv_delta *d = &dl;
+    if (st->lp && json_array_size(st->lp)) dl.logprobs = st->lp;
     if (st->api == SRV_API_OAI_RESPONSES) {
         srv_resp_delta(&st->resp, out, d);
     } else if (st->api == SRV_API_ANTHROPIC) {
@@ -110,6 +141,7 @@ static void stream_emit(srv_stream *st, srv_buf *out, const srv_delta *d) {
         srv_ollama_chunk_d(out, st->api, st->model, srv_now_ns(), d);
     }
     st->first_sent = true;
+    if (dl.logprobs) json_array_clear(st->lp);
 }
 
 /* Format what the task has produced since the last call into out. */
@@ -118,7 +150,15 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
     srv_buf text = {0};
     size_t *seg = NULL;
     int n_seg = 0;
+    srv_logprob *lps = NULL;
+    int n_lps = 0;
     pthread_mutex_lock(&t->mu);
+    if (t->n_lps) { /* taken whole, like the text */
+        lps = t->lps;
+        n_lps = t->n_lps;
+        t->lps = NULL;
+        t->n_lps = t->cap_lps = 0;
+    }
     if (t->text.len) {
         text = t->text;
         seg = t->seg;
@@ -129,6 +169,8 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
     }
     bool done = t->done;
     pthread_mutex_unlock(&t->mu);
+    take_logprobs(st, lps, n_lps);
+    loom_free(lps);
     if (st->api == SRV_API_OAI_RESPONSES && st->stream) srv_resp_start(&st->resp, out); /* once */
     if (st->api == SRV_API_ANTHROPIC && st->stream) srv_anth_start(&st->anth, out, t->n_prompt);
     size_t prev = 0;
@@ -172,6 +214,14 @@ static bool stream_pump(srv_stream *st, srv_buf *out) {
             stream_emit(st, out, &d);
         }
         srv_chatout_whole(&st->co, &whole);
+    }
+    if (st->lp && json_array_size(st->lp)) {
+        if (st->stream && t->reason != SRV_DONE_ERROR && t->reason != SRV_DONE_CANCEL) {
+            srv_delta only = {.content = "", .content_len = 0}; /* the last tokens' logprobs, before the end */
+            stream_emit(st, out, &only);
+        } else {
+            whole.logprobs = st->lp;
+        }
     }
     srv_done reason = t->reason;
     int err_status = t->err_status;
@@ -277,6 +327,7 @@ void srv_stream_close(srv_stream *st, bool gone) {
     if (st->use_co) srv_chatout_free(&st->co);
     if (st->api == SRV_API_OAI_RESPONSES) srv_resp_free(&st->resp);
     if (st->api == SRV_API_ANTHROPIC) srv_anth_free(&st->anth);
+    json_decref(st->lp);
     loom_free(st);
 }
 
@@ -541,6 +592,7 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
             goto error;
         }
     }
+    t->logprobs = r.logprobs;
     t->bias_ids = r.bias_ids, r.bias_ids = NULL;
     t->bias_vals = r.bias_vals, r.bias_vals = NULL;
     t->n_bias = r.n_bias;
@@ -584,6 +636,10 @@ void srv_api_generate(loom_server *s, srv_api api, const srv_request *rq, const 
     st->status = 200;
     st->method = rq->method;
     st->path = rq->path;
+    if (r.logprobs >= 0) {
+        st->lp = json_array();
+        st->lp_top = r.logprobs;
+    }
     if (api == SRV_API_OAI_RESPONSES) srv_resp_init(&st->resp, st->model, r.resp_echo, srv_engine_random_seed());
     else if (api == SRV_API_ANTHROPIC) srv_anth_init(&st->anth, st->model, srv_engine_random_seed());
     else if (is_openai(api)) srv_oai_ctx_init(&st->oai, api, st->model, r.include_usage);

@@ -3,6 +3,7 @@
 #include "cpu/pool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ srv_task *srv_task_new(void) {
     atomic_init(&t->cancel, false);
     t->num_predict = -1;
     t->stop_hit = -1;
+    t->logprobs = -1;
     return t;
 }
 
@@ -42,6 +44,7 @@ void srv_task_unref(srv_task *t) {
     loom_free(t->stop);
     loom_free(t->prompt);
     loom_free(t->seg);
+    loom_free(t->lps);
     loom_free(t->gen);
     loom_free(t->bias_ids);
     loom_free(t->bias_vals);
@@ -313,6 +316,40 @@ static void record_tps(srv_engine *e, int n_gen) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Record token id's log probability under the model's logits lg (log-softmax in
+ * double) and the n most likely tokens, for the reader. */
+static void task_logprob(srv_task *t, const float *lg, int n_vocab, int32_t id) {
+    srv_logprob r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    int n = t->logprobs < SRV_TOP_LOGPROBS_MAX ? t->logprobs : SRV_TOP_LOGPROBS_MAX;
+    float mx = lg[0];
+    for (int i = 1; i < n_vocab; i++)
+        if (lg[i] > mx) mx = lg[i];
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)lg[i] - mx);
+    double lse = (double)mx + log(sum);
+    r.logprob = (float)((double)lg[id] - lse);
+    for (int i = 0; i < n_vocab && n > 0; i++) { /* insertion into the n best so far */
+        if (r.n_top == n && lg[i] <= lg[r.top_id[n - 1]]) continue;
+        int k = r.n_top < n ? r.n_top++ : n - 1;
+        while (k > 0 && lg[r.top_id[k - 1]] < lg[i]) {
+            r.top_id[k] = r.top_id[k - 1];
+            k--;
+        }
+        r.top_id[k] = i;
+    }
+    for (int k = 0; k < r.n_top; k++) r.top_logprob[k] = (float)((double)lg[r.top_id[k]] - lse);
+    pthread_mutex_lock(&t->mu);
+    if (t->n_lps == t->cap_lps) {
+        int cap = t->cap_lps ? 2 * t->cap_lps : 64;
+        srv_logprob *p = loom_realloc(t->lps, (size_t)cap * sizeof *p);
+        if (p) t->lps = p, t->cap_lps = cap;
+    }
+    if (t->n_lps < t->cap_lps) t->lps[t->n_lps++] = r;
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* Handle the token sampled for slot s. */
 static void slot_token(srv_engine *e, eng_slot *s, int32_t id) {
     srv_task *t = s->task;
@@ -451,6 +488,7 @@ static void step(srv_engine *e) {
         eng_slot *s = &e->slots[i];
         if (s->row < 0 || s->state == SLOT_IDLE) continue;
         const float *lg = srv_llm_logits(e->llm, s->row);
+        const float *model_lg = lg; /* logprobs are the model's, before bias */
         if (lg && s->task->n_bias) { /* logit_bias: on a copy (the model's row stays as it is) */
             if (!e->biased && !(e->biased = loom_malloc((size_t)e->n_vocab * sizeof *e->biased))) {
                 slot_finish(e, s, SRV_DONE_ERROR, 500, "out of memory");
@@ -478,6 +516,7 @@ static void step(srv_engine *e) {
             pthread_mutex_unlock(&s->task->mu);
         }
         n_sampled++;
+        if (s->task->logprobs >= 0 && !loom_tokenizer_is_eog(e->tok, id)) task_logprob(s->task, model_lg, e->n_vocab, id);
         slot_token(e, s, id);
     }
     pthread_mutex_lock(&e->mu);

@@ -22,6 +22,7 @@
 
 #include "loom_grammar.h"
 #include "loom_sampler.h"
+#include "server/request.h"
 #include "server/seqapi.h"
 #include "server/util.h"
 
@@ -32,6 +33,16 @@ typedef enum srv_done {
     SRV_DONE_CANCEL,    /* the client went away */
     SRV_DONE_ERROR      /* err_status / err */
 } srv_done;
+
+/* A generated token's log probability under the model (log-softmax of its logits,
+ * before temperature, penalties, bias and grammar) and the most likely alternatives. */
+typedef struct srv_logprob {
+    int32_t id;
+    float logprob;
+    int n_top;
+    int32_t top_id[SRV_TOP_LOGPROBS_MAX];
+    float top_logprob[SRV_TOP_LOGPROBS_MAX]; /* most likely first */
+} srv_logprob;
 
 typedef struct srv_task srv_task;
 struct srv_task {
@@ -48,6 +59,7 @@ struct srv_task {
     loom_grammar *grammar;  /* structured output (owned; NULL = none) */
     const loom_grammar_vocab *gvocab; /* the model's (borrowed: the model outlives its tasks) */
     bool render_special;    /* output control tokens as their text (chat syntaxes made of them) */
+    int logprobs;           /* -1: none; else record each token's logprob and this many alternatives */
     int32_t *bias_ids;      /* OpenAI logit_bias: added to these logits before sampling (owned; */
     float *bias_vals;       /* ids < the model's vocabulary, checked before submit) */
     int n_bias;
@@ -58,6 +70,8 @@ struct srv_task {
     srv_buf text;           /* output not yet taken by the reader */
     size_t *seg;            /* end offsets in text of each token's text (one chunk each) */
     int n_seg, cap_seg;
+    srv_logprob *lps;       /* logprobs not yet taken by the reader (task->logprobs >= 0) */
+    int n_lps, cap_lps;
     bool started;           /* admitted to a slot */
     bool done;
     srv_done reason;

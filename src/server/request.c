@@ -395,26 +395,40 @@ static bool opt_bool(const json_t *body, const char *key, bool *out, bool *set, 
     return true;
 }
 
-/* Token log probabilities are not computed (the engine does not keep the distribution
- * a token was drawn from): a request that asks for them is a 400, never an answer
- * without them. logprobs false / null and top_logprobs 0 / null are accepted.
- * Completions' logprobs is an integer (any value asks for the sampled token's). */
-static bool refuse_logprobs(const json_t *body, bool int_form, srv_err *e) {
+/* Token log probabilities (r->logprobs: -1 none, else the alternatives per token).
+ * OpenAI chat and Ollama: logprobs a boolean and top_logprobs 0..20 (OpenAI: only with
+ * logprobs true); completions: logprobs an integer 0..20 (the alternatives). */
+static bool decode_logprobs(const json_t *body, bool int_form, bool strict, srv_gen_req *r, srv_err *e) {
+    r->logprobs = -1;
     const json_t *lp = json_object_get(body, "logprobs");
-    if (lp && !json_is_null(lp) && !json_is_false(lp)) {
-        if (!(int_form ? json_is_integer(lp) : json_is_boolean(lp))) {
+    const json_t *top = json_object_get(body, "top_logprobs");
+    bool on = false;
+    long long n = 0;
+    if (lp && !json_is_null(lp)) {
+        if (int_form ? !json_is_integer(lp) : !json_is_boolean(lp)) {
             srv_err_set(e, 400, "\"logprobs\" must be %s (got %s)", int_form ? "an integer" : "a boolean",
                         srv_json_kind(lp));
             return false;
         }
-        srv_err_set(e, 400, "\"logprobs\": token log probabilities are not supported");
+        on = int_form || json_is_true(lp);
+        if (int_form) n = json_integer_value(lp);
+    }
+    if (!int_form && top && !json_is_null(top)) {
+        if (!json_is_integer(top)) {
+            srv_err_set(e, 400, "\"top_logprobs\" must be an integer (got %s)", srv_json_kind(top));
+            return false;
+        }
+        n = json_integer_value(top);
+        if (strict && n > 0 && !on) {
+            srv_err_set(e, 400, "\"top_logprobs\" needs \"logprobs\": true");
+            return false;
+        }
+    }
+    if (n < 0 || n > SRV_TOP_LOGPROBS_MAX) {
+        srv_err_set(e, 400, "\"%s\" must be from 0 to %d", int_form ? "logprobs" : "top_logprobs", SRV_TOP_LOGPROBS_MAX);
         return false;
     }
-    const json_t *top = json_object_get(body, "top_logprobs");
-    if (top && !json_is_null(top) && !(json_is_integer(top) && json_integer_value(top) == 0)) {
-        srv_err_set(e, 400, "\"top_logprobs\": token log probabilities are not supported");
-        return false;
-    }
+    if (on) r->logprobs = (int)n;
     return true;
 }
 
@@ -781,7 +795,7 @@ static bool decode_ollama(const json_t *body, const srv_limits *lim, srv_gen_req
     if (chat && !decode_tool_choice(body, r, e)) return false;
     if (!decode_think(body, r, e)) return false;
     if (!opt_bool(body, "truncate", &r->truncate, &r->truncate_set, e)) return false;
-    if (!refuse_logprobs(body, false, e)) return false;
+    if (!decode_logprobs(body, false, false, r, e)) return false;
     return srv_options_parse(json_object_get(body, "options"), lim, &r->opt, e);
 }
 
@@ -847,7 +861,7 @@ static bool decode_openai(const json_t *body, const srv_limits *lim, srv_gen_req
         }
         if (!opt_bool(so, "include_usage", &r->include_usage, NULL, e)) return false;
     }
-    if (!refuse_logprobs(body, !chat, e)) return false;
+    if (!decode_logprobs(body, !chat, true, r, e)) return false;
     const json_t *n = json_object_get(body, "n");
     if (n && !json_is_null(n) && !(json_is_integer(n) && json_integer_value(n) == 1)) {
         srv_err_set(e, 400, "\"n\": only one choice per request is supported");
@@ -1006,6 +1020,7 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
     memset(r, 0, sizeof *r);
     r->api = api;
     r->think = -1;
+    r->logprobs = -1;
     r->parallel_tool_calls = true;
     if (!json_is_object(body)) {
         srv_err_set(e, 400, "the request body must be a JSON object");

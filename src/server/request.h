@@ -17,6 +17,9 @@
 
 #include "loom_sampler.h"
 
+/* Most alternatives per token a request may ask for (OpenAI's and Ollama's limit). */
+#define SRV_TOP_LOGPROBS_MAX 20
+
 /* Limits applied while decoding (srv_limits_default()). */
 typedef struct srv_limits {
     int max_depth;          /* JSON nesting (arrays + objects), default 64 */
@@ -138,6 +141,7 @@ typedef struct srv_gen_req {
     json_t *format;         /* NULL, "json" or a schema object (owned) */
     int think;              /* -1 unset, 0 false, 1 true */
     bool think_soft;        /* think: true means "if the model can" (Anthropic, Responses) */
+    int logprobs;           /* -1: none; else return token logprobs with this many alternatives (<= 20) */
     char *think_level;      /* "high" | "medium" | "low" (think given as a string) */
     bool stream;            /* default true for Ollama, false for OpenAI */
     bool include_usage;     /* OpenAI stream_options.include_usage */

@@ -87,6 +87,11 @@ static json_t *ollama_message(const srv_delta *d) {
     return m;
 }
 
+/* Ollama: "logprobs" next to "message" / "response" when there are any. */
+static void ollama_logprobs(json_t *j, const srv_delta *d) {
+    if (d && d->logprobs && json_array_size(d->logprobs)) json_object_set_new(j, "logprobs", json_deep_copy(d->logprobs));
+}
+
 void srv_ollama_chunk_d(srv_buf *out, srv_api api, const char *model, int64_t created_ns, const srv_delta *d) {
     json_t *j = json_object();
     json_object_set_new(j, "model", json_string(model));
@@ -97,6 +102,7 @@ void srv_ollama_chunk_d(srv_buf *out, srv_api api, const char *model, int64_t cr
         json_object_set_new(j, "response", srv_json_text(d->content ? d->content : "", d->content ? d->content_len : 0));
         if (d->thinking) json_object_set_new(j, "thinking", srv_json_text(d->thinking, d->thinking_len));
     }
+    ollama_logprobs(j, d);
     json_object_set_new(j, "done", json_false());
     srv_json_append(out, j);
     srv_buf_append(out, "\n", 1);
@@ -132,6 +138,7 @@ void srv_ollama_final_d(srv_buf *out, srv_api api, const char *model, int64_t cr
             json_object_set_new(j, "context", c);
         }
     }
+    ollama_logprobs(j, whole);
     /* Ollama's Metrics are omitempty: zero values are left out */
 #define PUT(k, v)                                                                        \
     if ((v) > 0) json_object_set_new(j, k, json_integer((json_int_t)(v)))
@@ -172,7 +179,7 @@ void srv_oai_ctx_init(srv_oai_ctx *c, srv_api api, const char *model, bool inclu
     snprintf(c->id, sizeof c->id, "%s-%u", api == SRV_API_OAI_CHAT ? "chatcmpl" : "cmpl", r);
 }
 
-static json_t *oai_head(const srv_oai_ctx *c, bool chunk) {
+static json_t *oai_head(srv_oai_ctx *c, bool chunk) {
     json_t *j = json_object();
     json_object_set_new(j, "id", json_string(c->id));
     const char *obj = c->api == SRV_API_OAI_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion")
@@ -204,7 +211,49 @@ static json_t *oai_tool_calls(const json_t *calls, int first_index) {
     return a;
 }
 
-static json_t *oai_choice(const srv_oai_ctx *c, bool chunk, const srv_delta *d, bool role, bool with_content,
+/* OpenAI's logprobs objects from Ollama's form. Chat: {content: [{token, logprob,
+ * bytes, top_logprobs: [...]}], refusal: null}; completions (the legacy form): {tokens,
+ * token_logprobs, top_logprobs: [{token: logprob}] (null when no alternatives were
+ * asked), text_offset} with offsets in characters from *offset (advanced). */
+static json_t *oai_logprobs(srv_oai_ctx *c, const json_t *lps, size_t *offset) {
+    if (!lps || !json_array_size(lps)) return json_null();
+    if (c->api == SRV_API_OAI_CHAT) {
+        json_t *content = json_array();
+        for (size_t i = 0; i < json_array_size(lps); i++) {
+            json_t *e = json_deep_copy(json_array_get(lps, i));
+            if (e && !json_object_get(e, "top_logprobs")) json_object_set_new(e, "top_logprobs", json_array());
+            json_array_append_new(content, e);
+        }
+        return json_pack("{s:o,s:n}", "content", content, "refusal");
+    }
+    json_t *tokens = json_array(), *lp = json_array(), *tops = json_array(), *offs = json_array();
+    bool any_top = false;
+    for (size_t i = 0; i < json_array_size(lps); i++) {
+        const json_t *e = json_array_get(lps, i);
+        const json_t *tok = json_object_get(e, "token");
+        json_array_append(tokens, (json_t *)tok);
+        json_array_append(lp, json_object_get(e, "logprob"));
+        const json_t *t = json_object_get(e, "top_logprobs");
+        json_t *d = json_object();
+        for (size_t k = 0; k < json_array_size(t); k++) {
+            const json_t *a = json_array_get(t, k);
+            const char *key = json_string_value(json_object_get(a, "token"));
+            if (key && !json_object_get(d, key)) json_object_set(d, key, json_object_get(a, "logprob"));
+        }
+        any_top |= t != NULL;
+        json_array_append_new(tops, d);
+        json_array_append_new(offs, json_integer((json_int_t)*offset));
+        const char *s = json_string_value(tok);
+        for (size_t b = 0, n = json_string_length(tok); s && b < n; b++) *offset += ((unsigned char)s[b] & 0xC0) != 0x80;
+    }
+    if (!any_top) {
+        json_decref(tops);
+        tops = json_null();
+    }
+    return json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", lp, "top_logprobs", tops, "text_offset", offs);
+}
+
+static json_t *oai_choice(srv_oai_ctx *c, bool chunk, const srv_delta *d, bool role, bool with_content,
                           const char *finish, int first_tool_index) {
     json_t *ch = json_object();
     const char *text = d && d->content ? d->content : "";
@@ -221,11 +270,12 @@ static json_t *oai_choice(const srv_oai_ctx *c, bool chunk, const srv_delta *d, 
         if (d && d->tool_calls && json_array_size(d->tool_calls))
             json_object_set_new(m, "tool_calls", oai_tool_calls(d->tool_calls, first_tool_index));
         json_object_set_new(ch, chunk ? "delta" : "message", m);
-        json_object_set_new(ch, "logprobs", json_null()); /* as OpenAI: present, null when not asked */
+        /* as OpenAI: present, null when not asked */
+        json_object_set_new(ch, "logprobs", oai_logprobs(c, d ? d->logprobs : NULL, NULL));
     } else {
         json_object_set_new(ch, "text", srv_json_text(with_content ? text : "", with_content ? n : 0));
         json_object_set_new(ch, "index", json_integer(0));
-        json_object_set_new(ch, "logprobs", json_null());
+        json_object_set_new(ch, "logprobs", oai_logprobs(c, d ? d->logprobs : NULL, &c->text_offset));
     }
     json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
     return ch;
@@ -242,7 +292,7 @@ static void sse(srv_buf *out, json_t *j) {
     json_decref(j);
 }
 
-void srv_oai_chunk_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *d, bool first, int first_tool_index) {
+void srv_oai_chunk_d(srv_buf *out, srv_oai_ctx *c, const srv_delta *d, bool first, int first_tool_index) {
     json_t *j = oai_head(c, true);
     json_t *choices = json_array();
     json_array_append_new(choices, oai_choice(c, true, d, first, true, NULL, first_tool_index));
@@ -252,12 +302,12 @@ void srv_oai_chunk_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *d, boo
     sse(out, j);
 }
 
-void srv_oai_chunk(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t n, bool first) {
+void srv_oai_chunk(srv_buf *out, srv_oai_ctx *c, const char *text, size_t n, bool first) {
     srv_delta d = {.content = text, .content_len = n};
     srv_oai_chunk_d(out, c, &d, first, 0);
 }
 
-void srv_oai_stream_end(srv_buf *out, const srv_oai_ctx *c, const char *finish, int pt, int ct) {
+void srv_oai_stream_end(srv_buf *out, srv_oai_ctx *c, const char *finish, int pt, int ct) {
     json_t *j = oai_head(c, true);
     json_t *choices = json_array();
     json_array_append_new(choices, oai_choice(c, true, NULL, false, false, finish, 0));
@@ -273,7 +323,7 @@ void srv_oai_stream_end(srv_buf *out, const srv_oai_ctx *c, const char *finish, 
     srv_buf_puts(out, "data: [DONE]\n\n");
 }
 
-void srv_oai_final_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *whole, const char *finish, int pt,
+void srv_oai_final_d(srv_buf *out, srv_oai_ctx *c, const srv_delta *whole, const char *finish, int pt,
                      int ct) {
     json_t *j = oai_head(c, false);
     json_t *choices = json_array();
@@ -285,7 +335,7 @@ void srv_oai_final_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *whole,
     json_decref(j);
 }
 
-void srv_oai_final(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t n, const char *finish, int pt,
+void srv_oai_final(srv_buf *out, srv_oai_ctx *c, const char *text, size_t n, const char *finish, int pt,
                    int ct) {
     srv_delta d = {.content = text, .content_len = n};
     srv_oai_final_d(out, c, &d, finish, pt, ct);

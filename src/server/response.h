@@ -42,6 +42,10 @@ typedef struct srv_delta {
     const char *thinking;
     size_t thinking_len;
     const json_t *tool_calls;
+    /* token log probabilities of the tokens generated since the previous piece, in
+     * Ollama's form [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]
+     * (NULL: none or not asked) */
+    const json_t *logprobs;
 } srv_delta;
 
 /* Serialise j compactly (insertion order kept) and append it; false on OOM. */
@@ -69,21 +73,22 @@ typedef struct srv_oai_ctx {
     int64_t created;            /* seconds */
     const char *model;
     bool include_usage;
+    size_t text_offset;         /* completions' logprobs: characters of the tokens so far */
 } srv_oai_ctx;
 
 void srv_oai_ctx_init(srv_oai_ctx *c, srv_api api, const char *model, bool include_usage);
 /* A chunk (first: the chat delta also carries "role": "assistant"). Thinking goes
  * out as "reasoning_content", tool calls as OpenAI's [{index, id, type: "function",
  * function: {name, arguments: JSON text}}] (index counts from first_tool_index). */
-void srv_oai_chunk_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *d, bool first, int first_tool_index);
-void srv_oai_chunk(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t n, bool first);
+void srv_oai_chunk_d(srv_buf *out, srv_oai_ctx *c, const srv_delta *d, bool first, int first_tool_index);
+void srv_oai_chunk(srv_buf *out, srv_oai_ctx *c, const char *text, size_t n, bool first);
 /* The end of a stream: the finish_reason chunk, the usage chunk when asked, [DONE]. */
-void srv_oai_stream_end(srv_buf *out, const srv_oai_ctx *c, const char *finish, int prompt_tokens,
+void srv_oai_stream_end(srv_buf *out, srv_oai_ctx *c, const char *finish, int prompt_tokens,
                         int completion_tokens);
 /* The whole (non-streaming) response. finish "tool_calls" when the answer has any. */
-void srv_oai_final_d(srv_buf *out, const srv_oai_ctx *c, const srv_delta *whole, const char *finish,
+void srv_oai_final_d(srv_buf *out, srv_oai_ctx *c, const srv_delta *whole, const char *finish,
                      int prompt_tokens, int completion_tokens);
-void srv_oai_final(srv_buf *out, const srv_oai_ctx *c, const char *text, size_t n, const char *finish,
+void srv_oai_final(srv_buf *out, srv_oai_ctx *c, const char *text, size_t n, const char *finish,
                    int prompt_tokens, int completion_tokens);
 void srv_oai_error(srv_buf *out, int status, const char *msg);
 /* The same with OpenAI's "param" and "code" (NULL = null). */

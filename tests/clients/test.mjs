@@ -6,7 +6,10 @@
 // Models: "stories" (stories260K, no chat template) and "tiny" (stories260K + a ChatML
 // chat template). Prints one line per test; exits 1 if any failed.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
@@ -332,13 +335,88 @@ await test('openai errors: unknown model is NotFoundError, bad request is BadReq
                        (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded' && e.param === 'prompt');
   await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [] }),
                        (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
-  // token log probabilities are not computed: asking is a clear 400, never an answer without them
-  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 2 }),
+  // token log probabilities: at most 20 alternatives; top_logprobs needs logprobs (OpenAI)
+  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 21 }),
+                       (e) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message));
+  await assert.rejects(openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], top_logprobs: 2 }),
                        (e) => e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message));
-  await assert.rejects(openai.completions.create({ model: 'stories', prompt: 'x', logprobs: 2 }),
-                       (e) => e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message));
-  await assert.rejects(ollama.generate({ model: 'stories', prompt: 'x', logprobs: true }),
-                       (e) => e.status_code === 400 && /logprobs/.test(e.error));
+  await assert.rejects(ollama.generate({ model: 'stories', prompt: 'x', logprobs: true, top_logprobs: 99 }),
+                       (e) => e.status_code === 400 && /top_logprobs/.test(e.error));
+});
+
+// ---- token log probabilities: the model's log-softmax at each generated position,
+// checked against `loom eval`'s logits (a separate process, the whole sequence in one
+// batch) turned into log-softmax here in float64 (measured difference 2.7e-7: the
+// float32 rounding of the logits and of the reported value).
+function evalLogits(ids) {
+  const out = join(tmpdir(), `loom-lp-${process.pid}.bin`);
+  execFileSync(process.env.LOOM_BIN, ['eval', 'models/stories260K.gguf', '--tokens', ids.join(','), '--out', out, '-t', '1']);
+  const b = readFileSync(out);
+  unlinkSync(out);
+  const [n, v] = [b.readInt32LE(0), b.readInt32LE(4)];
+  const rows = [];
+  for (let i = 0; i < n; i++) {
+    const row = new Float64Array(v);
+    for (let j = 0; j < v; j++) row[j] = b.readFloatLE(8 + 4 * (i * v + j));
+    let mx = -Infinity, s = 0;
+    for (const x of row) mx = Math.max(mx, x);
+    for (const x of row) s += Math.exp(x - mx);
+    const lse = mx + Math.log(s);
+    rows.push(row.map((x) => x - lse));
+  }
+  return rows;
+}
+
+await test('logprobs: ollama generate = log-softmax of loom eval logits; streamed = whole', async () => {
+  const args = { model: 'stories', prompt: expect.prompt, raw: true, logprobs: true, top_logprobs: 3,
+                 options: { temperature: 0, num_predict: 12 } };
+  const r = await ollama.generate(args);
+  assert.equal(r.logprobs.length, r.eval_count);
+  assert.equal(r.logprobs.map((l) => l.token).join(''), r.response);
+  const nPrompt = r.context.length - r.eval_count;
+  const ref = evalLogits(r.context);
+  let maxErr = 0;
+  r.logprobs.forEach((l, k) => {
+    const id = r.context[nPrompt + k], row = ref[nPrompt + k - 1];
+    maxErr = Math.max(maxErr, Math.abs(l.logprob - row[id]));
+    assert.deepEqual(Buffer.from(l.bytes).toString('utf8'), l.token);
+    // greedy: the chosen token is the most likely; the alternatives are the 3 best, in order
+    const best = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 3);
+    assert.equal(l.top_logprobs.length, 3);
+    assert.equal(l.top_logprobs[0].token, l.token);
+    l.top_logprobs.forEach((t, i) => maxErr = Math.max(maxErr, Math.abs(t.logprob - row[best[i]])));
+  });
+  assert.ok(maxErr < 2e-6, `max |logprob - reference| = ${maxErr}`);
+  const parts = [];
+  for await (const p of await ollama.generate({ ...args, stream: true })) parts.push(...(p.logprobs ?? []));
+  assert.deepEqual(parts, r.logprobs);
+});
+
+await test('logprobs: openai completions and chat (whole and streamed)', async () => {
+  const o = await ollama.generate({ model: 'stories', prompt: expect.prompt, raw: true, logprobs: true,
+                                    options: { temperature: 0, num_predict: 10 } });
+  const c = await openai.completions.create({ model: 'stories', prompt: expect.prompt, temperature: 0, max_tokens: 10, logprobs: 2 });
+  const lp = c.choices[0].logprobs;
+  assert.deepEqual(lp.tokens, o.logprobs.map((l) => l.token));
+  assert.deepEqual(lp.token_logprobs, o.logprobs.map((l) => l.logprob));
+  assert.equal(lp.tokens.join(''), c.choices[0].text);
+  assert.equal(lp.top_logprobs.length, lp.tokens.length);
+  assert.ok(lp.top_logprobs.every((t, i) => Object.keys(t).length === 2 && t[lp.tokens[i]] === lp.token_logprobs[i]));
+  let off = 0;
+  lp.text_offset.forEach((x, i) => { assert.equal(x, off); off += [...lp.tokens[i]].length; });
+  const msgs = [{ role: 'user', content: expect.prompt }];
+  const ch = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: 10, logprobs: true, top_logprobs: 2 });
+  const content = ch.choices[0].logprobs.content;
+  assert.equal(content.length, ch.usage.completion_tokens);
+  assert.equal(content.map((t) => t.token).join(''), ch.choices[0].message.content);
+  assert.ok(content.every((t) => t.top_logprobs.length === 2 && t.logprob <= 0 && t.top_logprobs[0].logprob >= t.logprob));
+  const streamed = [];
+  for await (const k of await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: 10,
+                                                              logprobs: true, top_logprobs: 2, stream: true }))
+    streamed.push(...(k.choices[0]?.logprobs?.content ?? []));
+  assert.deepEqual(streamed, content);
+  const plain = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: 2 });
+  assert.strictEqual(plain.choices[0].logprobs, null);
 });
 
 await test('openai stream abort frees the slot', async () => {
