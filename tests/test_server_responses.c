@@ -124,7 +124,23 @@ static void test_fields(void) {
     CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"xhigh\"},\"text\":{\"format\":{\"type\":"
                  "\"text\"}},\"tool_choice\":\"none\",\"tools\":[]}", &r, &e));
     CHECK(r.think == 1 && !strcmp(r.think_level, "high") && !r.format && r.tool_choice == SRV_TOOL_CHOICE_NONE);
+    CHECK(r.logprobs == -1);
     srv_gen_req_free(&r);
+    /* logprobs: include message.output_text.logprobs (+ top_logprobs alternatives), or top_logprobs > 0 */
+    static const struct {
+        const char *extra;
+        int want;
+    } lpc[] = {{",\"include\":[\"message.output_text.logprobs\"]", 0},
+               {",\"include\":[\"reasoning.encrypted_content\",\"message.output_text.logprobs\"],\"top_logprobs\":4", 4},
+               {",\"top_logprobs\":3", 3}, {",\"top_logprobs\":0", -1}, {",\"include\":[]", -1}};
+    for (size_t i = 0; i < sizeof lpc / sizeof lpc[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"input\":\"x\"%s}", lpc[i].extra);
+        CHECK_MSG(test_decode(SRV_API_OAI_RESPONSES, body, &r, &e) && r.logprobs == lpc[i].want, "%s -> %d, want %d", body,
+                  r.logprobs, lpc[i].want);
+        CHECK(json_integer_value(json_object_get(r.resp_echo, "top_logprobs")) == (lpc[i].want > 0 ? lpc[i].want : 0));
+        srv_gen_req_free(&r);
+    }
 }
 
 static void test_errors(void) {
@@ -134,8 +150,8 @@ static void test_errors(void) {
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"previous_response_id\":\"resp_1\"}", "\"previous_response_id\": stateful");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"conversation\":\"c\"}", "\"conversation\": stateful");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"background\":true}", "background");
-    expect_err("{\"model\":\"m\",\"input\":\"x\",\"top_logprobs\":2}", "log probabilities");
-    expect_err("{\"model\":\"m\",\"input\":\"x\",\"include\":[\"message.output_text.logprobs\"]}", "log probabilities");
+    expect_err("{\"model\":\"m\",\"input\":\"x\",\"top_logprobs\":21}", "\"top_logprobs\" must be an integer from 0 to 20");
+    expect_err("{\"model\":\"m\",\"input\":\"x\",\"include\":[7]}", "include[0] must be a string");
     expect_err("{\"model\":\"m\",\"input\":[\"x\"]}", "input[0] must be an object");
     expect_err("{\"model\":\"m\",\"input\":[{\"content\":\"x\"}]}", "input[0]: an item needs a \"type\"");
     expect_err("{\"model\":\"m\",\"input\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "input[0].role");

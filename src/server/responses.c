@@ -419,8 +419,9 @@ static bool number(const json_t *body, const char *key, double lo, double hi, fl
     return true;
 }
 
-/* Stateful and server-side features: a 400 rather than an answer that ignores them. */
-static bool refuse_unsupported(const json_t *body, srv_err *e) {
+/* Stateful and server-side features: a 400 rather than an answer that ignores them.
+ * Also reads the logprobs settings (include "message.output_text.logprobs", top_logprobs). */
+static bool refuse_unsupported(const json_t *body, srv_gen_req *r, srv_err *e) {
     static const char *const stateful[] = {"previous_response_id", "conversation"};
     for (int i = 0; i < 2; i++) {
         if (!absent(json_object_get(body, stateful[i]))) {
@@ -435,10 +436,13 @@ static bool refuse_unsupported(const json_t *body, srv_err *e) {
         return false;
     }
     const json_t *top = json_object_get(body, "top_logprobs");
-    if (!absent(top) && !(json_is_integer(top) && json_integer_value(top) == 0)) {
-        srv_err_set(e, 400, "\"top_logprobs\": token log probabilities are not supported");
+    if (!absent(top) && !(json_is_integer(top) && json_integer_value(top) >= 0 &&
+                          json_integer_value(top) <= SRV_TOP_LOGPROBS_MAX)) {
+        srv_err_set(e, 400, "\"top_logprobs\" must be an integer from 0 to %d", SRV_TOP_LOGPROBS_MAX);
         return false;
     }
+    int n_top = json_is_integer(top) ? (int)json_integer_value(top) : 0;
+    if (n_top > 0) r->logprobs = n_top;
     const json_t *inc = json_object_get(body, "include");
     if (!absent(inc) && !json_is_array(inc)) {
         srv_err_set(e, 400, "\"include\" must be an array of strings (got %s)", srv_json_kind(inc));
@@ -450,10 +454,7 @@ static bool refuse_unsupported(const json_t *body, srv_err *e) {
             srv_err_set(e, 400, "include[%zu] must be a string", i);
             return false;
         }
-        if (!strcmp(json_string_value(s), "message.output_text.logprobs")) {
-            srv_err_set(e, 400, "\"include\": token log probabilities are not supported");
-            return false;
-        }
+        if (!strcmp(json_string_value(s), "message.output_text.logprobs")) r->logprobs = n_top;
     }
     return true;
 }
@@ -490,7 +491,7 @@ static bool make_echo(const json_t *body, const srv_gen_req *r, srv_err *e) {
     json_object_set_new(x, "tool_choice", absent(v) ? json_string("auto") : json_incref((json_t *)v));
     v = json_object_get(body, "tools");
     json_object_set_new(x, "tools", json_is_array(v) ? json_incref((json_t *)v) : json_array());
-    json_object_set_new(x, "top_logprobs", json_integer(0));
+    json_object_set_new(x, "top_logprobs", json_integer(r->logprobs > 0 ? r->logprobs : 0));
     json_object_set_new(x, "top_p", json_real(r->opt.top_p_set ? r->opt.top_p : 1.0));
     json_object_set_new(x, "truncation", json_string(r->truncate ? "auto" : "disabled"));
     v = json_object_get(body, "user");
@@ -505,7 +506,7 @@ static bool make_echo(const json_t *body, const srv_gen_req *r, srv_err *e) {
 bool srv_responses_decode(const json_t *body, const srv_limits *lim, srv_gen_req *r, srv_err *e) {
     r->api = SRV_API_OAI_RESPONSES;
     r->stream = false;
-    if (!refuse_unsupported(body, e)) return false;
+    if (!refuse_unsupported(body, r, e)) return false;
     const json_t *st = json_object_get(body, "stream");
     if (!absent(st)) {
         if (!json_is_boolean(st)) {
@@ -567,6 +568,7 @@ void srv_resp_init(srv_resp *c, const char *model, json_t *echo, uint64_t seed) 
 void srv_resp_free(srv_resp *c) {
     json_decref(c->echo);
     json_decref(c->output);
+    json_decref(c->msg_lp);
     srv_buf_free(&c->text);
     srv_buf_free(&c->pend);
     memset(c, 0, sizeof *c);
@@ -654,10 +656,11 @@ static void close_open(srv_resp *c, srv_buf *out, bool incomplete) {
         json_object_set_new(j, "output_index", json_integer(idx));
         json_object_set_new(j, "content_index", json_integer(0));
         json_object_set_new(j, "text", text_json(&c->text));
-        json_object_set_new(j, "logprobs", json_array());
+        json_object_set_new(j, "logprobs", c->msg_lp ? json_deep_copy(c->msg_lp) : json_array());
         send(out, j);
-        json_t *part = json_pack("{s:s,s:[],s:[],s:o}", "type", "output_text", "annotations", "logprobs", "text",
-                                 text_json(&c->text));
+        json_t *part = json_pack("{s:s,s:[],s:o,s:o}", "type", "output_text", "annotations", "logprobs",
+                                 c->msg_lp ? json_deep_copy(c->msg_lp) : json_array(), "text", text_json(&c->text));
+        if (c->msg_lp) json_array_clear(c->msg_lp);
         j = ev(c, out, "response.content_part.done");
         json_object_set_new(j, "item_id", json_string(c->open_id));
         json_object_set_new(j, "output_index", json_integer(idx));
@@ -710,7 +713,17 @@ static void add_text(srv_resp *c, srv_buf *out, int what, const char *s, size_t 
     json_object_set_new(j, "output_index", json_integer(out_index(c)));
     json_object_set_new(j, what == 1 ? "summary_index" : "content_index", json_integer(0));
     json_object_set_new(j, "delta", srv_json_text(s, n));
-    if (what == 2) json_object_set_new(j, "logprobs", json_array());
+    if (what == 2) { /* the logprobs of the tokens that came with this text (each with top_logprobs) */
+        json_t *lp = json_array();
+        for (size_t i = 0; lp && i < json_array_size(c->cur_lp); i++) {
+            json_t *e = json_deep_copy(json_array_get(c->cur_lp, i));
+            if (e && !json_object_get(e, "top_logprobs")) json_object_set_new(e, "top_logprobs", json_array());
+            json_array_append_new(lp, e);
+        }
+        if (json_array_size(lp) && (c->msg_lp || (c->msg_lp = json_array()))) json_array_extend(c->msg_lp, lp);
+        c->cur_lp = NULL;
+        json_object_set_new(j, "logprobs", lp);
+    }
     send(out, j);
 }
 
@@ -761,6 +774,7 @@ static void add_call(srv_resp *c, srv_buf *out, const json_t *call) {
 }
 
 void srv_resp_delta(srv_resp *c, srv_buf *out, const srv_delta *d) {
+    c->cur_lp = d->logprobs;
     if (d->thinking) add_text(c, out, 1, d->thinking, d->thinking_len);
     if (d->content && d->content_len) {
         /* white space between thinking and calls does not open a message of its own: it
@@ -778,6 +792,7 @@ void srv_resp_delta(srv_resp *c, srv_buf *out, const srv_delta *d) {
     }
     if (json_array_size(d->tool_calls)) srv_buf_clear(&c->pend);
     for (size_t i = 0; i < json_array_size(d->tool_calls); i++) add_call(c, out, json_array_get(d->tool_calls, i));
+    c->cur_lp = NULL; /* logprobs with no text of their own (thinking, calls) are not output_text's */
 }
 
 void srv_resp_end(srv_resp *c, srv_buf *out, bool stream, bool incomplete, int input_tokens, int cached_tokens,

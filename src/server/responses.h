@@ -15,9 +15,10 @@
  * parallel_tool_calls, text.format (text | json_object | json_schema {schema}),
  * reasoning.effort (none -> think off; minimal/low -> low; medium; high/xhigh -> high),
  * temperature and top_p (default 1), max_output_tokens, truncation ("auto" drops the
- * oldest messages when the prompt is too long), stream, seed, metadata. Refused with a
- * 400 naming the field: previous_response_id, conversation, background, images, files,
- * logprobs, unknown item or part types.
+ * oldest messages when the prompt is too long), stream, seed, metadata, include
+ * "message.output_text.logprobs" and top_logprobs. Refused with a 400 naming the field:
+ * previous_response_id, conversation, background, images, files, unknown item or part
+ * types.
  *
  * Answer: the response object {id: "resp_...", object: "response", created_at, status:
  * "completed" | "incomplete" (incomplete_details.reason "max_output_tokens"), output,
@@ -34,7 +35,10 @@
  * reasoning_summary_text.delta..., reasoning_summary_text.done, reasoning_summary_part.done
  * | function_call_arguments.delta, function_call_arguments.done), output_item.done, and
  * last response.completed or response.incomplete with the whole response. An error
- * after the stream began: an "error" event.
+ * after the stream began: an "error" event. Token logprobs (include
+ * "message.output_text.logprobs", top_logprobs 0..20): on output_text deltas, the done
+ * event and the part, [{token, logprob, bytes, top_logprobs}], for the tokens that
+ * arrived with the message's text.
  */
 #ifndef LOOM_SERVER_RESPONSES_H
 #define LOOM_SERVER_RESPONSES_H
@@ -64,6 +68,8 @@ typedef struct srv_resp {
     srv_buf text;           /* the open item's text so far */
     srv_buf pend;           /* white space not yet in a message */
     int n_calls;            /* function calls so far */
+    json_t *msg_lp;         /* the open message's token logprobs (when asked) */
+    const json_t *cur_lp;   /* the delta being added: its logprobs, for its text */
 } srv_resp;
 
 /* echo: r->resp_echo (a reference is taken; may be NULL); seed: item ids. */

@@ -417,6 +417,17 @@ await test('logprobs: openai completions and chat (whole and streamed)', async (
   assert.deepEqual(streamed, content);
   const plain = await openai.chat.completions.create({ model: 'tiny', messages: msgs, temperature: 0, max_tokens: 2 });
   assert.strictEqual(plain.choices[0].logprobs, null);
+  // the Responses API: on the output_text part, its deltas and its done event
+  const rargs = { model: 'tiny', input: expect.prompt, temperature: 0, max_output_tokens: 10, top_logprobs: 2,
+                  include: ['message.output_text.logprobs'] };
+  const r = await openai.responses.create(rargs);
+  const part = r.output[0].content[0];
+  assert.deepEqual(part.logprobs, content);
+  assert.equal(r.top_logprobs, 2);
+  const evs = [];
+  for await (const e of await openai.responses.create({ ...rargs, stream: true })) evs.push(e);
+  assert.deepEqual(evs.filter((e) => e.type === 'response.output_text.delta').flatMap((e) => e.logprobs), content);
+  assert.deepEqual(evs.find((e) => e.type === 'response.output_text.done').logprobs, content);
 });
 
 await test('openai stream abort frees the slot', async () => {
