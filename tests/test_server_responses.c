@@ -102,6 +102,38 @@ static void test_fields(void) {
                "tools");
     CHECK(r.tool_choice == SRV_TOOL_CHOICE_FUNCTION && r.tool_choice_name && !strcmp(r.tool_choice_name, "bare"));
     CHECK(!r.parallel_tool_calls);
+    srv_gen_req_free(&r);
+    /* custom (freeform) tools: a function of one string, "input"; their calls and outputs in the history */
+    CHECK(test_decode(SRV_API_OAI_RESPONSES,
+                      "{\"model\":\"m\",\"tools\":[{\"type\":\"custom\",\"name\":\"apply_patch\",\"description\":\"p\","
+                      "\"format\":{\"type\":\"grammar\",\"syntax\":\"lark\",\"definition\":\"start: /.+/\"}}],"
+                      "\"tool_choice\":{\"type\":\"custom\",\"name\":\"apply_patch\"},\"input\":["
+                      "{\"role\":\"user\",\"content\":\"fix\"},"
+                      "{\"type\":\"custom_tool_call\",\"call_id\":\"c1\",\"name\":\"apply_patch\",\"input\":\" a\\nb \"},"
+                      "{\"type\":\"custom_tool_call\",\"call_id\":\"c2\",\"namespace\":\"ws\",\"name\":\"note\",\"input\":\"\"},"
+                      "{\"type\":\"custom_tool_call_output\",\"call_id\":\"c1\",\"output\":[{\"type\":\"input_text\",\"text\":\"ok\"}]},"
+                      "{\"type\":\"custom_tool_call_output\",\"call_id\":\"c2\",\"output\":\"noted\"}]}",
+                      &r, &e));
+    CHECK_MSG(r.messages, "%s", e.msg);
+    test_check_json(r.tools, "[{\"type\":\"function\",\"function\":{\"name\":\"apply_patch\",\"description\":\"p\","
+                             "\"parameters\":{\"type\":\"object\",\"properties\":{\"input\":{\"type\":\"string\"}},"
+                             "\"required\":[\"input\"]}}}]", "custom tool");
+    CHECK(r.tool_choice == SRV_TOOL_CHOICE_FUNCTION && !strcmp(r.tool_choice_name, "apply_patch"));
+    test_check_json(r.messages,
+                    "[{\"role\":\"user\",\"content\":\"fix\"},"
+                    "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":["
+                    "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"apply_patch\",\"arguments\":{\"input\":\" a\\nb \"}}},"
+                    "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"ws.note\",\"arguments\":{\"input\":\"\"}}}]},"
+                    "{\"role\":\"tool\",\"content\":\"ok\",\"tool_call_id\":\"c1\",\"tool_name\":\"apply_patch\"},"
+                    "{\"role\":\"tool\",\"content\":\"noted\",\"tool_call_id\":\"c2\",\"tool_name\":\"ws.note\"}]",
+                    "custom tool history");
+    srv_gen_req_free(&r);
+    CHECK(test_decode(SRV_API_OAI_RESPONSES, "{\"model\":\"m\",\"input\":\"x\",\"include\":[\"reasoning.encrypted_content\"],"
+                      "\"reasoning\":{\"effort\":\"minimal\",\"summary\":\"auto\"},\"metadata\":{\"k\":\"v\"},"
+                      "\"text\":{\"format\":{\"type\":\"json_object\"}},\"max_output_tokens\":40,\"truncation\":\"auto\","
+                      "\"parallel_tool_calls\":false,\"tools\":[{\"type\":\"function\",\"name\":\"get\"},"
+                      "{\"type\":\"function\",\"name\":\"bare\"}],\"tool_choice\":{\"type\":\"function\",\"name\":\"bare\"}}",
+                      &r, &e));
     /* the echo: the request's settings as given, store false (nothing is stored) */
     const json_t *x = r.resp_echo;
     CHECK(json_is_object(x));
@@ -166,6 +198,11 @@ static void test_errors(void) {
                "input[0].name");
     expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"function_call_output\",\"output\":\"x\"}]}", "input[0].call_id");
     expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"item_reference\",\"id\":\"x\"}]}", "item references");
+    expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"custom_tool_call\",\"call_id\":\"c\",\"name\":\"f\"}]}",
+               "input[0].input must be a string");
+    expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"custom_tool_call\",\"call_id\":\"c\",\"name\":\"f\",\"input\":{}}]}",
+               "input[0].input must be a string");
+    expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"custom_tool_call_output\",\"output\":\"x\"}]}", "input[0].call_id");
     expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"web_search_call\"}]}", "unsupported input item type \"web_search_call\"");
     expect_err("{\"model\":\"m\",\"input\":[{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\"}]}]}",
                "input[0].summary[0].text");
@@ -176,7 +213,7 @@ static void test_errors(void) {
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"tool_choice\":\"required\"}", "needs \"tools\"");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],\"tool_choice\":"
                "{\"type\":\"function\",\"name\":\"g\"}}", "no tool named \"g\"");
-    expect_err("{\"model\":\"m\",\"input\":\"x\",\"tool_choice\":{\"type\":\"web_search\"}}", "only function tools");
+    expect_err("{\"model\":\"m\",\"input\":\"x\",\"tool_choice\":{\"type\":\"web_search\"}}", "only function and custom tools");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "needs \"schema\"");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"text\":{\"format\":{\"type\":\"xml\"}}}", "unknown type \"xml\"");
     expect_err("{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"huge\"}}", "reasoning.effort");
@@ -201,7 +238,8 @@ typedef struct piece {
 /* Feed the pieces streamed (one delta each) and whole (one delta with everything),
  * and return the streamed events; *whole_resp gets the non-streamed response. */
 static json_t *run(const piece *ps, int n, bool incomplete, json_t **whole_resp) {
-    json_t *echo = json_pack("{s:s,s:[]}", "truncation", "disabled", "tools");
+    /* the request declared one custom (freeform) tool, "apply_patch" */
+    json_t *echo = json_pack("{s:s,s:[{s:s,s:s}]}", "truncation", "disabled", "tools", "type", "custom", "name", "apply_patch");
     srv_resp c;
     srv_buf sse = {0};
     srv_resp_init(&c, "m", echo, 1);
@@ -361,6 +399,23 @@ static void test_answers(void) {
                    "\"call_id\":\"call_x\",\"name\":\"get\"}", "function call");
     json_decref(fc);
     CHECK(!strcmp(json_string_value(json_object_get(json_array_get(out, 2), "call_id")), "call_1"));
+    json_decref(evs), json_decref(whole);
+
+    /* a custom tool's call: a custom_tool_call item whose input is the text */
+    piece g[] = {{NULL, NULL, "{\"id\":\"call_p\",\"function\":{\"name\":\"apply_patch\",\"arguments\":{\"input\":\"*** Begin\\n\"}}}"}};
+    evs = run(g, 1, false, &whole);
+    check_types(evs, "created in_progress output_item.added custom_tool_call_input.delta custom_tool_call_input.done "
+                     "output_item.done completed");
+    check_stream(evs, whole, true);
+    fc = json_deep_copy(json_array_get(json_object_get(whole, "output"), 0));
+    CHECK(!strncmp(json_string_value(json_object_get(fc, "id")), "ctc_", 4));
+    json_object_del(fc, "id");
+    test_check_json(fc, "{\"type\":\"custom_tool_call\",\"status\":\"completed\",\"input\":\"*** Begin\\n\","
+                        "\"call_id\":\"call_p\",\"name\":\"apply_patch\"}", "custom tool call");
+    json_decref(fc);
+    CHECK(!strcmp(ev_type(evs, 4), "response.custom_tool_call_input.done") &&
+          !strcmp(json_string_value(json_object_get(json_array_get(evs, 4), "input")), "*** Begin\n"));
+    CHECK(!strcmp(json_string_value(json_object_get(json_array_get(evs, 3), "delta")), "*** Begin\n"));
     json_decref(evs), json_decref(whole);
 
     /* text cut at max_output_tokens: incomplete, the message incomplete too */

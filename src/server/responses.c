@@ -134,24 +134,33 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
         if (!m || json_array_append_new(msgs, m)) return oom(e);
         return strcmp(r, "assistant") || take_thinking(m, think, have_think, e);
     }
-    if (!strcmp(type, "function_call")) {
+    bool custom = !strcmp(type, "custom_tool_call");
+    if (!strcmp(type, "function_call") || custom) {
         const json_t *name = json_object_get(it, "name");
-        const json_t *args = json_object_get(it, "arguments");
+        const json_t *args = json_object_get(it, custom ? "input" : "arguments");
         const json_t *id = json_object_get(it, "call_id");
+        const json_t *ns = json_object_get(it, "namespace");
         if (!json_is_string(name) || !json_string_length(name)) {
             srv_err_set(e, 400, "input[%zu].name must be a non-empty string", i);
             return false;
         }
-        if (!absent(args) && !json_is_string(args)) {
-            srv_err_set(e, 400, "input[%zu].arguments must be a string of JSON (got %s)", i, srv_json_kind(args));
+        if (custom ? !json_is_string(args) : !absent(args) && !json_is_string(args)) {
+            srv_err_set(e, 400, "input[%zu].%s must be a string%s (got %s)", i, custom ? "input" : "arguments",
+                        custom ? "" : " of JSON", srv_json_kind(args));
             return false;
         }
         if (!absent(id) && !json_is_string(id)) {
             srv_err_set(e, 400, "input[%zu].call_id must be a string (got %s)", i, srv_json_kind(id));
             return false;
         }
+        if (!absent(ns) && !json_is_string(ns)) {
+            srv_err_set(e, 400, "input[%zu].namespace must be a string (got %s)", i, srv_json_kind(ns));
+            return false;
+        }
         json_t *a;
-        if (json_string_length(args)) {
+        if (custom) { /* a custom (freeform) tool is a function of one string, "input" */
+            if (!(a = json_pack("{s:O}", "input", args))) return oom(e);
+        } else if (json_string_length(args)) {
             srv_err ie = {0};
             if (!(a = srv_json_parse(json_string_value(args), json_string_length(args), lim, &ie))) {
                 srv_err_set(e, ie.status == 500 ? 500 : 400, "input[%zu].arguments: invalid function call arguments (%s)",
@@ -168,7 +177,11 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
         }
         if (json_is_string(id)) json_object_set(call, "id", (json_t *)id);
         json_object_set_new(call, "type", json_string("function"));
-        json_object_set_new(call, "function", json_pack("{s:O,s:o}", "name", name, "arguments", a));
+        if (json_string_length(ns)) /* a namespaced tool's name as the model saw it: "namespace.name" */
+            json_object_set_new(call, "function", json_pack("{s:s++,s:o}", "name", json_string_value(ns), ".",
+                                                            json_string_value(name), "arguments", a));
+        else
+            json_object_set_new(call, "function", json_pack("{s:O,s:o}", "name", name, "arguments", a));
         if (!json_object_get(call, "function")) {
             json_decref(call);
             return oom(e);
@@ -193,7 +206,7 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
         if (json_array_append_new(tc, call)) return oom(e);
         return take_thinking(last, think, have_think, e);
     }
-    if (!strcmp(type, "function_call_output")) {
+    if (!strcmp(type, "function_call_output") || !strcmp(type, "custom_tool_call_output")) {
         const json_t *id = json_object_get(it, "call_id");
         if (!json_is_string(id)) {
             srv_err_set(e, 400, "input[%zu].call_id must be a string", i);
@@ -220,7 +233,7 @@ static bool decode_item(const json_t *it, size_t i, json_t *msgs, srv_buf *think
         return false;
     }
     srv_err_set(e, 400, "input[%zu]: unsupported input item type \"%.64s\" (supported: message, function_call, "
-                "function_call_output, reasoning)", i, type);
+                "function_call_output, custom_tool_call, custom_tool_call_output, reasoning)", i, type);
     return false;
 }
 
@@ -288,9 +301,10 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
             srv_err_set(e, 400, "tools[%zu] must be an object with a \"type\"", i);
             return false;
         }
-        if (strcmp(json_string_value(type), "function")) {
-            srv_err_set(e, 400, "tools[%zu]: tool type \"%.64s\" is not supported (only \"function\" tools)", i,
-                        json_string_value(type));
+        bool custom = !strcmp(json_string_value(type), "custom");
+        if (strcmp(json_string_value(type), "function") && !custom) {
+            srv_err_set(e, 400, "tools[%zu]: tool type \"%.64s\" is not supported (only \"function\" and \"custom\" tools)",
+                        i, json_string_value(type));
             return false;
         }
         const json_t *name = json_object_get(t, "name");
@@ -300,6 +314,12 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
         }
         const json_t *desc = json_object_get(t, "description");
         const json_t *params = json_object_get(t, "parameters");
+        json_t *own = NULL;
+        if (custom) { /* freeform text input: a function of one string (its format, a grammar, is not enforced) */
+            params = own = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", "input", "type", "string",
+                                     "required", "input");
+            if (!own) return oom(e);
+        }
         if (!absent(desc) && !json_is_string(desc)) {
             srv_err_set(e, 400, "tools[%zu].description must be a string (got %s)", i, srv_json_kind(desc));
             return false;
@@ -311,6 +331,7 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
         json_t *f = json_pack("{s:O}", "name", name);
         if (f && json_is_string(desc)) json_object_set(f, "description", (json_t *)desc);
         if (f && json_is_object(params)) json_object_set(f, "parameters", (json_t *)params);
+        json_decref(own);
         json_t *ct = f ? json_pack("{s:s,s:o}", "type", "function", "function", f) : NULL;
         if (!ct || json_array_append_new(r->tools, ct)) return oom(e);
     }
@@ -341,9 +362,9 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
     } else {
         const json_t *type = json_is_object(tc) ? json_object_get(tc, "type") : NULL;
         const json_t *name = json_is_object(tc) ? json_object_get(tc, "name") : NULL;
-        if (!str_is(type, "function") || !json_is_string(name) || !json_string_length(name)) {
+        if ((!str_is(type, "function") && !str_is(type, "custom")) || !json_is_string(name) || !json_string_length(name)) {
             srv_err_set(e, 400, "\"tool_choice\" must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                        "\"name\": ...}%s", json_is_string(type) ? " (only function tools are supported)" : "");
+                        "\"name\": ...}%s", json_is_string(type) ? " (only function and custom tools are supported)" : "");
             return false;
         }
         r->tool_choice = SRV_TOOL_CHOICE_FUNCTION;
@@ -727,19 +748,35 @@ static void add_text(srv_resp *c, srv_buf *out, int what, const char *s, size_t 
     send(out, j);
 }
 
+/* Whether the request declared a custom (freeform) tool of this name. */
+static bool is_custom_tool(const srv_resp *c, const json_t *name) {
+    const json_t *tools = json_object_get(c->echo, "tools");
+    for (size_t i = 0; json_is_string(name) && i < json_array_size(tools); i++) {
+        const json_t *t = json_array_get(tools, i);
+        if (str_is(json_object_get(t, "type"), "custom") && json_equal(json_object_get(t, "name"), (json_t *)name))
+            return true;
+    }
+    return false;
+}
+
 static void add_call(srv_resp *c, srv_buf *out, const json_t *call) {
     close_open(c, out, false);
     const json_t *f = json_object_get(call, "function");
     const json_t *id = json_object_get(call, "id");
     const json_t *name = json_object_get(f, "name");
     const json_t *av = json_object_get(f, "arguments");
-    char *args = av ? json_dumps(av, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    /* a custom tool's call carries its text input (the one string argument) */
+    bool custom = is_custom_tool(c, name);
+    const json_t *input = json_object_get(av, "input");
+    bool text_input = custom && json_is_string(input);
+    char *args = !text_input && av ? json_dumps(av, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    const char *kind = custom ? "custom_tool_call" : "function_call", *field = custom ? "input" : "arguments";
     char fc[32], cid[32];
-    new_id(c, "fc", fc, sizeof fc);
+    new_id(c, custom ? "ctc" : "fc", fc, sizeof fc);
     if (!json_is_string(id)) snprintf(cid, sizeof cid, "call_%d", c->n_calls);
     c->n_calls++;
-    json_t *item = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "id", fc, "type", "function_call", "status", "in_progress",
-                             "arguments", "", "call_id", json_is_string(id) ? json_string_value(id) : cid, "name",
+    json_t *item = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "id", fc, "type", kind, "status", "in_progress", field, "",
+                             "call_id", json_is_string(id) ? json_string_value(id) : cid, "name",
                              json_is_string(name) ? json_string_value(name) : "");
     if (!item) {
         free(args);
@@ -752,19 +789,19 @@ static void add_call(srv_resp *c, srv_buf *out, const json_t *call) {
     json_object_set_new(j, "output_index", json_integer(idx));
     json_object_set_new(j, "item", json_deep_copy(item));
     send(out, j);
-    const char *a = args ? args : "{}";
-    j = ev(c, out, "response.function_call_arguments.delta");
+    json_t *a = text_input ? json_incref((json_t *)input) : json_string(args ? args : "{}");
+    j = ev(c, out, custom ? "response.custom_tool_call_input.delta" : "response.function_call_arguments.delta");
     json_object_set_new(j, "item_id", json_string(fc));
     json_object_set_new(j, "output_index", json_integer(idx));
-    json_object_set_new(j, "delta", json_string(a));
+    json_object_set(j, "delta", a);
     send(out, j);
-    j = ev(c, out, "response.function_call_arguments.done");
+    j = ev(c, out, custom ? "response.custom_tool_call_input.done" : "response.function_call_arguments.done");
     json_object_set_new(j, "item_id", json_string(fc));
     json_object_set_new(j, "output_index", json_integer(idx));
-    json_object_set_new(j, "arguments", json_string(a));
-    json_object_set(j, "name", json_object_get(item, "name"));
+    json_object_set(j, field, a);
+    if (!custom) json_object_set(j, "name", json_object_get(item, "name"));
     send(out, j);
-    json_object_set_new(item, "arguments", json_string(a));
+    json_object_set_new(item, field, a);
     json_object_set_new(item, "status", json_string("completed"));
     j = ev(c, out, "response.output_item.done");
     json_object_set_new(j, "output_index", json_integer(idx));

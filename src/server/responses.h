@@ -9,9 +9,12 @@
  * messages {role, content: string | [input_text | output_text parts]},
  * function_call {call_id, name, arguments: JSON text}, function_call_output
  * {call_id, output: string | parts}, reasoning {summary | content} whose text becomes
- * the next assistant turn's thinking), instructions (a system message first), tools
- * ({type: "function", name, description, parameters}; other tool types are a 400),
- * tool_choice ("auto" | "none" | "required" | {type: "function", name}),
+ * the next assistant turn's thinking; custom_tool_call {call_id, name, namespace?,
+ * input} and custom_tool_call_output as a function of one string "input"), instructions
+ * (a system message first), tools ({type: "function", name, description, parameters};
+ * {type: "custom", name, description}: a function of one string "input", its calls
+ * answered as custom_tool_call items; other tool types are a 400), tool_choice ("auto" |
+ * "none" | "required" | {type: "function" | "custom", name}),
  * parallel_tool_calls, text.format (text | json_object | json_schema {schema}),
  * reasoning.effort (none -> think off; minimal/low -> low; medium; high/xhigh -> high),
  * temperature and top_p (default 1), max_output_tokens, truncation ("auto" drops the

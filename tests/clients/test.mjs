@@ -650,6 +650,36 @@ await test('openai responses tools: a function_call item; its output in the next
   assert.ok(next.usage.input_tokens > r.usage.input_tokens + 10);
 });
 
+await test('openai responses custom tools: a custom_tool_call with text input; its output in the next turn', async () => {
+  const ctools = [{ type: 'custom', name: 'note', description: 'Write a note' }];
+  const args = { model: 'qwen3', input: 'Note that it is sunny.', tools: ctools, tool_choice: { type: 'custom', name: 'note' },
+                 parallel_tool_calls: false,
+                 seed: 5, temperature: 0.9, max_output_tokens: 120 };
+  const r = await openai.responses.create(args);
+  assert.equal(r.status, 'completed');
+  const calls = r.output.filter((o) => o.type === 'custom_tool_call');
+  assert.equal(calls.length, 1, JSON.stringify(r.output));
+  assert.deepEqual(r.output.map((o) => o.type), ['custom_tool_call'], JSON.stringify(r.output));
+  assert.equal(calls[0].name, 'note');
+  assert.match(calls[0].id, /^ctc_/);
+  assert.equal(typeof calls[0].input, 'string');
+  const fin = await openai.responses.stream(args).finalResponse();
+  assert.deepEqual(fin.output.filter((o) => o.type === 'custom_tool_call').map((o) => o.input), [calls[0].input]);
+  // the next turn = chat.completions with the same call as a function of one string
+  const next = await openai.responses.create({ model: 'qwen3', tools: ctools, temperature: 0, max_output_tokens: 8,
+    input: [{ role: 'user', content: 'Note that it is sunny.' }, ...r.output,
+            { type: 'custom_tool_call_output', call_id: calls[0].call_id, output: 'saved' }] });
+  const chat = await openai.chat.completions.create({ model: 'qwen3', temperature: 0, max_tokens: 8,
+    tools: [{ type: 'function', function: { name: 'note', description: 'Write a note',
+              parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] } } }],
+    messages: [{ role: 'user', content: 'Note that it is sunny.' },
+               { role: 'assistant', content: null, tool_calls: [{ id: calls[0].call_id, type: 'function',
+                 function: { name: 'note', arguments: JSON.stringify({ input: calls[0].input }) } }] },
+               { role: 'tool', tool_call_id: calls[0].call_id, content: 'saved' }] });
+  assert.equal(next.usage.input_tokens, chat.usage.prompt_tokens);
+  assert.equal(next.output_text, chat.choices[0].message.content ?? '');
+});
+
 await test('openai responses reasoning: a reasoning item = chat reasoning_content; effort none hides it', async () => {
   const args = { model: 'r1', input: 'Tell me a story.', temperature: 0, max_output_tokens: 16 };
   const r = await openai.responses.create(args);
