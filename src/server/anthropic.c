@@ -196,24 +196,7 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
                         "description, input_schema)", i, json_is_string(type) ? json_string_value(type) : "?");
             return false;
         }
-        const json_t *name = json_object_get(t, "name"), *desc = json_object_get(t, "description");
-        const json_t *schema = json_object_get(t, "input_schema");
-        if (!json_is_string(name) || !json_string_length(name)) {
-            srv_err_set(e, 400, "tools[%zu].name must be a non-empty string", i);
-            return false;
-        }
-        if (!absent(desc) && !json_is_string(desc)) {
-            srv_err_set(e, 400, "tools[%zu].description must be a string", i);
-            return false;
-        }
-        if (!absent(schema) && !json_is_object(schema)) {
-            srv_err_set(e, 400, "tools[%zu].input_schema must be an object (got %s)", i, srv_json_kind(schema));
-            return false;
-        }
-        json_t *f = json_pack("{s:O}", "name", name);
-        if (f && json_is_string(desc)) json_object_set(f, "description", (json_t *)desc);
-        if (f && json_is_object(schema)) json_object_set(f, "parameters", (json_t *)schema);
-        if (!append(r->tools, f ? json_pack("{s:s,s:o}", "type", "function", "function", f) : NULL, e)) return false;
+        if (!srv_tool_flat_append(r->tools, t, i, "input_schema", NULL, e)) return false;
     }
     return true;
 }

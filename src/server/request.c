@@ -711,6 +711,33 @@ bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e) 
     return true;
 }
 
+bool srv_tool_flat_append(json_t *tools, const json_t *t, size_t i, const char *schema_key, const json_t *schema,
+                          srv_err *e) {
+    const json_t *name = json_object_get(t, "name"), *desc = json_object_get(t, "description");
+    if (!schema) schema = json_object_get(t, schema_key);
+    if (!json_is_string(name) || !json_string_length(name)) {
+        srv_err_set(e, 400, "tools[%zu].name must be a non-empty string", i);
+        return false;
+    }
+    if (desc && !json_is_null(desc) && !json_is_string(desc)) {
+        srv_err_set(e, 400, "tools[%zu].description must be a string (got %s)", i, srv_json_kind(desc));
+        return false;
+    }
+    if (schema && !json_is_null(schema) && !json_is_object(schema)) {
+        srv_err_set(e, 400, "tools[%zu].%s must be an object (got %s)", i, schema_key, srv_json_kind(schema));
+        return false;
+    }
+    json_t *f = json_pack("{s:O}", "name", name);
+    if (f && json_is_string(desc)) json_object_set(f, "description", (json_t *)desc);
+    if (f && json_is_object(schema)) json_object_set(f, "parameters", (json_t *)schema);
+    json_t *ct = f ? json_pack("{s:s,s:o}", "type", "function", "function", f) : NULL;
+    if (!ct || json_array_append_new(tools, ct)) {
+        srv_err_set(e, 500, "out of memory");
+        return false;
+    }
+    return true;
+}
+
 bool srv_decode_seed(const json_t *body, srv_options *o, srv_err *e) {
     const json_t *seed = json_object_get(body, "seed");
     if (!seed || json_is_null(seed)) return true;

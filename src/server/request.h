@@ -173,6 +173,12 @@ bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e);
  * tool_calls [{id, function: {name}}]), or NULL. Tool messages carry tool_name for the
  * templates that want it. */
 const char *srv_call_name(const json_t *msgs, size_t upto, const char *id);
+/* Append a tool given flat ({name, description, <schema_key>}: Responses' and
+ * Anthropic's) to tools in the chat form {type: "function", function: {name,
+ * description, parameters}}; schema, when not NULL, replaces t's. false with e set (400
+ * naming tools[i].field). */
+bool srv_tool_flat_append(json_t *tools, const json_t *t, size_t i, const char *schema_key, const json_t *schema,
+                          srv_err *e);
 /* "seed": an integer (o->seed, o->seed_set); absent or null leaves o as it is. */
 bool srv_decode_seed(const json_t *body, srv_options *o, srv_err *e);
 

@@ -307,33 +307,15 @@ static bool decode_tools(const json_t *body, srv_gen_req *r, srv_err *e) {
                         i, json_string_value(type));
             return false;
         }
-        const json_t *name = json_object_get(t, "name");
-        if (!json_is_string(name) || !json_string_length(name)) {
-            srv_err_set(e, 400, "tools[%zu].name must be a non-empty string", i);
-            return false;
-        }
-        const json_t *desc = json_object_get(t, "description");
-        const json_t *params = json_object_get(t, "parameters");
         json_t *own = NULL;
         if (custom) { /* freeform text input: a function of one string (its format, a grammar, is not enforced) */
-            params = own = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", "input", "type", "string",
-                                     "required", "input");
+            own = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", "input", "type", "string", "required",
+                            "input");
             if (!own) return oom(e);
         }
-        if (!absent(desc) && !json_is_string(desc)) {
-            srv_err_set(e, 400, "tools[%zu].description must be a string (got %s)", i, srv_json_kind(desc));
-            return false;
-        }
-        if (!absent(params) && !json_is_object(params)) {
-            srv_err_set(e, 400, "tools[%zu].parameters must be an object (got %s)", i, srv_json_kind(params));
-            return false;
-        }
-        json_t *f = json_pack("{s:O}", "name", name);
-        if (f && json_is_string(desc)) json_object_set(f, "description", (json_t *)desc);
-        if (f && json_is_object(params)) json_object_set(f, "parameters", (json_t *)params);
+        bool ok = srv_tool_flat_append(r->tools, t, i, "parameters", own, e);
         json_decref(own);
-        json_t *ct = f ? json_pack("{s:s,s:o}", "type", "function", "function", f) : NULL;
-        if (!ct || json_array_append_new(r->tools, ct)) return oom(e);
+        if (!ok) return false;
     }
     return true;
 }
