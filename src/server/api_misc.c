@@ -101,6 +101,16 @@ static const char *owner_of(const char *name, char *buf, size_t n) {
     return buf;
 }
 
+/* A model as GET /v1/models lists it: OpenAI's fields {id, object, created, owned_by}
+ * and Anthropic's {type: "model", id, display_name, created_at (RFC 3339)}, which the
+ * two SDKs read from the same path (each ignores the other's). */
+static json_t *v1_model(const char *name, int64_t mtime_ns) {
+    char own[128], ts[40];
+    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s}", "id", name, "object", "model", "created",
+                     (json_int_t)(mtime_ns / 1000000000), "owned_by", owner_of(name, own, sizeof own), "type", "model",
+                     "display_name", name, "created_at", srv_rfc3339nano(mtime_ns / 1000000000 * 1000000000, true, ts));
+}
+
 void srv_api_tags(loom_server *s, srv_response *out, bool openai) {
     srv_model_info *v = NULL;
     int n = 0;
@@ -112,10 +122,7 @@ void srv_api_tags(loom_server *s, srv_response *out, bool openai) {
     for (int i = 0; i < n; i++) {
         char ts[40];
         if (openai) {
-            char own[128];
-            json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:s}", "id", v[i].name, "object", "model", "created",
-                                                 (json_int_t)(v[i].mtime_ns / 1000000000), "owned_by",
-                                                 owner_of(v[i].name, own, sizeof own)));
+            json_array_append_new(arr, v1_model(v[i].name, v[i].mtime_ns));
         } else {
             gguf_meta gm;
             json_t *det = gguf_meta_get(v[i].gguf, &gm) ? gm.details : empty_details();
@@ -126,7 +133,14 @@ void srv_api_tags(loom_server *s, srv_response *out, bool openai) {
         srv_model_info_free(&v[i]);
     }
     loom_free(v);
-    if (openai) srv_respond_json(out, 200, json_pack("{s:s,s:o}", "object", "list", "data", arr));
+    if (openai) { /* Anthropic's page fields too: one page, has_more false */
+        size_t na = json_array_size(arr);
+        json_t *first = na ? json_object_get(json_array_get(arr, 0), "id") : NULL;
+        json_t *last = na ? json_object_get(json_array_get(arr, na - 1), "id") : NULL;
+        srv_respond_json(out, 200, json_pack("{s:s,s:o,s:b,s:O,s:O}", "object", "list", "data", arr, "has_more", 0,
+                                             "first_id", first ? first : json_null(), "last_id",
+                                             last ? last : json_null()));
+    }
     else srv_respond_json(out, 200, json_pack("{s:o}", "models", arr));
 }
 
@@ -137,10 +151,7 @@ void srv_api_model_get(loom_server *s, const char *name, srv_response *out) {
         srv_api_error_e(out, SRV_API_OAI_CHAT, &e);
         return;
     }
-    char own[128];
-    srv_respond_json(out, 200, json_pack("{s:s,s:s,s:I,s:s}", "id", name, "object", "model", "created",
-                                         (json_int_t)(m.mtime_ns / 1000000000), "owned_by",
-                                         owner_of(m.name, own, sizeof own)));
+    srv_respond_json(out, 200, v1_model(name, m.mtime_ns));
     srv_model_info_free(&m);
 }
 

@@ -828,6 +828,19 @@ await test('anthropic thinking: enabled = chat reasoning_content; absent or disa
   assert.equal(n0.input_tokens, none.usage.input_tokens);
 });
 
+await test('anthropic models.list / retrieve (the same /v1/models as OpenAI\'s)', async () => {
+  const ids = [];
+  for await (const m of anthropic.models.list()) {
+    assert.equal(m.type, 'model');
+    assert.ok(!Number.isNaN(Date.parse(m.created_at)), m.created_at);
+    ids.push(m.id);
+  }
+  assert.ok(ids.includes('tiny:latest') && ids.includes('stories:latest'), ids.join(','));
+  const m = await anthropic.models.retrieve('tiny');
+  assert.equal(m.id, 'tiny');
+  assert.equal(m.display_name, 'tiny');
+});
+
 await test('anthropic errors: unknown model is NotFoundError, bad requests are BadRequestError', async () => {
   await assert.rejects(anthropic.messages.create({ model: 'nope', max_tokens: 4, messages: [{ role: 'user', content: 'x' }] }),
                        (e) => e instanceof Anthropic.NotFoundError && e.status === 404 && e.error?.error?.type === 'not_found_error');
