@@ -664,10 +664,7 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
     if (!tc || json_is_null(tc)) return true;
     if (json_is_string(tc)) {
         const char *s = json_string_value(tc);
-        if (!strcmp(s, "auto")) r->tool_choice = SRV_TOOL_CHOICE_AUTO;
-        else if (!strcmp(s, "none")) r->tool_choice = SRV_TOOL_CHOICE_NONE;
-        else if (!strcmp(s, "required")) r->tool_choice = SRV_TOOL_CHOICE_REQUIRED;
-        else {
+        if (!srv_tool_choice_word(s, &r->tool_choice)) {
             srv_err_set(e, 400, "\"tool_choice\": expected \"none\", \"auto\", \"required\" or a function (got \"%.64s\")", s);
             return false;
         }
@@ -685,6 +682,14 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
         }
     }
     return srv_tool_choice_check(r, r->tool_choice_name ? r->tool_choice_name : "required", e);
+}
+
+bool srv_tool_choice_word(const char *s, int *choice) {
+    if (!strcmp(s, "auto")) *choice = SRV_TOOL_CHOICE_AUTO;
+    else if (!strcmp(s, "none")) *choice = SRV_TOOL_CHOICE_NONE;
+    else if (!strcmp(s, "required")) *choice = SRV_TOOL_CHOICE_REQUIRED;
+    else return false;
+    return true;
 }
 
 bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e) {

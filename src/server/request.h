@@ -166,6 +166,9 @@ bool srv_gen_req_decode(srv_api api, const json_t *body, const srv_limits *lim, 
                         srv_err *e);
 void srv_gen_req_free(srv_gen_req *r);
 
+/* OpenAI's tool_choice words "auto", "none", "required" into *choice
+ * (SRV_TOOL_CHOICE_*); false for any other word. */
+bool srv_tool_choice_word(const char *s, int *choice);
 /* tool_choice "required" or a named function: r->tools must have it (label names the
  * choice in the message). true when the choice needs nothing. */
 bool srv_tool_choice_check(const srv_gen_req *r, const char *label, srv_err *e);

@@ -333,10 +333,7 @@ static bool decode_tool_choice(const json_t *body, srv_gen_req *r, srv_err *e) {
     if (absent(tc)) return true;
     if (json_is_string(tc)) {
         const char *s = json_string_value(tc);
-        if (!strcmp(s, "auto")) r->tool_choice = SRV_TOOL_CHOICE_AUTO;
-        else if (!strcmp(s, "none")) r->tool_choice = SRV_TOOL_CHOICE_NONE;
-        else if (!strcmp(s, "required")) r->tool_choice = SRV_TOOL_CHOICE_REQUIRED;
-        else {
+        if (!srv_tool_choice_word(s, &r->tool_choice)) {
             srv_err_set(e, 400, "\"tool_choice\": expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
                         "\"name\": ...} (got \"%.64s\")", s);
             return false;
@@ -463,10 +460,10 @@ static bool refuse_unsupported(const json_t *body, srv_gen_req *r, srv_err *e) {
 }
 
 /* The settings the response object repeats. */
-static bool make_echo(const json_t *body, const srv_gen_req *r, srv_err *e) {
+static bool make_echo(const json_t *body, srv_gen_req *r, srv_err *e) {
     json_t *x = json_object();
     if (!x) return oom(e);
-    ((srv_gen_req *)r)->resp_echo = x;
+    r->resp_echo = x;
     const json_t *v;
     v = json_object_get(body, "instructions");
     json_object_set_new(x, "instructions", json_is_string(v) ? json_incref((json_t *)v) : json_null());

@@ -40,8 +40,8 @@
  * last response.completed or response.incomplete with the whole response. An error
  * after the stream began: an "error" event. Token logprobs (include
  * "message.output_text.logprobs", top_logprobs 0..20): on output_text deltas, the done
- * event and the part, [{token, logprob, bytes, top_logprobs}], for the tokens that
- * arrived with the message's text.
+ * event and the part, [{token, logprob, bytes, top_logprobs}]: streamed, the tokens that
+ * arrived with the message's text; whole, every generated token.
  */
 #ifndef LOOM_SERVER_RESPONSES_H
 #define LOOM_SERVER_RESPONSES_H
