@@ -1,12 +1,24 @@
 /*
- * loom_embed.h - text embedding models (BERT encoders): one vector per input.
+ * loom_embed.h - text embedding models: one vector per input.
  *
- * Architectures: bert (absolute position and token-type embeddings, separate
- * Q/K/V with biases, GELU feed-forward; all-MiniLM, bge, mxbai ...) and nomic-bert
- * (rotary positions, fused QKV, SwiGLU feed-forward; nomic-embed-text). Both are
- * post-LayerNorm encoders with non-causal attention: every token of a sequence sees
- * every other token of it, and nothing of the other sequences. There is no KV
- * cache: each call evaluates its inputs from scratch.
+ * Architectures:
+ *   bert        absolute position and token-type embeddings, separate Q/K/V with
+ *               biases, GELU feed-forward (all-MiniLM, bge, mxbai, snowflake ...);
+ *   nomic-bert  rotary positions, fused QKV, SwiGLU feed-forward (nomic-embed-text);
+ *               both post-LayerNorm encoders with non-causal attention;
+ *   gemma-embedding  Gemma 3 layers with bidirectional attention, every
+ *               sliding_window_pattern-th layer full and the others a symmetric
+ *               window, and the sentence-transformers dense layers (dense_2,
+ *               dense_3) after the final norm (EmbeddingGemma);
+ *   llama, mistral, qwen2, qwen3 files that carry `<arch>.pooling_type` (what
+ *               llama.cpp's converter writes for sentence-transformers models:
+ *               Qwen3-Embedding with last-token pooling, e5-mistral ...): the
+ *               decoder's layers with its causal attention, the hidden states after
+ *               the final norm (no output head). Without that key such a file is a
+ *               generative model (loom_model.h).
+ * Every token of a sequence sees the tokens of it its attention allows, and nothing
+ * of the other sequences. There is no KV cache: each call evaluates its inputs from
+ * scratch.
  *
  * loom_embed_compute takes many sequences at once, packs them into graphs of up to
  * n_batch tokens (sequences separated by the attention mask, never split), and
@@ -76,9 +88,15 @@ typedef struct loom_embed_params {
 
 loom_embed_params loom_embed_default_params(void);
 
-/* Whether general.architecture `arch` is an embedding architecture this header
- * serves ("bert", "nomic-bert"). NULL: false. */
+/* Whether general.architecture `arch` is always an embedding architecture this
+ * header serves ("bert", "nomic-bert", "gemma-embedding"). NULL: false. The decoder
+ * architectures depend on the file: use loom_embed_gguf_supported. */
 bool loom_embed_arch_supported(const char *arch);
+/* Whether the open GGUF g is an embedding model this header serves: one of those
+ * architectures, or llama / mistral / qwen2 / qwen3 with `<arch>.pooling_type` (as
+ * Ollama gives such a file the "embedding" capability instead of "completion").
+ * Reads keys only; NULL: false. Thread-safe on a g no one writes. */
+bool loom_embed_gguf_supported(const loom_gguf *g);
 
 /* Open, check every weight's shape, reserve the worst-case graph (n_batch tokens)
  * and load. On failure *out is NULL and err says why: LOOM_ERR_NOT_FOUND (a key or
@@ -94,18 +112,18 @@ int32_t loom_embed_n_ctx(const loom_embedder *e);    /* longest input */
 int32_t loom_embed_n_batch(const loom_embedder *e);
 int32_t loom_embed_n_vocab(const loom_embedder *e);
 loom_pooling loom_embed_pooling(const loom_embedder *e); /* the pooling in use */
-const char *loom_embed_arch(const loom_embedder *e);     /* "bert" / "nomic-bert" */
+const char *loom_embed_arch(const loom_embedder *e);     /* general.architecture ("bert" ...) */
 loom_backend *loom_embed_backend(const loom_embedder *e);
 
 /* The model's tokenizer (built on first use, owned by the embedder). */
 loom_status loom_embed_tokenizer(loom_embedder *e, const loom_tokenizer **out, loom_error *err);
 
-/* Tokenize len bytes of text as an input: [CLS] ... [SEP] as the vocabulary says
- * (its add_bos / add_sep), special-token texts in the input not matched. Writes at
- * most max ids and the count to *n_out. An input longer than n_ctx is
- * LOOM_ERR_CONTEXT_FULL (the message gives both counts) unless truncate: then the
- * first n_ctx tokens are kept, the last of them replaced by [SEP] when the
- * vocabulary appends one. LOOM_ERR_RANGE when max is smaller than the result,
+/* Tokenize len bytes of text as an input: [CLS] ... [SEP] or BOS ... EOS as the
+ * vocabulary says (its add_bos / add_eos / add_sep), special-token texts in the
+ * input not matched. Writes at most max ids and the count to *n_out. An input longer
+ * than n_ctx is LOOM_ERR_CONTEXT_FULL (the message gives both counts) unless
+ * truncate: then the first n_ctx tokens are kept, the last of them replaced by
+ * [SEP] (or EOS) when the vocabulary appends one. LOOM_ERR_RANGE when max is smaller than the result,
  * LOOM_ERR_INVALID_ARG for NULL arguments or an empty result (n_ctx 0 never
  * happens: a model has n_ctx >= 1). */
 loom_status loom_embed_tokenize(loom_embedder *e, const char *text, size_t len, bool truncate,

@@ -4,7 +4,11 @@
  * models.txt) and the independently made indep-*.gguf files, every pooling (none,
  * mean, cls, last) of the same sequences decoded together: pooled vectors within
  * cosine 0.9999 of llama.cpp's, token-level hidden states within nrmse 1e-3. Also
- * Loom's tokenization of texts.txt equals llama.cpp's (tokens-bge.txt). */
+ * Loom's tokenization of texts.txt equals llama.cpp's (tokens-bge.txt).
+ * The decoder embedding models indep-{qwen3,llama,gemma-embedding}.gguf: llama.cpp
+ * decoded each sequence alone with an F32 K/V cache, so the tolerances are tight
+ * (measured: nrmse <= 7.4e-7, pooled 1 - cosine <= 5.2e-12), with and without
+ * flash attention (Loom's fused attention rounds K/V to F16: nrmse <= 6.4e-6). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +66,8 @@ static float *read_ref(const char *name, const char *pool, int *n, int *E) {
 
 static double g_min_cos = 1.0, g_max_nrmse = 0.0;
 
-static void check_model(const char *path, const char *name, const seqs *s) {
+static void check_model_tol(const char *path, const char *name, const seqs *s, bool fa, double tol_nrmse,
+                            double tol_cos) {
     static const char *const pools[4] = {"none", "mean", "cls", "last"};
     const int32_t *ptr[MAXSEQ];
     int total = 0;
@@ -78,6 +83,7 @@ static void check_model(const char *path, const char *name, const seqs *s) {
         loom_embed_params p = loom_embed_default_params();
         p.path = path;
         p.n_threads = 2;
+        p.flash_attn = fa;
         loom_pooling_from_name(pools[pi], &p.pooling);
         loom_embedder *e = NULL;
         loom_error err = {0};
@@ -99,9 +105,9 @@ static void check_model(const char *path, const char *name, const seqs *s) {
                     sr += (double)ref[i] * ref[i];
                 }
                 double nr = sqrt(se / sr);
-                printf("%-22s none: token-level nrmse %.3g\n", name, nr);
+                printf("%-22s none: token-level nrmse %.3g%s\n", name, nr, fa ? " (flash attention)" : "");
                 if (nr > g_max_nrmse) g_max_nrmse = nr;
-                CHECK_MSG(nr <= 1e-3, "%s nrmse %g", name, nr);
+                CHECK_MSG(nr <= tol_nrmse, "%s nrmse %g (fa %d)", name, nr, fa);
             } else {
                 double mc = 1.0;
                 for (int i = 0; i < n; i++) {
@@ -109,9 +115,10 @@ static void check_model(const char *path, const char *name, const seqs *s) {
                     for (int c = 0; c < E && c < 4096; c++) r64[c] = ref[(size_t)i * E + c];
                     double cs = et_cosine(out + (size_t)i * E, r64, E);
                     if (cs < mc) mc = cs;
-                    CHECK_MSG(cs >= 0.9999, "%s %s seq %d cosine %.9f", name, pools[pi], i, cs);
+                    CHECK_MSG(cs >= tol_cos, "%s %s seq %d cosine %.15f (fa %d)", name, pools[pi], i, cs, fa);
                 }
-                printf("%-22s %-4s: min cosine %.9f (1 - %.2g)\n", name, pools[pi], mc, 1 - mc);
+                printf("%-22s %-4s: min cosine %.9f (1 - %.2g)%s\n", name, pools[pi], mc, 1 - mc,
+                       fa ? " (flash attention)" : "");
                 if (mc < g_min_cos) g_min_cos = mc;
             }
         }
@@ -119,6 +126,10 @@ static void check_model(const char *path, const char *name, const seqs *s) {
         free(ref);
         loom_embed_close(e);
     }
+}
+
+static void check_model(const char *path, const char *name, const seqs *s) {
+    check_model_tol(path, name, s, false, 1e-3, 0.9999);
 }
 
 int main(void) {
@@ -171,6 +182,14 @@ int main(void) {
     check_model(ip, "indep-bert", &indep);
     snprintf(ip, sizeof ip, "%s", test_path("tests/data/embed/indep-nomic-bert.gguf"));
     check_model(ip, "indep-nomic-bert", &indep);
+    static const char *const dec[] = {"indep-qwen3", "indep-llama", "indep-gemma-embedding"};
+    for (int i = 0; i < 3; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/data/embed/%s.gguf", dec[i]);
+        snprintf(ip, sizeof ip, "%s", test_path(rel));
+        check_model_tol(ip, dec[i], &indep, false, 2e-6, 1 - 1e-10);
+        check_model_tol(ip, dec[i], &indep, true, 2e-5, 1 - 1e-9);
+    }
     printf("overall: min cosine %.9f, max token-level nrmse %.3g\n", g_min_cos, g_max_nrmse);
     return test_finish("test_llm_embed_llamacpp");
 }

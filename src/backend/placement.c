@@ -68,9 +68,14 @@ static bool has_any(const char *name, const char *const *parts) {
 loom_place_rule loom_place_classify(const char *name, int64_t *layer) {
     static const char *const input[] = {"position_embd", "token_embd", "token_norm_embd",
                                         "token_types", NULL};
+    /* the contract's output group, plus dense_2 / dense_3 (the sentence-transformers
+     * projections after the final norm of gemma-embedding: llama.cpp's output-layer
+     * tensors; by the digit rule they would belong to layers 2 and 3, and a file with
+     * fewer blocks would be rejected) */
     static const char *const output[] = {"cls", "output", "output_norm", "altup_proj",
                                          "altup_unembd_proj", "per_layer_token_embd",
-                                         "per_layer_model_proj", "per_layer_proj_norm", NULL};
+                                         "per_layer_model_proj", "per_layer_proj_norm",
+                                         "dense_2", "dense_3", NULL};
     static const char *const rope[] = {"rope_freqs", "rope_factors_long", "rope_factors_short",
                                        NULL};
     *layer = -1;

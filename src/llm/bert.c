@@ -24,7 +24,7 @@ loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b)
     const emb_hparams *hp = &e->hp;
     const int64_t T = b->n_tokens, H = hp->n_head, D = hp->head_dim;
     loom_tensor *tok, *pos, *mask;
-    emb_inputs(e, ctx, b, &tok, &pos, &mask);
+    emb_inputs(e, ctx, b, &tok, &pos, &mask, NULL);
     loom_tensor *outs = emb_out_ids(ctx, b);
 
     loom_tensor *h = loom_get_rows(ctx, e->tok_embd, tok);

@@ -1,7 +1,8 @@
 /*
- * embed.c - embedding models (loom_embed.h): hyperparameters and weights of the
- * BERT encoders, the worst-case reserve, packing sequences into graphs, pooling
- * and normalization, input tokenization. The graphs are in bert.c / nomic_bert.c.
+ * embed.c - embedding models (loom_embed.h): the worst-case reserve, packing
+ * sequences into graphs (and their masks), pooling and normalization, input
+ * tokenization. Hyperparameters and weights: embed_load.c; the graphs: bert.c,
+ * nomic_bert.c, decoder_embed.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,8 +13,6 @@
 #include "model_internal.h"
 #include "quant/alloc.h"
 
-#define EMB_MAX_DIM ((int64_t)1 << 20)
-#define EMB_MAX_CTX 8192 /* longest input (and graph): the attention scores are [T, T, heads] */
 
 const char *loom_pooling_name(loom_pooling p) {
     switch (p) {
@@ -45,7 +44,16 @@ loom_embed_params loom_embed_default_params(void) {
 }
 
 bool loom_embed_arch_supported(const char *arch) {
-    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert"));
+    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert") || !strcmp(arch, "gemma-embedding"));
+}
+
+bool loom_embed_gguf_supported(const loom_gguf *g) {
+    loom_gguf_str a;
+    char arch[64];
+    if (!g || loom_gguf_get_str(g, "general.architecture", &a) != LOOM_OK || a.len >= sizeof arch) return false;
+    memcpy(arch, a.ptr, a.len);
+    arch[a.len] = 0;
+    return emb_arch_of(g, arch, NULL);
 }
 
 /* ------------------------------------------------------------------ shared graph pieces */
@@ -58,7 +66,7 @@ loom_tensor *emb_named(loom_tensor *t, const char *what, int il) {
 }
 
 void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor **tok, loom_tensor **pos,
-                loom_tensor **mask) {
+                loom_tensor **mask, loom_tensor **mask_swa) {
     loom_ctx *in = loom_ctx_input(ctx);
     const int64_t T = b->n_tokens;
     int64_t ne_t[1] = {T}, ne_m[2] = {T, T};
@@ -67,14 +75,17 @@ void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor
         *tok = loom_zeros(in, LOOM_TYPE_I32, 1, ne_t);
         *pos = loom_zeros(in, LOOM_TYPE_I32, 1, ne_t);
         *mask = loom_zeros(in, LOOM_TYPE_F32, 2, ne_m);
+        if (mask_swa) *mask_swa = loom_zeros(in, LOOM_TYPE_F32, 2, ne_m);
     } else {
         *tok = loom_from_i32(in, b->tokens, (size_t)T, 1, ne_t);
         *pos = loom_from_i32(in, b->pos, (size_t)T, 1, ne_t);
         *mask = loom_from_f32(in, b->mask, (size_t)(T * T), 2, ne_m);
+        if (mask_swa) *mask_swa = loom_from_f32(in, b->mask_swa, (size_t)(T * T), 2, ne_m);
     }
     loom_tensor_set_name(*tok, "inp_tokens");
     loom_tensor_set_name(*pos, "inp_pos");
     loom_tensor_set_name(*mask, "inp_mask");
+    if (mask_swa) loom_tensor_set_name(*mask_swa, "inp_mask_swa");
 }
 
 loom_tensor *emb_out_ids(loom_ctx *ctx, const emb_batch *b) {
@@ -97,200 +108,6 @@ loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom
     return loom_reshape(ctx, a, 2, ne_a);
 }
 
-/* ------------------------------------------------------------------ hyperparameters */
-
-static loom_status key_int(const loom_gguf *g, const char *arch, const char *key, bool required, int64_t def,
-                           int64_t lo, int64_t hi, int64_t *out, loom_error *err) {
-    char full[160];
-    snprintf(full, sizeof full, "%s.%s", arch, key);
-    int64_t ki = loom_gguf_find_key(g, full);
-    if (ki < 0) {
-        if (required) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: required key '%s' is missing", full);
-        *out = def;
-        return LOOM_OK;
-    }
-    int64_t v;
-    if (loom_gguf_kv_int(g, ki, &v))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be an integer (is %s)", full,
-                              loom_gguf_vtype_name(loom_gguf_kv_type(g, ki)));
-    if (v < lo || v > hi)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s = %lld is out of range [%lld, %lld]", full,
-                              (long long)v, (long long)lo, (long long)hi);
-    *out = v;
-    return LOOM_OK;
-}
-
-static loom_status key_float(const loom_gguf *g, const char *arch, const char *key, double def, double *out,
-                             loom_error *err) {
-    char full[160];
-    snprintf(full, sizeof full, "%s.%s", arch, key);
-    int64_t ki = loom_gguf_find_key(g, full);
-    if (ki < 0) {
-        *out = def;
-        return LOOM_OK;
-    }
-    double v;
-    if (loom_gguf_kv_float(g, ki, &v)) {
-        int64_t iv;
-        if (loom_gguf_kv_int(g, ki, &iv))
-            return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be a number", full);
-        v = (double)iv;
-    }
-    if (!isfinite(v)) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' is not finite", full);
-    *out = v;
-    return LOOM_OK;
-}
-
-static loom_status load_hparams(loom_embedder *e, loom_error *err) {
-    const loom_gguf *g = loom_backend_gguf(e->be);
-    const char *arch = loom_backend_arch(e->be);
-    emb_hparams *hp = &e->hp;
-    if (!arch || !*arch)
-        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: key 'general.architecture' is missing");
-    if (!strcmp(arch, "bert")) hp->arch = EMB_BERT;
-    else if (!strcmp(arch, "nomic-bert")) hp->arch = EMB_NOMIC_BERT;
-    else
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, nomic-bert)", arch);
-    int64_t E, L, H, F, ctx_train, pool, rot;
-    loom_status s;
-    if ((s = key_int(g, arch, "embedding_length", true, 0, 1, EMB_MAX_DIM, &E, err))) return s;
-    if ((s = key_int(g, arch, "block_count", true, 0, 1, 4096, &L, err))) return s;
-    if (L != loom_backend_block_count(e->be))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: block_count %lld disagrees with the backend (%d)",
-                              (long long)L, loom_backend_block_count(e->be));
-    if ((s = key_int(g, arch, "attention.head_count", true, 0, 1, 65536, &H, err))) return s;
-    if (E % H)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
-                              (long long)E, (long long)H);
-    int64_t hkv;
-    if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, 65536, &hkv, err))) return s;
-    if (hkv != H)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: head_count_kv %lld != head_count %lld",
-                              (long long)hkv, (long long)H);
-    if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
-    if ((s = key_int(g, arch, "context_length", hp->arch == EMB_BERT, 512, 1, 1 << 24, &ctx_train, err)))
-        return s;
-    if ((s = key_int(g, arch, "pooling_type", false, LOOM_POOLING_MEAN, 0, 1000, &pool, err))) return s;
-    if (pool > LOOM_POOLING_LAST)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.pooling_type %lld is not supported (0-3)", arch,
-                              (long long)pool);
-    if ((s = key_int(g, arch, "rope.dimension_count", false, E / H, 0, E / H, &rot, err))) return s;
-    if (rot % 2) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.dimension_count %lld is odd", arch, (long long)rot);
-    char key[160];
-    snprintf(key, sizeof key, "%s.attention.causal", arch);
-    bool causal = false;
-    if (loom_gguf_find_key(g, key) >= 0) {
-        if (loom_gguf_get_bool(g, key, &causal))
-            return loom_error_set(err, LOOM_ERR_FORMAT, "embed: key '%s' must be a boolean", key);
-        if (causal)
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s with causal attention is not supported", arch);
-    }
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    loom_gguf_str st;
-    if (loom_gguf_get_str(g, key, &st) == LOOM_OK && !(st.len == 4 && !memcmp(st.ptr, "none", 4)))
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: rope scaling '%.*s' is not supported",
-                              (int)(st.len > 32 ? 32 : st.len), st.ptr);
-    double eps, base;
-    if ((s = key_float(g, arch, "attention.layer_norm_epsilon", 1e-12, &eps, err))) return s;
-    if (!(eps > 0 && eps < 1))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.layer_norm_epsilon = %g is out of range", arch,
-                              eps);
-    if ((s = key_float(g, arch, "rope.freq_base", 10000.0, &base, err))) return s;
-    if (!(base > 1)) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.freq_base = %g is out of range", arch, base);
-    hp->n_embd = (int)E;
-    hp->n_layer = (int)L;
-    hp->n_head = (int)H;
-    hp->head_dim = (int)(E / H);
-    hp->n_ff = (int)F;
-    hp->n_rot = (int)rot;
-    hp->n_ctx_train = (int32_t)ctx_train;
-    hp->norm_eps = (float)eps;
-    hp->rope_base = (float)base;
-    hp->rope_freq_scale = 1.0f;
-    e->pooling = (loom_pooling)pool;
-    return LOOM_OK;
-}
-
-/* ------------------------------------------------------------------ weights */
-
-static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, loom_error *err,
-                         loom_status *st, const char *fmt, int il) {
-    char name[LOOM_GGUF_MAX_NAME];
-    snprintf(name, sizeof name, fmt, il);
-    if (*st) return NULL;
-    loom_tensor *t = loom_backend_get_tensor(be, name);
-    if (!t) {
-        if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor '%s' is missing", name);
-        return NULL;
-    }
-    int64_t want[4] = {ne0, ne1, 1, 1};
-    for (int i = 0; i < 4; i++)
-        if (loom_tensor_ne(t, i) != want[i]) {
-            *st = loom_error_set(err, LOOM_ERR_FORMAT,
-                                 "embed: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
-                                 (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
-                                 (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3), (long long)ne0,
-                                 (long long)ne1);
-            return NULL;
-        }
-    return t;
-}
-
-static loom_status bind_weights(loom_embedder *e, loom_error *err) {
-    const loom_backend *be = e->be;
-    emb_hparams *hp = &e->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff;
-    const bool bert = hp->arch == EMB_BERT;
-    loom_status st = LOOM_OK;
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int32_t)V;
-    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
-    loom_tensor *tt = loom_backend_get_tensor(be, "token_types.weight");
-    int64_t n_types = tt ? loom_tensor_ne(tt, 1) : 1;
-    if (n_types < 1) n_types = 1;
-    e->type_embd = bind(be, false, E, n_types, err, &st, "token_types.weight", 0);
-    if (bert) e->pos_embd = bind(be, true, E, hp->n_ctx_train, err, &st, "position_embd.weight", 0);
-    e->tok_norm = bind(be, true, E, 1, err, &st, "token_embd_norm.weight", 0);
-    e->tok_norm_b = bind(be, true, E, 1, err, &st, "token_embd_norm.bias", 0);
-    for (int il = 0; il < hp->n_layer && !st; il++) {
-        emb_layer *L = &e->layers[il];
-        if (bert || !loom_backend_get_tensor(be, "blk.0.attn_qkv.weight")) {
-            L->wq = bind(be, true, E, E, err, &st, "blk.%d.attn_q.weight", il);
-            L->wk = bind(be, true, E, E, err, &st, "blk.%d.attn_k.weight", il);
-            L->wv = bind(be, true, E, E, err, &st, "blk.%d.attn_v.weight", il);
-            L->bq = bind(be, false, E, 1, err, &st, "blk.%d.attn_q.bias", il);
-            L->bk = bind(be, false, E, 1, err, &st, "blk.%d.attn_k.bias", il);
-            L->bv = bind(be, false, E, 1, err, &st, "blk.%d.attn_v.bias", il);
-        } else {
-            L->wqkv = bind(be, true, E, 3 * E, err, &st, "blk.%d.attn_qkv.weight", il);
-            L->bqkv = bind(be, false, 3 * E, 1, err, &st, "blk.%d.attn_qkv.bias", il);
-        }
-        L->wo = bind(be, true, E, E, err, &st, "blk.%d.attn_output.weight", il);
-        L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
-        L->attn_out_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.weight", il);
-        L->attn_out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.bias", il);
-        L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
-        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
-        if (bert) {
-            L->ffn_up_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_up.bias", il);
-            L->ffn_down_b = bind(be, false, E, 1, err, &st, "blk.%d.ffn_down.bias", il);
-        } else {
-            L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
-        }
-        L->out_norm = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.weight", il);
-        L->out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.bias", il);
-    }
-    if (!st && loom_backend_get_tensor(be, "blk.1.ffn_gate_inp.weight"))
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: mixture-of-experts encoders are not supported");
-    if (!st && !bert && !e->layers[0].wqkv)
-        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'blk.0.attn_qkv.weight' is missing");
-    return st;
-}
-
 /* ------------------------------------------------------------------ graphs */
 
 static bool abort_cb(void *user) {
@@ -303,7 +120,9 @@ static loom_status build(loom_embedder *e, const emb_batch *b, loom_ctx **ctx_ou
     loom_ctx *ctx;
     loom_status s = loom_backend_ctx_new(e->be, 0, &ctx, err);
     if (s) return s;
-    loom_tensor *h = e->hp.arch == EMB_BERT ? emb_build_bert(e, ctx, b) : emb_build_nomic_bert(e, ctx, b);
+    loom_tensor *h = e->hp.arch == EMB_BERT         ? emb_build_bert(e, ctx, b)
+                     : e->hp.arch == EMB_NOMIC_BERT ? emb_build_nomic_bert(e, ctx, b)
+                                                    : emb_build_decoder(e, ctx, b);
     loom_ctx_forward(ctx, h);
     s = loom_ctx_status(ctx);
     if (s) {
@@ -339,6 +158,7 @@ static loom_status run_graph(loom_embedder *e, int T, int n_out, loom_error *err
     b.tokens = e->tok;
     b.pos = e->pos;
     b.mask = e->mask;
+    b.mask_swa = e->mask_swa;
     b.n_outputs = n_out;
     b.out_ids = n_out < T ? e->out_ids : NULL;
     loom_ctx *ctx;
@@ -384,14 +204,9 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     bp.repack_filter = repack_filter;
     loom_status s = loom_backend_open(params->path, &bp, &e->be, err);
     if (s) goto fail;
-    if ((s = load_hparams(e, err))) goto fail;
+    if ((s = emb_load_hparams(e, err))) goto fail;
     if (params->pooling != LOOM_POOLING_UNSPECIFIED) e->pooling = params->pooling;
-    e->layers = loom_calloc((size_t)e->hp.n_layer, sizeof *e->layers);
-    if (!e->layers) {
-        s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of memory");
-        goto fail;
-    }
-    if ((s = bind_weights(e, err))) goto fail;
+    if ((s = emb_bind_weights(e, err))) goto fail;
 
     int64_t n_ctx = params->n_ctx ? params->n_ctx : e->hp.n_ctx_train;
     if (n_ctx > EMB_MAX_CTX && !params->n_ctx) n_ctx = EMB_MAX_CTX;
@@ -411,9 +226,10 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     e->tok = loom_malloc((size_t)n_batch * sizeof *e->tok);
     e->pos = loom_malloc((size_t)n_batch * sizeof *e->pos);
     e->mask = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->mask);
+    if (e->any_swa) e->mask_swa = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->mask_swa);
     e->hidden = loom_malloc((size_t)n_batch * (size_t)e->hp.n_embd * sizeof *e->hidden);
     e->out_ids = loom_malloc((size_t)n_batch * sizeof *e->out_ids);
-    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids) {
+    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids || (e->any_swa && !e->mask_swa)) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of host memory (n_batch %lld)",
                            (long long)n_batch);
         goto fail;
@@ -435,6 +251,7 @@ void loom_embed_close(loom_embedder *e) {
     loom_free(e->tok);
     loom_free(e->pos);
     loom_free(e->mask);
+    loom_free(e->mask_swa);
     loom_free(e->hidden);
     loom_free(e->out_ids);
     loom_free(e);
@@ -445,9 +262,7 @@ int32_t loom_embed_n_ctx(const loom_embedder *e) { return e ? e->n_ctx : 0; }
 int32_t loom_embed_n_batch(const loom_embedder *e) { return e ? e->n_batch : 0; }
 int32_t loom_embed_n_vocab(const loom_embedder *e) { return e ? e->hp.n_vocab : 0; }
 loom_pooling loom_embed_pooling(const loom_embedder *e) { return e ? e->pooling : LOOM_POOLING_UNSPECIFIED; }
-const char *loom_embed_arch(const loom_embedder *e) {
-    return !e ? "" : e->hp.arch == EMB_BERT ? "bert" : "nomic-bert";
-}
+const char *loom_embed_arch(const loom_embedder *e) { return e ? e->hp.name : ""; }
 loom_backend *loom_embed_backend(const loom_embedder *e) { return e ? e->be : NULL; }
 
 void loom_embed_cancel(loom_embedder *e) {
@@ -485,8 +300,11 @@ loom_status loom_embed_tokenize(loom_embedder *e, const char *text, size_t len, 
                                   "shorten it or ask for truncation",
                                   n > 0 ? (long long)n : (long long)len, e->n_ctx);
         n = e->n_ctx;
-        int32_t sep = loom_tokenizer_sep(tk);
+        /* the cut input still ends as the vocabulary ends one: [SEP] (BERT) or EOS
+         * (decoders that append it, such as Qwen3-Embedding's <|endoftext|>) */
+        int32_t sep = loom_tokenizer_sep(tk), eos = loom_tokenizer_eos(tk);
         if (loom_tokenizer_add_sep(tk) && sep >= 0) e->tok[n - 1] = sep;
+        else if (loom_tokenizer_add_eos(tk) && eos >= 0) e->tok[n - 1] = eos;
     } else if (s) {
         return s;
     }
@@ -548,11 +366,17 @@ loom_status loom_embed_compute(loom_embedder *e, const int32_t *const *tokens, c
             for (int32_t p = 0; p < n_tokens[j]; p++) e->pos[T + p] = p;
             T += n_tokens[j++];
         }
-        /* mask: row t (query) sees the columns (keys) of its own sequence */
+        /* mask: row t (query) sees the columns (keys) of its own sequence (causal: up
+         * to itself); the window layers' mask also needs |t - c| <= n_swa / 2 */
+        const int half = e->hp.n_swa / 2;
         for (int t = 0, s0 = 0, k = i; k < j; s0 += n_tokens[k++])
             for (int r = 0; r < n_tokens[k]; r++, t++) {
                 float *row = e->mask + (size_t)t * (size_t)T;
-                for (int c = 0; c < T; c++) row[c] = c >= s0 && c < s0 + n_tokens[k] ? 0.0f : -INFINITY;
+                const int hi = e->hp.causal ? t + 1 : s0 + n_tokens[k];
+                for (int c = 0; c < T; c++) row[c] = c >= s0 && c < hi ? 0.0f : -INFINITY;
+                if (!e->mask_swa) continue;
+                float *rw = e->mask_swa + (size_t)t * (size_t)T;
+                for (int c = 0; c < T; c++) rw[c] = row[c] == 0.0f && abs(c - t) <= half ? 0.0f : -INFINITY;
             }
         /* cls / last pooling: only those rows go past the last attention */
         const bool one_row = e->pooling == LOOM_POOLING_CLS || e->pooling == LOOM_POOLING_LAST;

@@ -1,6 +1,7 @@
 /*
  * embed_internal.h (internal) - the embedding-model object shared by embed.c (open,
- * batching, pooling), bert.c and nomic_bert.c (graphs). Not part of the public API.
+ * batching, pooling), embed_load.c (hyperparameters, weights) and the graphs of
+ * bert.c, nomic_bert.c and decoder_embed.c. Not part of the public API.
  */
 #ifndef LOOM_LLM_EMBED_INTERNAL_H
 #define LOOM_LLM_EMBED_INTERNAL_H
@@ -9,7 +10,10 @@
 
 #include "loom_embed.h"
 
-typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1 } emb_arch;
+/* EMB_DECODER: a decoder's layers (llama, mistral, qwen2, qwen3 files with a
+ * `<arch>.pooling_type`: Qwen3-Embedding, e5-mistral ...); EMB_GEMMA:
+ * gemma-embedding (EmbeddingGemma). */
+typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3 } emb_arch;
 
 /* Weights of one encoder layer (borrowed from the backend; NULL = absent). */
 typedef struct emb_layer {
@@ -19,13 +23,25 @@ typedef struct emb_layer {
     loom_tensor *attn_out_norm, *attn_out_norm_b;
     loom_tensor *ffn_up, *ffn_up_b, *ffn_gate, *ffn_down, *ffn_down_b;
     loom_tensor *out_norm, *out_norm_b;
+    /* decoders (pre-RMSNorm) */
+    loom_tensor *attn_norm, *q_norm, *k_norm, *attn_post_norm, *ffn_norm, *ffn_post_norm, *rope_freqs;
+    bool swa; /* gemma-embedding: a sliding-window layer */
 } emb_layer;
 
 typedef struct emb_hparams {
     emb_arch arch;
     int n_embd, n_layer, n_head, n_ff, head_dim, n_rot;
+    int n_head_kv;          /* = n_head for the encoders */
     int32_t n_vocab, n_ctx_train;
     float norm_eps, rope_base, rope_freq_scale;
+    /* decoders */
+    bool causal;            /* each token sees itself and the tokens before it */
+    loom_rope_mode rope_mode;
+    int n_swa;              /* gemma-embedding: window layers see |i - j| <= n_swa / 2 */
+    int swa_period;         /* sliding_window_pattern (-1: no window layers) */
+    float rope_base_swa;    /* rope base of the window layers */
+    int dense_ff;           /* dense_2 output = dense_3 input width (0: no dense layers) */
+    char name[32];          /* general.architecture */
 } emb_hparams;
 
 /* One graph's worth of tokens: T tokens of n_seq whole sequences. */
@@ -33,7 +49,9 @@ typedef struct emb_batch {
     int n_tokens;
     const int32_t *tokens;  /* [T] (NULL in reserve mode) */
     const int32_t *pos;     /* [T] position of each token in its sequence */
-    const float *mask;      /* [T * T]: 0 within a sequence, -inf across */
+    const float *mask;      /* [T * T]: 0 within a sequence, -inf across (decoders:
+                               causal within a sequence unless non-causal) */
+    const float *mask_swa;  /* [T * T] the window layers' mask (gemma-embedding) */
     int n_outputs;          /* rows of the result: T, or (cls/last pooling) one per sequence */
     const int32_t *out_ids; /* [n_outputs] batch rows kept after the last attention; NULL = all */
     bool reserve;
@@ -46,11 +64,14 @@ struct loom_embedder {
     int n_ctx, n_batch;
 
     loom_tensor *tok_embd, *type_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    loom_tensor *output_norm, *dense_2, *dense_2_b, *dense_3; /* decoders */
     emb_layer *layers;
+    bool any_swa;
 
     /* host scratch for one graph */
     int32_t *tok, *pos;     /* [n_batch] */
     float *mask;            /* [n_batch * n_batch] */
+    float *mask_swa;        /* [n_batch * n_batch] when any_swa */
     float *hidden;          /* [n_batch * n_embd] */
     int32_t *out_ids;       /* [n_batch] */
 
@@ -58,18 +79,31 @@ struct loom_embedder {
     atomic_bool cancel;
 };
 
-/* bert.c / nomic_bert.c: the hidden states [n_embd, T] of a batch (poison on error). */
+/* bert.c / nomic_bert.c / decoder_embed.c: the hidden states [n_embd, T] of a batch
+ * (poison on error). */
 loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
+loom_tensor *emb_build_decoder(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
+
+/* embed_load.c: hyperparameters (e->hp, e->pooling) and weights of e->be's file. */
+loom_status emb_load_hparams(loom_embedder *e, loom_error *err);
+loom_status emb_bind_weights(loom_embedder *e, loom_error *err);
+/* The embedding family of general.architecture `arch` in g (pooling_type decides for
+ * the decoder architectures); false when g is not an embedding model. */
+bool emb_arch_of(const loom_gguf *g, const char *arch, emb_arch *out);
+
+#define EMB_MAX_DIM ((int64_t)1 << 20)
+#define EMB_MAX_CTX 8192 /* longest input (and graph): the attention scores are [T, T, heads] */
 
 /* embed.c: shared graph pieces */
 loom_tensor *emb_named(loom_tensor *t, const char *what, int il);
-/* Inputs of a batch: token ids, positions and mask leafs (zeros in reserve mode). */
+/* Inputs of a batch: token ids, positions and mask leafs (zeros in reserve mode);
+ * mask_swa (may be NULL: not made) the window layers' mask. */
 void emb_inputs(loom_embedder *e, loom_ctx *ctx, const emb_batch *b, loom_tensor **tok, loom_tensor **pos,
-                loom_tensor **mask);
+                loom_tensor **mask, loom_tensor **mask_swa);
 /* The output-row ids leaf of a batch, or NULL when every row is kept. */
 loom_tensor *emb_out_ids(loom_ctx *ctx, const emb_batch *b);
-/* Non-causal attention of q [D, H, T], k [D, H, T], v [D, H, T] under the batch mask
+/* Attention of q [D, H, T], k [D, Hkv, T], v [D, Hkv, T] under the batch mask
  * -> [D*H, T]. */
 loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                            loom_tensor *mask, int T);

@@ -17,6 +17,10 @@
  *       tokenized, packed into batches of at most 512 tokens (one sequence id per
  *       input), one llama_decode per batch, the model's pooling; prints the compute
  *       time (load and tokenization excluded) for bench/embed_vs_llama.sh.
+ *   embed_ref embed1 MODEL POOLING OUT IDS...
+ *       as embed, but one llama_decode per sequence (sequence id 0, the memory
+ *       cleared between them) and an F32 K/V cache: the decoder embedding models
+ *       (README.md says why).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -108,10 +112,11 @@ int main(int argc, char **argv) {
         printf("llama.cpp: %d inputs, %ld tokens in %.1f ms: %.2f embeddings/s\n", ns, toks, ms, ns * 1e3 / ms);
         return 0;
     }
-    if (argc < 6 || strcmp(argv[1], "embed")) {
-        fprintf(stderr, "usage: embed_ref tokenize MODEL TEXT | embed MODEL POOLING OUT IDS...\n");
+    if (argc < 6 || (strcmp(argv[1], "embed") && strcmp(argv[1], "embed1"))) {
+        fprintf(stderr, "usage: embed_ref tokenize MODEL TEXT | embed|embed1 MODEL POOLING OUT IDS...\n");
         return 2;
     }
+    const int one = !strcmp(argv[1], "embed1");
     enum llama_pooling_type pt;
     if (!strcmp(argv[3], "none")) pt = LLAMA_POOLING_TYPE_NONE;
     else if (!strcmp(argv[3], "mean")) pt = LLAMA_POOLING_TYPE_MEAN;
@@ -141,8 +146,38 @@ int main(int argc, char **argv) {
     cp.embeddings = true;
     cp.pooling_type = pt;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    if (one) cp.type_k = cp.type_v = GGML_TYPE_F32; /* causal models keep K/V in the cache */
     struct llama_context *ctx = llama_init_from_model(m, cp);
     if (!ctx) return 1;
+    int32_t ne = llama_model_n_embd(m);
+    if (one) {
+        FILE *f = fopen(argv[4], "wb");
+        if (!f) return 1;
+        put_i32(f, pt == LLAMA_POOLING_TYPE_NONE ? total : n_seq);
+        put_i32(f, ne);
+        struct llama_batch b = llama_batch_init(2048, 0, 1);
+        for (int s = 0; s < n_seq; s++) {
+            for (int i = 0; i < n[s]; i++) {
+                b.token[i] = ids[s][i];
+                b.pos[i] = i;
+                b.n_seq_id[i] = 1;
+                b.seq_id[i][0] = 0;
+                b.logits[i] = 1;
+            }
+            b.n_tokens = n[s];
+            llama_memory_clear(llama_get_memory(ctx), true);
+            if (llama_decode(ctx, b)) return 1;
+            if (pt == LLAMA_POOLING_TYPE_NONE)
+                for (int i = 0; i < n[s]; i++) fwrite(llama_get_embeddings_ith(ctx, i), 4, (size_t)ne, f);
+            else
+                fwrite(llama_get_embeddings_seq(ctx, 0), 4, (size_t)ne, f);
+        }
+        llama_batch_free(b);
+        if (fclose(f)) return 1;
+        llama_free(ctx);
+        llama_model_free(m);
+        return 0;
+    }
     struct llama_batch b = llama_batch_init(total, 0, 1);
     int k = 0;
     for (int s = 0; s < n_seq; s++)
@@ -155,7 +190,6 @@ int main(int argc, char **argv) {
         }
     b.n_tokens = total;
     if (llama_decode(ctx, b)) return 1;
-    int32_t ne = llama_model_n_embd(m);
     FILE *f = fopen(argv[4], "wb");
     if (!f) return 1;
     put_i32(f, pt == LLAMA_POOLING_TYPE_NONE ? total : n_seq);

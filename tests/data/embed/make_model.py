@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
-"""make_model.py - small bert / nomic-bert GGUF files made independently of Loom's
+"""make_model.py - small embedding-model GGUF files made independently of Loom's
 synthetic-model writer (src/llm/synth.c): plain Python (no numpy), the tensor order
 and names of llama.cpp's converter (convert_hf_to_gguf.py, BertModel /
-NomicBertModel: HF state-dict order), its keys, Gaussian weights from Python's
-random module, and the first NV tokens of the bert-bge WordPiece vocabulary.
+NomicBertModel / Qwen3Model / LlamaModel / EmbeddingGemma: HF state-dict order),
+its keys, Gaussian weights from Python's random module, and the first NV tokens of
+the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
+has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|qwen3|llama|gemma-embedding OUT.gguf [NV DIM CTX]
+
+Decoder embedding models: qwen3 (pooling last, causal, GQA 4/2 heads with
+key_length 16 != dim/heads, q/k norms, rope neox base 1e6, tied output), llama
+(pooling mean, causal, GQA, Q/K/V biases, rope normal base 1000), gemma-embedding
+(pooling mean, non-causal, 2 layers with sliding_window_pattern 2: layer 0 a
+symmetric window of 6 (|i - j| <= 3), layer 1 full; rope base 1e6 full / 10000
+window; gemma norms stored with their +1; dense_2 [dim -> 2 dim] and dense_3
+[2 dim -> dim] after pooling).
 
 Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
 """
@@ -78,6 +88,8 @@ def main():
     if len(sys.argv) == 7:  # smaller files (the fuzzer's seeds)
         NV, DIM, CTX = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
         FFN = 2 * DIM
+    if arch in ("qwen3", "llama", "gemma-embedding"):
+        return decoder(vocab, arch, out)
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -139,6 +151,84 @@ def main():
         add(b + "layer_output_norm.weight", [DIM], 0.1, 1.0)
         add(b + "layer_output_norm.bias", [DIM], 0.1)
 
+    write(out, kvs, tensors)
+
+
+def vocab_kvs(vocab):
+    kvs = []
+    for k, t, v in read_kvs(vocab):
+        if not k.startswith("tokenizer."):
+            continue
+        if t == T_ARR and len(v[1]) > NV:
+            v = (v[0], v[1][:NV])
+        kvs.append((k, t, v))
+    return kvs
+
+
+def decoder(vocab, arch, out):
+    """Decoder-style embedding models (qwen3 / llama / gemma-embedding)."""
+    gemma = arch == "gemma-embedding"
+    rng = random.Random({"qwen3": 20261207, "llama": 20261208, "gemma-embedding": 20261209}[arch])
+    heads, kv_heads = 4, 2
+    hd = 16 if arch != "llama" else DIM // heads
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch)]
+    kvs += [(a + "block_count", T_U32, LAYERS), (a + "context_length", T_U32, CTX),
+            (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+            (a + "attention.head_count", T_U32, heads), (a + "attention.head_count_kv", T_U32, kv_heads),
+            (a + "attention.layer_norm_rms_epsilon", T_F32, 1e-6), ("general.file_type", T_U32, 0)]
+    if arch != "llama":
+        kvs += [(a + "attention.key_length", T_U32, hd), (a + "attention.value_length", T_U32, hd),
+                (a + "rope.freq_base", T_F32, 1000000.0)]
+    else:
+        kvs += [(a + "rope.freq_base", T_F32, 1000.0), (a + "rope.dimension_count", T_U32, hd)]
+    kvs.append((a + "pooling_type", T_U32, 3 if arch == "qwen3" else 1))
+    if gemma:
+        kvs += [(a + "attention.sliding_window", T_U32, 6), (a + "attention.sliding_window_pattern", T_U32, 2),
+                (a + "dense_2_feat_in", T_U32, DIM), (a + "dense_2_feat_out", T_U32, 2 * DIM),
+                (a + "dense_3_feat_in", T_U32, 2 * DIM), (a + "dense_3_feat_out", T_U32, DIM)]
+    kvs += vocab_kvs(vocab)
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [DIM, NV], 1.0 if not gemma else 0.3)
+    w = DIM ** -0.5
+    for i in range(LAYERS):
+        b = "blk.%d." % i
+        add(b + "attn_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "attn_q.weight", [DIM, heads * hd], w)
+        add(b + "attn_k.weight", [DIM, kv_heads * hd], w)
+        add(b + "attn_v.weight", [DIM, kv_heads * hd], w)
+        if arch == "llama":
+            add(b + "attn_q.bias", [heads * hd], 0.1)
+            add(b + "attn_k.bias", [kv_heads * hd], 0.1)
+            add(b + "attn_v.bias", [kv_heads * hd], 0.1)
+        add(b + "attn_output.weight", [heads * hd, DIM], (heads * hd) ** -0.5)
+        if arch != "llama":
+            add(b + "attn_q_norm.weight", [hd], 0.1, 1.0)
+            add(b + "attn_k_norm.weight", [hd], 0.1, 1.0)
+        if gemma:
+            add(b + "post_attention_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "ffn_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "ffn_gate.weight", [DIM, FFN], w)
+        add(b + "ffn_up.weight", [DIM, FFN], w)
+        add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+        if gemma:
+            add(b + "post_ffw_norm.weight", [DIM], 0.1, 1.0)
+    add("output_norm.weight", [DIM], 0.1, 1.0)
+    if gemma:
+        add("dense_2.weight", [DIM, 2 * DIM], w)
+        add("dense_3.weight", [2 * DIM, DIM], (2 * DIM) ** -0.5)
+    write(out, kvs, tensors)
+
+
+def write(out, kvs, tensors):
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
     for k, t, v in kvs:
         head += wstr(k) + struct.pack("<I", t) + wval(t, v)

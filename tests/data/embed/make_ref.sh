@@ -34,6 +34,9 @@ done
 # 2. the independent models (committed)
 python3 "$here/make_model.py" "$vocab" bert "$here/indep-bert.gguf"
 python3 "$here/make_model.py" "$vocab" nomic-bert "$here/indep-nomic-bert.gguf"
+for arch in qwen3 llama gemma-embedding; do
+  python3 "$here/make_model.py" "$vocab" $arch "$here/indep-$arch.gguf"
+done
 
 # 3. token sequences: llama.cpp's tokenizer for the texts (bge vocab), fixed ids for the
 #    independent models (their vocabulary is the first 2000 tokens)
@@ -44,11 +47,11 @@ done < "$here/texts.txt"
 printf '%s\n' 101,1996,1997,102 101,1998,1999,1012,1037,1010,1996,1011,102 101,1045,1055,1062,1063,1064,1065,1066,1067,1068,1069,1070,1071,102 > "$here/tokens-indep.txt"
 
 # 4. references: every model x pooling, all sequences in one llama_decode
-mk() { # mk MODEL_FILE NAME TOKENS_FILE
-  local m=$1 name=$2 toks=$3
+mk() { # mk MODEL_FILE NAME TOKENS_FILE [embed|embed1]
+  local m=$1 name=$2 toks=$3 mode=${4:-embed}
   mapfile -t seqs < "$toks"
   for p in none mean cls last; do
-    "$ref" embed "$m" $p "$here/$name.$p.bin" "${seqs[@]}" 2>/dev/null
+    "$ref" $mode "$m" $p "$here/$name.$p.bin" "${seqs[@]}" 2>/dev/null
   done
 }
 for arch in bert nomic-bert; do
@@ -56,4 +59,8 @@ for arch in bert nomic-bert; do
 done
 mk "$here/indep-bert.gguf" indep-bert "$here/tokens-indep.txt"
 mk "$here/indep-nomic-bert.gguf" indep-nomic-bert "$here/tokens-indep.txt"
+# decoder embedding models: one llama_decode per sequence, F32 K/V cache (README.md)
+for arch in qwen3 llama gemma-embedding; do
+  mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
+done
 echo "done: $(ls "$here"/*.bin | wc -l) reference files"
