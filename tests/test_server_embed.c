@@ -221,6 +221,43 @@ static void test_model(const char *dir, const char *name) {
     }
 }
 
+/* A decoder embedding model (tests/data/embed/indep-<name>.gguf): /v1/embeddings of
+ * the first token list of tokens-indep.txt equals llama.cpp's pooled vector (the
+ * model's own pooling: qwen3 last, gemma-embedding mean), normalized; the model is
+ * an embedding model everywhere (show, generate, chat). */
+static void test_decoder_model(const char *name, const char *pool) {
+    char rel[128], body[512];
+    snprintf(rel, sizeof rel, "tests/data/embed/indep-%s.%s.bin", name, pool);
+    FILE *f = fopen(test_path(rel), "rb");
+    int32_t h[2] = {0, 0};
+    float want[64] = {0}, v[64];
+    CHECK(f && fread(h, 4, 2, f) == 2 && h[1] == 32 && fread(want, 4, 32, f) == 32);
+    if (f) fclose(f);
+    snprintf(body, sizeof body, "{\"model\":\"indep-%s\",\"input\":[101,1996,1997,102]}", name);
+    json_t *j = post("/v1/embeddings", body, 200);
+    CHECK_EQ_INT(vec_of(json_object_get(json_array_get(json_object_get(j, "data"), 0), "embedding"), v, 64), 32);
+    double wn = norm2(want, 32), worst = 0;
+    for (int c = 0; c < 32; c++)
+        if (fabs(v[c] - want[c] / wn) > worst) worst = fabs(v[c] - want[c] / wn);
+    printf("indep-%s /v1/embeddings vs llama.cpp: max |diff| %.3g\n", name, worst);
+    CHECK_MSG(worst <= 2e-6, "indep-%s %g", name, worst);
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"model\":\"indep-%s\"}", name);
+    j = post("/api/show", body, 200);
+    const json_t *caps = json_object_get(j, "capabilities");
+    CHECK(json_array_size(caps) == 1 && !strcmp(json_string_value(json_array_get(caps, 0)), "embedding"));
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"model\":\"indep-%s\",\"prompt\":\"hi\",\"stream\":false}", name);
+    j = post("/api/generate", body, 400);
+    CHECK(has_error(j, "embedding model"));
+    json_decref(j);
+    snprintf(body, sizeof body, "{\"model\":\"indep-%s\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+             name);
+    j = post("/v1/chat/completions", body, 400);
+    CHECK(has_error(j, "embedding model"));
+    json_decref(j);
+}
+
 int main(void) {
     if (!et_vocab()) return test_skip("test_server_embed", "bert-bge vocab missing (tests/data/vocab)");
     char dir[256], path[600];
@@ -230,6 +267,13 @@ int main(void) {
     CHECK_MSG(et_make_model("bert", "F32", path, &err) == LOOM_OK, "%s", err.msg);
     snprintf(path, sizeof path, "%s/models/en.gguf", dir);
     CHECK_MSG(et_make_model("nomic-bert", "F32", path, &err) == LOOM_OK, "%s", err.msg);
+    static const char *const dec[] = {"qwen3", "gemma-embedding"};
+    for (int i = 0; i < 2; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/data/embed/indep-%s.gguf", dec[i]);
+        snprintf(path, sizeof path, "%s/models/indep-%s.gguf", dir, dec[i]);
+        CHECK(test_copy_file(test_path(rel), path));
+    }
     loom_server *s = test_server_start(dir, 1, 8);
     CHECK(s != NULL);
     if (!s) {
@@ -239,6 +283,8 @@ int main(void) {
     g_port = loom_server_port(s);
     test_model(dir, "eb");
     test_model(dir, "en");
+    test_decoder_model("qwen3", "last");
+    test_decoder_model("gemma-embedding", "mean");
 
     /* an embed request to a generative model; unknown model; method */
     json_t *j = post("/api/embed", "{\"model\":\"tiny\",\"input\":\"x\"}", 400);

@@ -1,6 +1,7 @@
 /*
  * api_embed.c - POST /api/embed, /api/embeddings (legacy) and /v1/embeddings on
- * embedding models (loom_embed.h: bert, nomic-bert).
+ * embedding models (loom_embed.h: bert, nomic-bert, gemma-embedding, and decoders
+ * with a pooling type such as Qwen3-Embedding).
  *
  *   /api/embed       {"model", "input": "text" | ["text", ...], "truncate" (default
  *                    true), "dimensions", "options": {"num_ctx"}} ->
@@ -63,12 +64,9 @@ void srv_embeds_free(srv_embeds *m) {
 bool srv_gguf_is_embedding(const char *path) {
     loom_gguf *g = NULL;
     if (!path || loom_gguf_open(path, NULL, &g, NULL)) return false;
-    loom_gguf_str arch;
-    char a[64] = "";
-    if (loom_gguf_get_str(g, "general.architecture", &arch) == LOOM_OK && arch.len < sizeof a)
-        snprintf(a, sizeof a, "%.*s", (int)arch.len, arch.ptr);
+    bool yes = loom_embed_gguf_supported(g);
     loom_gguf_close(g);
-    return loom_embed_arch_supported(a);
+    return yes;
 }
 
 /* The open embedder of path with n_ctx (loading it, evicting the least recently used

@@ -275,7 +275,7 @@ void srv_api_show(loom_server *s, const srv_request *rq, srv_response *out) {
     char arch[64] = "";
     if (loom_gguf_get_str(g, "general.architecture", &ga) == LOOM_OK && ga.len < sizeof arch)
         memcpy(arch, ga.ptr, ga.len), arch[ga.len] = 0;
-    const bool embedding = loom_embed_arch_supported(arch);
+    const bool embedding = loom_embed_gguf_supported(g);
     loom_gguf_close(g);
 
     const char *tmpl = m.template_text ? m.template_text : gguf_tmpl;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom_embed.h"
 #include "quant/alloc.h"
 #include "server/seqapi.h"
 
@@ -18,11 +19,21 @@ struct srv_llm {
     int last_n; /* fallback: rows of the last decode */
 };
 
+/* A decoder file with a pooling type is an embedding model (Qwen3-Embedding ...): as
+ * Ollama, it does not generate (the caller answers 400, see srv_gguf_is_embedding). */
+static loom_status not_embedding(loom_model **m, loom_error *err) {
+    if (!loom_embed_gguf_supported(loom_model_gguf(*m))) return LOOM_OK;
+    loom_model_close(*m);
+    *m = NULL;
+    return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "an embedding model (it has a pooling type) does not generate");
+}
+
 static loom_status open_model(const srv_llm_params *p, int n_seq, loom_model **m, loom_error *err) {
     loom_model_params mp = p->model;
     mp.n_ctx = p->n_ctx_seq;
     mp.n_seq_max = n_seq;
-    return loom_model_open(&mp, m, err);
+    loom_status s = loom_model_open(&mp, m, err);
+    return s ? s : not_embedding(m, err);
 }
 
 loom_status srv_llm_open(const srv_llm_params *p, srv_llm **out, loom_error *err) {
@@ -66,7 +77,7 @@ loom_status srv_llm_plan(const srv_llm_params *p, srv_plan *plan, loom_error *er
     mp.progress = NULL;
     loom_model *m = NULL;
     loom_status s = loom_model_open(&mp, &m, err);
-    if (s) return s;
+    if (s || (s = not_embedding(&m, err))) return s;
     loom_backend_memory mem;
     s = loom_backend_memory_get(loom_model_backend(m), &mem);
     if (!s) {
