@@ -1,4 +1,5 @@
-/* libFuzzer target: opens an embedding model (bert, nomic-bert) from the fuzzed
+/* libFuzzer target: opens an embedding model (bert, nomic-bert, gemma-embedding, a
+ * decoder with a pooling type) from the fuzzed
  * bytes (seeded with tiny valid models made by tests/data/embed/make_model.py,
  * fuzz/corpus/embed) through loom_embed.h, with no_mmap, one thread and a small
  * context, then - if it opens - embeds two short sequences (ids within the

@@ -78,7 +78,9 @@ typedef struct loom_embed_params {
                                  The graph holds the attention scores of n_batch x
                                  n_batch tokens per head */
     int n_threads;            /* CPU threads; 0 = physical cores available */
-    loom_pooling pooling;     /* UNSPECIFIED (default) = the file's pooling_type */
+    loom_pooling pooling;     /* UNSPECIFIED (default) = the file's pooling_type. Set,
+                                 it also opens a llama/mistral/qwen2/qwen3 file without
+                                 a pooling_type (as llama.cpp's llama-embedding) */
     bool no_mmap;             /* see loom_backend_params */
     bool flash_attn;          /* attention as one fused node per layer (loom_flash_attn)
                                  instead of scores, softmax and the V product */

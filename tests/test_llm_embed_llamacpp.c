@@ -190,6 +190,12 @@ int main(void) {
         check_model_tol(ip, dec[i], &indep, false, 2e-6, 1 - 1e-10);
         check_model_tol(ip, dec[i], &indep, true, 2e-5, 1 - 1e-9);
     }
+    /* a trained generative llama (no pooling_type): every pooling asked for */
+    seqs st;
+    CHECK(read_seqs("tests/data/embed/tokens-stories.txt", &st));
+    snprintf(ip, sizeof ip, "%s", test_path("models/stories260K.gguf"));
+    check_model_tol(ip, "stories260K", &st, false, 2e-6, 1 - 1e-10);
+    check_model_tol(ip, "stories260K", &st, true, 2e-5, 1 - 1e-9);
     printf("overall: min cosine %.9f, max token-level nrmse %.3g\n", g_min_cos, g_max_nrmse);
     return test_finish("test_llm_embed_llamacpp");
 }

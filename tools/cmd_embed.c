@@ -1,7 +1,8 @@
 /* loom embed MODEL.gguf (TEXT... | --file FILE | --tokens 1,2,3 ...) [options]
  *
- * One vector per input (an embedding model: bert, nomic-bert), computed in one call
- * (inputs packed into graphs of --batch tokens). Inputs: each TEXT argument, each
+ * One vector per input (an embedding model: bert, nomic-bert, gemma-embedding, a
+ * decoder with a pooling type, or any llama/mistral/qwen2/qwen3 decoder with
+ * --pooling), computed in one call (inputs packed into graphs of --batch tokens). Inputs: each TEXT argument, each
  * line of --file (empty lines skipped), or each --tokens list (ids as given, no
  * [CLS]/[SEP] added). Output: one line of space-separated floats per vector, or with
  * --json {"embeddings": [[...], ...]}. With --pooling none every token's vector is
@@ -24,7 +25,8 @@ static void usage(FILE *f) {
                "  --tokens IDS      one input of token ids (repeatable; no [CLS]/[SEP] added)\n"
                "  --json            print {\"embeddings\": [[...], ...]}\n"
                "  --no-normalize    keep the raw pooled vectors (default: unit L2 norm)\n"
-               "  --pooling P       none, mean, cls, last (default: the model's)\n"
+               "  --pooling P       none, mean, cls, last (default: the model's; given, also\n"
+               "                    embeds with a llama/mistral/qwen2/qwen3 decoder)\n"
                "  --truncate        cut inputs longer than the context instead of failing\n"
                "  -c, --ctx N       longest input in tokens (default: the model's context)\n"
                "  -b, --batch N     tokens per graph (default: the context)\n"

@@ -53,7 +53,7 @@ bool loom_embed_gguf_supported(const loom_gguf *g) {
     if (!g || loom_gguf_get_str(g, "general.architecture", &a) != LOOM_OK || a.len >= sizeof arch) return false;
     memcpy(arch, a.ptr, a.len);
     arch[a.len] = 0;
-    return emb_arch_of(g, arch, NULL);
+    return emb_arch_of(g, arch, false, NULL);
 }
 
 /* ------------------------------------------------------------------ shared graph pieces */
@@ -204,8 +204,8 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     bp.repack_filter = repack_filter;
     loom_status s = loom_backend_open(params->path, &bp, &e->be, err);
     if (s) goto fail;
+    e->pooling = params->pooling;
     if ((s = emb_load_hparams(e, err))) goto fail;
-    if (params->pooling != LOOM_POOLING_UNSPECIFIED) e->pooling = params->pooling;
     if ((s = emb_bind_weights(e, err))) goto fail;
 
     int64_t n_ctx = params->n_ctx ? params->n_ctx : e->hp.n_ctx_train;

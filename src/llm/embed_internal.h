@@ -85,12 +85,14 @@ loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b)
 loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_decoder(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 
-/* embed_load.c: hyperparameters (e->hp, e->pooling) and weights of e->be's file. */
+/* embed_load.c: hyperparameters (e->hp, e->pooling: kept when set on entry, the
+ * pooling asked for) and weights of e->be's file. */
 loom_status emb_load_hparams(loom_embedder *e, loom_error *err);
 loom_status emb_bind_weights(loom_embedder *e, loom_error *err);
 /* The embedding family of general.architecture `arch` in g (pooling_type decides for
- * the decoder architectures); false when g is not an embedding model. */
-bool emb_arch_of(const loom_gguf *g, const char *arch, emb_arch *out);
+ * the decoder architectures, unless any_decoder); false when g is not an embedding
+ * model. */
+bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arch *out);
 
 #define EMB_MAX_DIM ((int64_t)1 << 20)
 #define EMB_MAX_CTX 8192 /* longest input (and graph): the attention scores are [T, T, heads] */

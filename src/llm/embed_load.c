@@ -63,7 +63,7 @@ static bool has_key(const loom_gguf *g, const char *arch, const char *key) {
     return loom_gguf_find_key(g, full) >= 0;
 }
 
-bool emb_arch_of(const loom_gguf *g, const char *arch, emb_arch *out) {
+bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arch *out) {
     static const char *const dec[] = {"llama", "mistral", "qwen2", "qwen3"};
     emb_arch a;
     if (!g || !arch) return false;
@@ -75,7 +75,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, emb_arch *out) {
         while (i < sizeof dec / sizeof dec[0] && strcmp(arch, dec[i])) i++;
         /* a decoder is an embedding model when its converter wrote a pooling type
          * (sentence-transformers' Pooling module), as Ollama decides */
-        if (i == sizeof dec / sizeof dec[0] || !has_key(g, arch, "pooling_type")) return false;
+        if (i == sizeof dec / sizeof dec[0] || (!any_decoder && !has_key(g, arch, "pooling_type"))) return false;
         a = EMB_DECODER;
     }
     if (out) *out = a;
@@ -256,16 +256,20 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
     emb_hparams *hp = &e->hp;
     if (!arch || !*arch)
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: key 'general.architecture' is missing");
-    if (!emb_arch_of(g, arch, &hp->arch))
+    /* a pooling asked for explicitly embeds with any decoder of those families (as
+     * llama.cpp's llama-embedding --pooling) */
+    if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
                               "embed: architecture '%s' is not an embedding model (bert, nomic-bert, "
-                              "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type)",
-                              arch, arch);
+                              "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
+                              "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
     hp->swa_period = -1;
     const bool dec = hp->arch == EMB_DECODER || hp->arch == EMB_GEMMA;
+    const loom_pooling asked = e->pooling;
     loom_status s = dec ? decoder_hparams(e, g, arch, err) : encoder_hparams(e, g, arch, err);
     if (s) return s;
+    if (asked != LOOM_POOLING_UNSPECIFIED) e->pooling = asked;
     e->layers = loom_calloc((size_t)hp->n_layer, sizeof *e->layers);
     if (!e->layers) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of memory");
     /* window layers: il % period < period - 1 (llama.cpp's set_swa_pattern) */

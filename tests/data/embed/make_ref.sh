@@ -63,4 +63,6 @@ mk "$here/indep-nomic-bert.gguf" indep-nomic-bert "$here/tokens-indep.txt"
 for arch in qwen3 llama gemma-embedding; do
   mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
 done
+# the bundled trained llama (no pooling_type: the pooling is asked for)
+mk "$here/../../../models/stories260K.gguf" stories260K "$here/tokens-stories.txt" embed1
 echo "done: $(ls "$here"/*.bin | wc -l) reference files"
