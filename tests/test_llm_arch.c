@@ -250,7 +250,8 @@ static void quantized_models(void) {
 
 /* Models written by make_indep.py (an independent plain-Python writer following llama.cpp's
  * converter: head_dim != n_embd / n_head, other GQA ratios, F16 / BF16 matrices, MXFP4
- * experts); indep.txt lists "name top1_min float|quantized" per line. */
+ * experts); indep.txt lists "name top1_min f32|float|quantized" per line (f32: F32
+ * matrices, so the tight check against llama.cpp's F32-cache run applies too). */
 static void independent_models(void) {
     FILE *f = fopen(test_path(ARCH_DIR "/indep.txt"), "r");
     CHECK_MSG(f != NULL, "cannot read %s/indep.txt", ARCH_DIR);
@@ -262,11 +263,11 @@ static void independent_models(void) {
         char rel[256], path[4096];
         snprintf(rel, sizeof rel, "%s/%s.gguf", ARCH_DIR, name);
         snprintf(path, sizeof path, "%s", test_path(rel)); /* test_path's buffer is reused */
-        check_model(name, path, top1_min, !strcmp(kind, "float"), false);
+        check_model(name, path, top1_min, strcmp(kind, "quantized") != 0, !strcmp(kind, "f32"));
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 6, "indep.txt lists %d models, expected the 6 architectures", n);
+    CHECK_MSG(n >= 7, "indep.txt lists %d models, expected the 7 architectures", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {

@@ -1,5 +1,5 @@
 /*
- * arch_gemma.c - Gemma 2 and Gemma 3 (text).
+ * arch_gemma.c - Gemma (1), Gemma 2 and Gemma 3 (text).
  *
  *   h = token_embd[tokens] * sqrt(n_embd)
  *   per layer il (sliding-window layers by llama.cpp's pattern rule, llm_layer_is_swa):
@@ -9,8 +9,9 @@
  *     q *= query scale: 1/sqrt(head_dim), or 1/sqrt(n_embd/n_head) for the 27B models
  *          (llama.cpp picks it by the layer count: 46 for gemma2, 62 for gemma3)
  *     a = attention(q, k, v, scale 1; gemma2: scores soft-capped at attn_logit_softcapping)
- *     h = h + rms_norm(Wo a) * attn_post_norm
+ *     h = h + rms_norm(Wo a) * attn_post_norm          (gemma 1: h + Wo a)
  *     x = rms_norm(h) * ffn_norm;  h = h + rms_norm(Wdown (gelu_tanh(Wgate x) * Wup x)) * ffn_post_norm
+ *          (gemma 1: no post norms, no sliding window, no soft-caps)
  *   logits = Woutput (rms_norm(h) * output_norm)   (output tied to token_embd)
  *   gemma2 (and gemma3 when its key exists): logits = cap * tanh(logits / cap)
  */
@@ -20,6 +21,14 @@
 
 static float query_scale(const loom_model_hparams *hp, bool is_27b) {
     return is_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim_k);
+}
+
+loom_status llm_gemma1_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    (void)g;
+    (void)err;
+    hx->q_scale = query_scale(hp, false); /* llama.cpp: 1/sqrt(head_dim) */
+    hx->embd_scale = sqrtf((float)hp->n_embd);
+    return LOOM_OK;
 }
 
 loom_status llm_gemma2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
@@ -63,19 +72,19 @@ loom_status llm_gemma_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     loom_model_hparams *hp = &m->hp;
     loom_status st = LOOM_OK;
-    const bool g3 = hp->arch[5] == '3';
+    const bool g3 = hp->arch[5] == '3', g1 = hp->arch[5] == 0; /* "gemma": no post norms */
     const int64_t E = hp->n_embd, F = hp->n_ff;
     if ((st = llm_bind_embd_output(m, err))) return st;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         llm_bind_attn(be, hp, L, il, err, &st);
-        L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
+        if (!g1) L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
         if (g3) llm_bind_qk_norm(be, hp, L, il, true, err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-        L->ffn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_ffw_norm.weight", il);
+        if (!g1) L->ffn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_ffw_norm.weight", il);
     }
     return st;
 }
@@ -110,12 +119,12 @@ loom_tensor *llm_gemma_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             x = loom_get_rows(ctx, x, in.outs);
             r = loom_get_rows(ctx, r, in.outs);
         }
-        x = llm_named(loom_rms_norm(ctx, x, ly->attn_post_norm, eps), "attn_post_norm", il);
+        if (ly->attn_post_norm) x = llm_named(loom_rms_norm(ctx, x, ly->attn_post_norm, eps), "attn_post_norm", il);
         h = llm_named(loom_add(ctx, x, r), "sa_out", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *gt = loom_gelu_f16(ctx, loom_mul_mat(ctx, ly->ffn_gate, x)); /* as llama.cpp */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_mul(ctx, gt, loom_mul_mat(ctx, ly->ffn_up, x)));
-        x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
+        if (ly->ffn_post_norm) x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
         h = llm_named(loom_add(ctx, x, h), "l_out", il);
     }
     h = llm_named(loom_rms_norm(ctx, h, m->output_norm, eps), "result_norm", -1);

@@ -9,13 +9,15 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma2 gemma3 phi3 mistral3 qwen3moe gpt-oss
+  ARCH: gemma gemma2 gemma3 phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
   ffn_gate_inp (router) is F32; other matrices take the output type (F16 here; BF16 for
   gemma3); gpt-oss experts stay MXFP4 (the converter repacks the checkpoint's MXFP4 blocks).
 - Gemma: the +1 of Gemma's RMSNorm is already in the norm weights; no output.weight (tied);
+  gemma (1) writes key/value_length and no window, soft-cap or post norms (Gemma 2B-like
+  multi-query: 1 KV head, head_dim != n_embd / n_head; F32 matrices);
   gemma2 writes attn/final_logit_softcapping and sliding_window; gemma3 writes
   rope.freq_base (global layers), linear rope scaling, sliding_window, no soft-caps, and no
   rope.freq_base_swa (older converters do not write it: the reader's default 10000 applies).
@@ -40,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from make_model import (T_ARR, T_BOOL, T_F32, T_STR, T_U32, read_kvs, wstr, wval)  # noqa: E402
 
 GGML_F32, GGML_F16, GGML_BF16, GGML_MXFP4 = 0, 1, 30, 39
-FT_F16, FT_BF16, FT_MXFP4_MOE = 1, 32, 38
+FT_F32, FT_F16, FT_BF16, FT_MXFP4_MOE = 0, 1, 32, 38
 
 
 def f16_bytes(vals):
@@ -152,18 +154,20 @@ def common(m, E, NL, H, HKV, F, ctx, eps, D=None, ftype=FT_F16):
     m.kvs.append(("general.file_type", T_U32, ftype))
 
 
-def gemma(m, NV, three):
+def gemma(m, NV, three, one=False):
+    # gemma (1): 48 wide, 4 heads of 16 (head_dim != 48/4), 1 KV head, 3 layers
     # gemma2: 48 wide, 3 heads of 32 (head_dim != 48/3), 1 KV head, window 6 on even layers
     # gemma3: 48 wide, 4 heads of 24, 2 KV heads, 7 layers (5 local, 1 global, 1 local)
-    E, H, HKV, D, F = (48, 4, 2, 24, 80) if three else (48, 3, 1, 32, 80)
+    E, H, HKV, D, F = (48, 4, 2, 24, 80) if three else (48, 4, 1, 16, 96) if one else (48, 3, 1, 32, 80)
     NL = 7 if three else 3
-    common(m, E, NL, H, HKV, F, 8192 if three else 8192, 1e-6, D, FT_BF16 if three else FT_F16)
-    m.kv("attention.sliding_window", T_U32, 6)
+    common(m, E, NL, H, HKV, F, 8192 if three else 8192, 1e-6, D, FT_BF16 if three else FT_F32 if one else FT_F16)
+    if not one:
+        m.kv("attention.sliding_window", T_U32, 6)
     if three:
         m.kv("rope.scaling.type", T_STR, "linear")
         m.kv("rope.scaling.factor", T_F32, 8.0)
         m.kv("rope.freq_base", T_F32, 1000000.0)
-    else:
+    elif not one:
         m.kv("attn_logit_softcapping", T_F32, 20.0)
         m.kv("final_logit_softcapping", T_F32, 10.0)
     m.add("token_embd.weight", [E, NV], 0.5)
@@ -177,12 +181,14 @@ def gemma(m, NV, three):
             m.norm(b + "attn_q_norm.weight", D)
             m.norm(b + "attn_k_norm.weight", D)
         m.mat(b + "attn_output.weight", H * D, E)
-        m.norm(b + "post_attention_norm.weight", E)
+        if not one:
+            m.norm(b + "post_attention_norm.weight", E)
         m.norm(b + "ffn_norm.weight", E)
         m.mat(b + "ffn_gate.weight", E, F)
         m.mat(b + "ffn_up.weight", E, F)
         m.mat(b + "ffn_down.weight", F, E)
-        m.norm(b + "post_ffw_norm.weight", E)
+        if not one:
+            m.norm(b + "post_ffw_norm.weight", E)
     m.norm("output_norm.weight", E)
 
 
@@ -317,13 +323,16 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    seeds = {"gemma": 10, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
-    m = Model(arch, 20261202 + seeds[arch], GGML_BF16 if arch == "gemma3" else GGML_F16)
+    # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
+    # activations, and the test's tight F32-to-F32 check applies
+    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32}.get(arch, GGML_F16)
+    m = Model(arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
-    if arch in ("gemma2", "gemma3"):
-        gemma(m, NV, arch == "gemma3")
+    if arch in ("gemma", "gemma2", "gemma3"):
+        gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
         {"phi3": phi3, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
