@@ -179,6 +179,9 @@ typedef struct llm_hparams_x {
     float attn_temp_scale;   /* mistral3 / llama4 query temperature (0: off) */
     int attn_temp_floor;     /* attention.temperature_length */
     float swiglu_limit;      /* gpt-oss clamped SwiGLU limit (0: plain SwiGLU) */
+    float residual_scale;    /* granite: block outputs * residual_scale before the add (0: none) */
+    float logit_scale;       /* granite: logits / logit_scale */
+    float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
 } llm_hparams_x;
 
 struct llm_arch;

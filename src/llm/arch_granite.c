@@ -1,0 +1,101 @@
+/*
+ * arch_granite.c - IBM Granite 3.x dense (general.architecture "granite"): the llama
+ * block with Granite's four multipliers, as llama.cpp reads them.
+ *
+ *   h = token_embd[tokens] * embedding_scale                (1 when absent)
+ *   per layer il:
+ *     x = rms_norm(h) * attn_norm
+ *     q, k, v = Wq x, Wk x, Wv x;  q, k = rope (normal; rope_freqs when present)
+ *     a = attention(q, k, v, scale attention.scale, or 1/sqrt(head_dim) when absent)
+ *     h = h + (Wo a (+ bo)) * residual_scale                  (1 when absent)
+ *     x = rms_norm(h) * ffn_norm
+ *     h = h + (Wdown (silu(Wgate x) * Wup x)) * residual_scale
+ *   logits = Woutput (rms_norm(h) * output_norm) / logit_scale   (logit_scale required)
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "arch.h"
+
+loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    double v;
+    bool has;
+    loom_status s;
+    if ((s = llm_get_float_key(g, hp->arch, "logit_scale", 0.0, &v, &has, err))) return s;
+    if (!has) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.logit_scale' is missing", hp->arch);
+    if (!(v > 0 && isfinite(v)))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.logit_scale = %g must be > 0", hp->arch, v);
+    hx->logit_scale = (float)v;
+    static const char *const opt[3] = {"residual_scale", "embedding_scale", "attention.scale"};
+    float *dst[3] = {&hx->residual_scale, &hx->embd_scale, &hx->kq_scale};
+    for (int i = 0; i < 3; i++) {
+        if ((s = llm_get_float_key(g, hp->arch, opt[i], 0.0, &v, &has, err))) return s;
+        if (has && !(v > 0 && isfinite(v)))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %g must be > 0", hp->arch, opt[i], v);
+        *dst[i] = has ? (float)v : 0.0f;
+    }
+    /* rope.scaling.finetuned = false switches rope off (Granite 4's NoPE layers) */
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", hp->arch);
+    bool rope_on = true;
+    if (loom_gguf_find_key(g, key) >= 0 && (loom_gguf_get_bool(g, key, &rope_on) || !rope_on))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: '%s' false (no rope) is not supported", hp->arch,
+                              key);
+    return LOOM_OK;
+}
+
+loom_status llm_granite_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err);
+    if (s) return s;
+    /* Granite 3.x dense has no MLP biases; a file with them would compute something else */
+    static const char *const bias[3] = {"ffn_gate", "ffn_up", "ffn_down"};
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (int i = 0; i < 3; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s.bias", il, bias[i]);
+            if (loom_backend_get_tensor(m->be, name))
+                return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: granite: tensor '%s' (MLP biases) is not supported",
+                                      name);
+        }
+    return LOOM_OK;
+}
+
+static loom_tensor *residual(loom_ctx *ctx, const llm_hparams_x *hx, loom_tensor *x) {
+    return hx->residual_scale > 0.0f ? loom_scale(ctx, x, hx->residual_scale) : x;
+}
+
+loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    const float kq_scale = hx->kq_scale > 0.0f ? hx->kq_scale : 1.0f / sqrtf((float)hp->head_dim_k);
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = loom_get_rows(ctx, m->tok_embd, in.tok);
+    if (hx->embd_scale > 0.0f) h = loom_scale(ctx, h, hx->embd_scale);
+    h = llm_named(h, "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
+        q = llm_named(llm_rope(m, ctx, q, in.pos, il, ly->rope_freqs), "q", il);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, ly->rope_freqs), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
+        x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            r = loom_get_rows(ctx, r, in.outs);
+        }
+        h = llm_named(loom_add(ctx, residual(ctx, hx, x), r), "ffn_inp", il);
+        x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x), *u = loom_mul_mat(ctx, ly->ffn_up, x);
+        x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+        h = llm_named(loom_add(ctx, residual(ctx, hx, x), h), "l_out", il);
+    }
+    h = llm_named(loom_rms_norm(ctx, h, m->output_norm, eps), "result_norm", -1);
+    loom_tensor *out = loom_scale(ctx, loom_mul_mat(ctx, m->output, h), 1.0f / hx->logit_scale);
+    return llm_named(out, "result_output", -1);
+}
