@@ -9,7 +9,7 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma gemma2 gemma3 granite phi3 mistral3 qwen3moe gpt-oss
+  ARCH: gemma gemma2 gemma3 granite olmo2 phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -24,6 +24,9 @@ Conventions followed (from the converter, read for facts):
 - Granite (3.x dense): the llama writer (vocab_size, rope.dimension_count) plus
   attention.scale, embedding_scale, residual_scale and logit_scale (the converter's
   names for the *_multiplier / logits_scaling config values); tied output; F32 matrices.
+- OLMo 2 / Olmo 3 (olmo2): q/k norms over the whole projection, post norms only;
+  Olmo 3's sliding_window and sliding_window_pattern written as one boolean per layer
+  (the converter's default list: every 4th layer full), YaRN rope scaling; F32 matrices.
 - Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
   rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
   rope.dimension_count, sliding_window (ignored by llama.cpp).
@@ -248,6 +251,35 @@ def granite(m, NV):
     m.norm("output_norm.weight", E)
 
 
+def olmo2(m, NV):
+    # Olmo-3-like: 48 wide, 4 heads of 12, 2 KV heads, 5 layers: window 8 on layers 0-2
+    # and 4, layer 3 full; YaRN factor 4 over an original context of 16 (full layers only)
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 5
+    common(m, E, NL, H, HKV, F, 65536, 1e-6, None, FT_F32)
+    m.kv("rope.freq_base", T_F32, 500000.0)
+    m.kv("rope.scaling.type", T_STR, "yarn")
+    m.kv("rope.scaling.factor", T_F32, 4.0)
+    m.kv("rope.scaling.original_context_length", T_U32, 16)
+    m.kv("attention.sliding_window", T_U32, 8)
+    m.kv("attention.sliding_window_pattern", T_ARR, (T_BOOL, [(i + 1) % 4 != 0 for i in range(NL)]))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", H * D)
+        m.norm(b + "attn_k_norm.weight", HKV * D)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def mistral3(m, NV):
     # Ministral-3-like: 64 wide, 4 heads of 32 (head_dim != 16), 1 KV head, YaRN factor 8
     # over an original context of 16, log multiplier 1, temperature scale 0.1
@@ -352,18 +384,18 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma": 10, "granite": 17, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
-    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32}.get(arch, GGML_F16)
+    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32}.get(arch, GGML_F16)
     m = Model(arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
     if arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
-        {"phi3": phi3, "granite": granite, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
+        {"phi3": phi3, "granite": granite, "olmo2": olmo2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
 
 
