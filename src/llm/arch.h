@@ -25,6 +25,16 @@ loom_status llm_phi3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
 loom_status llm_phi3_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 
+/* arch_phi2.c: phi2, and the LayerNorm pieces starcoder2 shares: output_norm.bias (and
+ * output.bias when output_bias), the GELU MLP with biases, the LayerNorm output head. */
+loom_status llm_ln_bind_io(loom_model *m, bool output_bias, loom_error *err);
+loom_tensor *llm_ln_gelu_mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *n);
+loom_tensor *llm_ln_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
+loom_status llm_ln_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_phi2_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_starcoder2_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_starcoder2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmo2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -57,16 +57,9 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-/* rows [off, off + n*d) of y [rows, T] as [d, n, T] */
-static loom_tensor *split_heads(loom_ctx *ctx, loom_tensor *y, int64_t off, int64_t d, int64_t n) {
-    const int64_t T = loom_tensor_ne(y, 1);
-    const int64_t args[5] = {d, d * 4, n, (int64_t)loom_tensor_nb(y, 1), T};
-    return loom_cont(ctx, loom_view(ctx, y, (size_t)off * 4, 5, args));
-}
-
 loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
-    const int64_t T = b->n_tokens, H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t T = b->n_tokens, DK = hp->head_dim_k;
     const int64_t F = hp->n_ff;
     const float eps = hp->rms_eps;
     const bool use_long = m->n_ctx > m->hx.n_ctx_orig;
@@ -78,17 +71,7 @@ loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *r = h;
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
         loom_tensor *q, *k, *v;
-        if (ly->wqkv) {
-            loom_tensor *y = llm_linear(ctx, ly->wqkv, ly->bqkv, x);
-            q = split_heads(ctx, y, 0, DK, H);
-            k = split_heads(ctx, y, H * DK, DK, HKV);
-            v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
-        } else {
-            int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-            q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq, x), 3, ne_q);
-            k = loom_reshape(ctx, loom_mul_mat(ctx, ly->wk, x), 3, ne_k);
-            v = loom_reshape(ctx, loom_mul_mat(ctx, ly->wv, x), 3, ne_v);
-        }
+        llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
         loom_tensor *fac = ly->rope_long ? (use_long ? ly->rope_long : ly->rope_short) : NULL;
         q = llm_rope(m, ctx, q, in.pos, il, fac);
         k = llm_named(llm_rope(m, ctx, k, in.pos, il, fac), "k", il);

@@ -40,6 +40,29 @@ void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer 
     if (ly->k_norm) *k = llm_named(loom_rms_norm(ctx, *k, ly->k_norm, hp->rms_eps), "k_norm", il);
 }
 
+/* rows [off, off + n*d) of y [rows, T] as [d, n, T] */
+static loom_tensor *split_heads(loom_ctx *ctx, loom_tensor *y, int64_t off, int64_t d, int64_t n) {
+    const int64_t T = loom_tensor_ne(y, 1);
+    const int64_t args[5] = {d, d * 4, n, (int64_t)loom_tensor_nb(y, 1), T};
+    return loom_cont(ctx, loom_view(ctx, y, (size_t)off * 4, 5, args));
+}
+
+void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
+                 loom_tensor **q, loom_tensor **k, loom_tensor **v) {
+    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    if (!ly->wqkv) {
+        int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+        *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
+        *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
+        *v = loom_reshape(ctx, llm_linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+        return;
+    }
+    loom_tensor *y = llm_linear(ctx, ly->wqkv, ly->bqkv, x);
+    *q = split_heads(ctx, y, 0, DK, H);
+    *k = split_heads(ctx, y, H * DK, DK, HKV);
+    *v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
+}
+
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
                            loom_tensor *r, loom_tensor *outs, int il) {
     if (il == hp->n_layer - 1) {

@@ -34,6 +34,10 @@ loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tens
  * (W x (+ b) each), q and k rms-normed per head when the layer has q_norm / k_norm. */
 void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T, int il,
                    loom_tensor **q, loom_tensor **k, loom_tensor **v);
+/* q [Dk, H, T], k [Dk, Hkv, T], v [Dv, Hkv, T] of x [n_embd, T] from a fused wqkv
+ * (+ bqkv; rows q | k | v) or from wq / wk / wv (+ biases), as the layer has them. */
+void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
+                 loom_tensor **q, loom_tensor **k, loom_tensor **v);
 /* The llama block after attention x (residual r): on the last layer only the rows outs of
  * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm. */
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,

@@ -271,6 +271,22 @@ void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm
     L->wv = llm_bind_tensor(be, true, E, HV, 1, err, st, "blk.%d.attn_v.weight", il);
 }
 
+void llm_bind_attn_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il,
+                           loom_error *err, loom_status *st) {
+    const int64_t E = hp->n_embd;
+    const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k, HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    L->wqkv = llm_bind_tensor(be, false, E, HQ + HK + HV, 1, err, st, "blk.%d.attn_qkv.weight", il);
+    if (L->wqkv) {
+        L->bqkv = llm_bind_tensor(be, false, HQ + HK + HV, 1, 1, err, st, "blk.%d.attn_qkv.bias", il);
+        return;
+    }
+    llm_bind_attn_qkv(be, hp, L, il, err, st);
+    L->bq = llm_bind_tensor(be, false, HQ, 1, 1, err, st, "blk.%d.attn_q.bias", il);
+    L->bk = llm_bind_tensor(be, false, HK, 1, 1, err, st, "blk.%d.attn_k.bias", il);
+    L->bv = llm_bind_tensor(be, false, HV, 1, 1, err, st, "blk.%d.attn_v.bias", il);
+}
+
 void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                    loom_status *st) {
     const int64_t E = hp->n_embd, HO = (int64_t)hp->n_head * hp->head_dim_v;

@@ -26,6 +26,7 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_inp, *ffn_gate_inp_b; /* MoE router [E, n_expert] */
     loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;   /* [.., .., n_expert] */
     loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
+    loom_tensor *attn_norm_b, *ffn_norm_b, *ffn_up_b, *ffn_down_b; /* LayerNorm / MLP biases (phi2, starcoder2) */
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -193,6 +194,7 @@ struct loom_model {
     bool dry_run;
 
     loom_tensor *tok_embd, *output_norm, *output;
+    loom_tensor *output_norm_b, *output_b; /* phi2, starcoder2 (NULL elsewhere) */
     llm_layer *layers;
 
     llm_kv_layer_type *kv_types; /* [n_layer] attention type of each layer (see above) */
@@ -262,6 +264,11 @@ loom_status llm_bind_embd_output(loom_model *m, loom_error *err);
  * attn_output.weight; llm_bind_qk_norm: attn_q/k_norm.weight [head_dim_k]. Errors as llm_bind_tensor. */
 void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                        loom_status *st);
+/* Layer il's attention inputs as the file has them: a fused attn_qkv.weight
+ * [n_embd, q + k + v rows] (+ optional attn_qkv.bias), or attn_q/k/v.weight with
+ * optional biases. Errors as llm_bind_tensor. */
+void llm_bind_attn_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il,
+                           loom_error *err, loom_status *st);
 void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                    loom_status *st);
 void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,

@@ -9,7 +9,7 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma gemma2 gemma3 granite olmo2 phi3 mistral3 qwen3moe gpt-oss
+  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -27,6 +27,11 @@ Conventions followed (from the converter, read for facts):
 - OLMo 2 / Olmo 3 (olmo2): q/k norms over the whole projection, post norms only;
   Olmo 3's sliding_window and sliding_window_pattern written as one boolean per layer
   (the converter's default list: every 4th layer full), YaRN rope scaling; F32 matrices.
+- Phi-2 (phi2): LayerNorm with biases, fused attn_qkv with bias (older Phi-2 files; the
+  test of separate q/k/v is starcoder2's), partial rotary (rope.dimension_count < head
+  dim), biases on every projection and the output; F32 matrices.
+- StarCoder2 (starcoder2): LayerNorm with biases, separate q/k/v with biases, GQA, GELU
+  MLP with biases, tied output; F32 matrices.
 - Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
   rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
   rope.dimension_count, sliding_window (ignored by llama.cpp).
@@ -280,6 +285,74 @@ def olmo2(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def ln_common(m, E, NL, H, HKV, F, ctx):
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))
+    m.kv("context_length", T_U32, ctx)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kv("block_count", T_U32, NL)
+    m.kv("attention.head_count", T_U32, H)
+    m.kv("attention.head_count_kv", T_U32, HKV)
+    m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
+
+
+def phi2(m, NV):
+    # Phi-2-like: 64 wide, 4 heads of 16 with a rotary part of 8, ffn 4 x 64, 2 layers
+    E, H, F, NL = 64, 4, 256, 2
+    ln_common(m, E, NL, H, H, F, 2048)
+    m.kv("rope.dimension_count", T_U32, 8)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_qkv.weight", E, 3 * E)
+        m.bias(b + "attn_qkv.bias", [3 * E])
+        m.mat(b + "attn_output.weight", E, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.mat(b + "ffn_up.weight", E, F)
+        m.bias(b + "ffn_up.bias", [F])
+        m.mat(b + "ffn_down.weight", F, E)
+        m.bias(b + "ffn_down.bias", [E])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+    m.bias("output.bias", [NV])
+
+
+def starcoder2(m, NV):
+    # StarCoder2-like: 48 wide, 4 heads of 12, 2 KV heads, ffn 4 x 48, 2 layers, tied output
+    E, H, HKV, F, NL = 48, 4, 2, 192, 2
+    D = E // H
+    ln_common(m, E, NL, H, HKV, F, 16384)
+    m.kv("rope.freq_base", T_F32, 100000.0)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.bias(b + "attn_q.bias", [H * D])
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.bias(b + "attn_k.bias", [HKV * D])
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.bias(b + "attn_v.bias", [HKV * D])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_up.weight", E, F)
+        m.bias(b + "ffn_up.bias", [F])
+        m.mat(b + "ffn_down.weight", F, E)
+        m.bias(b + "ffn_down.bias", [E])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+
+
 def mistral3(m, NV):
     # Ministral-3-like: 64 wide, 4 heads of 32 (head_dim != 16), 1 KV head, YaRN factor 8
     # over an original context of 16, log multiplier 1, temperature scale 0.1
@@ -384,18 +457,19 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
-    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32}.get(arch, GGML_F16)
+    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
+             "starcoder2": GGML_F32}.get(arch, GGML_F16)
     m = Model(arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
     if arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
-        {"phi3": phi3, "granite": granite, "olmo2": olmo2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
+        {"phi3": phi3, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
 
 

@@ -1,0 +1,105 @@
+/*
+ * arch_phi2.c - Phi-2 (general.architecture "phi2"): a parallel block with LayerNorm
+ * (weight and bias), partial rotary embeddings and biases everywhere, as llama.cpp's
+ * phi2 graph.
+ *
+ *   h = token_embd[tokens]
+ *   per layer il:
+ *     n = layer_norm(h) * attn_norm + attn_norm_b
+ *     q, k, v = Wqkv n + bqkv (fused) or Wq n + bq, ... (separate)
+ *     q, k = rope (neox over the first rope.dimension_count dims of each head)
+ *     a = Wo attention(q / sqrt(D), k, v; scale 1) + bo
+ *     h = h + a + Wdown gelu(Wup n + bup) + bdown          (attention and MLP both read n)
+ *   logits = Woutput (layer_norm(h) * output_norm + output_norm_b) + output_b
+ */
+#include <math.h>
+
+#include "arch.h"
+
+/* LayerNorm models: attention.layer_norm_epsilon (required, as llama.cpp) is their norm
+ * epsilon, kept in hp->rms_eps. */
+loom_status llm_ln_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    (void)hx;
+    double eps;
+    bool has;
+    loom_status s = llm_get_float_key(g, hp->arch, "attention.layer_norm_epsilon", 0.0, &eps, &has, err);
+    if (s) return s;
+    if (!has)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.attention.layer_norm_epsilon' is missing",
+                              hp->arch);
+    if (!(eps > 0 && eps < 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.layer_norm_epsilon = %g is out of range", hp->arch,
+                              eps);
+    hp->rms_eps = (float)eps;
+    return LOOM_OK;
+}
+
+loom_status llm_ln_bind_io(loom_model *m, bool output_bias, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_status st = llm_bind_embd_output(m, err);
+    if (st) return st;
+    const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
+    m->output_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.bias", 0);
+    if (output_bias) m->output_b = llm_bind_tensor(be, true, V, 1, 1, err, &st, "output.bias", 0);
+    return st;
+}
+
+loom_status llm_phi2_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    loom_status st = llm_ln_bind_io(m, true, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->attn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.bias", il);
+        llm_bind_attn_qkv_any(be, hp, L, il, err, &st);
+        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
+                                "blk.%d.attn_output.weight", il);
+        L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_up_b = llm_bind_tensor(be, true, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
+        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        L->ffn_down_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_down.bias", il);
+    }
+    return st;
+}
+
+loom_tensor *llm_ln_gelu_mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *n) {
+    /* GELU through llama.cpp's F16 table (loom_gelu_f16), as its CPU ggml_gelu */
+    loom_tensor *u = loom_gelu_f16(ctx, llm_linear(ctx, ly->ffn_up, ly->ffn_up_b, n));
+    return llm_linear(ctx, ly->ffn_down, ly->ffn_down_b, u);
+}
+
+loom_tensor *llm_ln_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
+    h = llm_named(loom_layer_norm(ctx, h, m->output_norm, m->output_norm_b, m->hp.rms_eps), "result_norm", -1);
+    return llm_named(llm_linear(ctx, m->output, m->output_b, h), "result_output", -1);
+}
+
+loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, hp, ly, n, T, &q, &k, &v);
+        q = llm_rope(m, ctx, q, in.pos, il, NULL);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        q = llm_named(loom_scale(ctx, q, 1.0f / sqrtf((float)hp->head_dim_k)), "q", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f, 0.0f, NULL);
+        loom_tensor *x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            h = loom_get_rows(ctx, h, in.outs);
+            n = loom_get_rows(ctx, n, in.outs);
+        }
+        loom_tensor *f = llm_named(llm_ln_gelu_mlp(ctx, ly, n), "ffn_out", il);
+        h = llm_named(loom_add(ctx, loom_add(ctx, x, f), h), "l_out", il);
+    }
+    return llm_ln_output(m, ctx, h);
+}
