@@ -181,7 +181,8 @@ typedef struct llm_hparams_x {
     int attn_temp_floor;     /* attention.temperature_length */
     float swiglu_limit;      /* gpt-oss clamped SwiGLU limit (0: plain SwiGLU) */
     float residual_scale;    /* granite: block outputs * residual_scale before the add (0: none) */
-    float logit_scale;       /* granite: logits / logit_scale */
+    float logit_scale;       /* granite: logits / logit_scale; command-r/cohere2: logits * logit_scale
+                                (each as llama.cpp; 0: none) */
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
 } llm_hparams_x;
 

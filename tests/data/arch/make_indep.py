@@ -9,7 +9,8 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 phi3 mistral3 qwen3moe gpt-oss
+  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 phi3 mistral3
+        qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -32,6 +33,9 @@ Conventions followed (from the converter, read for facts):
   dim), biases on every projection and the output; F32 matrices.
 - StarCoder2 (starcoder2): LayerNorm with biases, separate q/k/v with biases, GQA, GELU
   MLP with biases, tied output; F32 matrices.
+- Command R (command-r, Aya) and Command R7B (cohere2): LayerNorm without bias,
+  logit_scale, rope.scaling.type none, tied output; cohere2 also sliding_window (period
+  4 by default) and vocab_size; F32 matrices.
 - Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
   rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
   rope.dimension_count, sliding_window (ignored by llama.cpp).
@@ -353,6 +357,33 @@ def starcoder2(m, NV):
     m.bias("output_norm.bias", [E])
 
 
+def cohere(m, NV, two):
+    # Aya-Expanse-like (command-r) / Command-R7B-like (cohere2): 64 wide, 4 heads of 16,
+    # 2 KV heads; cohere2: 5 layers, window 8 on layers 0-2 and 4, no rope on layer 3
+    E, H, HKV, F, NL = 64, 4, 2, 160, 5 if two else 2
+    ln_common(m, E, NL, H, HKV, F, 8192)
+    m.kv("rope.freq_base", T_F32, 50000.0 if two else 10000.0)
+    m.kv("logit_scale", T_F32, 0.25 if two else 0.0625)
+    m.kv("rope.scaling.type", T_STR, "none")
+    if two:
+        m.kv("attention.sliding_window", T_U32, 8)
+        m.kv("vocab_size", T_U32, NV)
+        m.kv("rope.dimension_count", T_U32, E // H)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, E)
+        m.mat(b + "attn_k.weight", E, HKV * (E // H))
+        m.mat(b + "attn_v.weight", E, HKV * (E // H))
+        m.mat(b + "attn_output.weight", E, E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+
+
 def mistral3(m, NV):
     # Ministral-3-like: 64 wide, 4 heads of 32 (head_dim != 16), 1 KV head, YaRN factor 8
     # over an original context of 16, log multiplier 1, temperature scale 0.1
@@ -457,16 +488,18 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
-             "starcoder2": GGML_F32}.get(arch, GGML_F16)
+             "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32}.get(arch, GGML_F16)
     m = Model(arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
-    if arch in ("gemma", "gemma2", "gemma3"):
+    if arch in ("command-r", "cohere2"):
+        cohere(m, NV, arch == "cohere2")
+    elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
         {"phi3": phi3, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
