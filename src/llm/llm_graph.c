@@ -140,6 +140,23 @@ static float yarn_mscale(float scale, float mscale) {
     return scale <= 1.0f ? 1.0f : 0.1f * mscale * logf(scale) + 1.0f;
 }
 
+float llm_rope_attn_factor(const loom_model *m) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    float attn_factor = 1.0f;
+    if (hx->yarn) {
+        /* llama.cpp (llama_context): ext_factor 1; the magnitude factor of the context's
+         * (global) scale, divided by the 1 + 0.1 ln(factor) the rope kernel applies */
+        const float factor = 1.0f / hp->rope_freq_scale;
+        /* deepseek2 (llama.cpp's special case): mscale = mscale_all_dim when that is not 1 */
+        const float ms = hx->yarn_mscale_all && hx->yarn_log_mul != 1.0f ? hx->yarn_log_mul : 1.0f;
+        if (hx->yarn_log_mul != 0.0f) attn_factor = yarn_mscale(factor, ms) / yarn_mscale(factor, hx->yarn_log_mul);
+        else attn_factor = yarn_mscale(factor, 1.0f);
+        attn_factor *= 1.0f / (1.0f + 0.1f * logf(factor));
+    }
+    return attn_factor * hx->rope_attn_factor;
+}
+
 loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
                       loom_tensor *factors) {
     const loom_model_hparams *hp = &m->hp;
@@ -151,17 +168,8 @@ loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_t
     ro.orig_ctx = hx->n_ctx_orig > 0 ? hx->n_ctx_orig : hp->n_ctx_train;
     ro.beta_fast = hx->yarn_beta_fast;
     ro.beta_slow = hx->yarn_beta_slow;
-    float attn_factor = 1.0f;
-    if (hx->yarn) {
-        /* llama.cpp (llama_context): ext_factor 1; the magnitude factor of the context's
-         * (global) scale, divided by the 1 + 0.1 ln(factor) the rope kernel applies */
-        const float factor = 1.0f / hp->rope_freq_scale;
-        ro.ext_factor = 1.0f;
-        if (hx->yarn_log_mul != 0.0f) attn_factor = yarn_mscale(factor, 1.0f) / yarn_mscale(factor, hx->yarn_log_mul);
-        else attn_factor = yarn_mscale(factor, 1.0f);
-        attn_factor *= 1.0f / (1.0f + 0.1f * logf(factor));
-    }
-    ro.attn_factor = attn_factor * hx->rope_attn_factor;
+    if (hx->yarn) ro.ext_factor = 1.0f;
+    ro.attn_factor = llm_rope_attn_factor(m);
     const float base = swa ? hx->rope_base_swa : hp->rope_base;
     const float scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
     return loom_rope(ctx, x, pos, hp->n_rot, base, scale, &ro);
@@ -197,10 +205,18 @@ static loom_tensor *expert_bias(loom_ctx *ctx, loom_tensor *y, loom_tensor *bias
 
 loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                          llm_moe_gating gating, bool norm_w, float swiglu_limit, int il) {
+    return llm_moe_ffn_ext(ctx, ly, x, n_expert, n_used, gating, norm_w, 0.0f, swiglu_limit, il);
+}
+
+loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                             llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il) {
     const int64_t E = loom_tensor_ne(x, 0), T = loom_tensor_ne(x, 1), K = n_used;
     loom_tensor *logits = llm_named(llm_linear(ctx, ly->ffn_gate_inp, ly->ffn_gate_inp_b, x), "ffn_moe_logits", il);
-    loom_tensor *probs = gating == LLM_MOE_SOFTMAX ? loom_softmax(ctx, logits) : logits; /* [n_expert, T] */
-    loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, probs, n_used));                 /* [K, T] */
+    loom_tensor *probs = gating == LLM_MOE_SOFTMAX   ? loom_softmax(ctx, logits)
+                         : gating == LLM_MOE_SIGMOID ? loom_sigmoid(ctx, logits)
+                                                     : logits; /* [n_expert, T] */
+    loom_tensor *chooser = ly->ffn_exp_probs_b ? loom_add(ctx, probs, ly->ffn_exp_probs_b) : probs;
+    loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, chooser, n_used)); /* [K, T] */
     llm_named(sel, "ffn_moe_topk", il);
     const int64_t ne_p[3] = {1, n_expert, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_flat[1] = {K * T};
     loom_tensor *w = loom_get_rows(ctx, loom_reshape(ctx, probs, 3, ne_p), sel); /* [1, K, T] */
@@ -212,6 +228,7 @@ loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int
         loom_tensor *sum = loom_clamp(ctx, loom_sum_rows(ctx, w2), 6.103515625e-5f, INFINITY);
         w = loom_reshape(ctx, loom_div(ctx, w2, sum), 3, ne_1kt);
     }
+    if (w_scale != 0.0f && w_scale != 1.0f) w = loom_scale(ctx, w, w_scale);
     llm_named(w, "ffn_moe_weights", il);
     loom_tensor *sel_flat = (ly->ffn_up_exps_b || ly->ffn_gate_exps_b || ly->ffn_down_exps_b)
                                 ? loom_reshape(ctx, sel, 1, ne_flat) : NULL;

@@ -50,6 +50,8 @@ loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
  * scaling; YaRN and the rope attention factor as llama.cpp derives them. */
 loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
                       loom_tensor *factors);
+/* The rope magnitude factor llm_rope passes (llama.cpp's cparams.yarn_attn_factor). */
+float llm_rope_attn_factor(const loom_model *m);
 
 /* Attention of layer il: stores k [Dk, Hkv, T] and v [Dv, Hkv, T] in the cache, reads the
  * L visible cells and returns [Dv*H, T]. softcap > 0 caps the scaled scores; sinks
@@ -60,12 +62,18 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
 
 typedef enum llm_moe_gating {
     LLM_MOE_SOFTMAX,      /* softmax over all experts, then top-k (qwen3moe) */
-    LLM_MOE_TOPK_SOFTMAX  /* top-k of the router logits, softmax over the k (gpt-oss) */
+    LLM_MOE_TOPK_SOFTMAX, /* top-k of the router logits, softmax over the k (gpt-oss) */
+    LLM_MOE_SIGMOID       /* sigmoid of each router logit, then top-k (DeepSeek V3) */
 } llm_moe_gating;
 
 /* Mixture of experts on x [E, T]: the router (ffn_gate_inp, + bias), top-k experts per
- * token, each expert's gated FFN through MulmatID (+ per-expert biases), weighted sum.
- * swiglu_limit > 0: gpt-oss's clamped SwiGLU (alpha 1.702), else silu(gate) * up. */
+ * token (chosen on the probabilities + ly->ffn_exp_probs_b when the layer has that
+ * selection bias; weighted by the unbiased ones), each expert's gated FFN through
+ * MulmatID (+ per-expert biases), weighted sum. norm_w: weights divided by their sum;
+ * w_scale (0 or 1: none) multiplies them after. swiglu_limit > 0: gpt-oss's clamped
+ * SwiGLU (alpha 1.702), else silu(gate) * up. As llama.cpp's build_moe_ffn. */
+loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                             llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il);
 loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                          llm_moe_gating gating, bool norm_w, float swiglu_limit, int il);
 

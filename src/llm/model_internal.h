@@ -27,6 +27,10 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;   /* [.., .., n_expert] */
     loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
     loom_tensor *attn_norm_b, *ffn_norm_b, *ffn_up_b, *ffn_down_b; /* LayerNorm / MLP biases (phi2, starcoder2) */
+    /* deepseek2 (multi-head latent attention, shared experts) */
+    loom_tensor *wq_a, *q_a_norm, *wq_b, *wkv_a_mqa, *kv_a_norm, *wk_b, *wv_b, *wkv_b;
+    loom_tensor *ffn_exp_probs_b;                        /* expert selection bias [n_expert] */
+    loom_tensor *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -163,6 +167,12 @@ typedef struct llm_batch {
 /* Hyperparameters beyond loom_model_hparams, for the architectures of arch_*.c (0 = off). */
 typedef struct llm_hparams_x {
     int n_expert, n_expert_used, n_ff_exp;  /* MoE */
+    /* deepseek2: leading dense layers, shared experts, router, latent attention */
+    int n_dense_lead, n_expert_shared, q_lora, kv_lora, head_dim_k_mla, head_dim_v_mla;
+    bool expert_weights_norm, mla;          /* mla: split attn_k_b / attn_v_b (absorbed) */
+    float expert_weights_scale;
+    int expert_gating;                      /* 0 softmax, 1 sigmoid */
+    bool yarn_mscale_all;                   /* deepseek2: llama.cpp's mscale = mscale_all_dim rule */
     int n_swa;               /* attention.sliding_window (0: no sliding layers) */
     int swa_period;          /* sliding layers: il % period < period - 1 (llama.cpp's rule) */
     float rope_base_swa;     /* rope.freq_base_swa (sliding layers) */

@@ -9,8 +9,8 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 phi3 mistral3
-        qwen3moe gpt-oss
+  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
+        deepseek2-lite phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -36,6 +36,15 @@ Conventions followed (from the converter, read for facts):
 - Command R (command-r, Aya) and Command R7B (cohere2): LayerNorm without bias,
   logit_scale, rope.scaling.type none, tied output; cohere2 also sliding_window (period
   4 by default) and vocab_size; F32 matrices.
+- DeepSeek V2/V3 (deepseek2; both files have that architecture): "deepseek2" is a V3-like
+  file as today's converter writes it: num_key_value_heads 1, key/value_length the latent
+  cache's (kv_lora_rank + rope, kv_lora_rank), key/value_length_mla the heads', kv_b split
+  into attn_k_b {nope, kv_lora, heads} and attn_v_b {kv_lora, v, heads}, q_lora_rank, YaRN
+  with yarn_log_multiplier = 0.1 * mscale_all_dim, sigmoid routing
+  (expert_gating_func 2) with exp_probs_b, expert_weights_norm and _scale, shared
+  experts, a leading dense layer. "deepseek2-lite" is a legacy V2-Lite-like file: the
+  unsplit attn_kv_b, heads' key/value_length, head_count_kv = head_count,
+  q_lora_rank 0 (attn_q), softmax routing without the gating key, no YaRN; F32 matrices.
 - Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
   rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
   rope.dimension_count, sliding_window (ignored by llama.cpp).
@@ -384,6 +393,84 @@ def cohere(m, NV, two):
     m.norm("output_norm.weight", E)
 
 
+def deepseek2(m, NV, lite):
+    E, H, NL, NOPE, R, V, KVL, QL = 64, 4, 3, 16, 8, 16, 32, 24
+    NE, NU, FE, NS, F = (4, 2, 24, 2, 96) if lite else (6, 2, 32, 1, 96)
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))
+    m.kv("context_length", T_U32, 4096)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kv("block_count", T_U32, NL)
+    m.kv("attention.head_count", T_U32, H)
+    m.kv("attention.head_count_kv", T_U32, H if lite else 1)
+    m.kv("attention.layer_norm_rms_epsilon", T_F32, 1e-6)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("attention.q_lora_rank", T_U32, 0 if lite else QL)
+    m.kv("attention.kv_lora_rank", T_U32, KVL)
+    if lite:
+        m.kv("attention.key_length", T_U32, NOPE + R)
+        m.kv("attention.value_length", T_U32, V)
+    else:
+        m.kv("attention.key_length", T_U32, KVL + R)
+        m.kv("attention.value_length", T_U32, KVL)
+        m.kv("attention.key_length_mla", T_U32, NOPE + R)
+        m.kv("attention.value_length_mla", T_U32, V)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_shared_count", T_U32, NS)
+    m.kv("expert_weights_scale", T_F32, 2.0 if lite else 2.5)
+    if not lite:
+        m.kv("expert_weights_norm", T_BOOL, True)
+        m.kv("expert_gating_func", T_U32, 2)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("rope.dimension_count", T_U32, R)
+    if not lite:
+        m.kv("rope.scaling.type", T_STR, "yarn")
+        m.kv("rope.scaling.factor", T_F32, 4.0)
+        m.kv("rope.scaling.original_context_length", T_U32, 16)
+        m.kv("rope.scaling.yarn_log_multiplier", T_F32, 0.1 * 0.707)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if lite:
+            m.mat(b + "attn_q.weight", E, H * (NOPE + R))
+        else:
+            m.mat(b + "attn_q_a.weight", E, QL)
+            m.norm(b + "attn_q_a_norm.weight", QL)
+            m.mat(b + "attn_q_b.weight", QL, H * (NOPE + R))
+        m.mat(b + "attn_kv_a_mqa.weight", E, KVL + R)
+        m.norm(b + "attn_kv_a_norm.weight", KVL)
+        if lite:
+            m.mat(b + "attn_kv_b.weight", KVL, H * (NOPE + V))
+        else:
+            m.mat(b + "attn_k_b.weight", NOPE, KVL, H)
+            m.mat(b + "attn_v_b.weight", KVL, V, H)
+        m.mat(b + "attn_output.weight", H * V, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if i < 1:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        if not lite:
+            m.bias(b + "exp_probs_b.bias", [NE])
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.mat(b + "ffn_gate_shexp.weight", E, FE * NS)
+        m.mat(b + "ffn_up_shexp.weight", E, FE * NS)
+        m.mat(b + "ffn_down_shexp.weight", FE * NS, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def mistral3(m, NV):
     # Ministral-3-like: 64 wide, 4 heads of 32 (head_dim != 16), 1 KV head, YaRN factor 8
     # over an original context of 16, log multiplier 1, temperature scale 0.1
@@ -488,16 +575,20 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
+             "deepseek2-lite": 24, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
-             "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32}.get(arch, GGML_F16)
-    m = Model(arch, 20261202 + seeds[arch], mtype)
+             "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
+             "deepseek2-lite": GGML_F32}.get(arch, GGML_F16)
+    m = Model("deepseek2" if arch == "deepseek2-lite" else arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
-    if arch in ("command-r", "cohere2"):
+    if arch in ("deepseek2", "deepseek2-lite"):
+        deepseek2(m, NV, arch == "deepseek2-lite")
+    elif arch in ("command-r", "cohere2"):
         cohere(m, NV, arch == "cohere2")
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
