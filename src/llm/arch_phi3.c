@@ -62,7 +62,6 @@ loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const int64_t T = b->n_tokens, DK = hp->head_dim_k;
     const int64_t F = hp->n_ff;
     const float eps = hp->rms_eps;
-    const bool use_long = m->n_ctx > m->hx.n_ctx_orig;
     llm_inputs in;
     llm_graph_inputs(m, ctx, b, &in);
     loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
@@ -72,7 +71,7 @@ loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
         loom_tensor *q, *k, *v;
         llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
-        loom_tensor *fac = ly->rope_long ? (use_long ? ly->rope_long : ly->rope_short) : NULL;
+        loom_tensor *fac = llm_layer_rope_factors(m, il);
         q = llm_rope(m, ctx, q, in.pos, il, fac);
         k = llm_named(llm_rope(m, ctx, k, in.pos, il, fac), "k", il);
         q = llm_named(loom_scale(ctx, q, 1.0f / sqrtf((float)DK)), "q", il);

@@ -157,22 +157,45 @@ float llm_rope_attn_factor(const loom_model *m) {
     return attn_factor * hx->rope_attn_factor;
 }
 
-loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
-                      loom_tensor *factors) {
+void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope_opts *ro, float *base, float *scale) {
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
     const bool swa = llm_layer_is_swa(hx, il);
-    loom_rope_opts ro = loom_rope_default_opts();
-    ro.mode = hp->rope_mode;
-    ro.factors = factors;
-    ro.orig_ctx = hx->n_ctx_orig > 0 ? hx->n_ctx_orig : hp->n_ctx_train;
-    ro.beta_fast = hx->yarn_beta_fast;
-    ro.beta_slow = hx->yarn_beta_slow;
-    if (hx->yarn) ro.ext_factor = 1.0f;
-    ro.attn_factor = llm_rope_attn_factor(m);
-    const float base = swa ? hx->rope_base_swa : hp->rope_base;
-    const float scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
-    return loom_rope(ctx, x, pos, hp->n_rot, base, scale, &ro);
+    *ro = loom_rope_default_opts();
+    ro->mode = hp->rope_mode;
+    ro->factors = factors;
+    ro->orig_ctx = hx->n_ctx_orig > 0 ? hx->n_ctx_orig : hp->n_ctx_train;
+    ro->beta_fast = hx->yarn_beta_fast;
+    ro->beta_slow = hx->yarn_beta_slow;
+    if (hx->yarn) ro->ext_factor = 1.0f;
+    ro->attn_factor = llm_rope_attn_factor(m);
+    *base = swa ? hx->rope_base_swa : hp->rope_base;
+    *scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
+}
+
+bool llm_layer_has_rope(const loom_model *m, int il) {
+    /* cohere2: only the sliding-window layers rotate */
+    return strcmp(m->hp.arch, "cohere2") != 0 || llm_layer_is_swa(&m->hx, il);
+}
+
+loom_tensor *llm_layer_rope_factors(const loom_model *m, int il) {
+    const llm_layer *ly = &m->layers[il];
+    /* phi3 LongRoPE: the long factors when the context passes the original one */
+    if (ly->rope_long) return m->n_ctx > m->hx.n_ctx_orig ? ly->rope_long : ly->rope_short;
+    return ly->rope_freqs;
+}
+
+int llm_rope_key_offset(const loom_model *m) {
+    /* deepseek2 keys end with their rope dims ([c ; k_pe] or [k_nope ; k_pe]) */
+    return m->hx.kv_lora > 0 ? m->hp.head_dim_k - m->hp.n_rot : 0;
+}
+
+loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
+                      loom_tensor *factors) {
+    loom_rope_opts ro;
+    float base, scale;
+    llm_rope_layer(m, il, factors, &ro, &base, &scale);
+    return loom_rope(ctx, x, pos, m->hp.n_rot, base, scale, &ro);
 }
 
 /* ------------------------------------------------------------------ attention */

@@ -52,6 +52,14 @@ loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_t
                       loom_tensor *factors);
 /* The rope magnitude factor llm_rope passes (llama.cpp's cparams.yarn_attn_factor). */
 float llm_rope_attn_factor(const loom_model *m);
+/* llm_rope's options, base and frequency scale for layer il. */
+void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope_opts *ro, float *base, float *scale);
+/* Whether layer il's keys are rotated at all (cohere2's full layers are not). */
+bool llm_layer_has_rope(const loom_model *m, int il);
+/* The frequency factors of layer il's rope: rope_freqs, or phi3's long/short set. */
+loom_tensor *llm_layer_rope_factors(const loom_model *m, int il);
+/* Where the rotated dims start in a cached key (deepseek2: after the others; else 0). */
+int llm_rope_key_offset(const loom_model *m);
 
 /* Attention of layer il: stores k [Dk, Hkv, T] and v [Dv, Hkv, T] in the cache, reads the
  * L visible cells and returns [Dv*H, T]. softcap > 0 caps the scaled scores; sinks

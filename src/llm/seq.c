@@ -4,9 +4,10 @@
  * prefix reuse. Metadata edits apply to every cell group (kvcells.c); shifts run a
  * graph per group over the cached K.
  */
+#include <math.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "llm_graph.h"
 #include "quant/alloc.h"
 
 static loom_status check_seq(const loom_model *m, int32_t seq, bool allow_all, const char *who, loom_error *err) {
@@ -92,9 +93,9 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     for (int64_t i = 0; i < n_cells; i++) pos[i] = delta;
     for (int64_t i = 0; i < n_cells; i++)
         for (int64_t h = 0; h < kv->hkv; h++) rows[i * kv->hkv + h] = (int32_t)(cells[i] * kv->hkv + h);
-    const bool q = kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32;
-    loom_rope_opts ro = loom_rope_default_opts();
-    ro.mode = hp->rope_mode;
+    const int64_t off = llm_rope_key_offset(m), nr = hp->n_rot;
+    /* quantized keys, or rope dims not at the start: read the rows as F32 */
+    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || off != 0;
     loom_status s = LOOM_OK;
     kv->epoch++;
     int64_t i = 0;
@@ -116,7 +117,14 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                 rt = loom_from_i32(in, rows + i * kv->hkv, (size_t)nr, 1, &nr);
             }
             for (int il = 0; il < hp->n_layer; il++) {
-                if (kv->layer_group[il] != g) continue;
+                if (kv->layer_group[il] != g || !llm_layer_has_rope(m, il)) continue;
+                /* the layer's rope (base, scale, YaRN angles, factors) as a pure
+                 * rotation: the magnitude factor was applied when the key was made
+                 * (the kernel multiplies by 1 + 0.1 ln(1/scale) when YaRN is on) */
+                loom_rope_opts ro;
+                float base, scale;
+                llm_rope_layer(m, il, llm_layer_rope_factors(m, il), &ro, &base, &scale);
+                ro.attn_factor = ro.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * logf(1.0f / scale)) : 1.0f;
                 loom_tensor *K = kv->k[il];
                 size_t cb = loom_tensor_nb(K, 2);
                 int64_t args[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv, (int64_t)cb, len};
@@ -128,8 +136,18 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     int64_t ne3[3] = {kv->dk, kv->hkv, len};
                     src = loom_reshape(ctx, rowsv, 3, ne3);
                 }
-                ro.factors = m->layers[il].rope_freqs;
-                loom_tensor *r = loom_rope(ctx, src, pt, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+                loom_tensor *r;
+                if (off == 0) {
+                    r = loom_rope(ctx, src, pt, (int)nr, base, scale, &ro);
+                } else {
+                    /* rotate dims [off, off + n_rot) of each head: a contiguous copy of
+                     * them, rotated, written back over a copy of the keys */
+                    loom_tensor *s3 = src; /* F32 rows (q) */
+                    int64_t pa[5] = {nr, (int64_t)loom_tensor_nb(s3, 1), kv->hkv, (int64_t)loom_tensor_nb(s3, 2), len};
+                    loom_tensor *part = loom_cont(ctx, loom_view(ctx, s3, (size_t)off * loom_tensor_nb(s3, 0), 5, pa));
+                    loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro);
+                    r = loom_set_2d(ctx, s3, rp, (size_t)off * loom_tensor_nb(s3, 0), loom_tensor_nb(s3, 1));
+                }
                 loom_ctx_forward(ctx, loom_cpy(ctx, r, view));
             }
             runs++;
