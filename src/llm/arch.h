@@ -28,6 +28,10 @@ loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_phi2.c: phi2, and the LayerNorm pieces starcoder2 shares: output_norm.bias (and
  * output.bias when output_bias), the GELU MLP with biases, the LayerNorm output head. */
 loom_status llm_ln_bind_io(loom_model *m, bool output_bias, loom_error *err);
+/* llm_ln_bind_io and every layer's LayerNorm block: attn_norm (+ bias), q/k/v (fused or
+ * not, with their biases), attn_output (+ bias), ffn_norm (+ bias) when ffn_norm,
+ * ffn_up / ffn_down with biases. */
+loom_status llm_ln_bind(loom_model *m, bool output_bias, bool ffn_norm, loom_error *err);
 loom_tensor *llm_ln_gelu_mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *n);
 loom_tensor *llm_ln_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 loom_status llm_ln_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);

@@ -44,11 +44,11 @@ loom_status llm_ln_bind_io(loom_model *m, bool output_bias, loom_error *err) {
     return st;
 }
 
-loom_status llm_phi2_bind(loom_model *m, loom_error *err) {
+loom_status llm_ln_bind(loom_model *m, bool output_bias, bool ffn_norm, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff;
-    loom_status st = llm_ln_bind_io(m, true, err);
+    loom_status st = llm_ln_bind_io(m, output_bias, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
@@ -57,6 +57,10 @@ loom_status llm_phi2_bind(loom_model *m, loom_error *err) {
         L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
                                 "blk.%d.attn_output.weight", il);
         L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        if (ffn_norm) {
+            L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+            L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
+        }
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_up_b = llm_bind_tensor(be, true, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
@@ -64,6 +68,9 @@ loom_status llm_phi2_bind(loom_model *m, loom_error *err) {
     }
     return st;
 }
+
+/* phi2: an output bias, no FFN norm (the block is parallel) */
+loom_status llm_phi2_bind(loom_model *m, loom_error *err) { return llm_ln_bind(m, true, false, err); }
 
 loom_tensor *llm_ln_gelu_mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *n) {
     /* GELU through llama.cpp's F16 table (loom_gelu_f16), as its CPU ggml_gelu */

@@ -16,28 +16,8 @@
 
 #include "arch.h"
 
-loom_status llm_starcoder2_bind(loom_model *m, loom_error *err) {
-    const loom_backend *be = m->be;
-    const loom_model_hparams *hp = &m->hp;
-    const int64_t E = hp->n_embd, F = hp->n_ff;
-    loom_status st = llm_ln_bind_io(m, false, err);
-    for (int il = 0; il < hp->n_layer && !st; il++) {
-        llm_layer *L = &m->layers[il];
-        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        L->attn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.bias", il);
-        llm_bind_attn_qkv_any(be, hp, L, il, err, &st);
-        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
-                                "blk.%d.attn_output.weight", il);
-        L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
-        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
-        L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
-        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
-        L->ffn_up_b = llm_bind_tensor(be, true, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
-        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-        L->ffn_down_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_down.bias", il);
-    }
-    return st;
-}
+/* starcoder2: an FFN norm, no output bias */
+loom_status llm_starcoder2_bind(loom_model *m, loom_error *err) { return llm_ln_bind(m, false, true, err); }
 
 loom_tensor *llm_starcoder2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;

@@ -82,17 +82,30 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     return true;
 }
 
+/* The keys every family has: embedding_length, block_count (= the backend's),
+ * attention.head_count, pooling_type (mean when absent, 0-3). */
+static loom_status base_keys(loom_embedder *e, const loom_gguf *g, const char *arch, int64_t *E, int64_t *L,
+                             int64_t *H, int64_t *pool, loom_error *err) {
+    loom_status s;
+    if ((s = key_int(g, arch, "embedding_length", true, 0, 1, EMB_MAX_DIM, E, err))) return s;
+    if ((s = key_int(g, arch, "block_count", true, 0, 1, 4096, L, err))) return s;
+    if (*L != loom_backend_block_count(e->be))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: block_count %lld disagrees with the backend (%d)",
+                              (long long)*L, loom_backend_block_count(e->be));
+    if ((s = key_int(g, arch, "attention.head_count", true, 0, 1, 65536, H, err))) return s;
+    if ((s = key_int(g, arch, "pooling_type", false, LOOM_POOLING_MEAN, 0, 1000, pool, err))) return s;
+    if (*pool > LOOM_POOLING_LAST)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.pooling_type %lld is not supported (0-3)", arch,
+                              (long long)*pool);
+    return LOOM_OK;
+}
+
 /* bert / nomic-bert */
 static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const char *arch, loom_error *err) {
     emb_hparams *hp = &e->hp;
     int64_t E, L, H, F, ctx_train, pool, rot;
     loom_status s;
-    if ((s = key_int(g, arch, "embedding_length", true, 0, 1, EMB_MAX_DIM, &E, err))) return s;
-    if ((s = key_int(g, arch, "block_count", true, 0, 1, 4096, &L, err))) return s;
-    if (L != loom_backend_block_count(e->be))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: block_count %lld disagrees with the backend (%d)",
-                              (long long)L, loom_backend_block_count(e->be));
-    if ((s = key_int(g, arch, "attention.head_count", true, 0, 1, 65536, &H, err))) return s;
+    if ((s = base_keys(e, g, arch, &E, &L, &H, &pool, err))) return s;
     if (E % H)
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
                               (long long)E, (long long)H);
@@ -104,10 +117,6 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
     if ((s = key_int(g, arch, "context_length", hp->arch == EMB_BERT, 512, 1, 1 << 24, &ctx_train, err)))
         return s;
-    if ((s = key_int(g, arch, "pooling_type", false, LOOM_POOLING_MEAN, 0, 1000, &pool, err))) return s;
-    if (pool > LOOM_POOLING_LAST)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.pooling_type %lld is not supported (0-3)", arch,
-                              (long long)pool);
     if ((s = key_int(g, arch, "rope.dimension_count", false, E / H, 0, E / H, &rot, err))) return s;
     if (rot % 2) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.dimension_count %lld is odd", arch, (long long)rot);
     char key[160];
@@ -153,12 +162,7 @@ static loom_status decoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     const bool gemma = hp->arch == EMB_GEMMA;
     int64_t E, L, H, HKV, F, ctx_train, pool, DK, DV, rot;
     loom_status s;
-    if ((s = key_int(g, arch, "embedding_length", true, 0, 1, EMB_MAX_DIM, &E, err))) return s;
-    if ((s = key_int(g, arch, "block_count", true, 0, 1, 4096, &L, err))) return s;
-    if (L != loom_backend_block_count(e->be))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: block_count %lld disagrees with the backend (%d)",
-                              (long long)L, loom_backend_block_count(e->be));
-    if ((s = key_int(g, arch, "attention.head_count", true, 0, 1, 65536, &H, err))) return s;
+    if ((s = base_keys(e, g, arch, &E, &L, &H, &pool, err))) return s;
     if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, H, &HKV, err))) return s;
     if (H % HKV)
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.head_count %lld is not a multiple of "
@@ -175,10 +179,6 @@ static loom_status decoder_hparams(loom_embedder *e, const loom_gguf *g, const c
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s: head_count x key_length is too large", arch);
     if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
     if ((s = key_int(g, arch, "context_length", true, 0, 1, 1 << 24, &ctx_train, err))) return s;
-    if ((s = key_int(g, arch, "pooling_type", false, LOOM_POOLING_MEAN, 0, 1000, &pool, err))) return s;
-    if (pool > LOOM_POOLING_LAST)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.pooling_type %lld is not supported (0-3)", arch,
-                              (long long)pool);
     if ((s = key_int(g, arch, "rope.dimension_count", false, DK, 0, DK, &rot, err))) return s;
     if (rot % 2) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.dimension_count %lld is odd", arch, (long long)rot);
     /* causal unless the file says otherwise; gemma-embedding is bidirectional (as llama.cpp) */
