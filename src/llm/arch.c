@@ -2,6 +2,8 @@
  * arch.c - the architecture table: each entry names its rope mode, extra keys, weight
  * binding and graph (llama.c, arch_*.c).
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
@@ -44,6 +46,7 @@ static const llm_arch k_archs[] = {
     {"mistral", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},
     {"qwen2", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
     {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
+    {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama}, /* EXAONE 3.x: the llama block, neox rope */
     {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build},
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
@@ -66,8 +69,21 @@ const llm_arch *llm_arch_find(const char *name) {
     return NULL;
 }
 
+static char g_arch_names[512];
+static pthread_once_t g_arch_names_once = PTHREAD_ONCE_INIT;
+
+static void arch_names_init(void) {
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++) {
+        int w = snprintf(g_arch_names + n, sizeof g_arch_names - n, "%s%s", i ? ", " : "", k_archs[i].name);
+        if (w < 0 || (size_t)w >= sizeof g_arch_names - n) break;
+        n += (size_t)w;
+    }
+}
+
 const char *llm_arch_names(void) {
-    return "llama, mistral, mistral3, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt-oss";
+    pthread_once(&g_arch_names_once, arch_names_init); /* k_archs' names, in order */
+    return g_arch_names;
 }
 
 loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,

@@ -9,7 +9,7 @@ matrices with F32 norms, biases and router (the converter's rules), MXFP4 expert
 here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
-  ARCH: gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
+  ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
@@ -22,6 +22,9 @@ Conventions followed (from the converter, read for facts):
   gemma2 writes attn/final_logit_softcapping and sliding_window; gemma3 writes
   rope.freq_base (global layers), linear rope scaling, sliding_window, no soft-caps, and no
   rope.freq_base_swa (older converters do not write it: the reader's default 10000 applies).
+- EXAONE 3.x (exaone): the llama block with neox rope, rope.dimension_count, a
+  rope_freqs.weight of Llama-3 factors (the converter's llama3 rope_scaling), tied
+  output; F32 matrices.
 - Granite (3.x dense): the llama writer (vocab_size, rope.dimension_count) plus
   attention.scale, embedding_scale, residual_scale and logit_scale (the converter's
   names for the *_multiplier / logits_scaling config values); tied output; F32 matrices.
@@ -241,6 +244,39 @@ def phi3(m, NV):
         m.mat(b + "ffn_down.weight", F, E)
     m.norm("output_norm.weight", E)
     m.mat("output.weight", E, NV)
+
+
+def exaone(m, NV):
+    # EXAONE-3.5-like: 48 wide, 4 heads of 12, 2 KV heads, 2 layers, Llama-3 rope factors
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 2
+    common(m, E, NL, H, HKV, F, 32768, 1e-5, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    base, factor, lo_f, hi_f, old = 1000000.0, 8.0, 1.0, 4.0, 8
+    factors = []
+    for i in range(0, D, 2):
+        wavelen = 2 * math.pi * base ** (i / D)
+        if wavelen < old / hi_f:
+            factors.append(1.0)
+        elif wavelen > old / lo_f:
+            factors.append(factor)
+        else:
+            smooth = (old / wavelen - lo_f) / (hi_f - lo_f)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.add_vals("rope_freqs.weight", factors)
 
 
 def granite(m, NV):
@@ -575,13 +611,13 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
-    seeds = {"gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
+    seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
-    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
+    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32}.get(arch, GGML_F16)
     m = Model("deepseek2" if arch == "deepseek2-lite" else arch, 20261202 + seeds[arch], mtype)
@@ -593,7 +629,7 @@ def main():
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
-        {"phi3": phi3, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
+        {"phi3": phi3, "exaone": exaone, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
 
 
