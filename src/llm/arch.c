@@ -48,6 +48,7 @@ static const llm_arch k_archs[] = {
     {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama}, /* EXAONE 3.x: the llama block, neox rope */
     {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build},
+    {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build},
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},

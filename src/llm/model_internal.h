@@ -31,6 +31,7 @@ typedef struct llm_layer {
     loom_tensor *wq_a, *q_a_norm, *wq_b, *wkv_a_mqa, *kv_a_norm, *wk_b, *wv_b, *wkv_b;
     loom_tensor *ffn_exp_probs_b;                        /* expert selection bias [n_expert] */
     loom_tensor *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    loom_tensor *ffn_gate_inp_shexp;                     /* qwen2moe: the shared expert's gate [n_embd] */
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -173,6 +174,7 @@ typedef struct llm_hparams_x {
     float expert_weights_scale;
     int expert_gating;                      /* 0 softmax, 1 sigmoid */
     bool yarn_mscale_all;                   /* deepseek2: llama.cpp's mscale = mscale_all_dim rule */
+    int n_ff_shexp;                         /* qwen2moe: shared expert width */
     int n_swa;               /* attention.sliding_window (0: no sliding layers) */
     int swa_period;          /* sliding layers: il % period < period - 1 (llama.cpp's rule) */
     float rope_base_swa;     /* rope.freq_base_swa (sliding layers) */

@@ -10,7 +10,7 @@ here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
-        deepseek2-lite phi3 mistral3 qwen3moe gpt-oss
+        deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -48,6 +48,9 @@ Conventions followed (from the converter, read for facts):
   experts, a leading dense layer. "deepseek2-lite" is a legacy V2-Lite-like file: the
   unsplit attn_kv_b, heads' key/value_length, head_count_kv = head_count,
   q_lora_rank 0 (attn_q), softmax routing without the gating key, no YaRN; F32 matrices.
+- Qwen2-MoE (qwen2moe): Q/K/V biases, expert_count / expert_used_count,
+  expert_feed_forward_length, expert_shared_feed_forward_length, the shared expert's
+  gate ffn_gate_inp_shexp [n_embd]; F32 matrices.
 - Phi-3: fused attn_qkv and gate|up, global rope_factors_long/short (n_rot/2 each),
   rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(orig ctx)), original_context_length,
   rope.dimension_count, sliding_window (ignored by llama.cpp).
@@ -566,6 +569,37 @@ def qwen3moe(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def qwen2moe(m, NV):
+    # Qwen1.5-MoE-like: 48 wide, 4 heads of 12, 4 KV heads, 6 experts of 24, top 2,
+    # a shared expert of 64
+    E, H, D, NL, NE, NU, FE, FS = 48, 4, 12, 2, 6, 2, 24, 64
+    common(m, E, NL, H, H, 128, 8192, 1e-6, None, FT_F32)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_feed_forward_length", T_U32, FS)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x in ("q", "k", "v"):
+            m.mat(b + "attn_%s.weight" % x, E, H * D)
+            m.bias(b + "attn_%s.bias" % x, [H * D])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.add(b + "ffn_gate_inp_shexp.weight", [E], E ** -0.5)
+        m.mat(b + "ffn_gate_shexp.weight", E, FS)
+        m.mat(b + "ffn_up_shexp.weight", E, FS)
+        m.mat(b + "ffn_down_shexp.weight", FS, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def gptoss(m, NV):
     # gpt-oss-20b-like proportions: 64 wide, 4 heads of 32 (head_dim != 16), 2 KV heads,
     # 5 experts of 64 (MXFP4), top 2, window 6 on even layers, YaRN factor 32 over 4096
@@ -612,14 +646,14 @@ def main():
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
-             "deepseek2-lite": 24, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+             "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
-             "deepseek2-lite": GGML_F32}.get(arch, GGML_F16)
+             "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F16)
     m = Model("deepseek2" if arch == "deepseek2-lite" else arch, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
     if arch in ("deepseek2", "deepseek2-lite"):
@@ -629,7 +663,7 @@ def main():
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     else:
-        {"phi3": phi3, "exaone": exaone, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
+        {"phi3": phi3, "qwen2moe": qwen2moe, "exaone": exaone, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
 
 
