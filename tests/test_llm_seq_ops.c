@@ -13,7 +13,10 @@
  * layers without rope), olmo2 (window layers; YaRN on the full one: the rotation must
  * not scale the keys again), phi3 (LongRoPE factors). Not mistral3: its query
  * temperature depends on absolute positions, so a shifted cache is not a fresh decode
- * at the new positions (in llama.cpp either). */
+ * at the new positions (in llama.cpp either). Not gemma2/gemma3 here: their F16/BF16
+ * matrices take activations rounded to F16/BF16, and a rounding flip moves their
+ * logits by 1e-4..2e-3 between two fresh decodes at offset positions already (no
+ * shift involved); their re-rotated keys were compared directly instead (5e-7). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
