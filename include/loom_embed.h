@@ -5,7 +5,9 @@
  *   bert        absolute position and token-type embeddings, separate Q/K/V with
  *               biases, GELU feed-forward (all-MiniLM, bge, mxbai, snowflake ...);
  *   nomic-bert  rotary positions, fused QKV, SwiGLU feed-forward (nomic-embed-text);
- *               both post-LayerNorm encoders with non-causal attention;
+ *   nomic-bert-moe  nomic-bert with GELU MLPs and every moe_every_n_layers-th layer a
+ *               mixture of GELU experts (nomic-embed-text-v2-moe);
+ *               all post-LayerNorm encoders with non-causal attention;
  *   gemma-embedding  Gemma 3 layers with bidirectional attention, every
  *               sliding_window_pattern-th layer full and the others a symmetric
  *               window, and the sentence-transformers dense layers (dense_2,
@@ -91,7 +93,7 @@ typedef struct loom_embed_params {
 loom_embed_params loom_embed_default_params(void);
 
 /* Whether general.architecture `arch` is always an embedding architecture this
- * header serves ("bert", "nomic-bert", "gemma-embedding"). NULL: false. The decoder
+ * header serves ("bert", "nomic-bert", "nomic-bert-moe", "gemma-embedding"). NULL: false. The decoder
  * architectures depend on the file: use loom_embed_gguf_supported. */
 bool loom_embed_arch_supported(const char *arch);
 /* Whether the open GGUF g is an embedding model this header serves: one of those

@@ -1,6 +1,6 @@
 /* loom embed MODEL.gguf (TEXT... | --file FILE | --tokens 1,2,3 ...) [options]
  *
- * One vector per input (an embedding model: bert, nomic-bert, gemma-embedding, a
+ * One vector per input (an embedding model: bert, nomic-bert(-moe), gemma-embedding, a
  * decoder with a pooling type, or any llama/mistral/qwen2/qwen3 decoder with
  * --pooling), computed in one call (inputs packed into graphs of --batch tokens). Inputs: each TEXT argument, each
  * line of --file (empty lines skipped), or each --tokens list (ids as given, no

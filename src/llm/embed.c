@@ -44,7 +44,8 @@ loom_embed_params loom_embed_default_params(void) {
 }
 
 bool loom_embed_arch_supported(const char *arch) {
-    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert") || !strcmp(arch, "gemma-embedding"));
+    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe") ||
+                    !strcmp(arch, "gemma-embedding"));
 }
 
 bool loom_embed_gguf_supported(const loom_gguf *g) {

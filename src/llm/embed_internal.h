@@ -26,6 +26,7 @@ typedef struct emb_layer {
     /* decoders (pre-RMSNorm) */
     loom_tensor *attn_norm, *q_norm, *k_norm, *attn_post_norm, *ffn_norm, *ffn_post_norm, *rope_freqs;
     bool swa; /* gemma-embedding: a sliding-window layer */
+    loom_tensor *ffn_gate_inp, *ffn_up_exps, *ffn_down_exps; /* nomic-bert-moe expert layers */
 } emb_layer;
 
 typedef struct emb_hparams {
@@ -42,6 +43,11 @@ typedef struct emb_hparams {
     float rope_base_swa;    /* rope base of the window layers */
     int dense_ff;           /* dense_2 output = dense_3 input width (0: no dense layers) */
     char name[32];          /* general.architecture */
+    /* nomic-bert-moe: GELU MLPs (with biases) instead of SwiGLU; every moe_every-th layer
+     * (il % moe_every == 1) a mixture of n_expert GELU experts, top n_expert_used */
+    bool gelu_ffn;
+    int moe_every, n_expert, n_expert_used;
+    float expert_weights_scale;
 } emb_hparams;
 
 /* One graph's worth of tokens: T tokens of n_seq whole sequences. */

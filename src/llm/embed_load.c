@@ -68,7 +68,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     emb_arch a;
     if (!g || !arch) return false;
     if (!strcmp(arch, "bert")) a = EMB_BERT;
-    else if (!strcmp(arch, "nomic-bert")) a = EMB_NOMIC_BERT;
+    else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe")) a = EMB_NOMIC_BERT;
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
     else {
         size_t i = 0;
@@ -100,7 +100,28 @@ static loom_status base_keys(loom_embedder *e, const loom_gguf *g, const char *a
     return LOOM_OK;
 }
 
-/* bert / nomic-bert */
+/* nomic-bert-moe: the expert layers' keys (llama.cpp's names) */
+static loom_status moe_keys(emb_hparams *hp, const loom_gguf *g, const char *arch, loom_error *err) {
+    int64_t every, ne = 0, nu = 0;
+    double scale;
+    loom_status s;
+    hp->gelu_ffn = true;
+    if ((s = key_int(g, arch, "moe_every_n_layers", false, 0, 0, 4096, &every, err))) return s;
+    if (every > 0) {
+        if ((s = key_int(g, arch, "expert_count", true, 0, 1, 4096, &ne, err))) return s;
+        if ((s = key_int(g, arch, "expert_used_count", true, 0, 1, ne, &nu, err))) return s;
+    }
+    if ((s = key_float(g, arch, "expert_weights_scale", 0.0, &scale, err))) return s;
+    if (!(scale >= 0 && scale < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.expert_weights_scale = %g is out of range", arch, scale);
+    hp->moe_every = (int)every;
+    hp->n_expert = (int)ne;
+    hp->n_expert_used = (int)nu;
+    hp->expert_weights_scale = (float)scale;
+    return LOOM_OK;
+}
+
+/* bert / nomic-bert / nomic-bert-moe */
 static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const char *arch, loom_error *err) {
     emb_hparams *hp = &e->hp;
     int64_t E, L, H, F, ctx_train, pool, rot;
@@ -109,6 +130,7 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     if (E % H)
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
                               (long long)E, (long long)H);
+    if (!strcmp(arch, "nomic-bert-moe") && (s = moe_keys(hp, g, arch, err))) return s;
     int64_t hkv;
     if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, 65536, &hkv, err))) return s;
     if (hkv != H)
@@ -260,7 +282,7 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
      * llama.cpp's llama-embedding --pooling) */
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, nomic-bert, "
+                              "embed: architecture '%s' is not an embedding model (bert, nomic-bert(-moe), "
                               "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
@@ -282,8 +304,8 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
 
 /* ------------------------------------------------------------------ weights */
 
-static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, loom_error *err,
-                         loom_status *st, const char *fmt, int il) {
+static loom_tensor *bind_nd(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
+                            loom_error *err, loom_status *st, const char *fmt, int il) {
     char name[LOOM_GGUF_MAX_NAME];
     snprintf(name, sizeof name, fmt, il);
     if (*st) return NULL;
@@ -292,17 +314,27 @@ static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int
         if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor '%s' is missing", name);
         return NULL;
     }
-    int64_t want[4] = {ne0, ne1, 1, 1};
+    int64_t want[4] = {ne0, ne1, ne2, 1};
     for (int i = 0; i < 4; i++)
         if (loom_tensor_ne(t, i) != want[i]) {
             *st = loom_error_set(err, LOOM_ERR_FORMAT,
-                                 "embed: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", name,
-                                 (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
+                                 "embed: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
+                                 name, (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
                                  (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3), (long long)ne0,
-                                 (long long)ne1);
+                                 (long long)ne1, (long long)ne2);
             return NULL;
         }
     return t;
+}
+
+static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, loom_error *err,
+                         loom_status *st, const char *fmt, int il) {
+    return bind_nd(be, required, ne0, ne1, 1, err, st, fmt, il);
+}
+
+static loom_tensor *bind3(const loom_backend *be, int64_t ne0, int64_t ne1, int64_t ne2, loom_error *err,
+                          loom_status *st, const char *fmt, int il) {
+    return bind_nd(be, true, ne0, ne1, ne2, err, st, fmt, il);
 }
 
 static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
@@ -341,9 +373,17 @@ static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
         L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
         L->attn_out_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.weight", il);
         L->attn_out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.bias", il);
-        L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
-        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
-        if (bert) {
+        if (hp->moe_every > 0 && il % hp->moe_every == 1) { /* nomic-bert-moe expert layer */
+            L->ffn_gate_inp = bind(be, true, E, hp->n_expert, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+            L->ffn_up_exps = bind3(be, E, F, hp->n_expert, err, &st, "blk.%d.ffn_up_exps.weight", il);
+            L->ffn_down_exps = bind3(be, F, E, hp->n_expert, err, &st, "blk.%d.ffn_down_exps.weight", il);
+        } else {
+            L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+        }
+        if (L->ffn_gate_inp) {
+            /* experts: no biases, no gate */
+        } else if (bert || hp->gelu_ffn) {
             L->ffn_up_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_up.bias", il);
             L->ffn_down_b = bind(be, false, E, 1, err, &st, "blk.%d.ffn_down.bias", il);
         } else {
@@ -352,8 +392,9 @@ static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
         L->out_norm = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.weight", il);
         L->out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.layer_output_norm.bias", il);
     }
-    if (!st && loom_backend_get_tensor(be, "blk.1.ffn_gate_inp.weight"))
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: mixture-of-experts encoders are not supported");
+    if (!st && hp->moe_every == 0 && loom_backend_get_tensor(be, "blk.1.ffn_gate_inp.weight"))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "embed: %s has expert tensors but no moe_every_n_layers (nomic-bert-moe)", hp->name);
     if (!st && !bert && !e->layers[0].wqkv)
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'blk.0.attn_qkv.weight' is missing");
     return st;

@@ -9,10 +9,30 @@
  *     h = LN(Wo a (+ bo) + h)                 (attn_output_norm)
  *     h = LN(Wdown (silu(Wgate h) * (Wup h)) + h)   (layer_output_norm)
  *   result: h
- */
+ * nomic-bert-moe (nomic-embed-text-v2-moe): the MLP is Wdown gelu(Wup h + bup) + bdown,
+ * and every moe_every_n_layers-th layer (il % n == 1) a mixture of GELU experts:
+ * softmax router, top-k, weights as routed (times expert_weights_scale when set). */
 #include <math.h>
 
 #include "embed_internal.h"
+
+static loom_tensor *moe_gelu(const emb_hparams *hp, loom_ctx *ctx, const emb_layer *ly, loom_tensor *x) {
+    const int64_t E = loom_tensor_ne(x, 0), T = loom_tensor_ne(x, 1), K = hp->n_expert_used;
+    loom_tensor *probs = loom_softmax(ctx, loom_mul_mat(ctx, ly->ffn_gate_inp, x)); /* [n_expert, T] */
+    loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, probs, (int)K));              /* [K, T] */
+    const int64_t ne_p[3] = {1, hp->n_expert, T}, ne_x[3] = {E, 1, T};
+    loom_tensor *w = loom_get_rows(ctx, loom_reshape(ctx, probs, 3, ne_p), sel); /* [1, K, T] */
+    if (hp->expert_weights_scale != 0.0f && hp->expert_weights_scale != 1.0f) w = loom_scale(ctx, w, hp->expert_weights_scale);
+    loom_tensor *up = loom_mul_mat_id(ctx, ly->ffn_up_exps, loom_reshape(ctx, x, 3, ne_x), sel); /* [F, K, T] */
+    loom_tensor *down = loom_mul(ctx, loom_mul_mat_id(ctx, ly->ffn_down_exps, loom_gelu_f16(ctx, up), sel), w);
+    loom_tensor *out = NULL;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t args[3] = {E, (int64_t)loom_tensor_nb(down, 2), T};
+        loom_tensor *v = loom_view(ctx, down, (size_t)k * loom_tensor_nb(down, 1), 3, args);
+        out = out ? loom_add(ctx, out, v) : (K == 1 ? loom_cont(ctx, v) : v);
+    }
+    return out;
+}
 
 loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b) {
     const emb_hparams *hp = &e->hp;
@@ -59,9 +79,19 @@ loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_bat
         x = loom_add(ctx, x, h);
         h = emb_named(loom_layer_norm(ctx, x, ly->attn_out_norm, ly->attn_out_norm_b, hp->norm_eps), "ffn_inp",
                       il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, h);
-        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, h);
-        x = emb_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+        if (ly->ffn_gate_inp) {
+            x = moe_gelu(hp, ctx, ly, h);
+        } else if (hp->gelu_ffn) {
+            x = loom_mul_mat(ctx, ly->ffn_up, h);
+            if (ly->ffn_up_b) x = loom_add(ctx, x, ly->ffn_up_b);
+            x = loom_mul_mat(ctx, ly->ffn_down, loom_gelu_f16(ctx, x));
+            if (ly->ffn_down_b) x = loom_add(ctx, x, ly->ffn_down_b);
+        } else {
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, h);
+            loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, h);
+            x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+        }
+        x = emb_named(x, "ffn_out", il);
         x = loom_add(ctx, x, h);
         h = emb_named(loom_layer_norm(ctx, x, ly->out_norm, ly->out_norm_b, hp->norm_eps), "l_out", il);
     }

@@ -1,6 +1,6 @@
 /*
  * api_embed.c - POST /api/embed, /api/embeddings (legacy) and /v1/embeddings on
- * embedding models (loom_embed.h: bert, nomic-bert, gemma-embedding, and decoders
+ * embedding models (loom_embed.h: bert, nomic-bert(-moe), gemma-embedding, and decoders
  * with a pooling type such as Qwen3-Embedding).
  *
  *   /api/embed       {"model", "input": "text" | ["text", ...], "truncate" (default

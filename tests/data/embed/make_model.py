@@ -7,7 +7,11 @@ its keys, Gaussian weights from Python's random module, and the first NV tokens 
 the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
 has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert|qwen3|llama|gemma-embedding OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding OUT.gguf [NV DIM CTX]
+
+nomic-bert-moe (nomic-embed-text-v2-moe's layout): 4 layers, every 2nd (1 and 3) a
+mixture of 4 GELU experts (top 2, no biases, softmax router), the others GELU MLPs with
+biases; fused attn_qkv with bias, attn_output bias; pooling mean.
 
 Decoder embedding models: qwen3 (pooling last, causal, GQA 4/2 heads with
 key_length 16 != dim/heads, q/k norms, rope neox base 1e6, tied output), llama
@@ -90,6 +94,8 @@ def main():
         FFN = 2 * DIM
     if arch in ("qwen3", "llama", "gemma-embedding"):
         return decoder(vocab, arch, out)
+    if arch == "nomic-bert-moe":
+        return nomic_moe(vocab, out)
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -163,6 +169,55 @@ def vocab_kvs(vocab):
             v = (v[0], v[1][:NV])
         kvs.append((k, t, v))
     return kvs
+
+
+def nomic_moe(vocab, out):
+    arch, NL, NE, NU = "nomic-bert-moe", 4, 4, 2
+    rng = random.Random(20261210)
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch)]
+    kvs += [(a + "block_count", T_U32, NL), (a + "context_length", T_U32, CTX),
+            (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+            (a + "attention.head_count", T_U32, HEADS), (a + "attention.layer_norm_epsilon", T_F32, 1e-5),
+            ("general.file_type", T_U32, 0), (a + "attention.causal", T_BOOL, False),
+            (a + "pooling_type", T_U32, 1), (a + "rope.freq_base", T_F32, 10000.0),
+            (a + "expert_count", T_U32, NE), (a + "moe_every_n_layers", T_U32, 2),
+            (a + "expert_used_count", T_U32, NU)]
+    kvs += vocab_kvs(vocab)
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [DIM, NV], 1.0)
+    add("token_types.weight", [DIM, 2], 0.5)
+    add("token_embd_norm.weight", [DIM], 0.1, 1.0)
+    add("token_embd_norm.bias", [DIM], 0.1)
+    w = DIM ** -0.5
+    for i in range(NL):
+        b = "blk.%d." % i
+        add(b + "attn_qkv.weight", [DIM, 3 * DIM], w)
+        add(b + "attn_qkv.bias", [3 * DIM], 0.1)
+        add(b + "attn_output.weight", [DIM, DIM], w)
+        add(b + "attn_output.bias", [DIM], 0.1)
+        add(b + "attn_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "attn_output_norm.bias", [DIM], 0.1)
+        if i % 2 == 1:
+            add(b + "ffn_gate_inp.weight", [DIM, NE], w)
+            add(b + "ffn_up_exps.weight", [DIM, FFN, NE], w)
+            add(b + "ffn_down_exps.weight", [FFN, DIM, NE], FFN ** -0.5)
+        else:
+            add(b + "ffn_up.weight", [DIM, FFN], w)
+            add(b + "ffn_up.bias", [FFN], 0.1)
+            add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+            add(b + "ffn_down.bias", [DIM], 0.1)
+        add(b + "layer_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "layer_output_norm.bias", [DIM], 0.1)
+    write(out, kvs, tensors)
 
 
 def decoder(vocab, arch, out):

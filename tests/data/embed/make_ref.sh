@@ -34,6 +34,7 @@ done
 # 2. the independent models (committed)
 python3 "$here/make_model.py" "$vocab" bert "$here/indep-bert.gguf"
 python3 "$here/make_model.py" "$vocab" nomic-bert "$here/indep-nomic-bert.gguf"
+python3 "$here/make_model.py" "$vocab" nomic-bert-moe "$here/indep-nomic-bert-moe.gguf"
 for arch in qwen3 llama gemma-embedding; do
   python3 "$here/make_model.py" "$vocab" $arch "$here/indep-$arch.gguf"
 done
@@ -59,6 +60,7 @@ for arch in bert nomic-bert; do
 done
 mk "$here/indep-bert.gguf" indep-bert "$here/tokens-indep.txt"
 mk "$here/indep-nomic-bert.gguf" indep-nomic-bert "$here/tokens-indep.txt"
+mk "$here/indep-nomic-bert-moe.gguf" indep-nomic-bert-moe "$here/tokens-indep.txt"
 # decoder embedding models: one llama_decode per sequence, F32 K/V cache (README.md)
 for arch in qwen3 llama gemma-embedding; do
   mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
