@@ -22,6 +22,7 @@
 
 #include "loom_model.h"
 #include "loom_synth.h"
+#include "gguf_variant.h"
 #include "test_util.h"
 
 #define ARCH_DIR "tests/data/arch"
@@ -303,6 +304,55 @@ static void bad_files(void) {
     expect_open_error("one LongRoPE set", LOOM_ERR_NOT_FOUND, "rope_factors_short.weight");
     CHECK(gen("gemma3", g_tmp, "blk.2.attn_k_norm.weight", 0, 0, &e) == LOOM_OK);
     expect_open_error("missing k norm", LOOM_ERR_NOT_FOUND, "blk.2.attn_k_norm.weight");
+
+    /* the independent files of the other architectures with one thing wrong */
+    static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1};
+    static const struct {
+        const char *file, *what;
+        gguf_change c;
+        loom_status want;
+        const char *needle;
+    } bad[] = {
+        {"deepseek2", "missing k_b", {.drop = "blk.1.attn_k_b.weight"}, LOOM_ERR_NOT_FOUND, "blk.1.attn_k_b.weight"},
+        {"deepseek2", "expert groups", {.u32_key = "deepseek2.expert_group_count", .u32_val = 8}, LOOM_ERR_UNSUPPORTED,
+         "deepseek2.expert_group_count"},
+        {"deepseek2", "gating 3", {.u32_key = "deepseek2.expert_gating_func", .u32_val = 3}, LOOM_ERR_UNSUPPORTED,
+         "deepseek2.expert_gating_func"},
+        {"deepseek2", "cache length", {.u32_key = "deepseek2.attention.value_length", .u32_val = 7}, LOOM_ERR_FORMAT,
+         "latent cache"},
+        {"deepseek2", "no kv_lora", {.drop = "deepseek2.attention.kv_lora_rank"}, LOOM_ERR_NOT_FOUND,
+         "deepseek2.attention.kv_lora_rank"},
+        {"deepseek2-lite", "missing shared expert", {.drop = "blk.2.ffn_up_shexp.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.ffn_up_shexp.weight"},
+        {"granite", "no logit scale", {.drop = "granite.logit_scale"}, LOOM_ERR_NOT_FOUND, "granite.logit_scale"},
+        {"cohere2", "no logit scale", {.drop = "cohere2.logit_scale"}, LOOM_ERR_NOT_FOUND, "cohere2.logit_scale"},
+        {"cohere2", "no window", {.drop = "cohere2.attention.sliding_window"}, LOOM_ERR_NOT_FOUND,
+         "cohere2.attention.sliding_window"},
+        {"olmo2", "window list of another length", {.flags_key = "olmo2.attention.sliding_window_pattern",
+         .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT, "sliding_window_pattern"},
+        {"olmo2", "window list without a period", {.flags_key = "olmo2.attention.sliding_window_pattern",
+         .flags = aperiodic, .n_flags = 5}, LOOM_ERR_UNSUPPORTED, "sliding_window_pattern"},
+        {"olmo2", "missing q norm", {.drop = "blk.3.attn_q_norm.weight"}, LOOM_ERR_NOT_FOUND, "blk.3.attn_q_norm.weight"},
+        {"phi2", "missing MLP bias", {.drop = "blk.0.ffn_up.bias"}, LOOM_ERR_NOT_FOUND, "blk.0.ffn_up.bias"},
+        {"starcoder2", "no LayerNorm epsilon", {.drop = "starcoder2.attention.layer_norm_epsilon"}, LOOM_ERR_NOT_FOUND,
+         "starcoder2.attention.layer_norm_epsilon"},
+        {"qwen2moe", "missing shared gate", {.drop = "blk.1.ffn_gate_inp_shexp.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.ffn_gate_inp_shexp.weight"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char rel[128], src[4096];
+        snprintf(rel, sizeof rel, ARCH_DIR "/indep-%s.gguf", bad[i].file);
+        snprintf(src, sizeof src, "%s", test_path(rel));
+        CHECK_MSG(gguf_variant(src, g_tmp, &bad[i].c), "%s: writing the variant", bad[i].what);
+        expect_open_error(bad[i].what, bad[i].want, bad[i].needle);
+    }
+    /* an olmo2 window list with no sliding layer: every layer full, and it runs */
+    static const uint8_t none[5] = {0};
+    char src[4096];
+    snprintf(src, sizeof src, "%s", test_path(ARCH_DIR "/indep-olmo2.gguf"));
+    gguf_change c = {.flags_key = "olmo2.attention.sliding_window_pattern", .flags = none, .n_flags = 5};
+    CHECK(gguf_variant(src, g_tmp, &c));
+    expect_open_error("all-full window list", LOOM_OK, "");
     unlink(g_tmp);
 }
 

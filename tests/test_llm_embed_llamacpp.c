@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "embed_test_common.h"
+#include "gguf_variant.h"
 #include "test_util.h"
 
 #define MAXSEQ 8
@@ -132,6 +133,52 @@ static void check_model(const char *path, const char *name, const seqs *s) {
     check_model_tol(path, name, s, false, 1e-3, 0.9999);
 }
 
+/* The independent models with one thing wrong: open fails with the status and a
+ * message naming the key or tensor. */
+static void bad_files(void) {
+    static const struct {
+        const char *file, *what;
+        gguf_change c;
+        loom_status want;
+        const char *needle;
+    } bad[] = {
+        {"qwen3", "no pooling type: a generative model", {.drop = "qwen3.pooling_type"}, LOOM_ERR_UNSUPPORTED,
+         "not an embedding model"},
+        {"qwen3", "value length", {.u32_key = "qwen3.attention.value_length", .u32_val = 8}, LOOM_ERR_UNSUPPORTED,
+         "value_length"},
+        {"gemma-embedding", "no window", {.drop = "gemma-embedding.attention.sliding_window"}, LOOM_ERR_NOT_FOUND,
+         "gemma-embedding.attention.sliding_window"},
+        {"gemma-embedding", "dense widths", {.u32_key = "gemma-embedding.dense_2_feat_out", .u32_val = 40},
+         LOOM_ERR_FORMAT, "do not chain"},
+        {"gemma-embedding", "dense weights without widths", {.drop = "gemma-embedding.dense_2_feat_out"},
+         LOOM_ERR_FORMAT, "dense"},
+        {"gemma-embedding", "missing dense_3", {.drop = "dense_3.weight"}, LOOM_ERR_NOT_FOUND, "dense_3.weight"},
+        {"nomic-bert-moe", "missing experts", {.drop = "blk.1.ffn_up_exps.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.ffn_up_exps.weight"},
+        {"nomic-bert-moe", "no expert count", {.drop = "nomic-bert-moe.expert_count"}, LOOM_ERR_NOT_FOUND,
+         "nomic-bert-moe.expert_count"},
+    };
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "/tmp/loom_test_embed_bad_%ld.gguf", (long)getpid());
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char rel[128], src[4096];
+        snprintf(rel, sizeof rel, "tests/data/embed/indep-%s.gguf", bad[i].file);
+        snprintf(src, sizeof src, "%s", test_path(rel));
+        CHECK_MSG(gguf_variant(src, tmp, &bad[i].c), "%s: writing the variant", bad[i].what);
+        loom_embed_params p = loom_embed_default_params();
+        p.path = tmp;
+        p.n_threads = 1;
+        loom_embedder *e = NULL;
+        loom_error err = {0};
+        loom_status s = loom_embed_open(&p, &e, &err);
+        CHECK_MSG(s == bad[i].want && !e && strstr(err.msg, bad[i].needle),
+                  "%s: status %s, message '%s' (want %s naming '%s')", bad[i].what, loom_status_name(s), err.msg,
+                  loom_status_name(bad[i].want), bad[i].needle);
+        loom_embed_close(e);
+    }
+    unlink(tmp);
+}
+
 int main(void) {
     if (!et_vocab()) return test_skip("test_llm_embed_llamacpp", "bert-bge vocab missing (tests/data/vocab)");
     seqs bge, indep;
@@ -201,6 +248,7 @@ int main(void) {
     snprintf(ip, sizeof ip, "%s", test_path("models/stories260K.gguf"));
     check_model_tol(ip, "stories260K", &st, false, 2e-6, 1 - 1e-10);
     check_model_tol(ip, "stories260K", &st, true, 2e-5, 1 - 1e-9);
+    bad_files();
     printf("overall: min cosine %.9f, max token-level nrmse %.3g\n", g_min_cos, g_max_nrmse);
     return test_finish("test_llm_embed_llamacpp");
 }

@@ -48,10 +48,7 @@ loom_status llm_cohere_bind(loom_model *m, loom_error *err) {
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        llm_bind_attn_qkv_any(be, hp, L, il, err, &st);
-        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
-                                "blk.%d.attn_output.weight", il);
-        L->bo = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        llm_bind_attn_any(be, hp, L, il, false, err, &st);
         if (!is_cohere2(hp)) { /* per-head LayerNorm weights [D, heads] (Command R+) */
             L->q_norm = llm_bind_tensor(be, false, D, hp->n_head, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
             L->k_norm = llm_bind_tensor(be, !!L->q_norm, D, hp->n_head_kv, 1, err, &st, "blk.%d.attn_k_norm.weight", il);

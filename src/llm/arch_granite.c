@@ -38,7 +38,9 @@ loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     char key[96];
     snprintf(key, sizeof key, "%s.rope.scaling.finetuned", hp->arch);
     bool rope_on = true;
-    if (loom_gguf_find_key(g, key) >= 0 && (loom_gguf_get_bool(g, key, &rope_on) || !rope_on))
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &rope_on))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a boolean", key);
+    if (!rope_on)
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: '%s' false (no rope) is not supported", hp->arch,
                               key);
     return LOOM_OK;

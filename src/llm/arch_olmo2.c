@@ -22,8 +22,12 @@
 
 #include "arch.h"
 
-/* The period p of a per-layer list of "sliding" flags (il % p < p - 1), or -1. */
+/* The period p of a per-layer list of "sliding" flags (il % p < p - 1), 0 when no
+ * layer slides, or -1. */
 static int period_of(const uint8_t *flags, int n) {
+    bool any = false;
+    for (int il = 0; il < n; il++) any = any || flags[il] != 0;
+    if (!any) return 0;
     for (int p = 1; p <= n + 1; p++) {
         bool ok = true;
         for (int il = 0; il < n && ok; il++) ok = (flags[il] != 0) == (p <= 1 || il % p < p - 1);
@@ -58,7 +62,7 @@ loom_status llm_olmo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
         if (w < 0 || w > ((int64_t)1 << 30) || (hp->n_ctx_train > 0 && w > hp->n_ctx_train))
             return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range",
                                   hp->arch, (long long)w);
-        hx->n_swa = (int)w;
+        hx->n_swa = period == 0 ? 0 : (int)w; /* every layer full: no window */
         hx->swa_period = period;
     }
     double v;

@@ -53,10 +53,7 @@ loom_status llm_ln_bind(loom_model *m, bool output_bias, bool ffn_norm, loom_err
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         L->attn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.bias", il);
-        llm_bind_attn_qkv_any(be, hp, L, il, err, &st);
-        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
-                                "blk.%d.attn_output.weight", il);
-        L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        llm_bind_attn_any(be, hp, L, il, true, err, &st);
         if (ffn_norm) {
             L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
             L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);

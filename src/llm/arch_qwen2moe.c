@@ -33,10 +33,7 @@ loom_status llm_qwen2moe_bind(loom_model *m, loom_error *err) {
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
-        llm_bind_attn_qkv_any(be, hp, L, il, err, &st);
-        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
-                                "blk.%d.attn_output.weight", il);
-        L->bo = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        llm_bind_attn_any(be, hp, L, il, false, err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
         L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);

@@ -44,8 +44,7 @@ loom_embed_params loom_embed_default_params(void) {
 }
 
 bool loom_embed_arch_supported(const char *arch) {
-    return arch && (!strcmp(arch, "bert") || !strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe") ||
-                    !strcmp(arch, "gemma-embedding"));
+    return emb_arch_of(NULL, arch, false, NULL); /* no file: the decoder families need one */
 }
 
 bool loom_embed_gguf_supported(const loom_gguf *g) {

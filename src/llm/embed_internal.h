@@ -96,8 +96,8 @@ loom_tensor *emb_build_decoder(loom_embedder *e, loom_ctx *ctx, const emb_batch 
 loom_status emb_load_hparams(loom_embedder *e, loom_error *err);
 loom_status emb_bind_weights(loom_embedder *e, loom_error *err);
 /* The embedding family of general.architecture `arch` in g (pooling_type decides for
- * the decoder architectures, unless any_decoder); false when g is not an embedding
- * model. */
+ * the decoder architectures, unless any_decoder; g NULL: those are not); false when g
+ * is not an embedding model. */
 bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arch *out);
 
 #define EMB_MAX_DIM ((int64_t)1 << 20)

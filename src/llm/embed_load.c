@@ -66,7 +66,7 @@ static bool has_key(const loom_gguf *g, const char *arch, const char *key) {
 bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arch *out) {
     static const char *const dec[] = {"llama", "mistral", "qwen2", "qwen3"};
     emb_arch a;
-    if (!g || !arch) return false;
+    if (!arch) return false;
     if (!strcmp(arch, "bert")) a = EMB_BERT;
     else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe")) a = EMB_NOMIC_BERT;
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
@@ -75,7 +75,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
         while (i < sizeof dec / sizeof dec[0] && strcmp(arch, dec[i])) i++;
         /* a decoder is an embedding model when its converter wrote a pooling type
          * (sentence-transformers' Pooling module), as Ollama decides */
-        if (i == sizeof dec / sizeof dec[0] || (!any_decoder && !has_key(g, arch, "pooling_type"))) return false;
+        if (i == sizeof dec / sizeof dec[0] || !g || (!any_decoder && !has_key(g, arch, "pooling_type"))) return false;
         a = EMB_DECODER;
     }
     if (out) *out = a;
@@ -304,37 +304,15 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
 
 /* ------------------------------------------------------------------ weights */
 
-static loom_tensor *bind_nd(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, int64_t ne2,
-                            loom_error *err, loom_status *st, const char *fmt, int il) {
-    char name[LOOM_GGUF_MAX_NAME];
-    snprintf(name, sizeof name, fmt, il);
-    if (*st) return NULL;
-    loom_tensor *t = loom_backend_get_tensor(be, name);
-    if (!t) {
-        if (required) *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor '%s' is missing", name);
-        return NULL;
-    }
-    int64_t want[4] = {ne0, ne1, ne2, 1};
-    for (int i = 0; i < 4; i++)
-        if (loom_tensor_ne(t, i) != want[i]) {
-            *st = loom_error_set(err, LOOM_ERR_FORMAT,
-                                 "embed: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld]",
-                                 name, (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
-                                 (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3), (long long)ne0,
-                                 (long long)ne1, (long long)ne2);
-            return NULL;
-        }
-    return t;
-}
-
+/* model.c's binder (name, shape, sticky status) for 2-D / 3-D weights */
 static loom_tensor *bind(const loom_backend *be, bool required, int64_t ne0, int64_t ne1, loom_error *err,
                          loom_status *st, const char *fmt, int il) {
-    return bind_nd(be, required, ne0, ne1, 1, err, st, fmt, il);
+    return llm_bind_tensor(be, required, ne0, ne1, 1, err, st, fmt, il);
 }
 
 static loom_tensor *bind3(const loom_backend *be, int64_t ne0, int64_t ne1, int64_t ne2, loom_error *err,
                           loom_status *st, const char *fmt, int il) {
-    return bind_nd(be, true, ne0, ne1, ne2, err, st, fmt, il);
+    return llm_bind_tensor(be, true, ne0, ne1, ne2, err, st, fmt, il);
 }
 
 static loom_status encoder_weights(loom_embedder *e, loom_error *err) {

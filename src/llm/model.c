@@ -271,9 +271,12 @@ void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm
     L->wv = llm_bind_tensor(be, true, E, HV, 1, err, st, "blk.%d.attn_v.weight", il);
 }
 
-void llm_bind_attn_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il,
-                           loom_error *err, loom_status *st) {
+void llm_bind_attn_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool bo_required,
+                       loom_error *err, loom_status *st) {
     const int64_t E = hp->n_embd;
+    L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, st, "blk.%d.attn_output.weight",
+                            il);
+    L->bo = llm_bind_tensor(be, bo_required, E, 1, 1, err, st, "blk.%d.attn_output.bias", il);
     const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k, HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
     L->wqkv = llm_bind_tensor(be, false, E, HQ + HK + HV, 1, err, st, "blk.%d.attn_qkv.weight", il);

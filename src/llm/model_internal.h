@@ -277,11 +277,12 @@ loom_status llm_bind_embd_output(loom_model *m, loom_error *err);
  * attn_output.weight; llm_bind_qk_norm: attn_q/k_norm.weight [head_dim_k]. Errors as llm_bind_tensor. */
 void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                        loom_status *st);
-/* Layer il's attention inputs as the file has them: a fused attn_qkv.weight
+/* Layer il's attention weights as the file has them: a fused attn_qkv.weight
  * [n_embd, q + k + v rows] (+ optional attn_qkv.bias), or attn_q/k/v.weight with
- * optional biases. Errors as llm_bind_tensor. */
-void llm_bind_attn_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il,
-                           loom_error *err, loom_status *st);
+ * optional biases; then attn_output.weight and its bias (required when bo_required).
+ * Errors as llm_bind_tensor. */
+void llm_bind_attn_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool bo_required,
+                       loom_error *err, loom_status *st);
 void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                    loom_status *st);
 void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,

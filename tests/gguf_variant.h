@@ -1,0 +1,52 @@
+/* gguf_variant.h - a copy of a GGUF file with one change, for the failure-path tests
+ * of model loaders: a key or tensor left out, a key set to a u32, or a key set to a
+ * list of booleans (every other key and tensor copied as it is, through Loom's GGUF
+ * reader and writer). */
+#ifndef LOOM_TEST_GGUF_VARIANT_H
+#define LOOM_TEST_GGUF_VARIANT_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_gguf.h"
+
+typedef struct gguf_change {
+    const char *drop;       /* key or tensor to leave out (NULL: none) */
+    const char *u32_key;    /* key to set (replaced or added) to u32_val (NULL: none) */
+    uint32_t u32_val;
+    const char *flags_key;  /* key to set to the booleans flags[0..n_flags) (NULL: none) */
+    const uint8_t *flags;
+    int n_flags;
+} gguf_change;
+
+/* Writes src with change c to dst; false on any error. */
+static inline bool gguf_variant(const char *src, const char *dst, const gguf_change *c) {
+    loom_gguf *g = NULL;
+    loom_gguf_writer *w = NULL;
+    loom_error err = {0};
+    bool ok = loom_gguf_open(src, NULL, &g, &err) == LOOM_OK && loom_gguf_writer_new(&w) == LOOM_OK;
+    for (int64_t i = 0; ok && i < loom_gguf_kv_count(g); i++) {
+        const char *k = loom_gguf_kv_key(g, i);
+        if ((c->drop && !strcmp(k, c->drop)) || (c->u32_key && !strcmp(k, c->u32_key)) ||
+            (c->flags_key && !strcmp(k, c->flags_key)))
+            continue;
+        ok = loom_gguf_writer_copy_kv(w, g, i) == LOOM_OK;
+    }
+    if (ok && c->u32_key) ok = loom_gguf_writer_add_u32(w, c->u32_key, c->u32_val) == LOOM_OK;
+    if (ok && c->flags_key)
+        ok = loom_gguf_writer_add_arr(w, c->flags_key, LOOM_GGUF_BOOL, c->flags, (uint64_t)c->n_flags) == LOOM_OK;
+    for (int64_t i = 0; ok && i < loom_gguf_tensor_count(g); i++) {
+        const loom_gguf_tensor_info *t = loom_gguf_tensor(g, i);
+        if (c->drop && !strcmp(t->name, c->drop)) continue;
+        void *data = malloc(t->size ? t->size : 1);
+        ok = data && loom_gguf_read_tensor(g, i, 0, data, t->size, &err) == LOOM_OK &&
+             loom_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, data) == LOOM_OK;
+        free(data);
+    }
+    if (ok) ok = loom_gguf_writer_write_file(w, dst, &err) == LOOM_OK;
+    loom_gguf_writer_free(w);
+    loom_gguf_close(g);
+    return ok;
+}
+
+#endif
