@@ -268,7 +268,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 17, "indep.txt lists %d models, expected the 17 files", n);
+    CHECK_MSG(n >= 27, "indep.txt lists %d models, expected the 27 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -338,6 +338,26 @@ static void bad_files(void) {
          "starcoder2.attention.layer_norm_epsilon"},
         {"qwen2moe", "missing shared gate", {.drop = "blk.1.ffn_gate_inp_shexp.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.1.ffn_gate_inp_shexp.weight"},
+        {"mixtral", "router without expert_count", {.drop = "llama.expert_count"}, LOOM_ERR_FORMAT,
+         "llama.expert_count"},
+        {"mixtral", "no expert_used_count", {.drop = "llama.expert_used_count"}, LOOM_ERR_NOT_FOUND,
+         "llama.expert_used_count"},
+        {"mixtral", "expert count vs shapes", {.u32_key = "llama.expert_count", .u32_val = 4}, LOOM_ERR_FORMAT,
+         "blk.0.ffn_gate_inp.weight"},
+        {"qwen2vl", "no rope sections", {.drop = "qwen2vl.rope.dimension_sections"}, LOOM_ERR_NOT_FOUND,
+         "qwen2vl.rope.dimension_sections"},
+        {"qwen3vl", "rope sections not a list", {.u32_key = "qwen3vl.rope.dimension_sections", .u32_val = 8},
+         LOOM_ERR_FORMAT, "qwen3vl.rope.dimension_sections"},
+        {"qwen3vlmoe", "rope sections of booleans", {.flags_key = "qwen3vlmoe.rope.dimension_sections", .flags = three,
+         .n_flags = 3}, LOOM_ERR_FORMAT, "qwen3vlmoe.rope.dimension_sections"},
+        {"qwen3vl", "missing q norm", {.drop = "blk.1.attn_q_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.attn_q_norm.weight"},
+        {"seed_oss", "missing FFN norm", {.drop = "blk.1.post_attention_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.post_attention_norm.weight"},
+        {"glm4", "missing post-MLP norm", {.drop = "blk.1.post_ffw_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.post_ffw_norm.weight"},
+        {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.0.attn_k_norm.weight"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char rel[128], src[4096];

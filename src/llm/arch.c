@@ -41,15 +41,97 @@ loom_status llm_arch_yarn_keys(const loom_gguf *g, const loom_model_hparams *hp,
     return LOOM_OK;
 }
 
+/* llama: Mixtral-style experts when expert_count is there (llama.cpp's llama graph: the
+ * experts are feed_forward_length wide, softmax router, weights renormalised, optional
+ * expert_weights_scale). */
+static loom_status llama_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    int64_t ne;
+    double d;
+    bool has;
+    loom_status s;
+    if ((s = llm_get_int_key(g, hp->arch, "expert_count", false, 0, &ne, err))) return s;
+    if (ne == 0) return LOOM_OK;
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    hx->n_ff_exp = hp->n_ff;
+    if ((s = llm_get_float_key(g, hp->arch, "expert_weights_scale", 0.0, &d, &has, err))) return s;
+    if (has && !(d >= 0 && d < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", hp->arch, d);
+    hx->expert_weights_scale = (float)d;
+    return LOOM_OK;
+}
+
+/* SmolLM3: the llama block; every fourth layer has no rope (llama.cpp fixes the step at
+ * 4; no key states it). */
+static loom_status smollm3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    hx->no_rope_step = 4;
+    return llama_hparams(g, hp, hx, err);
+}
+
+/* Qwen2-VL / Qwen2.5-VL (qwen2vl) and Qwen3-VL (qwen3vl) text: the qwen2 / qwen3 blocks
+ * with rope.dimension_sections (4 counts of rotary pairs), sequential or interleaved. */
+loom_status llm_arch_mrope_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool interleaved,
+                                loom_error *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch);
+    int64_t ki = loom_gguf_find_key(g, key);
+    if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: key '%s' is missing", key);
+    uint64_t n = 0;
+    loom_gguf_vtype et;
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, NULL, &n) || n < 3 || n > 4)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be an array of 3 or 4 integers", key);
+    int64_t sum = 0;
+    for (uint64_t i = 0; i < 4; i++) {
+        int64_t v = 0;
+        if (i < n && loom_gguf_kv_arr_int(g, ki, i, &v))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be an array of integers", key);
+        if (v < 0 || v > 65536)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s'[%llu] = %lld is out of range", key,
+                                  (unsigned long long)i, (long long)v);
+        hx->rope_sections[i] = (int)v;
+        sum += v;
+    }
+    /* ggml requires a t, h or w section and at most head_dim pairs in all */
+    if (hx->rope_sections[0] + hx->rope_sections[1] + hx->rope_sections[2] == 0 || sum > hp->head_dim_k)
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: '%s' = [%d, %d, %d, %d]: needs a t, h or w section and at most %d pairs", key,
+                              hx->rope_sections[0], hx->rope_sections[1], hx->rope_sections[2], hx->rope_sections[3],
+                              hp->head_dim_k);
+    hx->mrope = interleaved ? 2 : 1;
+    return LOOM_OK;
+}
+
+static loom_status qwen2vl_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    return llm_arch_mrope_keys(g, hp, hx, false, err);
+}
+
+static loom_status qwen3vl_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    /* n_deepstack_layers only matters for image embeddings, which text never has */
+    return llm_arch_mrope_keys(g, hp, hx, true, err);
+}
+
+static loom_status qwen3vlmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_arch_moe_keys(g, hp, hx, err);
+    return s ? s : llm_arch_mrope_keys(g, hp, hx, true, err);
+}
+
 static const llm_arch k_archs[] = {
-    {"llama", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},
-    {"mistral", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},
+    {"llama", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama},
+    {"mistral", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama},
     {"qwen2", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
     {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama}, /* EXAONE 3.x: the llama block, neox rope */
+    {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama},
+    {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* q/k/v split by the converter */
+    {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},  /* ERNIE 4.5 dense: optional wo bias */
+    {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},    /* FFN norm named post_attention_norm */
+    {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama},
+    {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama},
     {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build},
+    {"glm4", LOOM_ROPE_NORMAL, llm_glm4_hparams, llm_glm4_bind, llm_glm4_build},
+    {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build},
     {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build},
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
+    {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},
     {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build},

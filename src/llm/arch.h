@@ -17,6 +17,18 @@ loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, 
 loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
                               int64_t def, int period, loom_error *err);
 
+/* rope.dimension_sections (required; 3 or 4 counts of rotary pairs, a t/h/w section, at
+ * most head_dim pairs): multi-section rope, interleaved (qwen3vl) or not. */
+loom_status llm_arch_mrope_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool interleaved,
+                                loom_error *err);
+
+loom_status llm_glm4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_glm4_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_glm4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+
 loom_status llm_qwen3moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_qwen3moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

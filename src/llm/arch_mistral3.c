@@ -51,7 +51,7 @@ loom_tensor *llm_mistral3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, mask, kq_scale, 0.0f, NULL);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        h = llm_llama_ffn(ctx, hp, ly, x, r, outs, il);
+        h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
     }
     (void)E;
     return llm_llama_output(m, ctx, h);

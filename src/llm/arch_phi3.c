@@ -71,7 +71,7 @@ loom_tensor *llm_phi3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
         loom_tensor *q, *k, *v;
         llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
-        loom_tensor *fac = llm_layer_rope_factors(m, il);
+        loom_tensor *fac = llm_layer_rope_factors(m, ctx, il);
         q = llm_rope(m, ctx, q, in.pos, il, fac);
         k = llm_named(llm_rope(m, ctx, k, in.pos, il, fac), "k", il);
         q = llm_named(loom_scale(ctx, q, 1.0f / sqrtf((float)DK)), "q", il);

@@ -1,18 +1,21 @@
 /*
  * llama.c - the llama-family forward graph (llama, mistral, qwen2, qwen3), written
- * against the public engine API (loom.h) and the shared blocks of llm_graph.h.
+ * against the public engine API (loom.h) and the shared blocks of llm_graph.h. The same
+ * graph runs the files that differ from llama only in keys or names (arch.c): Mixtral-
+ * style experts, smollm3's layers without rope, the text positions of qwen2vl / qwen3vl's
+ * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss.
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
  *     x = rms_norm(h) * attn_norm
  *     q = Wq x (+bq) -> [Dk, H, T]   k = Wk x (+bk) -> [Dk, Hkv, T]   v = Wv x (+bv) -> [Dv, Hkv, T]
  *     (qwen3: q, k = rms_norm per head * q_norm / k_norm)
- *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen)
+ *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen); not on no-rope layers
  *     cache[il] <- k, v;  K, V = the cells visible to the batch (kvcache.c)
  *     a = sdpa(q, K, V, mask, 1/sqrt(Dk)) -> [Dv*H, T]
  *     x = Wo a (+bo);  (last layer: keep only the output rows of x and h)
  *     h = h + x
- *     x = rms_norm(h) * ffn_norm;  h = h + Wdown (silu(Wgate x) * (Wup x))
+ *     x = rms_norm(h) * ffn_norm;  h = h + Wdown (silu(Wgate x) * (Wup x))   (or experts)
  *   logits = Woutput (rms_norm(h) * output_norm)               [V, n_outputs]
  */
 #include <math.h>
@@ -57,6 +60,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     loom_rope_opts ro = loom_rope_default_opts();
     ro.mode = hp->rope_mode;
 
+    loom_tensor *mrope = llm_mrope_factors(m, ctx); /* qwen2vl / qwen3vl text positions */
     loom_tensor *h = named(loom_get_rows(ctx, m->tok_embd, tok), "inp_embd", -1);
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
@@ -65,9 +69,13 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
 
         loom_tensor *q, *k, *v;
         llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
-        ro.factors = ly->rope_freqs;
-        q = named(loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "q", il);
-        k = named(loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro), "k", il);
+        if (llm_layer_has_rope(m, il)) {
+            ro.factors = mrope ? mrope : ly->rope_freqs;
+            q = loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+            k = loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+        }
+        named(q, "q", il);
+        named(k, "k", il);
         named(v, "v", il);
 
         llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
@@ -78,7 +86,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        h = llm_llama_ffn(ctx, hp, ly, x, r, outs, il);
+        h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
     }
     (void)E;
     return llm_llama_output(m, ctx, h);

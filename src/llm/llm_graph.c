@@ -63,8 +63,9 @@ void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *l
     *v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
 }
 
-loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
-                           loom_tensor *r, loom_tensor *outs, int il) {
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
+                           loom_tensor *outs, int il) {
+    const loom_model_hparams *hp = &m->hp;
     if (il == hp->n_layer - 1) {
         /* only the requested rows continue past the last attention */
         x = loom_get_rows(ctx, x, outs);
@@ -72,15 +73,23 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const ll
     }
     loom_tensor *h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
     x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
-    loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
-    loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-    x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+    if (ly->ffn_gate_inp) {
+        /* Mixtral-style llama: softmax router, top-k, weights renormalised (llama.cpp's
+         * llama graph), optional expert_weights_scale */
+        x = llm_moe_ffn_ext(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true,
+                            m->hx.expert_weights_scale, 0.0f, il);
+    } else {
+        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
+        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
+        x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+    }
+    x = llm_named(x, "ffn_out", il);
     return llm_named(loom_add(ctx, x, h), "l_out", il);
 }
 
 loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
     h = llm_named(loom_rms_norm(ctx, h, m->output_norm, m->hp.rms_eps), "result_norm", -1);
-    return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
+    return llm_named(llm_linear(ctx, m->output, m->output_b, h), "result_output", -1);
 }
 
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
@@ -174,12 +183,42 @@ void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope
 }
 
 bool llm_layer_has_rope(const loom_model *m, int il) {
+    /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
+    if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
     /* cohere2: only the sliding-window layers rotate */
     return strcmp(m->hp.arch, "cohere2") != 0 || llm_layer_is_swa(&m->hx, il);
 }
 
-loom_tensor *llm_layer_rope_factors(const loom_model *m, int il) {
+void llm_mrope_fill(const llm_hparams_x *hx, int n_rot, float *ff) {
+    /* ggml's multi-section rope gives pair i the position of its section: sector
+     * s = i % (sum of sections); sections t, h, w in order (mrope) or interleaved
+     * t h w t h w ... while each lasts (imrope); the rest is section e. A text token
+     * has positions (p, p, p, 0): the t/h/w pairs turn as the plain neox rope at p,
+     * the e pairs not at all, which a frequency factor of infinity gives exactly. */
+    const int *sec = hx->rope_sections;
+    const int sum = sec[0] + sec[1] + sec[2] + sec[3];
+    for (int i = 0; i < n_rot / 2; i++) {
+        const int s = i % sum;
+        bool e;
+        if (hx->mrope == 2)
+            e = !((s % 3 == 1 && s < 3 * sec[1]) || (s % 3 == 2 && s < 3 * sec[2]) || (s % 3 == 0 && s < 3 * sec[0]));
+        else
+            e = s >= sec[0] + sec[1] + sec[2];
+        ff[i] = e ? INFINITY : 1.0f;
+    }
+}
+
+loom_tensor *llm_mrope_factors(const loom_model *m, loom_ctx *ctx) {
+    if (!m->mrope_ff) return NULL;
+    int64_t ne[1] = {m->hp.n_rot / 2};
+    loom_tensor *t = loom_from_f32(loom_ctx_input(ctx), m->mrope_ff, (size_t)ne[0], 1, ne);
+    loom_tensor_set_name(t, "mrope_factors");
+    return t;
+}
+
+loom_tensor *llm_layer_rope_factors(const loom_model *m, loom_ctx *ctx, int il) {
     const llm_layer *ly = &m->layers[il];
+    if (m->mrope_ff) return llm_mrope_factors(m, ctx);
     /* phi3 LongRoPE: the long factors when the context passes the original one */
     if (ly->rope_long) return m->n_ctx > m->hx.n_ctx_orig ? ly->rope_long : ly->rope_short;
     return ly->rope_freqs;
@@ -194,6 +233,7 @@ loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_t
                       loom_tensor *factors) {
     loom_rope_opts ro;
     float base, scale;
+    if (!factors) factors = llm_mrope_factors(m, ctx); /* NULL unless multi-section */
     llm_rope_layer(m, il, factors, &ro, &base, &scale);
     return loom_rope(ctx, x, pos, m->hp.n_rot, base, scale, &ro);
 }

@@ -39,25 +39,34 @@ void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer 
 void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
                  loom_tensor **q, loom_tensor **k, loom_tensor **v);
 /* The llama block after attention x (residual r): on the last layer only the rows outs of
- * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm. */
-loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x,
-                           loom_tensor *r, loom_tensor *outs, int il);
-/* logits = Woutput (rms_norm(h) * output_norm), named result_norm / result_output. */
+ * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm
+ * (a layer with a router: the mixture of experts on n, softmax, top-k renormalised). */
+loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
+                           loom_tensor *outs, int il);
+/* logits = Woutput (rms_norm(h) * output_norm) (+ output bias), named result_norm / result_output. */
 loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 /* cap * tanh(x / cap) */
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
 /* rope of x [D, heads, T] for layer il: sliding layers use rope.freq_base_swa without
- * scaling; YaRN and the rope attention factor as llama.cpp derives them. */
+ * scaling; YaRN and the rope attention factor as llama.cpp derives them; factors NULL:
+ * the multi-section factors when the model has them. */
 loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,
                       loom_tensor *factors);
 /* The rope magnitude factor llm_rope passes (llama.cpp's cparams.yarn_attn_factor). */
 float llm_rope_attn_factor(const loom_model *m);
 /* llm_rope's options, base and frequency scale for layer il. */
 void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope_opts *ro, float *base, float *scale);
-/* Whether layer il's keys are rotated at all (cohere2's full layers are not). */
+/* Whether layer il's keys are rotated at all (cohere2's full layers and smollm3's
+ * every fourth layer are not). */
 bool llm_layer_has_rope(const loom_model *m, int il);
-/* The frequency factors of layer il's rope: rope_freqs, or phi3's long/short set. */
-loom_tensor *llm_layer_rope_factors(const loom_model *m, int il);
+/* The frequency factors of layer il's rope: rope_freqs, phi3's long/short set, or the
+ * multi-section factors (made in ctx's input context). */
+loom_tensor *llm_layer_rope_factors(const loom_model *m, loom_ctx *ctx, int il);
+/* Multi-section rope (qwen2vl / qwen3vl) of text tokens as neox rope with frequency
+ * factors: ff[i] (n_rot / 2 of them) 1 where pair i turns, infinity where it does not. */
+void llm_mrope_fill(const llm_hparams_x *hx, int n_rot, float *ff);
+/* Those factors as an F32 [n_rot / 2] input of ctx; NULL when the model has none. */
+loom_tensor *llm_mrope_factors(const loom_model *m, loom_ctx *ctx);
 /* Where the rotated dims start in a cached key (deepseek2: after the others; else 0). */
 int llm_rope_key_offset(const loom_model *m);
 

@@ -326,8 +326,19 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
 
     if ((st = llm_bind_embd_output(m, err))) return st;
-    bool qwen3 = !strcmp(hp->arch, "qwen3");
+    bool qwen3 = !strcmp(hp->arch, "qwen3") || !strcmp(hp->arch, "qwen3vl");
     bool qwen2 = !strcmp(hp->arch, "qwen2");
+    /* seed_oss names its FFN norm post_attention_norm */
+    const char *ffn_norm = !strcmp(hp->arch, "seed_oss") ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight";
+    const int64_t NE = m->hx.n_expert;
+    if (NE > 0 && !loom_backend_get_tensor(be, "blk.0.ffn_gate_exps.weight") &&
+        loom_backend_get_tensor(be, "blk.0.ffn_gate.0.weight"))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "model: experts stored one tensor each (blk.0.ffn_gate.0.weight: an old Mixtral "
+                              "conversion) are not supported; convert the model again");
+    if (NE == 0 && loom_backend_get_tensor(be, "blk.0.ffn_gate_inp.weight"))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: blk.0.ffn_gate_inp.weight (a router) without %s.expert_count",
+                              hp->arch);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         llm_bind_attn(be, hp, L, il, err, &st);
@@ -336,10 +347,17 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
         L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
         L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
         llm_bind_qk_norm(be, hp, L, il, qwen3, err, &st);
-        L->ffn_norm = bind(be, true, E, 1, err, &st, "blk.%d.ffn_norm.weight", il);
-        L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
-        L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
-        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+        L->ffn_norm = bind(be, true, E, 1, err, &st, ffn_norm, il);
+        if (NE > 0) {
+            L->ffn_gate_inp = bind(be, true, E, NE, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+            L->ffn_gate_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
+            L->ffn_up_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
+            L->ffn_down_exps = llm_bind_tensor(be, true, F, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+        } else {
+            L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+        }
         if (st) break;
         /* Llama 3.1 frequency factors: the backend makes a copy per layer. */
         char rn[64];
@@ -356,8 +374,6 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
             hp->has_rope_freqs = true;
         }
     }
-    if (!st && loom_backend_get_tensor(be, "blk.0.ffn_gate_inp.weight"))
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: mixture-of-experts llama models are not supported");
     return st;
 }
 
@@ -480,6 +496,14 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
         goto fail;
     }
     if ((s = llm_bind_weights(m, err))) goto fail;
+    if (m->hx.mrope) {
+        m->mrope_ff = loom_malloc((size_t)(m->hp.n_rot / 2 > 0 ? m->hp.n_rot / 2 : 1) * sizeof *m->mrope_ff);
+        if (!m->mrope_ff) {
+            s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
+            goto fail;
+        }
+        llm_mrope_fill(&m->hx, m->hp.n_rot, m->mrope_ff);
+    }
 
     if ((s = set_sizes(m, params->n_ctx, params->n_batch, params->n_seq_max, err))) goto fail;
     if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch,
@@ -533,6 +557,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->out_ids);
     loom_free(m->row_out);
     loom_free(m->attn_temp);
+    loom_free(m->mrope_ff);
     loom_batch_free(&m->eb);
     loom_free(m->logits);
     loom_free(m);

@@ -196,6 +196,9 @@ typedef struct llm_hparams_x {
     float logit_scale;       /* granite: logits / logit_scale; command-r/cohere2: logits * logit_scale
                                 (each as llama.cpp; 0: none) */
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
+    int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
+    int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
+    int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
 } llm_hparams_x;
 
 struct llm_arch;
@@ -244,6 +247,8 @@ struct loom_model {
     const struct llm_arch *arch;
     llm_hparams_x hx;
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
+    float *mrope_ff;        /* multi-section rope of text tokens as frequency factors (n_rot / 2
+                               floats, llm_mrope_fill) or NULL */
 };
 
 /* An architecture: name, rope mode, its extra keys, weight binding and graph. */

@@ -123,7 +123,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                  * (the kernel multiplies by 1 + 0.1 ln(1/scale) when YaRN is on) */
                 loom_rope_opts ro;
                 float base, scale;
-                llm_rope_layer(m, il, llm_layer_rope_factors(m, il), &ro, &base, &scale);
+                llm_rope_layer(m, il, llm_layer_rope_factors(m, ctx, il), &ro, &base, &scale);
                 ro.attn_factor = ro.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * logf(1.0f / scale)) : 1.0f;
                 loom_tensor *K = kv->k[il];
                 size_t cb = loom_tensor_nb(K, 2);

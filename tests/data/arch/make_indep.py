@@ -10,7 +10,8 @@ here block by block.
 
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
-        deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss
+        deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -60,6 +61,16 @@ Conventions followed (from the converter, read for facts):
   expert_count / expert_used_count, key/value_length, q/k norms.
 - gpt-oss: biases everywhere, attn_sinks.weight (F32), post_attention_norm as the FFN norm,
   YaRN (factor 32 over 4096, betas 32/1), sliding_window, expert_feed_forward_length.
+- The llama-block relatives (llama_like): Mixtral (architecture llama with
+  expert_count / expert_used_count and merged ffn_*_exps, feed_forward_length wide),
+  SmolLM3 (4 layers: the fourth has no rope, a rule llama.cpp fixes without a key),
+  InternLM2 (q/k/v split by the converter), ERNIE 4.5 dense (key_length, tied), Seed-OSS
+  (Q/K/V biases, FFN norm named post_attention_norm), Qwen2-VL / Qwen3-VL text models
+  (rope.dimension_sections as the converter pads mrope_section to 4; qwen3vl q/k norms and
+  n_deepstack_layers); qwen3vlmoe is the qwen3moe writer plus the sections (F16).
+- GLM-4-0414 (glm4): post_attention_norm / post_ffw_norm, fused gate|up ffn_up [E, 2F],
+  Q/K/V biases, rope.dimension_count half the head; OLMoE (olmoe): q/k norms over the
+  whole projection, experts feed_forward_length wide; F32 matrices.
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -641,20 +652,170 @@ def gptoss(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def llama_like(m, NV, E, H, HKV, D, F, NL, ctx=8192, base=10000.0, key_len=False, qkv_bias=False, qk_norm=False,
+               bo=False, ffn_norm="ffn_norm", tied=False, experts=None, sections=None):
+    """The llama-block writers (the converter's LlamaModel and its relatives): key_len
+    writes attention.key_length / value_length (head_dim != E / H); experts = (count,
+    used) writes the Mixtral layout (ffn_gate_inp + merged *_exps, F wide each)."""
+    common(m, E, NL, H, HKV, F, ctx, 1e-5, D if key_len else None, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, base)
+    if sections is not None:
+        m.kvs.append((m.arch + ".rope.dimension_sections", T_ARR, (5, sections)))  # INT32 array
+    if experts:
+        m.kv("expert_count", T_U32, experts[0])
+        m.kv("expert_used_count", T_U32, experts[1])
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+            if qkv_bias:
+                m.bias(b + "attn_%s.bias" % x, [n])
+        m.mat(b + "attn_output.weight", H * D, E)
+        if bo:
+            m.bias(b + "attn_output.bias", [E])
+        if qk_norm:
+            m.norm(b + "attn_q_norm.weight", D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + ffn_norm + ".weight", E)
+        if experts:
+            m.mat(b + "ffn_gate_inp.weight", E, experts[0])
+            m.mat(b + "ffn_gate_exps.weight", E, F, experts[0])
+            m.mat(b + "ffn_up_exps.weight", E, F, experts[0])
+            m.mat(b + "ffn_down_exps.weight", F, E, experts[0])
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    if not tied:
+        m.mat("output.weight", E, NV)
+
+
+def mixtral(m, NV):
+    # Mixtral-8x7B-like (architecture llama): 48 wide, 4 heads of 12, 2 KV heads, 5 experts
+    # of 40 (feed_forward_length), top 2, rope base 1e6
+    llama_like(m, NV, 48, 4, 2, 12, 40, 2, ctx=32768, base=1000000.0, experts=(5, 2))
+
+
+def smollm3(m, NV):
+    # SmolLM3-3B-like: 4 layers (the fourth without rope), 4 heads of 12, 1 KV head, tied
+    llama_like(m, NV, 48, 4, 1, 12, 96, 4, ctx=65536, base=5000000.0, tied=True)
+
+
+def internlm2(m, NV):
+    # InternLM2.5-like: the converter splits wqkv into attn_q/k/v; 4 heads of 12, 2 KV heads
+    llama_like(m, NV, 48, 4, 2, 12, 96, 2, ctx=32768, base=1000000.0)
+
+
+def ernie4_5(m, NV):
+    # ERNIE-4.5-0.3B-like: head_dim 16 with 3 heads (key_length), 1 KV head, tied output (no
+    # biases: use_bias is false in the released models; llama.cpp would load an
+    # attn_output.bias and not add it)
+    llama_like(m, NV, 40, 3, 1, 16, 96, 2, ctx=131072, base=500000.0, key_len=True, tied=True)
+
+
+def seed_oss(m, NV):
+    # Seed-OSS-36B-like: head_dim 24 with 3 heads (key_length != 48 / 3), 1 KV head, Q/K/V
+    # biases, the FFN norm named post_attention_norm, separate output
+    llama_like(m, NV, 48, 3, 1, 24, 96, 2, ctx=524288, base=10000000.0, key_len=True, qkv_bias=True,
+               ffn_norm="post_attention_norm")
+
+
+def qwen2vl(m, NV):
+    # Qwen2.5-VL-like text model: Q/K/V biases, head_dim 16 (8 rotary pairs), sections
+    # [2, 3, 3, 0] (t, h, w: 16/24/24 of 64 scaled); no output bias (lm_head has none;
+    # llama.cpp would load an output.bias and not add it)
+    llama_like(m, NV, 64, 4, 2, 16, 96, 2, ctx=128000, base=1000000.0, qkv_bias=True, sections=[2, 3, 3, 0])
+
+
+def qwen3vl(m, NV):
+    # Qwen3-VL-like text model: q/k norms, head_dim 16 (key_length), interleaved sections
+    # [4, 1, 3, 0] (pairs 4 and 7 fall in no t/h/w section: they stay still for text, as
+    # pairs 61 and 62 of the real [24, 20, 20, 0]), 3 deepstack layers, tied
+    llama_like(m, NV, 48, 4, 2, 16, 96, 2, ctx=262144, base=5000000.0, key_len=True, qk_norm=True,
+               sections=[4, 1, 3, 0], tied=True)
+    m.kv("n_deepstack_layers", T_U32, 3)
+
+
+def qwen3vlmoe(m, NV):
+    # Qwen3-VL-30B-A3B-like text model: qwen3moe with interleaved sections [4, 1, 3, 0]
+    qwen3moe(m, NV)
+    m.kvs.append((m.arch + ".rope.dimension_sections", T_ARR, (5, [4, 1, 3, 0])))
+    m.kv("n_deepstack_layers", T_U32, 3)
+
+
+def glm4(m, NV):
+    # GLM-4-9B-0414-like: 48 wide, 4 heads of 12, 2 KV heads, partial rotary (6 of 12),
+    # Q/K/V biases, post-attention / post-MLP norms, fused gate|up, separate output
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 80, 2
+    common(m, E, NL, H, HKV, F, 32768, 1e-5, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 2)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+            m.bias(b + "attn_%s.bias" % x, [n])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_up.weight", E, 2 * F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def olmoe(m, NV):
+    # OLMoE-1B-7B-like: 48 wide, 4 heads of 12 (no GQA), q/k norms over the whole
+    # projection, 6 experts of 32, top 2 (not renormalised)
+    E, H, D, NL, NE, NU, FE = 48, 4, 12, 2, 6, 2, 32
+    common(m, E, NL, H, H, FE, 4096, 1e-5, None, FT_F32)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x in ("q", "k", "v"):
+            m.mat(b + "attn_%s.weight" % x, E, H * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", E)
+        m.norm(b + "attn_k_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
     vocab, arch, out = sys.argv[1:]
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
-             "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16}
+             "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
+             "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36}
+    new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
-             "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F16)
-    m = Model("deepseek2" if arch == "deepseek2-lite" else arch, 20261202 + seeds[arch], mtype)
+             "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama"}.get(arch, arch)
+    m = Model(name, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
     if arch in ("deepseek2", "deepseek2-lite"):
         deepseek2(m, NV, arch == "deepseek2-lite")
@@ -662,6 +823,8 @@ def main():
         cohere(m, NV, arch == "cohere2")
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
+    elif arch in new:
+        globals()[arch](m, NV)
     else:
         {"phi3": phi3, "qwen2moe": qwen2moe, "exaone": exaone, "granite": granite, "olmo2": olmo2, "phi2": phi2, "starcoder2": starcoder2, "mistral3": mistral3, "qwen3moe": qwen3moe, "gpt-oss": gptoss}[arch](m, NV)
     m.write(vocab, out)
