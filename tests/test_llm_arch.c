@@ -268,7 +268,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 27, "indep.txt lists %d models, expected the 27 files", n);
+    CHECK_MSG(n >= 28, "indep.txt lists %d models, expected the 28 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -356,6 +356,10 @@ static void bad_files(void) {
          "blk.1.post_attention_norm.weight"},
         {"glm4", "missing post-MLP norm", {.drop = "blk.1.post_ffw_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.1.post_ffw_norm.weight"},
+        {"glm4moe", "all blocks next-token prediction", {.u32_key = "glm4moe.nextn_predict_layers", .u32_val = 4},
+         LOOM_ERR_FORMAT, "nextn_predict_layers"},
+        {"glm4moe", "missing shared expert", {.drop = "blk.2.ffn_down_shexp.weight"},
+         LOOM_ERR_NOT_FOUND, "blk.2.ffn_down_shexp.weight"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

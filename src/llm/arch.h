@@ -22,9 +22,24 @@ loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, 
 loom_status llm_arch_mrope_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool interleaved,
                                 loom_error *err);
 
+/* DeepSeek-style experts (deepseek2, glm4moe): leading_dense_block_count,
+ * expert_shared_count, expert_group_count (> 1 unsupported), expert_weights_scale / _norm,
+ * expert_gating_func (absent or 0: def_gating, 1 softmax or 2 sigmoid). */
+loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, int def_gating,
+                            loom_error *err);
+/* Layer il's FFN weights: a SwiGLU MLP on the leading dense layers; else router (+
+ * exp_probs_b), experts and shared experts (n_ff_exp * expert_shared_count wide). */
+void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const llm_hparams_x *hx, llm_layer *L,
+                     int il, loom_error *err, loom_status *st);
+/* That FFN on n [E, T]. */
+loom_tensor *llm_ds_ffn(loom_ctx *ctx, const llm_hparams_x *hx, const llm_layer *ly, loom_tensor *n, int il);
+
 loom_status llm_glm4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_glm4_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_glm4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_glm4moe_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_glm4moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -37,20 +37,8 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     hx->yarn_log_mul /= 0.1f;
     hx->yarn_mscale_all = true;
     const char *a = hp->arch;
-    if ((s = llm_get_int_key(g, a, "leading_dense_block_count", false, 0, &v, err))) return s;
-    if (v < 0 || v > hp->n_layer)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.leading_dense_block_count = %lld is out of range", a,
-                              (long long)v);
-    hx->n_dense_lead = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_shared_count", false, 0, &v, err))) return s;
-    if (v < 0 || v > 64)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_count = %lld is out of range", a,
-                              (long long)v);
-    hx->n_expert_shared = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_group_count", false, 1, &v, err))) return s;
-    if (v > 1)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_group_count = %lld (grouped routing) is not "
-                              "supported", a, (long long)v);
+    /* older DeepSeek V2/V2.5 files have no gating key: softmax */
+    if ((s = llm_ds_moe_keys(g, hp, hx, 1, err))) return s;
     if ((s = llm_get_int_key(g, a, "attention.q_lora_rank", false, 0, &v, err))) return s;
     if (v < 0 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.q_lora_rank is out of range", a);
     hx->q_lora = (int)v;
@@ -86,7 +74,30 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     if (hx->head_dim_k_mla <= hp->n_rot)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: key length %d leaves no non-rope dims (rope %d)", a,
                               hx->head_dim_k_mla, hp->n_rot);
+    return LOOM_OK;
+}
+
+loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, int def_gating,
+                            loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v;
+    double d;
     bool has;
+    if ((s = llm_get_int_key(g, a, "leading_dense_block_count", false, 0, &v, err))) return s;
+    if (v < 0 || v > hp->n_layer)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.leading_dense_block_count = %lld is out of range", a,
+                              (long long)v);
+    hx->n_dense_lead = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_shared_count", false, 0, &v, err))) return s;
+    if (v < 0 || v > 64)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_count = %lld is out of range", a,
+                              (long long)v);
+    hx->n_expert_shared = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_group_count", false, 1, &v, err))) return s;
+    if (v > 1)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_group_count = %lld (grouped routing) is not "
+                              "supported", a, (long long)v);
     if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, &has, err))) return s;
     if (has && !(d >= 0 && d < 1e6)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale out of range", a);
     hx->expert_weights_scale = (float)d;
@@ -96,13 +107,49 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a boolean", key);
     hx->expert_weights_norm = nw;
-    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 1, &v, err))) return s;
-    if (v == 0) v = 1; /* older DeepSeek V2/V2.5 files: softmax */
+    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, def_gating, &v, err))) return s;
+    if (v == 0) v = def_gating; /* llama.cpp: "none" means the architecture's default */
     if (v != 1 && v != 2)
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld is not supported (1 softmax, "
                               "2 sigmoid)", a, (long long)v);
     hx->expert_gating = (int)v - 1;
     return LOOM_OK;
+}
+
+void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const llm_hparams_x *hx, llm_layer *L,
+                     int il, loom_error *err, loom_status *st) {
+    const int64_t E = hp->n_embd, NE = hx->n_expert, FE = hx->n_ff_exp;
+    const int64_t FS = hx->n_ff_exp * (int64_t)hx->n_expert_shared;
+    if (il < hx->n_dense_lead) {
+        L->ffn_gate = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, st, "blk.%d.ffn_gate.weight", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = llm_bind_tensor(be, true, hp->n_ff, E, 1, err, st, "blk.%d.ffn_down.weight", il);
+        return;
+    }
+    L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, st, "blk.%d.ffn_gate_inp.weight", il);
+    L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, st, "blk.%d.exp_probs_b.bias", il);
+    L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_gate_exps.weight", il);
+    L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_up_exps.weight", il);
+    L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, st, "blk.%d.ffn_down_exps.weight", il);
+    if (FS > 0) {
+        L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_gate_shexp.weight", il);
+        L->ffn_up_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_up_shexp.weight", il);
+        L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, st, "blk.%d.ffn_down_shexp.weight", il);
+    }
+}
+
+static loom_tensor *swiglu_ffn(loom_ctx *ctx, loom_tensor *g, loom_tensor *u, loom_tensor *d, loom_tensor *x) {
+    return loom_mul_mat(ctx, d, loom_swiglu(ctx, loom_mul_mat(ctx, g, x), loom_mul_mat(ctx, u, x)));
+}
+
+loom_tensor *llm_ds_ffn(loom_ctx *ctx, const llm_hparams_x *hx, const llm_layer *ly, loom_tensor *n, int il) {
+    if (il < hx->n_dense_lead) return swiglu_ffn(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
+    loom_tensor *f = llm_moe_ffn_ext(ctx, ly, n, hx->n_expert, hx->n_expert_used,
+                                     hx->expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX, hx->expert_weights_norm,
+                                     hx->expert_weights_scale, 0.0f, il);
+    if (ly->ffn_gate_shexp)
+        f = loom_add(ctx, f, swiglu_ffn(ctx, ly->ffn_gate_shexp, ly->ffn_up_shexp, ly->ffn_down_shexp, n));
+    return f;
 }
 
 loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
@@ -111,7 +158,6 @@ loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
     const llm_hparams_x *hx = &m->hx;
     const int64_t E = hp->n_embd, H = hp->n_head, DK = hx->head_dim_k_mla, DV = hx->head_dim_v_mla;
     const int64_t R = hp->n_rot, NOPE = DK - R, KVL = hx->kv_lora, QL = hx->q_lora;
-    const int64_t NE = hx->n_expert, FE = hx->n_ff_exp, FS = hx->n_ff_exp * (int64_t)hx->n_expert_shared;
     loom_status st = llm_bind_embd_output(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
@@ -133,28 +179,9 @@ loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
         }
         L->wo = llm_bind_tensor(be, true, H * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
-        if (il < hx->n_dense_lead) {
-            L->ffn_gate = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, &st, "blk.%d.ffn_gate.weight", il);
-            L->ffn_up = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, &st, "blk.%d.ffn_up.weight", il);
-            L->ffn_down = llm_bind_tensor(be, true, hp->n_ff, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-            continue;
-        }
-        L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
-        L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
-        L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
-        L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
-        L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
-        if (FS > 0) {
-            L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, &st, "blk.%d.ffn_gate_shexp.weight", il);
-            L->ffn_up_shexp = llm_bind_tensor(be, true, E, FS, 1, err, &st, "blk.%d.ffn_up_shexp.weight", il);
-            L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, &st, "blk.%d.ffn_down_shexp.weight", il);
-        }
+        llm_ds_bind_ffn(be, hp, hx, L, il, err, &st);
     }
     return st;
-}
-
-static loom_tensor *swiglu_ffn(loom_ctx *ctx, loom_tensor *g, loom_tensor *u, loom_tensor *d, loom_tensor *x) {
-    return loom_mul_mat(ctx, d, loom_swiglu(ctx, loom_mul_mat(ctx, g, x), loom_mul_mat(ctx, u, x)));
 }
 
 /* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
@@ -224,16 +251,7 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         }
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *f;
-        if (il < hx->n_dense_lead) {
-            f = swiglu_ffn(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
-        } else {
-            f = llm_moe_ffn_ext(ctx, ly, n, hx->n_expert, hx->n_expert_used,
-                                hx->expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX, hx->expert_weights_norm,
-                                hx->expert_weights_scale, 0.0f, il);
-            if (ly->ffn_gate_shexp)
-                f = loom_add(ctx, f, swiglu_ffn(ctx, ly->ffn_gate_shexp, ly->ffn_up_shexp, ly->ffn_down_shexp, n));
-        }
+        loom_tensor *f = llm_ds_ffn(ctx, hx, ly, n, il);
         h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);

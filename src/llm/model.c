@@ -114,6 +114,13 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if (n_layer != loom_backend_block_count(be))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: block_count %lld disagrees with backend (%d)",
                               (long long)n_layer, loom_backend_block_count(be));
+    /* next-token-prediction blocks (GLM-4.5, MTP) come last and are not part of the
+     * forward pass: llama.cpp's n_layer = block_count - nextn_predict_layers. Their
+     * weights stay in the file's accounting and are loaded but never read. */
+    int64_t nextn;
+    if ((s = llm_get_int_key(g, arch, "nextn_predict_layers", false, 0, &nextn, err))) return s;
+    if ((s = check_range("nextn_predict_layers", nextn, 0, n_layer - 1, err))) return s;
+    n_layer -= nextn;
     if ((s = llm_get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
     if ((s = llm_get_int_key(g, arch, "attention.head_count_kv", false, n_head, &n_head_kv, err))) return s;

@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -70,7 +70,11 @@ Conventions followed (from the converter, read for facts):
   n_deepstack_layers); qwen3vlmoe is the qwen3moe writer plus the sections (F16).
 - GLM-4-0414 (glm4): post_attention_norm / post_ffw_norm, fused gate|up ffn_up [E, 2F],
   Q/K/V biases, rope.dimension_count half the head; OLMoE (olmoe): q/k norms over the
-  whole projection, experts feed_forward_length wide; F32 matrices.
+  whole projection, experts feed_forward_length wide; GLM-4.5 (glm4moe): DeepSeek-style
+  experts (leading dense layer, sigmoid router with exp_probs_b, norm, scale, a shared
+  expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
+  extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
+  blk.N.nextn.* tensors); F32 matrices.
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -798,6 +802,57 @@ def olmoe(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def glm4moe(m, NV):
+    # GLM-4.5-like: 48 wide, 3 heads of 24 (key_length != 48 / 3), 1 KV head, rotary 12 of
+    # 24, Q/K/V biases, q/k norms (GLM-4.5; Air has none), a leading dense layer, 6 experts
+    # of 16 top 2 with a sigmoid router, selection bias, norm and scale 2.5, one shared
+    # expert, and a next-token-prediction block (nextn_predict_layers 1: block 3, not run)
+    E, H, HKV, D, F, NL, NE, NU, FE = 48, 3, 1, 24, 96, 3, 6, 2, 16
+    common(m, E, NL + 1, H, HKV, F, 131072, 1e-5, D, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 2)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_count", T_U32, 1)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_gating_func", T_U32, 2)
+    m.kv("expert_weights_scale", T_F32, 2.5)
+    m.kv("expert_weights_norm", T_BOOL, True)
+    m.kv("nextn_predict_layers", T_U32, 1)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL + 1):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+            m.bias(b + "attn_%s.bias" % x, [n])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "post_attention_norm.weight", E)
+        if i == 0:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "exp_probs_b.bias", [NE], 0.05)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.mat(b + "ffn_gate_shexp.weight", E, FE)
+        m.mat(b + "ffn_up_shexp.weight", E, FE)
+        m.mat(b + "ffn_down_shexp.weight", FE, E)
+        if i == NL:
+            m.mat(b + "nextn.eh_proj.weight", 2 * E, E)
+            m.norm(b + "nextn.enorm.weight", E)
+            m.norm(b + "nextn.hnorm.weight", E)
+            m.norm(b + "nextn.shared_head_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -805,8 +860,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36}
-    new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe")
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37}
+    new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
+           "glm4moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no

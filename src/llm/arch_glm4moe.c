@@ -1,0 +1,75 @@
+/*
+ * arch_glm4moe.c - GLM-4.5 / 4.6 / 4.5-Air (general.architecture "glm4moe"), as llama.cpp's
+ * glm4moe graph: attention with Q/K/V biases, optional per-head q/k RMS norms, partial neox
+ * rope (rope.dimension_count; rope.dimension_sections: the multi-section rope of GLM-4.5V,
+ * whose text positions are the neox rope with factors), and DeepSeek-style experts
+ * (arch_deepseek2.c: leading dense layers, sigmoid router by default with the selection
+ * bias, weight norm and scale, shared experts). The FFN's norm is post_attention_norm.
+ * The next-token-prediction block (nextn_predict_layers) is not run (model.c).
+ *
+ *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
+ *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
+ *     n = rms_norm(h) * post_attention_norm; h += ffn(n)
+ *   logits = Woutput (rms_norm(h) * output_norm)
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "arch.h"
+
+loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s;
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s; /* llama.cpp: sigmoid unless stated */
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch);
+    return loom_gguf_find_key(g, key) < 0 ? LOOM_OK : llm_arch_mrope_keys(g, hp, hx, false, err);
+}
+
+loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    loom_status st = LOOM_OK;
+    const int64_t E = hp->n_embd;
+    if ((st = llm_bind_embd_output(m, err))) return st;
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        llm_bind_attn_any(be, hp, L, il, false, err, &st);
+        llm_bind_qk_norm(be, hp, L, il, false, err, &st);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
+        llm_ds_bind_ffn(be, hp, &m->hx, L, il, err, &st);
+    }
+    return st;
+}
+
+loom_tensor *llm_glm4moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    const float kq_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
+        if (ly->q_norm) q = loom_rms_norm(ctx, q, ly->q_norm, eps);
+        if (ly->k_norm) k = loom_rms_norm(ctx, k, ly->k_norm, eps);
+        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
+        x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            r = loom_get_rows(ctx, r, in.outs);
+        }
+        h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+        loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        h = llm_named(loom_add(ctx, llm_named(llm_ds_ffn(ctx, &m->hx, ly, n, il), "ffn_out", il), h), "l_out", il);
+    }
+    return llm_llama_output(m, ctx, h);
+}
