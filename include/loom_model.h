@@ -274,9 +274,9 @@ loom_status loom_model_seq_keep(loom_model *m, int32_t seq, loom_error *err);
  * keys (RoPE by delta, contract §7.6 Shift: each layer's own rope - window layers'
  * base, YaRN angles and frequency factors - as a pure rotation; layers without rope
  * are left alone; deepseek2's keys rotate in their trailing rope dims. A model whose
- * attention depends on absolute positions otherwise, such as mistral3's query
- * temperature, continues as llama.cpp's does, not as a fresh decode at the new
- * positions); tokens whose position would become
+ * attention depends on absolute positions otherwise, such as mistral3's and llama4's
+ * query temperature or llama4's chunks, continues as llama.cpp's does, not as a fresh
+ * decode at the new positions); tokens whose position would become
  * negative are removed. A cell shared with another sequence is first copied so the
  * other sequence keeps its positions. Errors: LOOM_ERR_INVALID_ARG if a shifted token
  * would land on or past a token of seq outside the range (order must be kept),

@@ -268,7 +268,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 28, "indep.txt lists %d models, expected the 28 files", n);
+    CHECK_MSG(n >= 29, "indep.txt lists %d models, expected the 29 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -360,6 +360,10 @@ static void bad_files(void) {
          LOOM_ERR_FORMAT, "nextn_predict_layers"},
         {"glm4moe", "missing shared expert", {.drop = "blk.2.ffn_down_shexp.weight"},
          LOOM_ERR_NOT_FOUND, "blk.2.ffn_down_shexp.weight"},
+        {"llama4", "no interleave step", {.drop = "llama4.interleave_moe_layer_step"}, LOOM_ERR_NOT_FOUND,
+         "llama4.interleave_moe_layer_step"},
+        {"llama4", "missing shared expert", {.drop = "blk.3.ffn_up_shexp.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.3.ffn_up_shexp.weight"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };
@@ -377,6 +381,12 @@ static void bad_files(void) {
     gguf_change c = {.flags_key = "olmo2.attention.sliding_window_pattern", .flags = none, .n_flags = 5};
     CHECK(gguf_variant(src, g_tmp, &c));
     expect_open_error("all-full window list", LOOM_OK, "");
+    /* a llama4 file with sliding_window 0 (all layers full): llama.cpp cannot run it,
+     * Loom opens it */
+    snprintf(src, sizeof src, "%s", test_path(ARCH_DIR "/indep-llama4.gguf"));
+    gguf_change c4 = {.u32_key = "llama4.attention.sliding_window", .u32_val = 0};
+    CHECK(gguf_variant(src, g_tmp, &c4));
+    expect_open_error("llama4 without chunks", LOOM_OK, "");
     unlink(g_tmp);
 }
 

@@ -96,6 +96,12 @@ loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
     return loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, x, 1.0f / cap)), cap);
 }
 
+bool llm_layer_is_chunked(const llm_hparams_x *hx, int il) {
+    if (hx->n_chunk <= 0) return false;
+    int p = hx->swa_period;
+    return p <= 1 || il % p < p - 1;
+}
+
 bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
     if (hx->n_swa <= 0) return false;
     int p = hx->swa_period;
@@ -106,9 +112,11 @@ bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
 /* ------------------------------------------------------------------ inputs */
 
 void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *host) {
-    /* llama.cpp (llm_graph_input_attn_temp): 1 + scale * log(floor(pos / floor_len) + 1) */
+    /* llama.cpp (llm_graph_input_attn_temp): 1 + scale * log(floor((pos + offset) / floor_len) + 1) */
     for (int i = 0; i < T; i++)
-        host[i] = (float)(log(floor((double)pos[i] / (double)m->hx.attn_temp_floor) + 1.0) * m->hx.attn_temp_scale + 1.0);
+        host[i] = (float)(log(floor(((double)pos[i] + m->hx.attn_temp_offset) / (double)m->hx.attn_temp_floor) + 1.0) *
+                              m->hx.attn_temp_scale +
+                          1.0);
 }
 
 void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inputs *in) {
@@ -275,10 +283,11 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
                              llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il) {
     const int64_t E = loom_tensor_ne(x, 0), T = loom_tensor_ne(x, 1), K = n_used;
     loom_tensor *logits = llm_named(llm_linear(ctx, ly->ffn_gate_inp, ly->ffn_gate_inp_b, x), "ffn_moe_logits", il);
-    loom_tensor *probs = gating == LLM_MOE_SOFTMAX   ? loom_softmax(ctx, logits)
-                         : gating == LLM_MOE_SIGMOID ? loom_sigmoid(ctx, logits)
-                                                     : logits; /* [n_expert, T] */
-    loom_tensor *chooser = ly->ffn_exp_probs_b ? loom_add(ctx, probs, ly->ffn_exp_probs_b) : probs;
+    const bool before = gating == LLM_MOE_LLAMA4;
+    loom_tensor *probs = gating == LLM_MOE_SOFTMAX                       ? loom_softmax(ctx, logits)
+                         : gating == LLM_MOE_SIGMOID || before ? loom_sigmoid(ctx, logits)
+                                                                         : logits; /* [n_expert, T] */
+    loom_tensor *chooser = before ? logits : ly->ffn_exp_probs_b ? loom_add(ctx, probs, ly->ffn_exp_probs_b) : probs;
     loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, chooser, n_used)); /* [K, T] */
     llm_named(sel, "ffn_moe_topk", il);
     const int64_t ne_p[3] = {1, n_expert, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_flat[1] = {K * T};
@@ -297,6 +306,7 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
                                 ? loom_reshape(ctx, sel, 1, ne_flat) : NULL;
     const int64_t ne_x[3] = {E, 1, T};
     loom_tensor *xr = loom_reshape(ctx, x, 3, ne_x);
+    if (before) xr = loom_mul(ctx, loom_repeat(ctx, xr, 1, (int)K), w); /* [E, K, T]: each expert's weighted input */
     loom_tensor *up = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel), ly->ffn_up_exps_b, sel_flat);
     loom_tensor *gate = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat);
     loom_tensor *act;
@@ -314,7 +324,7 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
         act = loom_swiglu(ctx, gate, up);
     }
     loom_tensor *down = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_down_exps, act, sel), ly->ffn_down_exps_b, sel_flat);
-    down = loom_mul(ctx, down, w); /* [E, K, T] */
+    if (!before) down = loom_mul(ctx, down, w); /* [E, K, T] */
     loom_tensor *out = NULL;
     for (int64_t e = 0; e < K; e++) {
         const int64_t args[3] = {E, (int64_t)loom_tensor_nb(down, 2), T};

@@ -23,6 +23,9 @@ void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inpu
 /* Whether layer il is a sliding-window layer (llama.cpp's set_swa_pattern: with period
  * p, layers il % p < p - 1 slide; p = 0 or 1 is read as "every layer"). */
 bool llm_layer_is_swa(const llm_hparams_x *hx, int il);
+/* Whether layer il is a chunked-attention layer (llama4: the sliding pattern's layers
+ * with hx->n_chunk > 0). */
+bool llm_layer_is_chunked(const llm_hparams_x *hx, int il);
 /* Whether the query at position pq may not see the key at position pk because of the
  * window (the one place the window rule lives: llama.cpp's LLAMA_SWA_TYPE_STANDARD). */
 static inline bool llm_swa_masked(int n_swa, int64_t pq, int64_t pk) { return pq - pk >= n_swa; }
@@ -80,7 +83,8 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
 typedef enum llm_moe_gating {
     LLM_MOE_SOFTMAX,      /* softmax over all experts, then top-k (qwen3moe) */
     LLM_MOE_TOPK_SOFTMAX, /* top-k of the router logits, softmax over the k (gpt-oss) */
-    LLM_MOE_SIGMOID       /* sigmoid of each router logit, then top-k (DeepSeek V3) */
+    LLM_MOE_SIGMOID,      /* sigmoid of each router logit, then top-k (DeepSeek V3) */
+    LLM_MOE_LLAMA4        /* top-k of the logits; sigmoid weights scale each expert's input */
 } llm_moe_gating;
 
 /* Mixture of experts on x [E, T]: the router (ffn_gate_inp, + bias), top-k experts per

@@ -318,6 +318,7 @@ loom_status llm_bind_weights(loom_model *m, loom_error *err) {
      * p - q >= n_swa): W = n_swa - 1 */
     for (int il = 0; !s && m->kv_types && il < m->hp.n_layer; il++)
         if (llm_layer_is_swa(&m->hx, il)) m->kv_types[il].window = m->hx.n_swa - 1;
+        else if (llm_layer_is_chunked(&m->hx, il)) m->kv_types[il].chunk = m->hx.n_chunk;
     return s;
 }
 

@@ -199,6 +199,10 @@ typedef struct llm_hparams_x {
     int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
     int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
+    int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */
+    float attn_temp_offset;  /* llama4: temperature of floor((pos + offset) / floor) */
+    int moe_step;            /* llama4 interleave_moe_layer_step */
+    bool qk_l2;              /* llama4: weightless RMS norm of q and k after rope */
 } llm_hparams_x;
 
 struct llm_arch;

@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -75,6 +75,10 @@ Conventions followed (from the converter, read for facts):
   expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
   extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
   blk.N.nextn.* tensors); F32 matrices.
+- Llama 4 (llama4): the LlamaModel writer plus interleave_moe_layer_step and
+  expert_feed_forward_length (intermediate_size_moe; feed_forward_length is the dense
+  layers' intermediate_size_mlp), gate_up split into ffn_gate_exps / ffn_up_exps, shared
+  expert, rope_freqs of Llama-3 factors; F32 matrices.
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -853,6 +857,62 @@ def glm4moe(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def llama3_factors(D, base, factor, lo_f, hi_f, old):
+    # the converter's rope_freqs.weight for rope_scaling type llama3
+    out = []
+    for i in range(0, D, 2):
+        wavelen = 2 * math.pi * base ** (i / D)
+        if wavelen < old / hi_f:
+            out.append(1.0)
+        elif wavelen > old / lo_f:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo_f) / (hi_f - lo_f)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return out
+
+
+def llama4(m, NV):
+    # Llama-4-Scout-like: 48 wide, 4 heads of 12, 2 KV heads, 4 layers, experts on every
+    # second layer (interleave_moe_layer_step 2: 5 experts of 24, top 1, a shared expert),
+    # dense layers of 64, Llama-3 rope factors (factor 16 over 8), no window key: chunked
+    # attention on layers 0-2, layer 3 without rope (the converter writes
+    # sliding_window 0 only for all-full models, which llama.cpp cannot run: it asserts on
+    # their zero temperature scale)
+    E, H, HKV, D, F, NL, NE, NU, FE = 48, 4, 2, 12, 64, 4, 5, 1, 24
+    common(m, E, NL, H, HKV, F, 10485760, 1e-5, None, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 500000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("interleave_moe_layer_step", T_U32, 2)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if (i + 1) % 2 == 0:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+            m.mat(b + "ffn_gate_shexp.weight", E, FE)
+            m.mat(b + "ffn_up_shexp.weight", E, FE)
+            m.mat(b + "ffn_down_shexp.weight", FE, E)
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+    m.add_vals("rope_freqs.weight", llama3_factors(D, 500000.0, 16.0, 1.0, 4.0, 8))
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -860,9 +920,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe")
+           "glm4moe", "llama4")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
