@@ -164,7 +164,8 @@ static void compare(const char *what, const float *x, const logits_t *ref, const
 /* is_float: float weights (fewer F16-cache exceptions); tight_f32: also require the F32-cache
  * run to match llama.cpp's F32-cache run to float noise (F32 weights only: with F16/BF16
  * weights llama.cpp rounds the activations to the weight type, Loom need not) */
-static void check_model(const char *name, const char *path, double top1_min, bool is_float, bool tight_f32) {
+static void check_model(const char *name, const char *path, double top1_min, bool is_float, bool tight_f32,
+                        bool gelu_flips) {
     char a[128], b[128];
     logits_t ref, ref32;
     snprintf(a, sizeof a, "%s.default.bin", name);
@@ -191,7 +192,7 @@ static void check_model(const char *name, const char *path, double top1_min, boo
         CHECK_EQ_INT(nv, ref.nv);
         /* float weights, F32 cache: the same computation as llama.cpp's F32-cache run up to
          * summation order (Gemma: also F16 roundings of the GELU table that flip) */
-        double tight = tight_f32 && cfg[c].cache == LOOM_TYPE_F32 ? 2e-4 : -1;
+        double tight = tight_f32 && cfg[c].cache == LOOM_TYPE_F32 ? (gelu_flips ? 5e-4 : 2e-4) : -1;
         /* Every position within 1.5x, except: MoE routers flip on near-ties (two experts'
          * scores within an F16 cache's rounding pick differently in two correct runs, a
          * jump no floor predicts: llama.cpp's own two runs of gpt-oss-mxfp4 differ by 0.75
@@ -202,6 +203,7 @@ static void check_model(const char *name, const char *path, double top1_min, boo
          * 1 position in 18 (measured: gemma3 1.502x at one position with the scalar
          * kernels). The mean stays within 1.5x always; an F32 cache allows no exception. */
         int allowed = cfg[c].cache == LOOM_TYPE_F32 ? 0
+                      : gelu_flips ? g_ntok / 4
                       : strstr(name, "moe") || strstr(name, "gpt-oss") || !is_float ? g_ntok / 8
                                                                                       : g_ntok / 18;
         if (nv == ref.nv) compare(cfg[c].what, x, &ref, &ref32, top1_min, tight, allowed);
@@ -230,7 +232,7 @@ static void float_models(void) {
         uint64_t want = recorded_hash(archs[i]), got = fnv_file(g_tmp);
         CHECK_MSG(want && want == got, "%s: the regenerated model hashes to %016llx, llama.cpp read %016llx",
                   archs[i], (unsigned long long)got, (unsigned long long)want);
-        if (want == got) check_model(archs[i], g_tmp, 0.95, true, true);
+        if (want == got) check_model(archs[i], g_tmp, 0.95, true, true, false);
         unlink(g_tmp);
     }
 }
@@ -244,15 +246,20 @@ static void quantized_models(void) {
         char rel[256], path[4096];
         snprintf(rel, sizeof rel, "%s/%s.gguf", ARCH_DIR, name);
         snprintf(path, sizeof path, "%s", test_path(rel)); /* test_path's buffer is reused */
-        check_model(name, path, 0.85, false, false);
+        check_model(name, path, 0.85, false, false, false);
     }
     fclose(f);
 }
 
 /* Models written by make_indep.py (an independent plain-Python writer following llama.cpp's
  * converter: head_dim != n_embd / n_head, other GQA ratios, F16 / BF16 matrices, MXFP4
- * experts); indep.txt lists "name top1_min f32|float|quantized" per line (f32: F32
- * matrices, so the tight check against llama.cpp's F32-cache run applies too). */
+ * experts); indep.txt lists "name top1_min f32|f32gelu|float|quantized" per line (f32: F32
+ * matrices, so the tight check against llama.cpp's F32-cache run applies too; f32gelu:
+ * the same with many GELUs through llama.cpp's F16 table, whose rounding flips on
+ * last-bit differences of their inputs: gemma4, measured 3.1e-4 at the worst position
+ * with the AVX-512 and the scalar kernels alike and float noise (3e-7) at positions
+ * without a flip; tight 5e-4, and 1 position in 4 over 1.5x the floor with an F16
+ * cache, measured 3 to 7 of 36 with the scalar, AVX2 and AVX-512 kernels). */
 static void independent_models(void) {
     FILE *f = fopen(test_path(ARCH_DIR "/indep.txt"), "r");
     CHECK_MSG(f != NULL, "cannot read %s/indep.txt", ARCH_DIR);
@@ -264,11 +271,12 @@ static void independent_models(void) {
         char rel[256], path[4096];
         snprintf(rel, sizeof rel, "%s/%s.gguf", ARCH_DIR, name);
         snprintf(path, sizeof path, "%s", test_path(rel)); /* test_path's buffer is reused */
-        check_model(name, path, top1_min, strcmp(kind, "quantized") != 0, !strcmp(kind, "f32"));
+        check_model(name, path, top1_min, strcmp(kind, "quantized") != 0, !strncmp(kind, "f32", 3),
+                    !strcmp(kind, "f32gelu"));
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 29, "indep.txt lists %d models, expected the 29 files", n);
+    CHECK_MSG(n >= 30, "indep.txt lists %d models, expected the 30 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -364,6 +372,18 @@ static void bad_files(void) {
          "llama4.interleave_moe_layer_step"},
         {"llama4", "missing shared expert", {.drop = "blk.3.ffn_up_shexp.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.3.ffn_up_shexp.weight"},
+        {"gemma4", "no sliding head size", {.drop = "gemma4.attention.key_length_swa"}, LOOM_ERR_NOT_FOUND,
+         "gemma4.attention.key_length_swa"},
+        {"gemma4", "window list of another length", {.flags_key = "gemma4.attention.sliding_window_pattern",
+         .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT, "sliding_window_pattern"},
+        {"gemma4", "all layers sharing", {.u32_key = "gemma4.attention.shared_kv_layers", .u32_val = 5},
+         LOOM_ERR_FORMAT, "gemma4.attention.shared_kv_layers"},
+        {"gemma4", "sharing layers without their source", {.u32_key = "gemma4.attention.shared_kv_layers", .u32_val = 4},
+         LOOM_ERR_FORMAT, "cannot share layer"},
+        {"gemma4", "missing per-layer gate", {.drop = "blk.2.inp_gate.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.inp_gate.weight"},
+        {"gemma4", "a layer without K", {.u32_key = "gemma4.attention.shared_kv_layers", .u32_val = 0},
+         LOOM_ERR_NOT_FOUND, "blk.3.attn_k.weight"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

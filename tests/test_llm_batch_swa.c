@@ -66,7 +66,7 @@ static void run(bool fa) {
     hp.n_layer = 2;
     hp.head_dim_k = hp.head_dim_v = D;
     hp.n_head_kv = HKV;
-    llm_kv_layer_type types[2] = {{0, 0}, {W, 0}};
+    llm_kv_layer_type types[2] = {{.window = 0}, {.window = W}};
     llm_kv_cache a, b;
     CHECK(llm_kv_init(&a, be, &hp, types, NCTX, NSEQ, NB, LOOM_TYPE_F32, &err) == LOOM_OK);
     /* n_batch >= n_ctx: the window group keeps everything (no memory bound) */
@@ -142,7 +142,7 @@ static loom_model *open_swa(bool fa, int n_batch_kv, loom_error *err) {
     p.cache_type = LOOM_TYPE_F32;
     loom_model *m = NULL;
     if (loom_model_open(&p, &m, err)) return NULL;
-    for (int il = 0; il < m->hp.n_layer; il++) m->kv_types[il] = (llm_kv_layer_type){il % 2 ? 6 : 0, 0};
+    for (int il = 0; il < m->hp.n_layer; il++) m->kv_types[il] = (llm_kv_layer_type){.window = il % 2 ? 6 : 0};
     llm_decode_drop(m);
     llm_kv_free(&m->kv);
     if (llm_kv_init(&m->kv, m->be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, n_batch_kv, LOOM_TYPE_F32, err)) {

@@ -43,6 +43,9 @@ loom_tensor *llm_glm4moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
 loom_status llm_llama4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_llama4_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_llama4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_gemma4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gemma4_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_gemma4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

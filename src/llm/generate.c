@@ -237,6 +237,7 @@ static loom_status dec_retarget(loom_model *m, const loom_batch *rows, int n_out
         size_t k_off, v_off;
         llm_kv_store_offsets(&m->kv, il, m->kv.grp[m->kv.layer_group[il]].cells.loc, &k_off, &v_off);
         loom_tensor *const *st = io->store + 4 * il;
+        if (!st[0]) continue; /* a layer that shares another's cache stores nothing */
         s = loom_view_set_offset(st[0], k_off);
         if (!s) s = loom_view_set_offset(st[1], k_off);
         if (!s) s = loom_view_set_offset(st[2], v_off);

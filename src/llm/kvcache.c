@@ -23,6 +23,14 @@ static int64_t round_up64(int64_t x, int64_t m) { return m <= 1 ? x : (x + m - 1
 
 static bool same_type(llm_kv_layer_type a, llm_kv_layer_type b) { return a.window == b.window && a.chunk == b.chunk; }
 
+/* layer il's K/V shape (types[il] or the model's) */
+static void layer_dims(const llm_kv_layer_type *t, const loom_model_hparams *hp, int64_t *dk, int64_t *dv,
+                       int64_t *hkv) {
+    *dk = t && t->dk > 0 ? t->dk : hp->head_dim_k;
+    *dv = t && t->dv > 0 ? t->dv : hp->head_dim_v;
+    *hkv = t && t->hkv > 0 ? t->hkv : hp->n_head_kv;
+}
+
 loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hparams *hp,
                         const llm_kv_layer_type *types, int n_ctx, int n_seq, int n_batch, loom_type type,
                         loom_error *err) {
@@ -38,11 +46,15 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         if (!fa)
             return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
                                   "KV cache type %s needs flash attention", loom_type_name(type));
-        if (hp->head_dim_k % 32 || hp->head_dim_v % 32)
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                                  "KV cache type %s needs head dims that are multiples of 32 "
-                                  "(model has %d/%d)", loom_type_name(type), hp->head_dim_k,
-                                  hp->head_dim_v);
+        for (int il = 0; il < hp->n_layer; il++) {
+            int64_t dk, dv, hkv;
+            layer_dims(types ? &types[il] : NULL, hp, &dk, &dv, &hkv);
+            if (dk % 32 || dv % 32)
+                return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                      "KV cache type %s needs head dims that are multiples of 32 "
+                                      "(layer %d has %lld/%lld)", loom_type_name(type), il, (long long)dk,
+                                      (long long)dv);
+        }
         break;
     default:
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "unsupported KV cache type %s",
@@ -62,18 +74,25 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     kv->dv = hp->head_dim_v;
     kv->hkv = hp->n_head_kv;
     kv->layer_group = loom_calloc((size_t)kv->n_layer, sizeof *kv->layer_group);
-    if (!kv->layer_group) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
+    kv->share = loom_calloc((size_t)kv->n_layer, sizeof *kv->share);
+    if (!kv->layer_group || !kv->share) {
+        llm_kv_free(kv);
+        return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
+    }
 
-    /* groups: one per distinct layer type, in order of first appearance */
+    /* groups: one per distinct layer type, in order of first appearance; a group's
+     * layers have one K/V shape; a sharing layer reads an earlier layer of its group */
     llm_kv_layer_type gt[LLM_KV_MAX_GROUPS];
     for (int il = 0; il < kv->n_layer; il++) {
-        llm_kv_layer_type t = types ? types[il] : (llm_kv_layer_type){0, 0};
+        llm_kv_layer_type t = types ? types[il] : (llm_kv_layer_type){0};
         if (t.window < 0 || t.chunk < 0) {
             llm_kv_free(kv);
             return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk", il);
         }
         int g = 0;
         while (g < kv->n_groups && !same_type(gt[g], t)) g++;
+        int64_t dk, dv, hkv;
+        layer_dims(&t, hp, &dk, &dv, &hkv);
         if (g == kv->n_groups) {
             if (g == LLM_KV_MAX_GROUPS) {
                 llm_kv_free(kv);
@@ -81,9 +100,29 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
                                       LLM_KV_MAX_GROUPS);
             }
             gt[kv->n_groups++] = t;
+            kv->grp[g].dk = dk;
+            kv->grp[g].dv = dv;
+            kv->grp[g].hkv = hkv;
+        } else if (kv->grp[g].dk != dk || kv->grp[g].dv != dv || kv->grp[g].hkv != hkv) {
+            llm_kv_free(kv);
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "layer %d: K/V shape %lld/%lld x %lld differs from its attention type's", il,
+                                  (long long)dk, (long long)dv, (long long)hkv);
         }
         kv->layer_group[il] = g;
-        kv->grp[g].n_layers++;
+        kv->share[il] = il;
+        if (t.share > 0) {
+            int src = t.share - 1;
+            if (src >= il || kv->share[src] != src || kv->layer_group[src] != g) {
+                llm_kv_free(kv);
+                return loom_error_set(err, LOOM_ERR_FORMAT,
+                                      "layer %d: cannot share layer %d's cache (an earlier layer of its type with "
+                                      "a cache of its own)", il, src);
+            }
+            kv->share[il] = src;
+        } else {
+            kv->grp[g].n_layers++;
+        }
     }
     const int64_t pad = kv->cfg.cache_padding;
     for (int g = 0; g < kv->n_groups; g++) {
@@ -103,15 +142,17 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
-            int64_t cells = kv->grp[kv->layer_group[il]].cells.n;
+            if (kv->share[il] != il) continue;
+            const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
+            int64_t cells = gr->cells.n;
             size_t krow = 0, vrow = 0;
-            if (loom_type_row_bytes(type, kv->dk, &krow) ||
-                loom_type_row_bytes(type, kv->cfg.permuted_v ? cells : kv->dv, &vrow)) {
+            if (loom_type_row_bytes(type, gr->dk, &krow) ||
+                loom_type_row_bytes(type, kv->cfg.permuted_v ? cells : gr->dv, &vrow)) {
                 llm_kv_free(kv);
                 return loom_error_set(err, LOOM_ERR_INTERNAL, "KV cache: bad row size");
             }
-            uint64_t kb = (uint64_t)krow * (uint64_t)kv->hkv * (uint64_t)cells;
-            uint64_t vb = (uint64_t)vrow * (uint64_t)kv->hkv * (uint64_t)(kv->cfg.permuted_v ? kv->dv : cells);
+            uint64_t kb = (uint64_t)krow * (uint64_t)gr->hkv * (uint64_t)cells;
+            uint64_t vb = (uint64_t)vrow * (uint64_t)gr->hkv * (uint64_t)(kv->cfg.permuted_v ? gr->dv : cells);
             kb = (kb + 31) / 32 * 32;
             vb = (vb + 31) / 32 * 32;
             loom_backend_account_cache(be, il, kb + vb);
@@ -138,11 +179,17 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return s;
     }
     for (int il = 0; il < kv->n_layer; il++) {
-        int64_t cells = kv->grp[kv->layer_group[il]].cells.n;
+        if (kv->share[il] != il) { /* sources come first */
+            kv->k[il] = kv->k[kv->share[il]];
+            kv->v[il] = kv->v[kv->share[il]];
+            continue;
+        }
+        const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
+        int64_t cells = gr->cells.n;
         loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
-        int64_t kne[3] = {kv->dk, kv->hkv, cells};
-        int64_t vne_p[3] = {cells, kv->dv, kv->hkv};
-        int64_t vne[3] = {kv->dv, kv->hkv, cells};
+        int64_t kne[3] = {gr->dk, gr->hkv, cells};
+        int64_t vne_p[3] = {cells, gr->dv, gr->hkv};
+        int64_t vne[3] = {gr->dv, gr->hkv, cells};
         kv->k[il] = loom_zeros(lc, type, 3, kne);
         kv->v[il] = loom_zeros(lc, type, 3, kv->cfg.permuted_v ? vne_p : vne);
         char name[LOOM_MAX_NAME];
@@ -168,6 +215,7 @@ void llm_kv_free(llm_kv_cache *kv) {
     loom_free(kv->k);
     loom_free(kv->v);
     loom_free(kv->layer_group);
+    loom_free(kv->share);
     for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
         llm_kv_cells_free(&kv->grp[g].cells);
         loom_free(kv->grp[g].mask);
@@ -266,23 +314,24 @@ void llm_kv_store_offsets(const llm_kv_cache *kv, int il, int64_t loc, size_t *k
 void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loom_tensor *v_cur,
                 loom_tensor **store) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
+    const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
     int64_t T = loom_tensor_ne(k_cur, 2);
     size_t k_off, v_off;
-    llm_kv_store_offsets(kv, il, kv->grp[kv->layer_group[il]].cells.loc, &k_off, &v_off);
+    llm_kv_store_offsets(kv, il, gr->cells.loc, &k_off, &v_off);
     /* K: 1-D view of T cells starting at cell loc. */
-    int64_t kn = kv->dk * kv->hkv * T;
+    int64_t kn = gr->dk * gr->hkv * T;
     loom_tensor *kview = loom_view(ctx, K, k_off, 1, &kn);
     loom_tensor *kcpy = loom_cpy(ctx, k_cur, kview);
     loom_ctx_forward(ctx, kcpy);
     loom_tensor *vview, *vcpy;
     if (kv->cfg.permuted_v) {
         /* value [dv,hkv,T] -> [T,dv,hkv]; target 2-D view [T, dv*hkv] with row stride cells. */
-        int64_t args[3] = {T, (int64_t)loom_tensor_nb(V, 1), kv->dv * kv->hkv};
+        int64_t args[3] = {T, (int64_t)loom_tensor_nb(V, 1), gr->dv * gr->hkv};
         vview = loom_view(ctx, V, v_off, 3, args);
         loom_tensor *vp = loom_permute(ctx, v_cur, 1, 2, 0, 3);
         vcpy = loom_cpy(ctx, vp, vview);
     } else {
-        int64_t vn = kv->dv * kv->hkv * T;
+        int64_t vn = gr->dv * gr->hkv * T;
         vview = loom_view(ctx, V, v_off, 1, &vn);
         vcpy = loom_cpy(ctx, v_cur, vview);
     }
@@ -297,17 +346,18 @@ void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loo
 
 void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor **k, loom_tensor **v) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
-    const llm_kv_cells *c = &kv->grp[kv->layer_group[il]].cells;
+    const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
+    const llm_kv_cells *c = &gr->cells;
     const int64_t L = c->L;
     size_t k_off, v_off;
     llm_kv_store_offsets(kv, il, c->start, &k_off, &v_off);
-    int64_t kargs[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv, (int64_t)loom_tensor_nb(K, 2), L};
+    int64_t kargs[5] = {gr->dk, (int64_t)loom_tensor_nb(K, 1), gr->hkv, (int64_t)loom_tensor_nb(K, 2), L};
     *k = loom_view(ctx, K, k_off, 5, kargs);
     if (kv->cfg.permuted_v) {
-        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), kv->dv, (int64_t)loom_tensor_nb(V, 2), kv->hkv};
+        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), gr->dv, (int64_t)loom_tensor_nb(V, 2), gr->hkv};
         *v = loom_view(ctx, V, v_off, 5, vargs);
     } else {
-        int64_t vargs[5] = {kv->dv, (int64_t)loom_tensor_nb(V, 1), kv->hkv, (int64_t)loom_tensor_nb(V, 2), L};
+        int64_t vargs[5] = {gr->dv, (int64_t)loom_tensor_nb(V, 1), gr->hkv, (int64_t)loom_tensor_nb(V, 2), L};
         *v = loom_view(ctx, V, v_off, 5, vargs);
     }
 }
@@ -371,8 +421,9 @@ loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const i
     if (batch > 4096) batch = 4096;
     bool q = quantized(kv->type);
     int32_t *ids = NULL;
+    const int64_t hkv = kv->grp[g].hkv, dk = kv->grp[g].dk, dv = kv->grp[g].dv;
     if (q) {
-        ids = loom_malloc((size_t)batch * (size_t)kv->hkv * sizeof *ids);
+        ids = loom_malloc((size_t)batch * (size_t)hkv * sizeof *ids);
         if (!ids) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory (cell copies)");
     }
     loom_status s = LOOM_OK;
@@ -385,24 +436,24 @@ loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const i
         loom_tensor *ids_t = NULL;
         if (q) {
             for (int64_t i = 0; i < cnt; i++)
-                for (int64_t h = 0; h < kv->hkv; h++) ids[i * kv->hkv + h] = (int32_t)(src[off + i] * kv->hkv + h);
-            int64_t ne = cnt * kv->hkv;
+                for (int64_t h = 0; h < hkv; h++) ids[i * hkv + h] = (int32_t)(src[off + i] * hkv + h);
+            int64_t ne = cnt * hkv;
             ids_t = loom_from_i32(loom_ctx_input(ctx), ids, (size_t)ne, 1, &ne);
         }
         for (int il = 0; il < kv->n_layer; il++) {
-            if (kv->layer_group[il] != g) continue;
+            if (kv->layer_group[il] != g || kv->share[il] != il) continue;
             loom_tensor *K = kv->k[il], *V = kv->v[il];
             for (int64_t i = 0; i < cnt; i++) {
                 int64_t a = src[off + i], d = dst[off + i];
-                copy_rows_cell(ctx, K, kv->dk, kv->hkv, kv->type, a, d, ids_t, i * kv->hkv);
+                copy_rows_cell(ctx, K, dk, hkv, kv->type, a, d, ids_t, i * hkv);
                 if (kv->cfg.permuted_v) {
                     size_t eb = loom_tensor_nb(V, 0);
-                    int64_t args[3] = {1, (int64_t)loom_tensor_nb(V, 1), kv->dv * kv->hkv};
+                    int64_t args[3] = {1, (int64_t)loom_tensor_nb(V, 1), dv * hkv};
                     loom_tensor *vs = loom_view(ctx, V, eb * (size_t)a, 3, args);
                     loom_tensor *vd = loom_view(ctx, V, eb * (size_t)d, 3, args);
                     loom_ctx_forward(ctx, loom_cpy(ctx, vs, vd));
                 } else {
-                    copy_rows_cell(ctx, V, kv->dv, kv->hkv, kv->type, a, d, ids_t, i * kv->hkv);
+                    copy_rows_cell(ctx, V, dv, hkv, kv->type, a, d, ids_t, i * hkv);
                 }
             }
         }

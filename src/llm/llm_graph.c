@@ -104,6 +104,7 @@ bool llm_layer_is_chunked(const llm_hparams_x *hx, int il) {
 
 bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
     if (hx->n_swa <= 0) return false;
+    if (hx->swa_listed) return il >= 0 && il < 4096 && (hx->swa_bits[il / 64] >> (il % 64) & 1);
     int p = hx->swa_period;
     if (p <= 1) return true;
     return il % p < p - 1;
@@ -232,6 +233,10 @@ loom_tensor *llm_layer_rope_factors(const loom_model *m, loom_ctx *ctx, int il) 
     return ly->rope_freqs;
 }
 
+int llm_layer_n_rot(const loom_model *m, int il) {
+    return m->layers && m->layers[il].n_rot > 0 ? m->layers[il].n_rot : m->hp.n_rot;
+}
+
 int llm_rope_key_offset(const loom_model *m) {
     /* deepseek2 keys end with their rope dims ([c ; k_pe] or [k_nope ; k_pe]) */
     return m->hx.kv_lora > 0 ? m->hp.head_dim_k - m->hp.n_rot : 0;
@@ -252,10 +257,11 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
                            loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask, float kq_scale,
                            float softcap, loom_tensor *sinks) {
     llm_kv_cache *kv = &m->kv;
-    const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->dv;
+    const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->grp[kv->layer_group[il]].dv;
     (void)mask; /* the cache gives each layer the mask of its type (full or window) */
     mask = llm_kv_layer_mask(kv, in->masks, il);
-    llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
+    /* a layer sharing an earlier layer's cache (k, v NULL) only reads it */
+    if (kv->share[il] == il) llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc, *a;
     llm_kv_get(ctx, kv, il, &kc, &vc);
     /* soft-capped scores (gemma2) and sinks (gpt-oss) are parameters of the fused kernel,

@@ -70,6 +70,8 @@ loom_tensor *llm_layer_rope_factors(const loom_model *m, loom_ctx *ctx, int il);
 void llm_mrope_fill(const llm_hparams_x *hx, int n_rot, float *ff);
 /* Those factors as an F32 [n_rot / 2] input of ctx; NULL when the model has none. */
 loom_tensor *llm_mrope_factors(const loom_model *m, loom_ctx *ctx);
+/* Layer il's rotary dims (gemma4's sliding layers have their own; else hp.n_rot). */
+int llm_layer_n_rot(const loom_model *m, int il);
 /* Where the rotated dims start in a cached key (deepseek2: after the others; else 0). */
 int llm_rope_key_offset(const loom_model *m);
 

@@ -23,8 +23,10 @@ loom_model_params loom_model_default_params(void) {
 
 /* Integer key "<arch>.<key>"; an array of equal integers (per-layer values) is
  * accepted too. Absent: *out = def, or NOT_FOUND when required. */
-loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
-                               int64_t def, int64_t *out, loom_error *err) {
+/* An integer key, or an array of them: one value for all layers, or (varying) the
+ * largest when varying is true, else LOOM_ERR_UNSUPPORTED. */
+static loom_status get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required, int64_t def,
+                               bool varying, int64_t *out, loom_error *err) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", arch, key);
     int64_t ki = loom_gguf_find_key(g, full);
@@ -45,16 +47,40 @@ loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *ke
                 return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' is not an integer array",
                                       full);
             if (j == 0) v = e;
-            else if (e != v)
+            else if (e != v && !varying)
                 return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
                                       "model: key '%s' varies per layer (%lld vs %lld)", full,
                                       (long long)v, (long long)e);
+            else if (e > v) v = e;
         }
     } else if (loom_gguf_kv_int(g, ki, &v)) {
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be an integer (is %s)", full,
                               loom_gguf_vtype_name(loom_gguf_kv_type(g, ki)));
     }
     *out = v;
+    return LOOM_OK;
+}
+
+loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required, int64_t def,
+                            int64_t *out, loom_error *err) {
+    return get_int_key(g, arch, key, required, def, false, out, err);
+}
+
+loom_status llm_get_layer_int(const loom_gguf *g, const char *arch, const char *key, int il, int n_layer, int64_t def,
+                              int64_t *out, loom_error *err) {
+    char full[256];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t ki = loom_gguf_find_key(g, full);
+    if (ki < 0) {
+        *out = def;
+        return LOOM_OK;
+    }
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY) return get_int_key(g, arch, key, false, def, false, out, err);
+    if (loom_gguf_kv_array_len(g, ki) != (uint64_t)n_layer)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' has %llu values for %d layers", full,
+                              (unsigned long long)loom_gguf_kv_array_len(g, ki), n_layer);
+    if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, out))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' is not an integer array", full);
     return LOOM_OK;
 }
 
@@ -123,13 +149,16 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     n_layer -= nextn;
     if ((s = llm_get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
-    if ((s = llm_get_int_key(g, arch, "attention.head_count_kv", false, n_head, &n_head_kv, err))) return s;
+    /* gemma4 gives head_count_kv and feed_forward_length per layer: the largest here,
+     * each layer's in its binding */
+    const bool per_layer = !strcmp(arch, "gemma4");
+    if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
     if (n_head % n_head_kv)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: head_count %lld is not a multiple of head_count_kv %lld",
                               (long long)n_head, (long long)n_head_kv);
-    if ((s = llm_get_int_key(g, arch, "feed_forward_length", true, 0, &n_ff, err))) return s;
+    if ((s = get_int_key(g, arch, "feed_forward_length", true, 0, per_layer, &n_ff, err))) return s;
     if ((s = check_range("feed_forward_length", n_ff, 1, LLM_MAX_DIM, err))) return s;
     int64_t def_dk = n_embd / n_head;
     if ((s = llm_get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;

@@ -32,6 +32,9 @@ typedef struct llm_layer {
     loom_tensor *ffn_exp_probs_b;                        /* expert selection bias [n_expert] */
     loom_tensor *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
     loom_tensor *ffn_gate_inp_shexp;                     /* qwen2moe: the shared expert's gate [n_embd] */
+    /* gemma4: per-layer input (gate, projection, norm), output scale, layer shapes */
+    loom_tensor *pl_inp_gate, *pl_proj, *pl_post_norm, *out_scale;
+    int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -58,6 +61,10 @@ typedef struct llm_layer {
 typedef struct llm_kv_layer_type {
     int32_t window; /* 0 = full history */
     int32_t chunk;  /* 0 = no chunks */
+    /* not part of the type (groups): this layer's K/V shape, 0 = the model's head_dim_k,
+     * head_dim_v, n_head_kv; share > 0: the layer reads layer share - 1's cache (same
+     * type) and has none of its own (gemma4's shared KV layers) */
+    int32_t dk, dv, hkv, share;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */
@@ -125,7 +132,8 @@ void llm_kv_cell_unset(llm_kv_cells *c, int64_t i, int s);
 /* One group's tensors and metadata. */
 typedef struct llm_kv_group {
     llm_kv_cells cells;
-    int n_layers;           /* layers in the group */
+    int n_layers;           /* layers in the group (with a cache of their own) */
+    int64_t dk, dv, hkv;    /* K/V shape of the group's layers (one per group) */
     float *mask;            /* host staging of the current mask (mask_cap floats) */
     size_t mask_cap;
 } llm_kv_group;
@@ -135,11 +143,12 @@ typedef struct llm_kv_cache {
     int n_layer;
     int n_seq, n_ctx, n_batch;
     loom_type type;
-    int64_t dk, dv, hkv;
+    int64_t dk, dv, hkv;    /* the model's; a layer's are its group's (grp[].dk ...) */
     loom_cache_config cfg;
     int n_groups;
     llm_kv_group grp[LLM_KV_MAX_GROUPS];
     int *layer_group;       /* [n_layer] */
+    int *share;             /* [n_layer] layer whose K/V a layer uses (itself, or its source) */
     loom_tensor **k;        /* [n_layer] K [dk, hkv, cells of its group] */
     loom_tensor **v;        /* [n_layer] V [cells, dv, hkv] (permuted) or [dv, hkv, cells] */
     int64_t cells;          /* cells of the largest group */
@@ -198,6 +207,11 @@ typedef struct llm_hparams_x {
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
     int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
     int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
+    bool swa_listed;         /* sliding layers given one by one (gemma4): swa_bits */
+    uint64_t swa_bits[64];   /* bit il: layer il slides (LLM layers <= 4096) */
+    int n_embd_pl;           /* gemma4 embedding_length_per_layer_input (0: none) */
+    int n_kv_from_start;     /* gemma4: layers >= this share an earlier layer's cache (n_layer: none) */
+    int head_dim_swa, n_rot_swa; /* gemma4 sliding layers' head dim and rotary dims */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
     int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */
     float attn_temp_offset;  /* llama4: temperature of floor((pos + offset) / floor) */
@@ -215,6 +229,7 @@ struct loom_model {
 
     loom_tensor *tok_embd, *output_norm, *output;
     loom_tensor *output_norm_b, *output_b; /* phi2, starcoder2 (NULL elsewhere) */
+    loom_tensor *pl_tok_embd, *pl_model_proj, *pl_proj_norm; /* gemma4 per-layer inputs */
     llm_layer *layers;
 
     llm_kv_layer_type *kv_types; /* [n_layer] attention type of each layer (see above) */
@@ -272,6 +287,10 @@ const char *llm_arch_names(void);
 /* model.c key and tensor helpers for arch_*.c. Keys are "<arch>.<key>". */
 loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,
                             int64_t def, int64_t *out, loom_error *err);
+/* Element il of a per-layer integer array key (n_layer values), or the key's single
+ * value, or def when absent. */
+loom_status llm_get_layer_int(const loom_gguf *g, const char *arch, const char *key, int il, int n_layer, int64_t def,
+                              int64_t *out, loom_error *err);
 loom_status llm_get_float_key(const loom_gguf *g, const char *arch, const char *key, double def,
                               double *out, bool *present, loom_error *err);
 /* The tensor name (printf fmt with the layer il) of shape [ne0, ne1, ne2] (ne2 = 1 for 2-D),

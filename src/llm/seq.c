@@ -84,7 +84,8 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     int64_t max_runs = (loom_backend_max_nodes(m->be) - 64) / per_run;
     if (max_runs < 1) max_runs = 1;
     int32_t *pos = loom_malloc((size_t)n_cells * sizeof *pos);
-    int32_t *rows = loom_malloc((size_t)n_cells * (size_t)kv->hkv * sizeof *rows);
+    const int64_t hkv = kv->grp[g].hkv, dk = kv->grp[g].dk;
+    int32_t *rows = loom_malloc((size_t)n_cells * (size_t)hkv * sizeof *rows);
     if (!pos || !rows) {
         loom_free(pos);
         loom_free(rows);
@@ -92,8 +93,8 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     }
     for (int64_t i = 0; i < n_cells; i++) pos[i] = delta;
     for (int64_t i = 0; i < n_cells; i++)
-        for (int64_t h = 0; h < kv->hkv; h++) rows[i * kv->hkv + h] = (int32_t)(cells[i] * kv->hkv + h);
-    const int64_t off = llm_rope_key_offset(m), nr = hp->n_rot;
+        for (int64_t h = 0; h < hkv; h++) rows[i * hkv + h] = (int32_t)(cells[i] * hkv + h);
+    const int64_t off = llm_rope_key_offset(m);
     /* quantized keys, or rope dims not at the start: read the rows as F32 */
     const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || off != 0;
     loom_status s = LOOM_OK;
@@ -113,27 +114,28 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
             loom_tensor *pt = loom_from_i32(in, pos + i, (size_t)len, 1, &ne1);
             loom_tensor *rt = NULL;
             if (q) {
-                int64_t nr = len * kv->hkv;
-                rt = loom_from_i32(in, rows + i * kv->hkv, (size_t)nr, 1, &nr);
+                int64_t nr = len * hkv;
+                rt = loom_from_i32(in, rows + i * hkv, (size_t)nr, 1, &nr);
             }
             for (int il = 0; il < hp->n_layer; il++) {
-                if (kv->layer_group[il] != g || !llm_layer_has_rope(m, il)) continue;
+                if (kv->layer_group[il] != g || kv->share[il] != il || !llm_layer_has_rope(m, il)) continue;
                 /* the layer's rope (base, scale, YaRN angles, factors) as a pure
                  * rotation: the magnitude factor was applied when the key was made
                  * (the kernel multiplies by 1 + 0.1 ln(1/scale) when YaRN is on) */
                 loom_rope_opts ro;
                 float base, scale;
+                const int64_t nr = llm_layer_n_rot(m, il);
                 llm_rope_layer(m, il, llm_layer_rope_factors(m, ctx, il), &ro, &base, &scale);
                 ro.attn_factor = ro.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * logf(1.0f / scale)) : 1.0f;
                 loom_tensor *K = kv->k[il];
                 size_t cb = loom_tensor_nb(K, 2);
-                int64_t args[5] = {kv->dk, (int64_t)loom_tensor_nb(K, 1), kv->hkv, (int64_t)cb, len};
+                int64_t args[5] = {dk, (int64_t)loom_tensor_nb(K, 1), hkv, (int64_t)cb, len};
                 loom_tensor *view = loom_view(ctx, K, cb * (size_t)c0, 5, args);
                 loom_tensor *src = view;
                 if (q) {
-                    int64_t ne2[2] = {kv->dk, kv->hkv * loom_tensor_ne(K, 2)};
+                    int64_t ne2[2] = {dk, hkv * loom_tensor_ne(K, 2)};
                     loom_tensor *rowsv = loom_get_rows(ctx, loom_reshape(ctx, K, 2, ne2), rt);
-                    int64_t ne3[3] = {kv->dk, kv->hkv, len};
+                    int64_t ne3[3] = {dk, hkv, len};
                     src = loom_reshape(ctx, rowsv, 3, ne3);
                 }
                 loom_tensor *r;
@@ -143,7 +145,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     /* rotate dims [off, off + n_rot) of each head: a contiguous copy of
                      * them, rotated, written back over a copy of the keys */
                     loom_tensor *s3 = src; /* F32 rows (q) */
-                    int64_t pa[5] = {nr, (int64_t)loom_tensor_nb(s3, 1), kv->hkv, (int64_t)loom_tensor_nb(s3, 2), len};
+                    int64_t pa[5] = {nr, (int64_t)loom_tensor_nb(s3, 1), hkv, (int64_t)loom_tensor_nb(s3, 2), len};
                     loom_tensor *part = loom_cont(ctx, loom_view(ctx, s3, (size_t)off * loom_tensor_nb(s3, 0), 5, pa));
                     loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro);
                     r = loom_set_2d(ctx, s3, rp, (size_t)off * loom_tensor_nb(s3, 0), loom_tensor_nb(s3, 1));

@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -79,6 +79,14 @@ Conventions followed (from the converter, read for facts):
   expert_feed_forward_length (intermediate_size_moe; feed_forward_length is the dense
   layers' intermediate_size_mlp), gate_up split into ffn_gate_exps / ffn_up_exps, shared
   expert, rope_freqs of Llama-3 factors; F32 matrices.
+- Gemma 4 (gemma4): the converter's Gemma4Model keys (sliding_window_pattern as one
+  boolean per layer, key/value_length for full and *_swa for sliding layers,
+  rope.dimension_count(_swa), head_count_kv and feed_forward_length per layer,
+  shared_kv_layers, embedding_length_per_layer_input), per-layer input tensors
+  (per_layer_token_embd / per_layer_model_proj / per_layer_proj_norm, blk.N.inp_gate /
+  proj / post_norm), layer_output_scale, rope_freqs of the "proportional" rope (1 for the
+  turning pairs, 1e30 for the others), no attn_v on full layers and no K weights on the
+  shared-cache layers; norms without Gemma's +1 (the Gemma 4 converter's norm_shift 0).
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -913,6 +921,64 @@ def llama4(m, NV):
     m.add_vals("rope_freqs.weight", llama3_factors(D, 500000.0, 16.0, 1.0, 4.0, 8))
 
 
+def gemma4(m, NV):
+    # Gemma-4-E2B-like: 48 wide, 4 heads; sliding layers (pattern swa, swa, full twice)
+    # with head 16, 2 KV heads and full rotary, full layers with head 32, 1 KV head, no
+    # attn_v (V = K's projection) and the converter's "proportional" rope_freqs (4 of 16
+    # pairs turn, the rest 1e30); the last 3 layers share the caches of layers 1 and 2
+    # (shared_kv_layers, no attn_k / k norm of their own) and have double-wide MLPs (a
+    # per-layer feed_forward_length); per-layer inputs of 8; layer output scales; final
+    # soft-cap 30; tied output; F32 matrices
+    E, H, NL, DS, DF, NPL = 48, 4, 6, 16, 32, 8
+    swa = [True, True, False, True, True, False]
+    shared = 3
+    ff = [64 if i < NL - shared else 128 for i in range(NL)]
+    common(m, E, NL, H, 2, 64, 131072, 1e-6, DF, FT_F32)
+    m.kvs = [kv for kv in m.kvs if not kv[0].endswith((".feed_forward_length", ".attention.head_count_kv"))]
+    m.kvs.append((m.arch + ".feed_forward_length", T_ARR, (T_U32, ff)))
+    m.kvs.append((m.arch + ".attention.head_count_kv", T_ARR, (T_U32, [2 if w else 1 for w in swa])))
+    m.kvs.append((m.arch + ".attention.sliding_window_pattern", T_ARR, (T_BOOL, swa)))
+    m.kv("attention.sliding_window", T_U32, 6)
+    m.kv("attention.key_length_swa", T_U32, DS)
+    m.kv("attention.value_length_swa", T_U32, DS)
+    m.kv("attention.shared_kv_layers", T_U32, shared)
+    m.kv("embedding_length_per_layer_input", T_U32, NPL)
+    m.kv("rope.dimension_count", T_U32, DF)
+    m.kv("rope.dimension_count_swa", T_U32, DS)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("rope.freq_base_swa", T_F32, 10000.0)
+    m.kv("final_logit_softcapping", T_F32, 30.0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add("per_layer_token_embd.weight", [NPL * NL, NV], 0.5)
+    m.mat("per_layer_model_proj.weight", E, NPL * NL)
+    m.norm("per_layer_proj_norm.weight", NPL)
+    for i in range(NL):
+        b = "blk.%d." % i
+        D, HKV = (DS, 2) if swa[i] else (DF, 1)
+        own = i < NL - shared
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        if own:
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            if swa[i]:
+                m.mat(b + "attn_v.weight", E, HKV * D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, ff[i])
+        m.mat(b + "ffn_up.weight", E, ff[i])
+        m.mat(b + "ffn_down.weight", ff[i], E)
+        m.norm(b + "post_ffw_norm.weight", E)
+        m.mat(b + "inp_gate.weight", E, NPL)
+        m.mat(b + "proj.weight", NPL, E)
+        m.norm(b + "post_norm.weight", E)
+        m.add(b + "layer_output_scale.weight", [1], 0.1, 0.8)
+    m.norm("output_norm.weight", E)
+    m.add_vals("rope_freqs.weight", [1.0] * 4 + [1e30] * (DF // 2 - 4))
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -920,9 +986,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4")
+           "glm4moe", "llama4", "gemma4")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
