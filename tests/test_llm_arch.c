@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 30, "indep.txt lists %d models, expected the 30 files", n);
+    CHECK_MSG(n >= 31, "indep.txt lists %d models, expected the 31 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -384,6 +384,10 @@ static void bad_files(void) {
          "blk.2.inp_gate.weight"},
         {"gemma4", "a layer without K", {.u32_key = "gemma4.attention.shared_kv_layers", .u32_val = 0},
          LOOM_ERR_NOT_FOUND, "blk.3.attn_k.weight"},
+        {"gemma4moe", "router without expert_count", {.drop = "gemma4.expert_count"}, LOOM_ERR_FORMAT,
+         "gemma4.expert_count"},
+        {"gemma4moe", "missing router scale", {.drop = "blk.1.ffn_gate_inp.scale"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.ffn_gate_inp.scale"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

@@ -20,8 +20,11 @@
  *     1/sqrt(2); after each layer h += rms_norm(Wproj (gelu(Wgate h) * pl[il])) * post_norm;
  *   - an optional per-layer output scale, embeddings * sqrt(n_embd), tied output,
  *     final soft-cap (30 when the key is absent, as llama.cpp).
- * Mixture-of-experts layers (Gemma 4 26B-A4B) are not supported yet: such a file is
- * refused with a message naming the router tensor.
+ *   - 26B-A4B: layers with a router run experts beside the MLP: the MLP's output
+ *     normed by post_ffw_norm_1, plus the experts (GELU, softmax top-k renormalised,
+ *     router on rms_norm(h) / sqrt(n_embd) * ffn_gate_inp.scale, optional per-expert
+ *     output scales) on rms_norm(h) * pre_ffw_norm_2, normed by post_ffw_norm_2; then
+ *     post_ffw_norm over the sum.
  */
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +105,9 @@ loom_status llm_gemma4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
     if (has && !(d >= 0)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.final_logit_softcapping = %g is out of range", a, d);
     hx->final_softcap = (float)d;
     hx->embd_scale = sqrtf((float)hp->n_embd);
+    /* 26B-A4B: experts beside the MLP on the layers that have a router */
+    if ((s = llm_get_int_key(g, a, "expert_count", false, 0, &v, err))) return s;
+    if (v > 0 && (s = llm_arch_moe_keys(g, hp, hx, err))) return s;
     return LOOM_OK;
 }
 
@@ -155,12 +161,25 @@ loom_status llm_gemma4_bind(loom_model *m, loom_error *err) {
             L->pl_proj = llm_bind_tensor(be, true, NPL, E, 1, err, &st, "blk.%d.proj.weight", il);
             L->pl_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_norm.weight", il);
         }
+        const int64_t NE = hx->n_expert, FE = hx->n_ff_exp;
+        L->ffn_gate_inp = llm_bind_tensor(be, false, E, NE > 0 ? NE : 1, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+        if (L->ffn_gate_inp && NE == 0)
+            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: blk.%d.ffn_gate_inp.weight (a router) without "
+                                "%s.expert_count", il, hp->arch);
+        if (L->ffn_gate_inp) {
+            L->ffn_gate_inp_s = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_gate_inp.scale", il);
+            L->ffn_pre_norm_2 = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.pre_ffw_norm_2.weight", il);
+            L->ffn_post_norm_1 = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_ffw_norm_1.weight", il);
+            L->ffn_post_norm_2 = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_ffw_norm_2.weight", il);
+            L->ffn_gate_up_exps = llm_bind_tensor(be, false, E, 2 * FE, NE, err, &st, "blk.%d.ffn_gate_up_exps.weight", il);
+            if (!L->ffn_gate_up_exps) {
+                L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
+                L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
+            }
+            L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+            L->ffn_down_exps_s = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.ffn_down_exps.scale", il);
+        }
         if (st) break;
-        char rn[64];
-        snprintf(rn, sizeof rn, "blk.%d.ffn_gate_inp.weight", il);
-        if (loom_backend_get_tensor(be, rn))
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: mixture-of-experts layers (%s) are not "
-                                  "supported yet", hp->arch, rn);
         /* the cache: this layer's shape; shared layers read their source's */
         llm_kv_layer_type *t = &m->kv_types[il];
         t->dk = t->dv = (int32_t)D;
@@ -176,6 +195,50 @@ static loom_tensor *rope_l(const loom_model *m, loom_ctx *ctx, loom_tensor *x, l
     float base, scale;
     llm_rope_layer(m, il, ly->rope_freqs, &ro, &base, &scale);
     return loom_rope(ctx, x, pos, ly->n_rot, base, scale, &ro);
+}
+
+/* The experts of a gemma4 layer on n [E, T] (llama.cpp's build_moe_ffn with the router
+ * logits of rms_norm(a) / sqrt(E) * ffn_gate_inp.scale, a: the attention output):
+ * softmax, top-k, weights renormalised, GELU experts (F16 table), optional per-expert
+ * output scales. */
+static loom_tensor *gemma4_moe(const loom_model *m, loom_ctx *ctx, const llm_layer *ly, loom_tensor *n, loom_tensor *a,
+                               int il) {
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(n, 1), NE = hx->n_expert, K = hx->n_expert_used;
+    const int64_t FE = hx->n_ff_exp;
+    loom_tensor *t = loom_scale(ctx, loom_rms_norm(ctx, a, NULL, m->hp.rms_eps), 1.0f / sqrtf((float)E));
+    t = loom_mul(ctx, t, ly->ffn_gate_inp_s);
+    loom_tensor *probs = loom_softmax(ctx, llm_named(loom_mul_mat(ctx, ly->ffn_gate_inp, t), "ffn_moe_logits", il));
+    loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, probs, (int)K)); /* [K, T] */
+    const int64_t ne_p[3] = {1, NE, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_x[3] = {E, 1, T};
+    loom_tensor *w = loom_reshape(ctx, loom_get_rows(ctx, loom_reshape(ctx, probs, 3, ne_p), sel), 2, ne_kt);
+    w = loom_div(ctx, w, loom_clamp(ctx, loom_sum_rows(ctx, w), 6.103515625e-5f, INFINITY));
+    w = llm_named(loom_reshape(ctx, w, 3, ne_1kt), "ffn_moe_weights", il);
+    loom_tensor *xr = loom_reshape(ctx, n, 3, ne_x);
+    loom_tensor *g, *u;
+    if (ly->ffn_gate_up_exps) {
+        loom_tensor *gu = loom_mul_mat_id(ctx, ly->ffn_gate_up_exps, xr, sel); /* [2 FE, K, T] */
+        const int64_t args[5] = {FE, (int64_t)loom_tensor_nb(gu, 1), K, (int64_t)loom_tensor_nb(gu, 2), T};
+        g = loom_cont(ctx, loom_view(ctx, gu, 0, 5, args));
+        u = loom_cont(ctx, loom_view(ctx, gu, (size_t)FE * loom_tensor_nb(gu, 0), 5, args));
+    } else {
+        g = loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel);
+        u = loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel);
+    }
+    loom_tensor *y = loom_mul_mat_id(ctx, ly->ffn_down_exps, loom_mul(ctx, loom_gelu_f16(ctx, g), u), sel); /* [E, K, T] */
+    if (ly->ffn_down_exps_s) {
+        const int64_t ne_s[2] = {1, NE}, ne_f[1] = {K * T};
+        loom_tensor *sc = loom_get_rows(ctx, loom_reshape(ctx, ly->ffn_down_exps_s, 2, ne_s), loom_reshape(ctx, sel, 1, ne_f));
+        y = loom_mul(ctx, y, loom_reshape(ctx, sc, 3, ne_1kt));
+    }
+    y = loom_mul(ctx, y, w);
+    loom_tensor *out = NULL;
+    for (int64_t e = 0; e < K; e++) {
+        const int64_t args[3] = {E, (int64_t)loom_tensor_nb(y, 2), T};
+        loom_tensor *ve = loom_view(ctx, y, (size_t)e * loom_tensor_nb(y, 1), 3, args);
+        out = out ? loom_add(ctx, out, ve) : (K == 1 ? loom_cont(ctx, ve) : ve);
+    }
+    return llm_named(out, "ffn_moe_out", il);
 }
 
 /* [n_pl, T, n_layer]: the per-layer inputs of the batch (h0: the scaled embeddings) */
@@ -226,6 +289,11 @@ loom_tensor *llm_gemma4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *gt = loom_gelu_f16(ctx, loom_mul_mat(ctx, ly->ffn_gate, x)); /* as llama.cpp */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_mul(ctx, gt, loom_mul_mat(ctx, ly->ffn_up, x)));
+        if (ly->ffn_gate_inp) { /* experts beside the MLP, each branch normed */
+            x = loom_rms_norm(ctx, x, ly->ffn_post_norm_1, eps);
+            loom_tensor *n2 = loom_rms_norm(ctx, h, ly->ffn_pre_norm_2, eps);
+            x = loom_add(ctx, x, loom_rms_norm(ctx, gemma4_moe(m, ctx, ly, n2, h, il), ly->ffn_post_norm_2, eps));
+        }
         x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
         h = llm_named(loom_add(ctx, x, h), "ffn_out", il);
         if (pls) {

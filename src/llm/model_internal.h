@@ -34,6 +34,9 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_inp_shexp;                     /* qwen2moe: the shared expert's gate [n_embd] */
     /* gemma4: per-layer input (gate, projection, norm), output scale, layer shapes */
     loom_tensor *pl_inp_gate, *pl_proj, *pl_post_norm, *out_scale;
+    /* gemma4 experts beside the MLP: router input scale, norms, fused gate|up, down scales */
+    loom_tensor *ffn_gate_inp_s, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *ffn_gate_up_exps,
+        *ffn_down_exps_s;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
 } llm_layer;
 

@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -87,6 +87,9 @@ Conventions followed (from the converter, read for facts):
   proj / post_norm), layer_output_scale, rope_freqs of the "proportional" rope (1 for the
   turning pairs, 1e30 for the others), no attn_v on full layers and no K weights on the
   shared-cache layers; norms without Gemma's +1 (the Gemma 4 converter's norm_shift 0).
+  "gemma4moe" (26B-A4B-like): experts beside every MLP, router ffn_gate_inp (+ .scale),
+  pre_ffw_norm_2 / post_ffw_norm_1 / post_ffw_norm_2, fused ffn_gate_up_exps or separate
+  gate / up, ffn_down_exps.scale (the converter's per_expert_scale).
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -979,6 +982,63 @@ def gemma4(m, NV):
     m.add_vals("rope_freqs.weight", [1.0] * 4 + [1e30] * (DF // 2 - 4))
 
 
+def gemma4moe(m, NV):
+    # Gemma-4-26B-A4B-like (architecture gemma4): 4 layers (sliding, full, sliding, full),
+    # no per-layer inputs or shared caches, each layer an MLP of 64 plus 5 GELU experts of
+    # 24, top 2 (router scale, pre/post norms, per-expert down scales), the experts' gate
+    # and up fused (ffn_gate_up_exps) on layers 0-1 and separate on 2-3; F32 matrices
+    E, H, NL, DS, DF, NE, NU, FE = 48, 4, 4, 16, 32, 5, 2, 24
+    swa = [True, False, True, False]
+    common(m, E, NL, H, 2, 64, 131072, 1e-6, DF, FT_F32)
+    m.kvs = [kv for kv in m.kvs if not kv[0].endswith(".attention.head_count_kv")]
+    m.kvs.append((m.arch + ".attention.head_count_kv", T_ARR, (T_U32, [2 if w else 1 for w in swa])))
+    m.kvs.append((m.arch + ".attention.sliding_window_pattern", T_ARR, (T_BOOL, swa)))
+    m.kv("attention.sliding_window", T_U32, 6)
+    m.kv("attention.key_length_swa", T_U32, DS)
+    m.kv("attention.value_length_swa", T_U32, DS)
+    m.kv("attention.shared_kv_layers", T_U32, 0)
+    m.kv("embedding_length_per_layer_input", T_U32, 0)
+    m.kv("rope.dimension_count", T_U32, DF)
+    m.kv("rope.dimension_count_swa", T_U32, DS)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("rope.freq_base_swa", T_F32, 10000.0)
+    m.kv("final_logit_softcapping", T_F32, 30.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        D, HKV = (DS, 2) if swa[i] else (DF, 1)
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, 64)
+        m.mat(b + "ffn_up.weight", E, 64)
+        m.mat(b + "ffn_down.weight", 64, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "ffn_gate_inp.scale", [E], 0.1, 1.0)
+        m.norm(b + "pre_ffw_norm_2.weight", E)
+        m.norm(b + "post_ffw_norm_1.weight", E)
+        m.norm(b + "post_ffw_norm_2.weight", E)
+        if i < 2:
+            m.mat(b + "ffn_gate_up_exps.weight", E, 2 * FE, NE)
+        else:
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.add(b + "ffn_down_exps.scale", [NE], 0.2, 1.0)
+    m.norm("output_norm.weight", E)
+    m.add_vals("rope_freqs.weight", [1.0] * 4 + [1e30] * (DF // 2 - 4))
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -986,9 +1046,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4", "gemma4")
+           "glm4moe", "llama4", "gemma4", "gemma4moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -996,7 +1056,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4"}.get(arch, arch)
     m = Model(name, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
     if arch in ("deepseek2", "deepseek2-lite"):
