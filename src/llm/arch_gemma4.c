@@ -162,10 +162,11 @@ loom_status llm_gemma4_bind(loom_model *m, loom_error *err) {
             L->pl_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_norm.weight", il);
         }
         const int64_t NE = hx->n_expert, FE = hx->n_ff_exp;
-        L->ffn_gate_inp = llm_bind_tensor(be, false, E, NE > 0 ? NE : 1, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
-        if (L->ffn_gate_inp && NE == 0)
-            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: blk.%d.ffn_gate_inp.weight (a router) without "
-                                "%s.expert_count", il, hp->arch);
+        char rn[64];
+        snprintf(rn, sizeof rn, "blk.%d.ffn_gate_inp.weight", il);
+        if (NE == 0 && !st && loom_backend_get_tensor(be, rn))
+            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: %s (a router) without %s.expert_count", rn, hp->arch);
+        if (NE > 0) L->ffn_gate_inp = llm_bind_tensor(be, false, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
         if (L->ffn_gate_inp) {
             L->ffn_gate_inp_s = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_gate_inp.scale", il);
             L->ffn_pre_norm_2 = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.pre_ffw_norm_2.weight", il);
