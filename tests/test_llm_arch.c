@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 31, "indep.txt lists %d models, expected the 31 files", n);
+    CHECK_MSG(n >= 32, "indep.txt lists %d models, expected the 32 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -388,6 +388,11 @@ static void bad_files(void) {
          "gemma4.expert_count"},
         {"gemma4moe", "missing router scale", {.drop = "blk.1.ffn_gate_inp.scale"}, LOOM_ERR_NOT_FOUND,
          "blk.1.ffn_gate_inp.scale"},
+        {"gemma3n", "missing LAuReL", {.drop = "blk.1.laurel_r.weight"}, LOOM_ERR_NOT_FOUND, "blk.1.laurel_r.weight"},
+        {"gemma3n", "missing AltUp unembedding", {.drop = "altup_unembd_proj.weight"}, LOOM_ERR_NOT_FOUND,
+         "altup_unembd_proj.weight"},
+        {"gemma3n", "no per-layer input size", {.drop = "gemma3n.embedding_length_per_layer_input"}, LOOM_ERR_NOT_FOUND,
+         "gemma3n.embedding_length_per_layer_input"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

@@ -145,6 +145,7 @@ static const llm_arch k_archs[] = {
     {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build},
     {"gemma2", LOOM_ROPE_NEOX, llm_gemma2_hparams, llm_gemma_bind, llm_gemma_build},
     {"gemma3", LOOM_ROPE_NEOX, llm_gemma3_hparams, llm_gemma_bind, llm_gemma_build},
+    {"gemma3n", LOOM_ROPE_NEOX, llm_gemma3n_hparams, llm_gemma3n_bind, llm_gemma3n_build},
     {"gemma4", LOOM_ROPE_NEOX, llm_gemma4_hparams, llm_gemma4_bind, llm_gemma4_build},
     {"gpt-oss", LOOM_ROPE_NEOX, llm_gptoss_hparams, llm_gptoss_bind, llm_gptoss_build},
 };

@@ -46,6 +46,12 @@ loom_tensor *llm_llama4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_gemma4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gemma4_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gemma4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+/* [n_pl, T, n_layer]: gemma3n / gemma4 per-layer inputs of the batch's tokens tok (h0:
+ * the scaled embeddings [n_embd, T]; m->hx.n_embd_pl and m->pl_* set). */
+loom_tensor *llm_gemma_per_layer_inputs(const loom_model *m, loom_ctx *ctx, loom_tensor *tok, loom_tensor *h0);
+loom_status llm_gemma3n_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gemma3n_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_gemma3n_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -242,8 +242,7 @@ static loom_tensor *gemma4_moe(const loom_model *m, loom_ctx *ctx, const llm_lay
     return llm_named(out, "ffn_moe_out", il);
 }
 
-/* [n_pl, T, n_layer]: the per-layer inputs of the batch (h0: the scaled embeddings) */
-static loom_tensor *per_layer_inputs(const loom_model *m, loom_ctx *ctx, loom_tensor *tok, loom_tensor *h0) {
+loom_tensor *llm_gemma_per_layer_inputs(const loom_model *m, loom_ctx *ctx, loom_tensor *tok, loom_tensor *h0) {
     const int64_t NPL = m->hx.n_embd_pl, NL = m->hp.n_layer, T = loom_tensor_ne(h0, 1);
     const int64_t ne3[3] = {NPL, NL, T};
     loom_tensor *pl = loom_reshape(ctx, loom_get_rows(ctx, m->pl_tok_embd, tok), 3, ne3);
@@ -262,7 +261,7 @@ loom_tensor *llm_gemma4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
     llm_inputs in;
     llm_graph_inputs(m, ctx, b, &in);
     loom_tensor *h = llm_named(loom_scale(ctx, loom_get_rows(ctx, m->tok_embd, in.tok), hx->embd_scale), "inp_scaled", -1);
-    loom_tensor *pls = NPL > 0 ? per_layer_inputs(m, ctx, in.tok, h) : NULL;
+    loom_tensor *pls = NPL > 0 ? llm_gemma_per_layer_inputs(m, ctx, in.tok, h) : NULL;
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
         const int64_t D = ly->head_dim, HKV = ly->n_head_kv;

@@ -37,6 +37,9 @@ typedef struct llm_layer {
     /* gemma4 experts beside the MLP: router input scale, norms, fused gate|up, down scales */
     loom_tensor *ffn_gate_inp_s, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *ffn_gate_up_exps,
         *ffn_down_exps_s;
+    /* gemma3n: AltUp (predict / correct coefficients, router), LAuReL */
+    loom_tensor *altup_correct_coef, *altup_correct_scale, *altup_predict_coef, *altup_router, *altup_router_norm;
+    loom_tensor *laurel_l, *laurel_r, *laurel_post_norm;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
 } llm_layer;
 
@@ -232,7 +235,8 @@ struct loom_model {
 
     loom_tensor *tok_embd, *output_norm, *output;
     loom_tensor *output_norm_b, *output_b; /* phi2, starcoder2 (NULL elsewhere) */
-    loom_tensor *pl_tok_embd, *pl_model_proj, *pl_proj_norm; /* gemma4 per-layer inputs */
+    loom_tensor *pl_tok_embd, *pl_model_proj, *pl_proj_norm; /* gemma3n / gemma4 per-layer inputs */
+    loom_tensor *altup_proj, *altup_unembd_proj;             /* gemma3n [E, E, n_altup - 1] */
     llm_layer *layers;
 
     llm_kv_layer_type *kv_types; /* [n_layer] attention type of each layer (see above) */

@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -90,6 +90,10 @@ Conventions followed (from the converter, read for facts):
   "gemma4moe" (26B-A4B-like): experts beside every MLP, router ffn_gate_inp (+ .scale),
   pre_ffw_norm_2 / post_ffw_norm_1 / post_ffw_norm_2, fused ffn_gate_up_exps or separate
   gate / up, ffn_down_exps.scale (the converter's per_expert_scale).
+- Gemma 3n (gemma3n): altup_proj / altup_unembd_proj [E, E, 3], per layer the AltUp
+  coefficients, router and norms and LAuReL's two projections and norm, per-layer
+  inputs, the Gemma 3 keys plus altup_active_idx / altup_num_inputs; sizes as llama.cpp
+  fixes them in code (4 streams, 256 per-layer dims, rank 64).
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -1039,6 +1043,58 @@ def gemma4moe(m, NV):
     m.add_vals("rope_freqs.weight", [1.0] * 4 + [1e30] * (DF // 2 - 4))
 
 
+def gemma3n(m, NV):
+    # Gemma-3n-like with llama.cpp's fixed sizes (4 AltUp streams, per-layer inputs of 256,
+    # LAuReL rank 64): 32 wide, 2 heads of 16, 1 KV head, 2 layers (sliding_window_pattern
+    # 2 as a number: layer 0 sliding, layer 1 full; the converter's per-layer list is not
+    # read by llama.cpp), both with activation sparsity; F32 matrices but the per-layer
+    # token table (F16, 256 x 2 x 512: the file's bulk)
+    E, H, HKV, D, F, NL, NPL, LR, A = 32, 2, 1, 16, 64, 2, 256, 64, 4
+    common(m, E, NL, H, HKV, F, 32768, 1e-6, D, FT_F32)
+    m.kv("attention.sliding_window", T_U32, 6)
+    m.kv("attention.sliding_window_pattern", T_U32, 2)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("rope.freq_base_swa", T_F32, 10000.0)
+    m.kv("final_logit_softcapping", T_F32, 30.0)
+    m.kv("altup_active_idx", T_U32, 0)
+    m.kv("altup_num_inputs", T_U32, A)
+    m.kv("embedding_length_per_layer_input", T_U32, NPL)
+    m.kv("attention.shared_kv_layers", T_U32, 0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add("per_layer_token_embd.weight", [NPL * NL, NV], 0.5, force=GGML_F16)
+    m.mat("per_layer_model_proj.weight", E, NPL * NL)
+    m.norm("per_layer_proj_norm.weight", NPL)
+    m.mat("altup_proj.weight", E, E, A - 1)
+    m.mat("altup_unembd_proj.weight", E, E, A - 1)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+        m.mat(b + "inp_gate.weight", E, NPL)
+        m.mat(b + "proj.weight", NPL, E)
+        m.norm(b + "post_norm.weight", E)
+        m.add(b + "altup_correct_coef.weight", [A, A], 0.3)
+        m.norm(b + "altup_correct_scale.weight", E)
+        m.add(b + "altup_predict_coef.weight", [A, A * A], 0.3)
+        m.mat(b + "altup_router.weight", E, A)
+        m.norm(b + "altup_router_norm.weight", E)
+        m.mat(b + "laurel_l.weight", E, LR)
+        m.mat(b + "laurel_r.weight", LR, E)
+        m.norm(b + "laurel_post_norm.weight", E)
+    m.norm("output_norm.weight", E)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -1046,9 +1102,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4", "gemma4", "gemma4moe")
+           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
