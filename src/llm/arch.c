@@ -140,6 +140,7 @@ static const llm_arch k_archs[] = {
     {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},
     {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},
     {"deepseek2", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build},
+    {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build},
     {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build},
     {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build},
     {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build},

@@ -1,6 +1,8 @@
 /*
  * arch_deepseek2.c - DeepSeek-V2 / V2.5 / V3 and their kin (general.architecture
- * "deepseek2": DeepSeek-Coder-V2, DeepSeek-V2-Lite, Moonlight ...): multi-head latent
+ * "deepseek2": DeepSeek-Coder-V2, DeepSeek-V2-Lite, Moonlight ...; "mistral4": Mistral's
+ * models of this design, the same graph, llama.cpp's YaRN mscale special case aside):
+ * multi-head latent
  * attention and a mixture of experts with shared experts, as llama.cpp's deepseek2
  * graph.
  *
@@ -25,6 +27,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -35,7 +38,7 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     if ((s = llm_arch_yarn_keys(g, hp, hx, err))) return s;
     /* llama.cpp: the converter wrote 0.1 * mscale_all_dim */
     hx->yarn_log_mul /= 0.1f;
-    hx->yarn_mscale_all = true;
+    hx->yarn_mscale_all = !strcmp(hp->arch, "deepseek2"); /* llama.cpp's special case is deepseek2's only (not mistral4) */
     const char *a = hp->arch;
     /* older DeepSeek V2/V2.5 files have no gating key: softmax */
     if ((s = llm_ds_moe_keys(g, hp, hx, 1, err))) return s;

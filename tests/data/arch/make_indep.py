@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -94,6 +94,8 @@ Conventions followed (from the converter, read for facts):
   coefficients, router and norms and LAuReL's two projections and norm, per-layer
   inputs, the Gemma 3 keys plus altup_active_idx / altup_num_inputs; sizes as llama.cpp
   fixes them in code (4 streams, 256 per-layer dims, rank 64).
+- mistral4: the deepseek2 (V3-like) writer under that architecture name (llama.cpp runs
+  the deepseek2 graph without its mscale = mscale_all_dim special case).
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -1102,20 +1104,20 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
     # activations, and the test's tight F32-to-F32 check applies
-    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
+    mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
     name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4"}.get(arch, arch)
     m = Model(name, 20261202 + seeds[arch], mtype)
     NV = n_vocab_of(vocab)
-    if arch in ("deepseek2", "deepseek2-lite"):
+    if arch in ("deepseek2", "deepseek2-lite", "mistral4"):
         deepseek2(m, NV, arch == "deepseek2-lite")
     elif arch in ("command-r", "cohere2"):
         cohere(m, NV, arch == "cohere2")
