@@ -11,6 +11,9 @@
  *     x = rms_norm(h) * ffn_norm
  *     h = h + (Wdown (silu(Wgate x) * Wup x)) * residual_scale
  *   logits = Woutput (rms_norm(h) * output_norm) / logit_scale   (logit_scale required)
+ * granitemoe (Granite 3.x MoE, 1B-A400M / 3B-A800M): the same block with experts of
+ * feed_forward_length in place of the MLP (softmax, top-k renormalised) and an optional
+ * shared expert.
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,8 +49,33 @@ loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     return LOOM_OK;
 }
 
+/* Granite 3.x MoE (granitemoe): the granite keys plus experts feed_forward_length wide
+ * (softmax router, weights renormalised, as llama.cpp's granite graph) and an optional
+ * shared expert (expert_shared_feed_forward_length). */
+loom_status llm_granitemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_granite_hparams(g, hp, hx, err);
+    if (!s) s = llm_arch_moe_keys(g, hp, hx, err);
+    if (s) return s;
+    hx->n_ff_exp = hp->n_ff;
+    int64_t v;
+    if ((s = llm_get_int_key(g, hp->arch, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
+    if (v < 0 || v > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              hp->arch, (long long)v);
+    hx->n_ff_shexp = (int)v;
+    return LOOM_OK;
+}
+
 loom_status llm_granite_bind(loom_model *m, loom_error *err) {
     loom_status s = llm_bind_llama(m, err);
+    if (s) return s;
+    const int64_t E = m->hp.n_embd, FS = m->hx.n_ff_shexp;
+    for (int il = 0; il < m->hp.n_layer && FS > 0 && !s; il++) {
+        llm_layer *L = &m->layers[il];
+        L->ffn_gate_shexp = llm_bind_tensor(m->be, true, E, FS, 1, err, &s, "blk.%d.ffn_gate_shexp.weight", il);
+        L->ffn_up_shexp = llm_bind_tensor(m->be, true, E, FS, 1, err, &s, "blk.%d.ffn_up_shexp.weight", il);
+        L->ffn_down_shexp = llm_bind_tensor(m->be, true, FS, E, 1, err, &s, "blk.%d.ffn_down_shexp.weight", il);
+    }
     if (s) return s;
     /* Granite 3.x dense has no MLP biases; a file with them would compute something else */
     static const char *const bias[3] = {"ffn_gate", "ffn_up", "ffn_down"};
@@ -93,8 +121,18 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
         }
         h = llm_named(loom_add(ctx, residual(ctx, hx, x), r), "ffn_inp", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x), *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+        if (ly->ffn_gate_inp) {
+            loom_tensor *n = x;
+            x = llm_moe_ffn_ext(ctx, ly, n, hx->n_expert, hx->n_expert_used, LLM_MOE_SOFTMAX, true, 0.0f, 0.0f, il);
+            if (ly->ffn_gate_shexp) {
+                loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate_shexp, n), *u = loom_mul_mat(ctx, ly->ffn_up_shexp, n);
+                x = loom_add(ctx, x, loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, g, u)));
+            }
+        } else {
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x), *u = loom_mul_mat(ctx, ly->ffn_up, x);
+            x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+        }
+        x = llm_named(x, "ffn_out", il);
         h = llm_named(loom_add(ctx, residual(ctx, hx, x), h), "l_out", il);
     }
     h = llm_named(loom_rms_norm(ctx, h, m->output_norm, eps), "result_norm", -1);

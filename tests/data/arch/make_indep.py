@@ -11,7 +11,7 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4 granitemoe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -318,10 +318,17 @@ def exaone(m, NV):
     m.add_vals("rope_freqs.weight", factors)
 
 
-def granite(m, NV):
-    # Granite-3-like: 48 wide, 4 heads of 12, 2 KV heads, 2 layers; multipliers that bite
-    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 2
+def granite(m, NV, moe=False):
+    # Granite-3-like: 48 wide, 4 heads of 12, 2 KV heads, 2 layers; multipliers that bite;
+    # moe (granitemoe, Granite-3.1-MoE-like with the shared expert of GraniteMoeShared):
+    # 6 experts of 32 (feed_forward_length), top 2, a shared expert of 40
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, (32 if moe else 96), 2
+    NE, NU, FS = 6, 2, 40
     common(m, E, NL, H, HKV, F, 4096, 1e-5, None, FT_F32)
+    if moe:
+        m.kv("expert_count", T_U32, NE)
+        m.kv("expert_used_count", T_U32, NU)
+        m.kv("expert_shared_feed_forward_length", T_U32, FS)
     m.kv("vocab_size", T_U32, NV)
     m.kv("rope.dimension_count", T_U32, D)
     m.kv("rope.freq_base", T_F32, 10000.0)
@@ -338,9 +345,18 @@ def granite(m, NV):
         m.mat(b + "attn_v.weight", E, HKV * D)
         m.mat(b + "attn_output.weight", H * D, E)
         m.norm(b + "ffn_norm.weight", E)
-        m.mat(b + "ffn_gate.weight", E, F)
-        m.mat(b + "ffn_up.weight", E, F)
-        m.mat(b + "ffn_down.weight", F, E)
+        if moe:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.mat(b + "ffn_gate_exps.weight", E, F, NE)
+            m.mat(b + "ffn_up_exps.weight", E, F, NE)
+            m.mat(b + "ffn_down_exps.weight", F, E, NE)
+            m.mat(b + "ffn_gate_shexp.weight", E, FS)
+            m.mat(b + "ffn_up_shexp.weight", E, FS)
+            m.mat(b + "ffn_down_shexp.weight", FS, E)
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
     m.norm("output_norm.weight", E)
 
 
@@ -1104,9 +1120,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n")
+           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1123,6 +1139,8 @@ def main():
         cohere(m, NV, arch == "cohere2")
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
+    elif arch == "granitemoe":
+        granite(m, NV, True)
     elif arch in new:
         globals()[arch](m, NV)
     else:
