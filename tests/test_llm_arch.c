@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 34, "indep.txt lists %d models, expected the 34 files", n);
+    CHECK_MSG(n >= 35, "indep.txt lists %d models, expected the 35 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -395,6 +395,10 @@ static void bad_files(void) {
          "gemma3n.embedding_length_per_layer_input"},
         {"granitemoe", "missing shared expert", {.drop = "blk.0.ffn_down_shexp.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.ffn_down_shexp.weight"},
+        {"ernie4_5-moe", "no interleave step", {.drop = "ernie4_5-moe.interleave_moe_layer_step"}, LOOM_ERR_NOT_FOUND,
+         "ernie4_5-moe.interleave_moe_layer_step"},
+        {"ernie4_5-moe", "experts on the dense layer", {.u32_key = "ernie4_5-moe.leading_dense_block_count", .u32_val = 0},
+         LOOM_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.weight"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

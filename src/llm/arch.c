@@ -123,6 +123,7 @@ static const llm_arch k_archs[] = {
     {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama},
     {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* q/k/v split by the converter */
     {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},  /* ERNIE 4.5 dense: optional wo bias */
+    {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},    /* FFN norm named post_attention_norm */
     {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama},
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama},

@@ -52,6 +52,8 @@ loom_tensor *llm_gemma_per_layer_inputs(const loom_model *m, loom_ctx *ctx, loom
 loom_status llm_gemma3n_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gemma3n_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gemma3n_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_ernie45moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_ernie45moe_bind(loom_model *m, loom_error *err);
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

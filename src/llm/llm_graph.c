@@ -74,10 +74,15 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
     loom_tensor *h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
     x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
     if (ly->ffn_gate_inp) {
-        /* Mixtral-style llama: softmax router, top-k, weights renormalised (llama.cpp's
-         * llama graph), optional expert_weights_scale */
-        x = llm_moe_ffn_ext(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true,
+        /* Mixtral-style llama: softmax router (+ ernie's selection bias), top-k, weights
+         * renormalised (llama.cpp's llama graph), optional expert_weights_scale */
+        loom_tensor *n = x;
+        x = llm_moe_ffn_ext(ctx, ly, n, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true,
                             m->hx.expert_weights_scale, 0.0f, il);
+        if (ly->ffn_gate_shexp) { /* ernie4_5-moe's shared experts */
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate_shexp, n), *u = loom_mul_mat(ctx, ly->ffn_up_shexp, n);
+            x = loom_add(ctx, x, loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, g, u)));
+        }
     } else {
         loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
         loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);

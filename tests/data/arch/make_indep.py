@@ -12,6 +12,7 @@ here block by block.
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4 granitemoe
+        ernie4_5-moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1113,6 +1114,44 @@ def gemma3n(m, NV):
     m.norm("output_norm.weight", E)
 
 
+def ernie4_5_moe(m, NV):
+    # ERNIE-4.5-21B-A3B-like: 48 wide, 4 heads of 12, 2 KV heads, 3 layers: layer 0 dense
+    # (leading_dense_block_count 1), experts on layers il >= 1 with (il + 1) % 1 == 0:
+    # 6 experts of 24 top 2, the selection bias, shared experts of 32; tied output
+    E, H, HKV, D, F, NL, NE, NU, FE, FS = 48, 4, 2, 12, 96, 3, 6, 2, 24, 32
+    common(m, E, NL, H, HKV, F, 131072, 1e-5, None, FT_F32)
+    m.kv("rope.freq_base", T_F32, 500000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("interleave_moe_layer_step", T_U32, 1)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_count", T_U32, 2)
+    m.kv("expert_shared_feed_forward_length", T_U32, FS)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if i == 0:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "exp_probs_b.bias", [NE], 0.02)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.mat(b + "ffn_gate_shexp.weight", E, FS)
+        m.mat(b + "ffn_up_shexp.weight", E, FS)
+        m.mat(b + "ffn_down_shexp.weight", FS, E)
+    m.norm("output_norm.weight", E)
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -1120,9 +1159,9 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe")
+           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1139,6 +1178,8 @@ def main():
         cohere(m, NV, arch == "cohere2")
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
+    elif arch == "ernie4_5-moe":
+        ernie4_5_moe(m, NV)
     elif arch == "granitemoe":
         granite(m, NV, True)
     elif arch in new:
