@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 35, "indep.txt lists %d models, expected the 35 files", n);
+    CHECK_MSG(n >= 36, "indep.txt lists %d models, expected the 36 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -399,6 +399,8 @@ static void bad_files(void) {
          "ernie4_5-moe.interleave_moe_layer_step"},
         {"ernie4_5-moe", "experts on the dense layer", {.u32_key = "ernie4_5-moe.leading_dense_block_count", .u32_val = 0},
          LOOM_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.weight"},
+        {"exaone4", "missing post-MLP norm", {.drop = "blk.0.post_ffw_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.0.post_ffw_norm.weight"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

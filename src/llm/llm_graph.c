@@ -199,8 +199,9 @@ void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope
 bool llm_layer_has_rope(const loom_model *m, int il) {
     /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
     if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
-    /* cohere2: only the sliding-window layers rotate */
-    return strcmp(m->hp.arch, "cohere2") != 0 || llm_layer_is_swa(&m->hx, il);
+    /* cohere2, exaone4 with a window: only the sliding-window layers rotate */
+    const bool swa_only = !strcmp(m->hp.arch, "cohere2") || (!strcmp(m->hp.arch, "exaone4") && m->hx.n_swa > 0);
+    return !swa_only || llm_layer_is_swa(&m->hx, il);
 }
 
 void llm_mrope_fill(const llm_hparams_x *hx, int n_rot, float *ff) {

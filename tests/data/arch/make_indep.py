@@ -11,8 +11,8 @@ here block by block.
   make_indep.py VOCAB.gguf ARCH OUT.gguf
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
-        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4 granitemoe
-        ernie4_5-moe
+        ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
+        gemma3n mistral4 granitemoe ernie4_5-moe exaone4
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -71,7 +71,8 @@ Conventions followed (from the converter, read for facts):
   n_deepstack_layers); qwen3vlmoe is the qwen3moe writer plus the sections (F16).
 - GLM-4-0414 (glm4): post_attention_norm / post_ffw_norm, fused gate|up ffn_up [E, 2F],
   Q/K/V biases, rope.dimension_count half the head; OLMoE (olmoe): q/k norms over the
-  whole projection, experts feed_forward_length wide; GLM-4.5 (glm4moe): DeepSeek-style
+  whole projection, experts feed_forward_length wide; EXAONE 4.0 (exaone4): post norms
+  only, per-head q/k norms, rope_freqs; GLM-4.5 (glm4moe): DeepSeek-style
   experts (leading dense layer, sigmoid router with exp_probs_b, norm, scale, a shared
   expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
   extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
@@ -1152,6 +1153,32 @@ def ernie4_5_moe(m, NV):
     m.norm("output_norm.weight", E)
 
 
+def exaone4(m, NV):
+    # EXAONE-4.0-1.2B-like: post norms only, per-head q/k norms, 48 wide, 4 heads of 12, 2
+    # KV heads, 2 layers (no window: llama.cpp gives the 64-layer model one), Llama-3 rope
+    # factors, tied output
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 2
+    common(m, E, NL, H, HKV, F, 65536, 1e-5, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("attention.sliding_window", T_U32, 4096)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.add_vals("rope_freqs.weight", llama3_factors(D, 1000000.0, 16.0, 1.0, 4.0, 8))
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -1159,9 +1186,10 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
-           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe")
+           "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
+           "exaone4")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
