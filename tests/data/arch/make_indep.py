@@ -180,7 +180,7 @@ class Model:
         self.tensors.append((name, [n_in, n_out, n3], GGML_MXFP4, bytes(out)))
 
     def write(self, vocab, path):
-        for k, t, v in read_kvs(vocab):
+        for k, t, v in read_kvs(vocab) if vocab else []:
             if k.startswith("tokenizer."):
                 self.kvs.append((k, t, v))
         head = b"GGUF" + struct.pack("<IQQ", 3, len(self.tensors), len(self.kvs))
@@ -1180,9 +1180,12 @@ def exaone4(m, NV):
 
 
 def main():
+    # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
+    # tokenizer keys, F16 matrices (F32 where the converter keeps them)
+    seed = len(sys.argv) == 4 and sys.argv[1] == "--seed"
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
-    vocab, arch, out = sys.argv[1:]
+    vocab, arch, out = (None, sys.argv[2], sys.argv[3]) if seed else sys.argv[1:]
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
@@ -1198,8 +1201,10 @@ def main():
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
     name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4"}.get(arch, arch)
+    if seed:
+        mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
-    NV = n_vocab_of(vocab)
+    NV = 16 if seed else n_vocab_of(vocab)
     if arch in ("deepseek2", "deepseek2-lite", "mistral4"):
         deepseek2(m, NV, arch == "deepseek2-lite")
     elif arch in ("command-r", "cohere2"):
