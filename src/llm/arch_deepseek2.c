@@ -129,16 +129,9 @@ void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const
         L->ffn_down = llm_bind_tensor(be, true, hp->n_ff, E, 1, err, st, "blk.%d.ffn_down.weight", il);
         return;
     }
-    L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, st, "blk.%d.ffn_gate_inp.weight", il);
+    llm_bind_experts(be, L, il, E, FE, NE, err, st);
     L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, st, "blk.%d.exp_probs_b.bias", il);
-    L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_gate_exps.weight", il);
-    L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_up_exps.weight", il);
-    L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, st, "blk.%d.ffn_down_exps.weight", il);
-    if (FS > 0) {
-        L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_gate_shexp.weight", il);
-        L->ffn_up_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_up_shexp.weight", il);
-        L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, st, "blk.%d.ffn_down_shexp.weight", il);
-    }
+    if (FS > 0) llm_bind_shared_expert(be, L, il, E, FS, err, st);
 }
 
 static loom_tensor *swiglu_ffn(loom_ctx *ctx, loom_tensor *g, loom_tensor *u, loom_tensor *d, loom_tensor *x) {

@@ -48,16 +48,9 @@ loom_status llm_ernie45moe_bind(loom_model *m, loom_error *err) {
         L->bv = llm_bind_tensor(be, false, (int64_t)hp->n_head_kv * hp->head_dim_v, 1, 1, err, &st, "blk.%d.attn_v.bias", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         if (il >= hx->n_dense_lead && (il + 1) % hx->moe_step == 0) {
-            L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+            llm_bind_experts(be, L, il, E, FE, NE, err, &st);
             L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
-            L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
-            L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
-            L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
-            if (FS > 0) {
-                L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, &st, "blk.%d.ffn_gate_shexp.weight", il);
-                L->ffn_up_shexp = llm_bind_tensor(be, true, E, FS, 1, err, &st, "blk.%d.ffn_up_shexp.weight", il);
-                L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, &st, "blk.%d.ffn_down_shexp.weight", il);
-            }
+            if (FS > 0) llm_bind_shared_expert(be, L, il, E, FS, err, &st);
         } else {
             L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
             L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);

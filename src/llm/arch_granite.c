@@ -72,9 +72,7 @@ loom_status llm_granite_bind(loom_model *m, loom_error *err) {
     const int64_t E = m->hp.n_embd, FS = m->hx.n_ff_shexp;
     for (int il = 0; il < m->hp.n_layer && FS > 0 && !s; il++) {
         llm_layer *L = &m->layers[il];
-        L->ffn_gate_shexp = llm_bind_tensor(m->be, true, E, FS, 1, err, &s, "blk.%d.ffn_gate_shexp.weight", il);
-        L->ffn_up_shexp = llm_bind_tensor(m->be, true, E, FS, 1, err, &s, "blk.%d.ffn_up_shexp.weight", il);
-        L->ffn_down_shexp = llm_bind_tensor(m->be, true, FS, E, 1, err, &s, "blk.%d.ffn_down_shexp.weight", il);
+        llm_bind_shared_expert(m->be, L, il, E, FS, err, &s);
     }
     if (s) return s;
     /* Granite 3.x dense has no MLP biases; a file with them would compute something else */

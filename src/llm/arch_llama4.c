@@ -82,13 +82,8 @@ loom_status llm_llama4_bind(loom_model *m, loom_error *err) {
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->rope_freqs = llm_bind_tensor(be, false, hp->n_rot / 2, 1, 1, err, &st, "blk.%d.rope_freqs.weight", il);
         if (moe_layer(hx, il)) {
-            L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
-            L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
-            L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
-            L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
-            L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FE, 1, err, &st, "blk.%d.ffn_gate_shexp.weight", il);
-            L->ffn_up_shexp = llm_bind_tensor(be, true, E, FE, 1, err, &st, "blk.%d.ffn_up_shexp.weight", il);
-            L->ffn_down_shexp = llm_bind_tensor(be, true, FE, E, 1, err, &st, "blk.%d.ffn_down_shexp.weight", il);
+            llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+            llm_bind_shared_expert(be, L, il, E, FE, err, &st);
         } else {
             L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
             L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);

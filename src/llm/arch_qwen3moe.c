@@ -29,10 +29,7 @@ loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err) {
         llm_bind_attn(be, hp, L, il, err, &st);
         llm_bind_qk_norm(be, hp, L, il, true, err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
-        L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
-        L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
-        L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
-        L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+        llm_bind_experts(be, L, il, E, FE, NE, err, &st);
     }
     return st;
 }

@@ -334,6 +334,21 @@ void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_lay
     L->wo = llm_bind_tensor(be, true, HO, E, 1, err, st, "blk.%d.attn_output.weight", il);
 }
 
+void llm_bind_experts(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FE, int64_t NE, loom_error *err,
+                      loom_status *st) {
+    L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, st, "blk.%d.ffn_gate_inp.weight", il);
+    L->ffn_gate_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_gate_exps.weight", il);
+    L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, st, "blk.%d.ffn_up_exps.weight", il);
+    L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, st, "blk.%d.ffn_down_exps.weight", il);
+}
+
+void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FS, loom_error *err,
+                            loom_status *st) {
+    L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_gate_shexp.weight", il);
+    L->ffn_up_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_up_shexp.weight", il);
+    L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, st, "blk.%d.ffn_down_shexp.weight", il);
+}
+
 void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,
                       loom_error *err, loom_status *st) {
     L->q_norm = llm_bind_tensor(be, required, hp->head_dim_k, 1, 1, err, st, "blk.%d.attn_q_norm.weight", il);
@@ -386,10 +401,7 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
         llm_bind_qk_norm(be, hp, L, il, qwen3, err, &st);
         L->ffn_norm = bind(be, true, E, 1, err, &st, ffn_norm, il);
         if (NE > 0) {
-            L->ffn_gate_inp = bind(be, true, E, NE, err, &st, "blk.%d.ffn_gate_inp.weight", il);
-            L->ffn_gate_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
-            L->ffn_up_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
-            L->ffn_down_exps = llm_bind_tensor(be, true, F, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+            llm_bind_experts(be, L, il, E, F, NE, err, &st);
         } else {
             L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);

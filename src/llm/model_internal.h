@@ -320,6 +320,13 @@ void llm_bind_attn_any(const loom_backend *be, const loom_model_hparams *hp, llm
                        loom_error *err, loom_status *st);
 void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                    loom_status *st);
+/* Layer il's router [E, NE] and experts ffn_{gate,up}_exps [E, FE, NE], ffn_down_exps
+ * [FE, E, NE] (all required). */
+void llm_bind_experts(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FE, int64_t NE, loom_error *err,
+                      loom_status *st);
+/* Layer il's shared expert ffn_{gate,up}_shexp [E, FS], ffn_down_shexp [FS, E] (required). */
+void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FS, loom_error *err,
+                            loom_status *st);
 void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,
                       loom_error *err, loom_status *st);
 /* Whether name is "blk.<N>.<one of the n names>" (N decimal digits). */
