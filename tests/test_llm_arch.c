@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 36, "indep.txt lists %d models, expected the 36 files", n);
+    CHECK_MSG(n >= 38, "indep.txt lists %d models, expected the 38 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -401,6 +401,9 @@ static void bad_files(void) {
          LOOM_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.weight"},
         {"exaone4", "missing post-MLP norm", {.drop = "blk.0.post_ffw_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.post_ffw_norm.weight"},
+        {"stablelm", "missing ffn_norm bias", {.drop = "blk.1.ffn_norm.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_norm.bias"},
+        {"stablelm-12b", "no LayerNorm epsilon", {.drop = "stablelm.attention.layer_norm_epsilon"}, LOOM_ERR_NOT_FOUND,
+         "stablelm.attention.layer_norm_epsilon"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

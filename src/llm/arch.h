@@ -57,6 +57,8 @@ loom_status llm_ernie45moe_bind(loom_model *m, loom_error *err);
 loom_status llm_exaone4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_exaone4_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_exaone4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_stablelm_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_stablelm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

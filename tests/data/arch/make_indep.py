@@ -12,7 +12,7 @@ here block by block.
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
-        gemma3n mistral4 granitemoe ernie4_5-moe exaone4
+        gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -72,7 +72,9 @@ Conventions followed (from the converter, read for facts):
 - GLM-4-0414 (glm4): post_attention_norm / post_ffw_norm, fused gate|up ffn_up [E, 2F],
   Q/K/V biases, rope.dimension_count half the head; OLMoE (olmoe): q/k norms over the
   whole projection, experts feed_forward_length wide; EXAONE 4.0 (exaone4): post norms
-  only, per-head q/k norms, rope_freqs; GLM-4.5 (glm4moe): DeepSeek-style
+  only, per-head q/k norms, rope_freqs; StableLM 2 (stablelm): LayerNorms with biases, a
+  25% rotary part, Q/K/V biases (1.6B) or per-head q/k LayerNorm weights [head_dim,
+  heads] and no ffn_norm (12B, parallel block); GLM-4.5 (glm4moe): DeepSeek-style
   experts (leading dense layer, sigmoid router with exp_probs_b, norm, scale, a shared
   expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
   extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
@@ -1179,6 +1181,41 @@ def exaone4(m, NV):
     m.add_vals("rope_freqs.weight", llama3_factors(D, 1000000.0, 16.0, 1.0, 4.0, 8))
 
 
+def stablelm(m, NV, big):
+    # StableLM-2-1.6B-like: 48 wide, 3 heads of 16 with a rotary part of 4 (25%), Q/K/V
+    # biases, LayerNorms with biases before attention and the MLP; big (StableLM-2-12B-like):
+    # 64 wide, 4 heads of 16, 2 KV heads, per-head q/k LayerNorms, no ffn_norm (parallel
+    # block), no biases; separate output; F32 matrices
+    E, H, HKV = (64, 4, 2) if big else (48, 3, 3)
+    D, F, NL = 16, 96, 2
+    ln_common(m, E, NL, H, HKV, F, 4096)
+    m.kv("rope.dimension_count", T_U32, D // 4)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+            if not big:
+                m.bias(b + "attn_%s.bias" % x, [n])
+        m.mat(b + "attn_output.weight", H * D, E)
+        if big:
+            m.add(b + "attn_q_norm.weight", [D, H], 0.1, 1.0)
+            m.add(b + "attn_k_norm.weight", [D, HKV], 0.1, 1.0)
+        else:
+            m.norm(b + "ffn_norm.weight", E)
+            m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1189,10 +1226,10 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
-           "exaone4")
+           "exaone4", "stablelm", "stablelm-12b")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1200,7 +1237,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -1211,6 +1248,8 @@ def main():
         cohere(m, NV, arch == "cohere2")
     elif arch in ("gemma", "gemma2", "gemma3"):
         gemma(m, NV, arch == "gemma3", arch == "gemma")
+    elif arch in ("stablelm", "stablelm-12b"):
+        stablelm(m, NV, arch == "stablelm-12b")
     elif arch == "ernie4_5-moe":
         ernie4_5_moe(m, NV)
     elif arch == "granitemoe":
