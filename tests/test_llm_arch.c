@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 38, "indep.txt lists %d models, expected the 38 files", n);
+    CHECK_MSG(n >= 39, "indep.txt lists %d models, expected the 39 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -404,6 +404,10 @@ static void bad_files(void) {
         {"stablelm", "missing ffn_norm bias", {.drop = "blk.1.ffn_norm.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_norm.bias"},
         {"stablelm-12b", "no LayerNorm epsilon", {.drop = "stablelm.attention.layer_norm_epsilon"}, LOOM_ERR_NOT_FOUND,
          "stablelm.attention.layer_norm_epsilon"},
+        {"minimax-m2", "missing selection bias", {.drop = "blk.1.exp_probs_b.bias"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.exp_probs_b.bias"},
+        {"minimax-m2", "gating 3", {.u32_key = "minimax-m2.expert_gating_func", .u32_val = 3}, LOOM_ERR_UNSUPPORTED,
+         "minimax-m2.expert_gating_func"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

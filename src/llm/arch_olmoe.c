@@ -4,18 +4,34 @@
  * split) and a mixture of experts: softmax over all experts, top-k, weights not
  * renormalised.
  *
+ * minimax-m2 (MiniMax-M2): the same block with GQA, partial neox rope, and a sigmoid (or
+ * softmax, expert_gating_func) router with the selection bias exp_probs_b, weights
+ * renormalised.
+ *
  *   per layer: x = rms_norm(h) * attn_norm; q = rms_norm(Wq x) * q_norm;
  *     k = rms_norm(Wk x) * k_norm; v = Wv x; rope(q, k) (neox); h += Wo attn(q, k, v)
  *     x = rms_norm(h) * ffn_norm; h += moe(x)
  */
 #include <math.h>
+#include <string.h>
 
 #include "arch.h"
 
+static bool is_m2(const loom_model_hparams *hp) { return !strcmp(hp->arch, "minimax-m2"); }
+
 loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s = llm_arch_moe_keys(g, hp, hx, err);
+    if (s) return s;
     hx->n_ff_exp = hp->n_ff; /* llama.cpp: the experts are feed_forward_length wide */
-    return s;
+    if (!is_m2(hp)) return LOOM_OK;
+    /* minimax-m2: the router's function (1 softmax, 2 sigmoid; the converter writes 2) */
+    int64_t v;
+    if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", false, 2, &v, err))) return s;
+    if (v != 1 && v != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld is not supported (1 softmax, "
+                              "2 sigmoid)", hp->arch, (long long)v);
+    hx->expert_gating = (int)v - 1;
+    return LOOM_OK;
 }
 
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err) {
@@ -33,6 +49,7 @@ loom_status llm_olmoe_bind(loom_model *m, loom_error *err) {
         L->k_norm = llm_bind_tensor(be, true, HK, 1, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+        if (is_m2(hp)) L->ffn_exp_probs_b = llm_bind_tensor(be, true, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
     }
     return st;
 }
@@ -63,7 +80,9 @@ loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         }
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        x = llm_moe_ffn(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, false, 0.0f, il);
+        x = is_m2(hp) ? llm_moe_ffn(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used,
+                                    m->hx.expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX, true, 0.0f, il)
+                      : llm_moe_ffn(ctx, ly, x, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, false, 0.0f, il);
         h = llm_named(loom_add(ctx, x, h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);

@@ -12,7 +12,7 @@ here block by block.
   ARCH: exaone gemma gemma2 gemma3 granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
-        gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b
+        gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -74,7 +74,8 @@ Conventions followed (from the converter, read for facts):
   whole projection, experts feed_forward_length wide; EXAONE 4.0 (exaone4): post norms
   only, per-head q/k norms, rope_freqs; StableLM 2 (stablelm): LayerNorms with biases, a
   25% rotary part, Q/K/V biases (1.6B) or per-head q/k LayerNorm weights [head_dim,
-  heads] and no ffn_norm (12B, parallel block); GLM-4.5 (glm4moe): DeepSeek-style
+  heads] and no ffn_norm (12B, parallel block); MiniMax-M2 (minimax-m2): whole-projection
+  q/k norms with GQA, partial rotary, sigmoid router with exp_probs_b; GLM-4.5 (glm4moe): DeepSeek-style
   experts (leading dense layer, sigmoid router with exp_probs_b, norm, scale, a shared
   expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
   extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
@@ -1216,6 +1217,37 @@ def stablelm(m, NV, big):
     m.mat("output.weight", E, NV)
 
 
+def minimax_m2(m, NV):
+    # MiniMax-M2-like: 48 wide, 4 heads of 16 (key_length), 2 KV heads, rotary 8 of 16, q/k
+    # norms over the whole projections (q [H*D], k [HKV*D]), 6 experts of 32
+    # (feed_forward_length) top 2, sigmoid router with the selection bias; F32
+    E, H, HKV, D, F, NL, NE, NU = 48, 4, 2, 16, 32, 2, 6, 2
+    common(m, E, NL, H, HKV, F, 196608, 1e-6, D, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 2)
+    m.kv("rope.freq_base", T_F32, 5000000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, F)
+    m.kv("expert_gating_func", T_U32, 2)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", H * D)
+        m.norm(b + "attn_k_norm.weight", HKV * D)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "exp_probs_b.bias", [NE], 0.05)
+        m.mat(b + "ffn_gate_exps.weight", E, F, NE)
+        m.mat(b + "ffn_up_exps.weight", E, F, NE)
+        m.mat(b + "ffn_down_exps.weight", F, E, NE)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1226,10 +1258,10 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
-           "exaone4", "stablelm", "stablelm-12b")
+           "exaone4", "stablelm", "stablelm-12b", "minimax-m2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1250,6 +1282,8 @@ def main():
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     elif arch in ("stablelm", "stablelm-12b"):
         stablelm(m, NV, arch == "stablelm-12b")
+    elif arch == "minimax-m2":
+        minimax_m2(m, NV)
     elif arch == "ernie4_5-moe":
         ernie4_5_moe(m, NV)
     elif arch == "granitemoe":
