@@ -122,6 +122,7 @@ static const llm_arch k_archs[] = {
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama}, /* EXAONE 3.x: the llama block, neox rope */
     {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build},
     {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama},
+    {"arcee", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* AFM-4.5B: squared-ReLU MLP without a gate */
     {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* q/k/v split by the converter */
     {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},  /* ERNIE 4.5 dense: optional wo bias */
     {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama},

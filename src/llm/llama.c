@@ -3,7 +3,7 @@
  * against the public engine API (loom.h) and the shared blocks of llm_graph.h. The same
  * graph runs the files that differ from llama only in keys or names (arch.c): Mixtral-
  * style experts, smollm3's layers without rope, the text positions of qwen2vl / qwen3vl's
- * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss.
+ * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee.
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:

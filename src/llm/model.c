@@ -403,7 +403,8 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
         if (NE > 0) {
             llm_bind_experts(be, L, il, E, F, NE, err, &st);
         } else {
-            L->ffn_gate = bind(be, true, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+            /* arcee (AFM-4.5B): no gate, a squared-ReLU MLP (llm_llama_ffn) */
+            L->ffn_gate = bind(be, strcmp(hp->arch, "arcee") != 0, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
             L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
         }
