@@ -276,7 +276,7 @@ static void independent_models(void) {
         n++;
     }
     fclose(f);
-    CHECK_MSG(n >= 40, "indep.txt lists %d models, expected the 40 files", n);
+    CHECK_MSG(n >= 41, "indep.txt lists %d models, expected the 41 files", n);
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {
@@ -408,6 +408,8 @@ static void bad_files(void) {
          "blk.1.exp_probs_b.bias"},
         {"minimax-m2", "gating 3", {.u32_key = "minimax-m2.expert_gating_func", .u32_val = 3}, LOOM_ERR_UNSUPPORTED,
          "minimax-m2.expert_gating_func"},
+        {"dots1", "no router function", {.drop = "dots1.expert_gating_func"}, LOOM_ERR_NOT_FOUND,
+         "dots1.expert_gating_func"},
         {"olmoe", "missing k norm", {.drop = "blk.0.attn_k_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.attn_k_norm.weight"},
     };

@@ -6,6 +6,9 @@
  * (arch_deepseek2.c: leading dense layers, sigmoid router by default with the selection
  * bias, weight norm and scale, shared experts). The FFN's norm is post_attention_norm.
  * The next-token-prediction block (nextn_predict_layers) is not run (model.c).
+ * dots1 (rednote dots.llm1): the same graph with the FFN norm named ffn_norm, q/k norms
+ * and shared experts required, and the router function key required (llama.cpp has no
+ * default for it).
  *
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
  *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
@@ -14,12 +17,20 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arch.h"
+
+static bool is_dots1(const loom_model_hparams *hp) { return !strcmp(hp->arch, "dots1"); }
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s;
     if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if (is_dots1(hp)) { /* llama.cpp has no default router function for dots1 */
+        int64_t v;
+        if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", true, 0, &v, err))) return s;
+        if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
+    }
     if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s; /* llama.cpp: sigmoid unless stated */
     char key[96];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch);
@@ -36,8 +47,9 @@ loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
-        llm_bind_qk_norm(be, hp, L, il, false, err, &st);
-        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
+        llm_bind_qk_norm(be, hp, L, il, is_dots1(hp), err, &st);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st,
+                                      is_dots1(hp) ? "blk.%d.ffn_norm.weight" : "blk.%d.post_attention_norm.weight", il);
         llm_ds_bind_ffn(be, hp, &m->hx, L, il, err, &st);
     }
     return st;

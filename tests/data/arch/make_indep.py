@@ -13,7 +13,7 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee
+        arcee dots1
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -81,6 +81,7 @@ Conventions followed (from the converter, read for facts):
   expert), FFN norm post_attention_norm, q/k norms, partial rotary, and the converter's
   extra next-token-prediction block (block_count includes it, nextn_predict_layers = 1,
   blk.N.nextn.* tensors); F32 matrices.
+- dots.llm1 (dots1): the glm4moe layout with ffn_norm, per-head q/k norms, softmax router.
 - AFM (arcee): the llama writer without ffn_gate (squared-ReLU MLP).
 - Llama 4 (llama4): the LlamaModel writer plus interleave_moe_layer_step and
   expert_feed_forward_length (intermediate_size_moe; feed_forward_length is the dense
@@ -1273,6 +1274,49 @@ def arcee(m, NV):
     m.add_vals("rope_freqs.weight", llama3_factors(D, 10000.0, 4.0, 1.0, 4.0, 8))
 
 
+def dots1(m, NV):
+    # dots.llm1-like: 48 wide, 4 heads of 16 (key_length), no GQA (llama.cpp: K/V as wide
+    # as Q), per-head q/k norms, a
+    # leading dense layer, 6 experts of 16 top 2 with a softmax router (expert_gating_func
+    # 1), selection bias, weight norm, scale 2.0, two shared experts; F32
+    E, H, HKV, D, F, NL, NE, NU, FE = 48, 4, 4, 16, 96, 3, 6, 2, 16
+    common(m, E, NL, H, HKV, F, 32768, 1e-6, D, FT_F32)
+    m.kv("rope.freq_base", T_F32, 10000000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_count", T_U32, 2)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_gating_func", T_U32, 1)
+    m.kv("expert_weights_scale", T_F32, 2.0)
+    m.kv("expert_weights_norm", T_BOOL, True)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+            m.mat(b + "attn_%s.weight" % x, E, n)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "ffn_norm.weight", E)
+        if i == 0:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "exp_probs_b.bias", [NE], 0.02)
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.mat(b + "ffn_gate_shexp.weight", E, 2 * FE)
+        m.mat(b + "ffn_up_shexp.weight", E, 2 * FE)
+        m.mat(b + "ffn_down_shexp.weight", 2 * FE, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1283,10 +1327,10 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
-           "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee")
+           "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
