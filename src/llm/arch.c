@@ -131,6 +131,7 @@ static const llm_arch k_archs[] = {
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama},
     {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build},
     {"glm4", LOOM_ROPE_NORMAL, llm_glm4_hparams, llm_glm4_bind, llm_glm4_build},
+    {"chatglm", LOOM_ROPE_NORMAL, NULL, llm_glm4_bind, llm_glm4_build},
     {"llama4", LOOM_ROPE_NORMAL, llm_llama4_hparams, llm_llama4_bind, llm_llama4_build},
     {"glm4moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
     {"dots1", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},

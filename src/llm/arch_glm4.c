@@ -4,6 +4,7 @@
  * fused or split with biases, partial rotary (rope.dimension_count), a fused gate|up
  * projection, tied or separate output. rope.dimension_sections (GLM-4V files) turns the
  * rope into the multi-section one, of which text tokens see the neox rope with factors.
+ * chatglm (ChatGLM3, GLM-4-9B-chat): the same block without the post norms.
  *
  *   h = token_embd[tokens]
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x (+ b); rope(q, k)
@@ -14,6 +15,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -30,16 +32,17 @@ loom_status llm_glm4_bind(loom_model *m, loom_error *err) {
     const loom_model_hparams *hp = &m->hp;
     loom_status st = LOOM_OK;
     const int64_t E = hp->n_embd, F = hp->n_ff;
+    const bool glm4 = strcmp(hp->arch, "chatglm") != 0; /* chatglm: no post norms */
     if ((st = llm_bind_embd_output(m, err))) return st;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
-        L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
+        L->attn_post_norm = llm_bind_tensor(be, glm4, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, 2 * F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-        L->ffn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_ffw_norm.weight", il);
+        L->ffn_post_norm = llm_bind_tensor(be, glm4, E, 1, 1, err, &st, "blk.%d.post_ffw_norm.weight", il);
     }
     return st;
 }
@@ -66,7 +69,7 @@ loom_tensor *llm_glm4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             x = loom_get_rows(ctx, x, in.outs);
             r = loom_get_rows(ctx, r, in.outs);
         }
-        x = llm_named(loom_rms_norm(ctx, x, ly->attn_post_norm, eps), "attn_post_norm", il);
+        if (ly->attn_post_norm) x = llm_named(loom_rms_norm(ctx, x, ly->attn_post_norm, eps), "attn_post_norm", il);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *gu = loom_mul_mat(ctx, ly->ffn_up, x); /* [2F, T] F32 */
@@ -74,7 +77,7 @@ loom_tensor *llm_glm4_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *g = loom_cont(ctx, loom_view(ctx, gu, 0, 3, args));
         loom_tensor *u = loom_cont(ctx, loom_view(ctx, gu, (size_t)F * loom_tensor_nb(gu, 0), 3, args));
         x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
-        x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
+        if (ly->ffn_post_norm) x = llm_named(loom_rms_norm(ctx, x, ly->ffn_post_norm, eps), "ffn_post_norm", il);
         h = llm_named(loom_add(ctx, x, h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);

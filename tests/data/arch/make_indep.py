@@ -13,7 +13,7 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee dots1
+        arcee dots1 chatglm
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -797,9 +797,10 @@ def qwen3vlmoe(m, NV):
     m.kv("n_deepstack_layers", T_U32, 3)
 
 
-def glm4(m, NV):
+def glm4(m, NV, chat=False):
     # GLM-4-9B-0414-like: 48 wide, 4 heads of 12, 2 KV heads, partial rotary (6 of 12),
-    # Q/K/V biases, post-attention / post-MLP norms, fused gate|up, separate output
+    # Q/K/V biases, post-attention / post-MLP norms, fused gate|up, separate output;
+    # chat (chatglm, GLM-4-9B-chat-like): the fused attn_qkv with its bias, no post norms
     E, H, HKV, D, F, NL = 48, 4, 2, 12, 80, 2
     common(m, E, NL, H, HKV, F, 32768, 1e-5, None, FT_F32)
     m.kv("rope.dimension_count", T_U32, D // 2)
@@ -808,15 +809,21 @@ def glm4(m, NV):
     for i in range(NL):
         b = "blk.%d." % i
         m.norm(b + "attn_norm.weight", E)
-        for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
-            m.mat(b + "attn_%s.weight" % x, E, n)
-            m.bias(b + "attn_%s.bias" % x, [n])
+        if chat:
+            m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+            m.bias(b + "attn_qkv.bias", [(H + 2 * HKV) * D])
+        else:
+            for x, n in (("q", H * D), ("k", HKV * D), ("v", HKV * D)):
+                m.mat(b + "attn_%s.weight" % x, E, n)
+                m.bias(b + "attn_%s.bias" % x, [n])
         m.mat(b + "attn_output.weight", H * D, E)
-        m.norm(b + "post_attention_norm.weight", E)
+        if not chat:
+            m.norm(b + "post_attention_norm.weight", E)
         m.norm(b + "ffn_norm.weight", E)
         m.mat(b + "ffn_up.weight", E, 2 * F)
         m.mat(b + "ffn_down.weight", F, E)
-        m.norm(b + "post_ffw_norm.weight", E)
+        if not chat:
+            m.norm(b + "post_ffw_norm.weight", E)
     m.norm("output_norm.weight", E)
     m.mat("output.weight", E, NV)
 
@@ -1327,10 +1334,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
-           "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1")
+           "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
+           "chatglm")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1351,6 +1359,8 @@ def main():
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     elif arch in ("stablelm", "stablelm-12b"):
         stablelm(m, NV, arch == "stablelm-12b")
+    elif arch == "chatglm":
+        glm4(m, NV, True)
     elif arch == "minimax-m2":
         minimax_m2(m, NV)
     elif arch == "ernie4_5-moe":
