@@ -322,8 +322,10 @@ static void bad_files(void) {
         const char *needle;
     } bad[] = {
         {"deepseek2", "missing k_b", {.drop = "blk.1.attn_k_b.weight"}, LOOM_ERR_NOT_FOUND, "blk.1.attn_k_b.weight"},
-        {"deepseek2", "expert groups", {.u32_key = "deepseek2.expert_group_count", .u32_val = 8}, LOOM_ERR_UNSUPPORTED,
-         "deepseek2.expert_group_count"},
+        {"deepseek2", "expert groups that do not divide the experts", {.u32_key = "deepseek2.expert_group_count",
+         .u32_val = 4}, LOOM_ERR_FORMAT, "deepseek2.expert_group_count"},
+        {"mistral4", "every group used", {.u32_key = "mistral4.expert_group_used_count", .u32_val = 3}, LOOM_ERR_FORMAT,
+         "expert_group_used_count"},
         {"deepseek2", "gating 3", {.u32_key = "deepseek2.expert_gating_func", .u32_val = 3}, LOOM_ERR_UNSUPPORTED,
          "deepseek2.expert_gating_func"},
         {"deepseek2", "cache length", {.u32_key = "deepseek2.attention.value_length", .u32_val = 7}, LOOM_ERR_FORMAT,

@@ -22,8 +22,8 @@
  *              : MoE(n) (softmax or sigmoid router, selection bias, norm, scale)
  *                + shared experts' SwiGLU(n))
  *   logits = Woutput (rms_norm(h) * output_norm)
- * Expert groups (expert_group_count > 1) and next-token-prediction layers are not
- * supported.
+ * Grouped routing (expert_group_count > 1: DeepSeek V3) is llm_moe_ffn_ext's; the
+ * next-token-prediction layers are not run.
  */
 #include <math.h>
 #include <stdio.h>
@@ -97,10 +97,7 @@ loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, ll
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_count = %lld is out of range", a,
                               (long long)v);
     hx->n_expert_shared = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_group_count", false, 1, &v, err))) return s;
-    if (v > 1)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_group_count = %lld (grouped routing) is not "
-                              "supported", a, (long long)v);
+    /* expert_group_count: read for every architecture (model.c, llm_moe_ffn_ext) */
     if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, &has, err))) return s;
     if (has && !(d >= 0 && d < 1e6)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale out of range", a);
     hx->expert_weights_scale = (float)d;

@@ -302,6 +302,29 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
                          : gating == LLM_MOE_SIGMOID || before ? loom_sigmoid(ctx, logits)
                                                                          : logits; /* [n_expert, T] */
     loom_tensor *chooser = before ? logits : ly->ffn_exp_probs_b ? loom_add(ctx, probs, ly->ffn_exp_probs_b) : probs;
+    if (ly->n_groups > 1) {
+        /* llama.cpp's grouped routing (DeepSeek V3): a group's score is the sum of its two
+         * best selection scores; experts outside the n_groups_used best groups are out */
+        const int64_t G = ly->n_groups, EPG = n_expert / G, GU = ly->n_groups_used;
+        const int64_t ne_g[3] = {EPG, G, T}, ne_r[3] = {1, EPG, G * T}, ne_i[2] = {2, G * T}, ne_2[3] = {2, G, T};
+        const int64_t ne_gt[2] = {G, T}, ne_1[3] = {1, G, T}, ne_e[2] = {G, G};
+        loom_tensor *grp = loom_reshape(ctx, loom_cont(ctx, chooser), 3, ne_g);
+        loom_tensor *top2 = loom_reshape(ctx, loom_cont(ctx, loom_top_k(ctx, grp, 2)), 2, ne_i);
+        loom_tensor *best = loom_get_rows(ctx, loom_reshape(ctx, grp, 3, ne_r), top2); /* [1, 2, G*T] */
+        loom_tensor *score = loom_reshape(ctx, loom_sum_rows(ctx, loom_reshape(ctx, best, 3, ne_2)), 2, ne_gt);
+        loom_tensor *keep = loom_cont(ctx, loom_top_k(ctx, score, (int)GU)); /* [GU, T] */
+        loom_tensor *eye = loom_from_f32(loom_ctx_input(ctx), ly->group_eye, (size_t)(G * G), 2, ne_e);
+        const int64_t ne_kf[1] = {GU * T}, ne_h[3] = {G, GU, T};
+        loom_tensor *hot = loom_reshape(ctx, loom_get_rows(ctx, eye, loom_reshape(ctx, keep, 1, ne_kf)), 3, ne_h); /* one-hot */
+        loom_tensor *on = loom_sum_rows(ctx, loom_cont(ctx, loom_permute(ctx, hot, 1, 0, 2, 3))); /* [1, G, T]: 1 kept */
+        /* (on - 1) * 1e30: 0 for the kept groups, -1e30 for the others (scores are O(1)) */
+        const float minus_one = -1.0f;
+        const int64_t ne1[1] = {1}, ne_c[2] = {n_expert, T};
+        loom_tensor *m1 = loom_from_f32(loom_ctx_input(ctx), &minus_one, 1, 1, ne1);
+        loom_tensor *pen = loom_reshape(ctx, loom_scale(ctx, loom_add(ctx, on, m1), 1e30f), 3, ne_1);
+        chooser = loom_reshape(ctx, loom_add(ctx, grp, pen), 2, ne_c);
+        llm_named(chooser, "ffn_moe_group_select", il);
+    }
     loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, chooser, n_used)); /* [K, T] */
     llm_named(sel, "ffn_moe_topk", il);
     const int64_t ne_p[3] = {1, n_expert, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_flat[1] = {K * T};

@@ -143,7 +143,21 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     /* next-token-prediction blocks (GLM-4.5, MTP) come last and are not part of the
      * forward pass: llama.cpp's n_layer = block_count - nextn_predict_layers. Their
      * weights stay in the file's accounting and are loaded but never read. */
-    int64_t nextn;
+    int64_t nextn, groups, groups_used;
+    /* grouped expert routing (llama.cpp reads it for every architecture) */
+    if ((s = llm_get_int_key(g, arch, "expert_group_count", false, 0, &groups, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "expert_group_used_count", false, 0, &groups_used, err))) return s;
+    if ((s = check_range("expert_group_count", groups, 0, 256, err))) return s;
+    if (groups > 1) {
+        int64_t ne;
+        if ((s = llm_get_int_key(g, arch, "expert_count", true, 0, &ne, err))) return s;
+        if (ne <= groups || ne % groups)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_group_count = %lld does not divide %s.expert_count "
+                                  "= %lld into groups", arch, (long long)groups, arch, (long long)ne);
+        if ((s = check_range("expert_group_used_count", groups_used, 1, groups - 1, err))) return s;
+        hx->n_expert_groups = (int)groups;
+        hx->n_group_used = (int)groups_used;
+    }
     if ((s = llm_get_int_key(g, arch, "nextn_predict_layers", false, 0, &nextn, err))) return s;
     if ((s = check_range("nextn_predict_layers", nextn, 0, n_layer - 1, err))) return s;
     n_layer -= nextn;
@@ -357,6 +371,20 @@ void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_
 
 loom_status llm_bind_weights(loom_model *m, loom_error *err) {
     loom_status s = m->arch->bind(m, err);
+    /* grouped routing on every layer with a router */
+    const int G = m->hx.n_expert_groups;
+    if (!s && G > 1) {
+        m->group_eye = loom_calloc((size_t)G * (size_t)G, sizeof *m->group_eye);
+        if (!m->group_eye) return loom_error_set(err, LOOM_ERR_NOMEM, "model: out of host memory");
+        for (int i = 0; i < G; i++) m->group_eye[(size_t)i * (size_t)G + (size_t)i] = 1.0f;
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            llm_layer *L = &m->layers[il];
+            if (!L->ffn_gate_inp) continue;
+            L->n_groups = G;
+            L->n_groups_used = m->hx.n_group_used;
+            L->group_eye = m->group_eye;
+        }
+    }
     /* sliding-window layers: the cache's window W counts the positions before the
      * token (masked iff q < p - W), llama.cpp's n_swa the token too (masked iff
      * p - q >= n_swa): W = n_swa - 1 */
@@ -608,6 +636,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->row_out);
     loom_free(m->attn_temp);
     loom_free(m->mrope_ff);
+    loom_free(m->group_eye);
     loom_batch_free(&m->eb);
     loom_free(m->logits);
     loom_free(m);

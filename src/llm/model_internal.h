@@ -41,6 +41,11 @@ typedef struct llm_layer {
     loom_tensor *altup_correct_coef, *altup_correct_scale, *altup_predict_coef, *altup_router, *altup_router_norm;
     loom_tensor *laurel_l, *laurel_r, *laurel_post_norm;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
+    /* grouped expert routing (expert_group_count > 1): the router first keeps the
+     * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
+     * group_eye: the host identity [n_groups x n_groups] it picks rows from */
+    int n_groups, n_groups_used;
+    const float *group_eye;
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -218,6 +223,7 @@ typedef struct llm_hparams_x {
     int n_embd_pl;           /* gemma4 embedding_length_per_layer_input (0: none) */
     int n_kv_from_start;     /* gemma4: layers >= this share an earlier layer's cache (n_layer: none) */
     int head_dim_swa, n_rot_swa; /* gemma4 sliding layers' head dim and rotary dims */
+    int n_expert_groups, n_group_used; /* expert_group_count / _used_count (0: no groups) */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
     int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */
     float attn_temp_offset;  /* llama4: temperature of floor((pos + offset) / floor) */
@@ -273,6 +279,7 @@ struct loom_model {
     const struct llm_arch *arch;
     llm_hparams_x hx;
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
+    float *group_eye;       /* identity [n_expert_groups^2] for grouped routing, or NULL */
     float *mrope_ff;        /* multi-section rope of text tokens as frequency factors (n_rot / 2
                                floats, llm_mrope_fill) or NULL */
 };

@@ -103,7 +103,8 @@ Conventions followed (from the converter, read for facts):
   inputs, the Gemma 3 keys plus altup_active_idx / altup_num_inputs; sizes as llama.cpp
   fixes them in code (4 streams, 256 per-layer dims, rank 64).
 - mistral4: the deepseek2 (V3-like) writer under that architecture name (llama.cpp runs
-  the deepseek2 graph without its mscale = mscale_all_dim special case).
+  the deepseek2 graph without its mscale = mscale_all_dim special case), with DeepSeek
+  V3's grouped routing (expert_group_count 3, expert_group_used_count 2).
 Weights: Gaussian from Python's random module with a fixed seed per architecture.
 """
 import math
@@ -525,6 +526,10 @@ def deepseek2(m, NV, lite):
     if not lite:
         m.kv("expert_weights_norm", T_BOOL, True)
         m.kv("expert_gating_func", T_U32, 2)
+    if m.arch == "mistral4":
+        # DeepSeek V3's grouped routing (8 groups, 4 used) at this size: 3 groups of 2, 2 used
+        m.kv("expert_group_count", T_U32, 3)
+        m.kv("expert_group_used_count", T_U32, 2)
     m.kv("expert_used_count", T_U32, NU)
     m.kv("rope.dimension_count", T_U32, R)
     if not lite:
