@@ -72,6 +72,9 @@ typedef enum loom_op {
     LOOM_OP_IM2COL,
     LOOM_OP_POOL_2D,
     LOOM_OP_FLASH_ATTN,
+    LOOM_OP_SOFTPLUS,     /* log(1 + e^x) (x > 20: x) */
+    LOOM_OP_SSM_CONV,     /* causal depthwise conv over a batch of tokens with per-sequence state */
+    LOOM_OP_GATED_DELTA,  /* gated delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -289,6 +292,30 @@ loom_tensor *loom_im2col(loom_ctx *ctx, loom_tensor *kernel, loom_tensor *input,
 loom_tensor *loom_conv2d(loom_ctx *ctx, loom_tensor *kernel, loom_tensor *input, int s0, int s1,
                          int p0, int p1, int d0, int d1); /* -> F32 [OW,OH,OC,N] */
 loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p);
+
+/* ---- recurrent layers (gated delta net: Qwen3.5 / Qwen3-Next). A batch of T tokens,
+ * token t belonging to state slot seq[t] (I32 [T], values in [0, S)); tokens of one slot
+ * are processed in batch order, slots independently. The result holds the outputs and
+ * then every slot's new state (slots without a token: unchanged): the caller takes the
+ * two parts with views and copies the states back (loom_cpy).
+ *
+ * log(1 + e^x), x itself above 20 (F32). */
+loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a);
+/* Causal depthwise convolution: x F32 [C, T], kernel w F32 [K, C], state F32
+ * [(K-1) * C, S] (per slot the last K-1 inputs of each channel, oldest first, channel
+ * by channel). y[c, t] = sum_k w[k, c] * window[k], window = the slot's K-1 previous
+ * inputs then x[c, t]. Result F32 [C, T + (K-1) * S]: y in columns 0..T-1, the new
+ * states after them. */
+loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *state, loom_tensor *seq);
+/* Gated delta rule: qk F32 [Dk, 2 Hk, T] (heads 0..Hk-1 the queries, Hk..2Hk-1 the
+ * keys; rows contiguous), v F32 [Dv, Hv, T] (Hv a multiple of Hk: value head h reads
+ * query/key head h % Hk), g F32 [Hv, T] (log decay), beta F32 [Hv, T], state F32
+ * [Dv * Dk * Hv, S] (per slot and head a Dv x Dk matrix M, row j = value dim j). Per
+ * token: q, k L2-normalised (1 / max(|x|, eps)); M *= exp(g); d = beta (v - M k);
+ * M += d k^T; out = M q / sqrt(Dk). Result F32 [Dv * Hv, T + Dk * S]: the outputs
+ * ([Dv, Hv] per token) in columns 0..T-1, the new states after them. */
+loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                              loom_tensor *state, loom_tensor *seq, float eps);
 
 /* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)

@@ -30,7 +30,8 @@ static const char *const g_op_names[LOOM_OP_COUNT] = {
     [LOOM_OP_MUL_MAT] = "MUL_MAT",   [LOOM_OP_MUL_MAT_ID] = "MUL_MAT_ID",
     [LOOM_OP_ARGSORT] = "ARGSORT",   [LOOM_OP_ROPE] = "ROPE",
     [LOOM_OP_IM2COL] = "IM2COL",     [LOOM_OP_POOL_2D] = "POOL_2D",
-    [LOOM_OP_FLASH_ATTN] = "FLASH_ATTN",
+    [LOOM_OP_FLASH_ATTN] = "FLASH_ATTN", [LOOM_OP_SOFTPLUS] = "SOFTPLUS",
+    [LOOM_OP_SSM_CONV] = "SSM_CONV",     [LOOM_OP_GATED_DELTA] = "GATED_DELTA",
 };
 
 const char *loom_op_name(loom_op op) {

@@ -130,6 +130,9 @@ void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_argsort(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_im2col(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_pool_2d(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst);
 
 /* Scratch bytes the nn kernels need for dst with nth threads (0 = none). */
 size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth);
@@ -139,6 +142,7 @@ size_t loom_cpu_work_size_flash_attn(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_argsort(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_im2col(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_pool_2d(const loom_tensor *dst, int nth);
+size_t loom_cpu_work_size_gated_delta(const loom_tensor *dst, int nth);
 
 /* ---- dispatch (exec.c) */
 /* Kernel for op (NULL for NONE and VIEW, which compute nothing). */

@@ -1,0 +1,75 @@
+/*
+ * ops_ssm.c - constructors of the recurrent-layer ops (loom.h): softplus, the causal
+ * depthwise convolution and the gated delta rule over a batch with per-sequence state.
+ */
+#include <math.h>
+
+#include "core/ctx.h"
+#include "core/tensor.h"
+
+loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a) {
+    const loom_op op = LOOM_OP_SOFTPLUS;
+    if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);
+    if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "softplus takes F32");
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, &a);
+}
+
+/* rows of a contiguous (ne0 elements apart in memory): the kernels read rows */
+static bool rows_ok(const loom_tensor *a) { return a->type == LOOM_TYPE_F32 && a->nb[0] == sizeof(float); }
+
+static loom_tensor *seq_check(loom_ctx *ctx, loom_op op, loom_tensor *seq, int64_t T) {
+    if (seq->type != LOOM_TYPE_I32 || loom_tensor_nelements(seq) != T || !loom_tensor_is_contiguous(seq))
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, seq, NULL, "seq must be contiguous I32 with %lld values",
+                             (long long)T);
+    return seq;
+}
+
+loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
+    const loom_op op = LOOM_OP_SSM_CONV;
+    loom_tensor *args[4] = {x, w, state, seq};
+    if (!loom_op_check(ctx, op, 4, args)) return loom_ctx_poison(ctx);
+    const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0];
+    if (!rows_ok(x) || x->ne[2] != 1 || x->ne[3] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, x, NULL, "x must be F32 [C, T] with contiguous rows");
+    if (w->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(w) || w->ne[1] != C || K < 2 || w->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, w, x, "kernel must be contiguous F32 [K >= 2, C = %lld]",
+                             (long long)C);
+    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != (K - 1) * C ||
+        state->ne[1] < 1 || state->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, w, "state must be contiguous F32 [(K-1) * C = %lld, S]",
+                             (long long)((K - 1) * C));
+    if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
+    const int64_t S = state->ne[1];
+    int64_t ne[4] = {C, T + (K - 1) * S, 1, 1};
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 4, args);
+}
+
+loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                              loom_tensor *state, loom_tensor *seq, float eps) {
+    const loom_op op = LOOM_OP_GATED_DELTA;
+    loom_tensor *args[6] = {qk, v, g, beta, state, seq};
+    if (!loom_op_check(ctx, op, 6, args)) return loom_ctx_poison(ctx);
+    const int64_t Dk = qk->ne[0], Hk = qk->ne[1] / 2, T = qk->ne[2], Dv = v->ne[0], Hv = v->ne[1];
+    if (!rows_ok(qk) || qk->ne[1] % 2 || Hk < 1 || qk->ne[3] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, qk, NULL, "qk must be F32 [Dk, 2 Hk, T] with contiguous rows");
+    if (!rows_ok(v) || v->ne[2] != T || v->ne[3] != 1 || Hv < 1 || Hv % Hk)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, qk, "v must be F32 [Dv, Hv, T = %lld], Hv a multiple of %lld",
+                             (long long)T, (long long)Hk);
+    loom_tensor *gb[2] = {g, beta};
+    for (int i = 0; i < 2; i++)
+        if (gb[i]->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(gb[i]) || gb[i]->ne[0] != Hv ||
+            gb[i]->ne[1] != T || gb[i]->ne[2] != 1)
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, gb[i], v, "%s must be contiguous F32 [Hv = %lld, T = %lld]",
+                                 i ? "beta" : "g", (long long)Hv, (long long)T);
+    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != Dv * Dk * Hv ||
+        state->ne[1] < 1 || state->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, v, "state must be contiguous F32 [Dv * Dk * Hv = %lld, S]",
+                             (long long)(Dv * Dk * Hv));
+    if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
+    if (!(eps >= 0.0f) || !isfinite(eps)) return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, qk, NULL, "bad eps");
+    const int64_t S = state->ne[1];
+    int64_t ne[4] = {Dv * Hv, T + Dk * S, 1, 1};
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 6, args);
+    loom_set_op_param_f32(t, 0, eps);
+    return t;
+}

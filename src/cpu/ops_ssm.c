@@ -1,0 +1,129 @@
+/*
+ * ops_ssm.c - CPU kernels of the recurrent-layer ops (scalar: they are the reference;
+ * the work is per channel / per head and sequence, split across threads).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/ops.h"
+
+void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0];
+    const int64_t n0 = a->ne[0], rows = loom_nelements(a) / (n0 ? n0 : 1);
+    int64_t r0, r1;
+    loom_cpu_split(rows, p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % a->ne[1], i2 = (r / a->ne[1]) % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+        const char *src = (const char *)a->data + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
+        float *out = (float *)loom_row_ptr(dst, i1, i2, i3);
+        for (int64_t i = 0; i < n0; i++) {
+            const float x = *(const float *)(src + i * a->nb[0]);
+            out[i] = x > 20.0f ? x : logf(1.0f + expf(x)); /* as llama.cpp's op_softplus */
+        }
+    }
+}
+
+/* slot of token t, or -1 (and the op fails) when out of range */
+static int64_t slot_of(const loom_tensor *seq, int64_t t, int64_t S) {
+    const int32_t s = ((const int32_t *)seq->data)[t];
+    return s >= 0 && s < S ? s : -1;
+}
+
+void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *x = dst->src[0], *w = dst->src[1], *st = dst->src[2], *seq = dst->src[3];
+    const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0], S = st->ne[1];
+    for (int64_t t = 0; t < T; t++)
+        if (slot_of(seq, t, S) < 0) {
+            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
+            return;
+        }
+    float *y = (float *)dst->data;       /* [C, T] */
+    float *ns = y + (size_t)C * (size_t)T; /* [(K-1) * C, S] */
+    const float *ws = (const float *)w->data, *ss = (const float *)st->data;
+    float win[16];
+    if (K > 16) { /* constructor allows any K; kernels this small are all there is */
+        loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
+        return;
+    }
+    int64_t c0, c1;
+    loom_cpu_split(C, p->ith, p->nth, &c0, &c1);
+    for (int64_t c = c0; c < c1; c++) {
+        const float *wc = ws + (size_t)c * (size_t)K;
+        /* every slot's history of channel c moves to the result first */
+        for (int64_t s = 0; s < S; s++)
+            memcpy(ns + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1),
+                   ss + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1), (size_t)(K - 1) * sizeof(float));
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t s = slot_of(seq, t, S);
+            float *h = ns + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1);
+            memcpy(win, h, (size_t)(K - 1) * sizeof(float));
+            win[K - 1] = ((const float *)((const char *)x->data + t * x->nb[1]))[c];
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) acc += wc[k] * win[k];
+            y[(size_t)t * (size_t)C + (size_t)c] = acc;
+            memcpy(h, win + 1, (size_t)(K - 1) * sizeof(float));
+        }
+    }
+}
+
+size_t loom_cpu_work_size_gated_delta(const loom_tensor *dst, int nth) {
+    const int64_t Dk = dst->src[0]->ne[0];
+    return (size_t)nth * ((size_t)(2 * Dk) * sizeof(float) + 64);
+}
+
+/* x / max(|x|, eps) into out (llama.cpp's ggml_l2_norm: the sum in double) */
+static void l2n(const float *x, int64_t n, float eps, float *out) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
+    const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale;
+}
+
+void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *qk = dst->src[0], *v = dst->src[1], *g = dst->src[2], *beta = dst->src[3];
+    const loom_tensor *st = dst->src[4], *seq = dst->src[5];
+    const int64_t Dk = qk->ne[0], Hk = qk->ne[1] / 2, T = qk->ne[2], Dv = v->ne[0], Hv = v->ne[1], S = st->ne[1];
+    const float eps = loom_get_op_param_f32(dst, 0), scale = 1.0f / sqrtf((float)Dk);
+    for (int64_t t = 0; t < T; t++)
+        if (slot_of(seq, t, S) < 0) {
+            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
+            return;
+        }
+    float *out = (float *)dst->data;                /* [Dv * Hv, T] */
+    float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] */
+    const size_t per = (size_t)(Dv * Dk);
+    float *qn = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)(2 * Dk) * sizeof(float) + 64));
+    float *kn = qn + Dk;
+    int64_t r0, r1;
+    loom_cpu_split(Hv * S, p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t h = r % Hv, s = r / Hv, hk = h % Hk;
+        float *M = ns + ((size_t)s * (size_t)Hv + (size_t)h) * per;
+        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)Hv + (size_t)h) * per, per * sizeof(float));
+        for (int64_t t = 0; t < T; t++) {
+            if (slot_of(seq, t, S) != s) continue;
+            const char *qkt = (const char *)qk->data + t * qk->nb[2];
+            l2n((const float *)(qkt + hk * qk->nb[1]), Dk, eps, qn);
+            l2n((const float *)(qkt + (Hk + hk) * qk->nb[1]), Dk, eps, kn);
+            const float *vt = (const float *)((const char *)v->data + t * v->nb[2] + h * v->nb[1]);
+            const float decay = expf(((const float *)g->data)[t * Hv + h]);
+            const float b = ((const float *)beta->data)[t * Hv + h];
+            float *o = out + (size_t)t * (size_t)(Dv * Hv) + (size_t)h * (size_t)Dv;
+            for (int64_t j = 0; j < Dv; j++) {
+                float *row = M + (size_t)j * (size_t)Dk;
+                float mk = 0.0f;
+                for (int64_t i = 0; i < Dk; i++) {
+                    row[i] *= decay;
+                    mk += row[i] * kn[i];
+                }
+                const float d = (vt[j] - mk) * b;
+                float mq = 0.0f;
+                for (int64_t i = 0; i < Dk; i++) {
+                    row[i] += d * kn[i];
+                    mq += row[i] * qn[i];
+                }
+                o[j] = mq * scale;
+            }
+        }
+    }
+}

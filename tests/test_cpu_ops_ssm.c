@@ -1,0 +1,163 @@
+/* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta) on the CPU
+ * engine against float64 references written here: several state slots, tokens of the
+ * slots interleaved, a slot without tokens (its state must come back unchanged), one and
+ * two threads, GQA-style head sharing, and the errors (shapes, a token's slot out of
+ * range). */
+#include "nn_test_common.h"
+
+static void test_softplus(int nth) {
+    loom_ctx *ctx = nn_ctx(nth, false);
+    const int64_t n = 37;
+    float x[37];
+    for (int i = 0; i < n; i++) x[i] = (float)(i - 18) * 1.7f; /* -30.6 .. 30.6: both branches */
+    int64_t ne[1] = {n};
+    loom_tensor *y = loom_softplus(ctx, loom_from_f32(loom_ctx_input(ctx), x, (size_t)n, 1, ne));
+    float out[37];
+    CHECK(nn_run(ctx, y, out, (size_t)n) == LOOM_OK);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double r = x[i] > 20.0f ? (double)x[i] : log1p(exp((double)x[i]));
+        /* relative above 1, absolute below (log(1 + e^x) in float loses e^x < 6e-8) */
+        double e = fabs(out[i] - r) / fmax(fabs(r), 1.0);
+        if (e > worst) worst = e;
+    }
+    CHECK_MSG(worst < 2e-6, "softplus rel error %g", worst);
+    loom_ctx_free(ctx);
+}
+
+/* slots of the tokens: interleaved, slot 3 never used */
+static const int32_t k_seq[9] = {0, 1, 0, 2, 0, 1, 1, 0, 2};
+
+static void test_conv(int nth) {
+    enum { C = 7, T = 9, K = 4, S = 4 };
+    float x[C * T], w[K * C], st[(K - 1) * C * S];
+    fill_rnd(x, C * T, 1.0f);
+    fill_rnd(w, K * C, 1.0f);
+    fill_rnd(st, (K - 1) * C * S, 1.0f);
+    /* reference */
+    double y[C * T], ns[(K - 1) * C * S];
+    for (int i = 0; i < (K - 1) * C * S; i++) ns[i] = st[i];
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            double *h = ns + (k_seq[t] * C + c) * (K - 1), win[K];
+            for (int k = 0; k < K - 1; k++) win[k] = h[k];
+            win[K - 1] = x[t * C + c];
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += (double)w[c * K + k] * win[k];
+            y[t * C + c] = acc;
+            for (int k = 0; k < K - 1; k++) h[k] = win[k + 1];
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t nx[2] = {C, T}, nw[2] = {K, C}, ns2[2] = {(K - 1) * C, S}, nq[1] = {T};
+    loom_tensor *r = loom_ssm_conv(ctx, loom_from_f32(in, x, C * T, 2, nx), loom_from_f32(in, w, K * C, 2, nw),
+                                   loom_from_f32(in, st, (K - 1) * C * S, 2, ns2), loom_from_i32(in, k_seq, T, 1, nq));
+    CHECK_EQ_INT(loom_tensor_ne(r, 0), C);
+    CHECK_EQ_INT(loom_tensor_ne(r, 1), T + (K - 1) * S);
+    float out[C * (T + (K - 1) * S)];
+    CHECK(nn_run(ctx, r, out, sizeof out / sizeof out[0]) == LOOM_OK);
+    double ref[C * (T + (K - 1) * S)];
+    for (int i = 0; i < C * T; i++) ref[i] = y[i];
+    for (int i = 0; i < (K - 1) * C * S; i++) ref[C * T + i] = ns[i];
+    CHECK_MSG(max_rel(out, ref, sizeof ref / sizeof ref[0]) < 1e-6, "ssm_conv (%d threads): max rel %g", nth,
+              max_rel(out, ref, sizeof ref / sizeof ref[0]));
+    /* slot 3 had no token: its state is the input's, bit for bit */
+    CHECK(!memcmp(out + C * T + 3 * (K - 1) * C, st + 3 * (K - 1) * C, (K - 1) * C * sizeof(float)));
+    loom_ctx_free(ctx);
+}
+
+static void test_delta(int nth) {
+    enum { Dk = 5, Dv = 4, Hk = 2, Hv = 4, T = 9, S = 4 };
+    const float eps = 1e-6f;
+    float qk[Dk * 2 * Hk * T], v[Dv * Hv * T], g[Hv * T], b[Hv * T], st[Dv * Dk * Hv * S];
+    fill_rnd(qk, sizeof qk / sizeof qk[0], 1.0f);
+    fill_rnd(v, sizeof v / sizeof v[0], 1.0f);
+    fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
+    for (int i = 0; i < Hv * T; i++) {
+        g[i] = -0.5f * (float)rnd_u();        /* log decay in (-0.5, 0] */
+        b[i] = (float)rnd_u();                /* beta in [0, 1) */
+    }
+    qk[0] = qk[1] = qk[2] = qk[3] = qk[4] = 0.0f; /* a zero query: the eps branch */
+    double M[Dv * Dk * Hv * S], out[Dv * Hv * T];
+    for (int i = 0; i < Dv * Dk * Hv * S; i++) M[i] = st[i];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < Hv; h++) {
+            const int s = k_seq[t], hk = h % Hk;
+            double q[Dk], k[Dk], nq = 0, nk = 0;
+            for (int i = 0; i < Dk; i++) {
+                q[i] = qk[(t * 2 * Hk + hk) * Dk + i];
+                k[i] = qk[(t * 2 * Hk + Hk + hk) * Dk + i];
+                nq += q[i] * q[i];
+                nk += k[i] * k[i];
+            }
+            nq = 1.0 / fmax(sqrt(nq), eps);
+            nk = 1.0 / fmax(sqrt(nk), eps);
+            double *m = M + (s * Hv + h) * Dv * Dk;
+            const double dec = exp((double)g[t * Hv + h]), beta = b[t * Hv + h];
+            for (int j = 0; j < Dv; j++) {
+                double mk = 0;
+                for (int i = 0; i < Dk; i++) {
+                    m[j * Dk + i] *= dec;
+                    mk += m[j * Dk + i] * k[i] * nk;
+                }
+                const double d = (v[(t * Hv + h) * Dv + j] - mk) * beta;
+                double mq = 0;
+                for (int i = 0; i < Dk; i++) {
+                    m[j * Dk + i] += d * k[i] * nk;
+                    mq += m[j * Dk + i] * q[i] * nq;
+                }
+                out[(t * Hv + h) * Dv + j] = mq / sqrt((double)Dk);
+            }
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t nqk[3] = {Dk, 2 * Hk, T}, nv[3] = {Dv, Hv, T}, ng[2] = {Hv, T}, nst[2] = {Dv * Dk * Hv, S}, nq1[1] = {T};
+    loom_tensor *r = loom_gated_delta(ctx, loom_from_f32(in, qk, sizeof qk / 4, 3, nqk),
+                                      loom_from_f32(in, v, sizeof v / 4, 3, nv), loom_from_f32(in, g, Hv * T, 2, ng),
+                                      loom_from_f32(in, b, Hv * T, 2, ng), loom_from_f32(in, st, sizeof st / 4, 2, nst),
+                                      loom_from_i32(in, k_seq, T, 1, nq1), eps);
+    enum { N = Dv * Hv * (T + Dk * S) };
+    float got[N];
+    CHECK(nn_run(ctx, r, got, N) == LOOM_OK);
+    double ref[N];
+    for (int i = 0; i < Dv * Hv * T; i++) ref[i] = out[i];
+    for (int i = 0; i < Dv * Dk * Hv * S; i++) ref[Dv * Hv * T + i] = M[i];
+    CHECK_MSG(max_rel(got, ref, N) < 2e-6, "gated_delta (%d threads): max rel %g", nth, max_rel(got, ref, N));
+    CHECK(!memcmp(got + Dv * Hv * T + 3 * Dv * Dk * Hv, st + 3 * Dv * Dk * Hv, Dv * Dk * Hv * sizeof(float)));
+    loom_ctx_free(ctx);
+}
+
+static void test_errors(void) {
+    loom_ctx *ctx = nn_ctx(1, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t nx[2] = {4, 3}, nw[2] = {3, 5}, nst[2] = {8, 2}, nq[1] = {3};
+    float z[64] = {0};
+    int32_t bad[3] = {0, 2, 1}; /* slot 2 of 2 */
+    loom_tensor *x = loom_from_f32(in, z, 12, 2, nx), *w = loom_from_f32(in, z, 15, 2, nw);
+    loom_tensor *st = loom_from_f32(in, z, 16, 2, nst), *sq = loom_from_i32(in, bad, 3, 1, nq);
+    CHECK(loom_tensor_is_poison(loom_ssm_conv(ctx, x, w, st, sq))); /* kernel for 5 channels, x has 4 */
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+    /* a slot out of range is a compute error */
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    int64_t nw2[2] = {3, 4};
+    x = loom_from_f32(in, z, 12, 2, nx);
+    w = loom_from_f32(in, z, 12, 2, nw2);
+    st = loom_from_f32(in, z, 16, 2, nst);
+    sq = loom_from_i32(in, bad, 3, 1, nq);
+    loom_tensor *r = loom_ssm_conv(ctx, x, w, st, sq);
+    float out[4 * 7];
+    CHECK(nn_run(ctx, r, out, 28) == LOOM_ERR_INVALID_ARG);
+    loom_ctx_free(ctx);
+}
+
+int main(void) {
+    for (int nth = 1; nth <= 2; nth++) {
+        test_softplus(nth);
+        test_conv(nth);
+        test_delta(nth);
+    }
+    test_errors();
+    return test_finish("test_cpu_ops_ssm");
+}
