@@ -174,6 +174,10 @@ loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char
         if (ns < 1 || ns > b->seq_capacity)
             return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d is in %d sequences (1..%d)", who, (int)r,
                                   (int)ns, (int)b->seq_capacity);
+        if (ns > 1 && m->kv.n_recurrent > 0)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "%s: row %d is in %d sequences; a model with recurrent layers takes each token in "
+                                  "one (its state is per sequence)", who, (int)r, (int)ns);
         const int32_t *ids = b->seq_id + (size_t)r * (size_t)b->seq_capacity;
         for (int32_t k = 0; k < ns; k++) {
             if (ids[k] < 0 || ids[k] >= m->n_seq_max)
@@ -229,15 +233,19 @@ static loom_status dec_retarget(loom_model *m, const loom_batch *rows, int n_out
     if (!s) s = loom_tensor_write(io->outs, m->out_ids, (size_t)n_out * sizeof *m->out_ids);
     for (int g = 0; g < m->kv.n_groups && !s; g++)
         s = loom_tensor_write(io->mask[g], m->kv.grp[g].mask, llm_kv_mask_floats(&m->kv, g, T) * sizeof(float));
+    if (!s && io->seq) {
+        llm_seq_fill(m, rows, m->seq_host);
+        s = loom_tensor_write(io->seq, m->seq_host, (size_t)T * sizeof(int32_t));
+    }
     if (!s && io->attn_temp) {
         llm_attn_temp_fill(m, rows->pos, T, m->attn_temp);
         s = loom_tensor_write(io->attn_temp, m->attn_temp, (size_t)T * sizeof(float));
     }
     for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        loom_tensor *const *st = io->store + 4 * il;
+        if (!st[0]) continue; /* a layer sharing another's cache, or a recurrent one, stores nothing */
         size_t k_off, v_off;
         llm_kv_store_offsets(&m->kv, il, m->kv.grp[m->kv.layer_group[il]].cells.loc, &k_off, &v_off);
-        loom_tensor *const *st = io->store + 4 * il;
-        if (!st[0]) continue; /* a layer that shares another's cache stores nothing */
         s = loom_view_set_offset(st[0], k_off);
         if (!s) s = loom_view_set_offset(st[1], k_off);
         if (!s) s = loom_view_set_offset(st[2], v_off);

@@ -85,9 +85,15 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     llm_kv_layer_type gt[LLM_KV_MAX_GROUPS];
     for (int il = 0; il < kv->n_layer; il++) {
         llm_kv_layer_type t = types ? types[il] : (llm_kv_layer_type){0};
-        if (t.window < 0 || t.chunk < 0) {
+        if (t.window < 0 || t.chunk < 0 || t.rs_conv < 0 || t.rs_ssm < 0) {
             llm_kv_free(kv);
-            return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk", il);
+            return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk / state", il);
+        }
+        if (t.rs_conv > 0 || t.rs_ssm > 0) { /* recurrent: states, no K/V, no cell group */
+            kv->layer_group[il] = -1;
+            kv->share[il] = il;
+            kv->n_recurrent++;
+            continue;
         }
         int g = 0;
         while (g < kv->n_groups && !same_type(gt[g], t)) g++;
@@ -124,6 +130,10 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             kv->grp[g].n_layers++;
         }
     }
+    if (kv->n_groups == 0) {
+        llm_kv_free(kv);
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "KV cache: models without attention layers are not supported");
+    }
     const int64_t pad = kv->cfg.cache_padding;
     for (int g = 0; g < kv->n_groups; g++) {
         int64_t full = (int64_t)n_seq * n_ctx;
@@ -142,6 +152,11 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
+            if (kv->layer_group[il] < 0) { /* recurrent states */
+                const llm_kv_layer_type *t = &types[il];
+                loom_backend_account_cache(be, il, ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
+                continue;
+            }
             if (kv->share[il] != il) continue;
             const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
             int64_t cells = gr->cells.n;
@@ -161,6 +176,8 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     }
     kv->k = loom_calloc((size_t)kv->n_layer, sizeof *kv->k);
     kv->v = loom_calloc((size_t)kv->n_layer, sizeof *kv->v);
+    kv->rs_conv = loom_calloc((size_t)kv->n_layer, sizeof *kv->rs_conv);
+    kv->rs_ssm = loom_calloc((size_t)kv->n_layer, sizeof *kv->rs_ssm);
     bool masks_ok = true;
     for (int g = 0; g < kv->n_groups; g++) {
         /* decode steps (one token per sequence) never grow the host masks */
@@ -169,7 +186,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         gr->mask = loom_malloc(gr->mask_cap * sizeof *gr->mask);
         masks_ok = masks_ok && gr->mask;
     }
-    if (!kv->k || !kv->v || !masks_ok) {
+    if (!kv->k || !kv->v || !kv->rs_conv || !kv->rs_ssm || !masks_ok) {
         llm_kv_free(kv);
         return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
     }
@@ -179,6 +196,14 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return s;
     }
     for (int il = 0; il < kv->n_layer; il++) {
+        if (kv->layer_group[il] < 0) { /* recurrent states, zero at first */
+            loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
+            int64_t nc[2] = {types[il].rs_conv, n_seq}, ns[2] = {types[il].rs_ssm, n_seq};
+            kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);
+            kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns);
+            if (loom_ctx_status(kv->ctx)) break;
+            continue;
+        }
         if (kv->share[il] != il) { /* sources come first */
             kv->k[il] = kv->k[kv->share[il]];
             kv->v[il] = kv->v[kv->share[il]];
@@ -216,6 +241,8 @@ void llm_kv_free(llm_kv_cache *kv) {
     loom_free(kv->v);
     loom_free(kv->layer_group);
     loom_free(kv->share);
+    loom_free(kv->rs_conv);
+    loom_free(kv->rs_ssm);
     for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
         llm_kv_cells_free(&kv->grp[g].cells);
         loom_free(kv->grp[g].mask);

@@ -127,6 +127,11 @@ void llm_attn_temp_fill(const loom_model *m, const int32_t *pos, int T, float *h
                           1.0);
 }
 
+void llm_seq_fill(const loom_model *m, const loom_batch *rows, int32_t *host) {
+    (void)m;
+    for (int32_t r = 0; r < rows->n_tokens; r++) host[r] = rows->seq_id[(size_t)r * (size_t)rows->seq_capacity];
+}
+
 void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inputs *in) {
     const int64_t T = b->n_tokens;
     loom_ctx *ic = loom_ctx_input(ctx);
@@ -146,6 +151,15 @@ void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inpu
             in->attn_temp = loom_from_f32(ic, m->attn_temp, (size_t)T, 3, ne_s);
         }
     }
+    if (m->kv.n_recurrent > 0) { /* the state slot of each token: its (only) sequence */
+        if (b->reserve) {
+            in->seq = loom_zeros(ic, LOOM_TYPE_I32, 1, ne_t);
+        } else {
+            llm_seq_fill(m, b->rows, m->seq_host);
+            in->seq = loom_from_i32(ic, m->seq_host, (size_t)T, 1, ne_t);
+        }
+        loom_tensor_set_name(in->seq, "inp_seq");
+    }
     loom_tensor_set_name(in->tok, "inp_tokens");
     loom_tensor_set_name(in->pos, "inp_pos");
     loom_tensor_set_name(in->outs, "inp_out_ids");
@@ -155,6 +169,7 @@ void llm_graph_inputs(loom_model *m, loom_ctx *ctx, const llm_batch *b, llm_inpu
         b->io->pos = in->pos;
         b->io->outs = in->outs;
         b->io->attn_temp = b->reserve ? NULL : in->attn_temp;
+        b->io->seq = b->reserve ? NULL : in->seq;
     }
     llm_kv_build_masks(ctx, &m->kv, (int)T, b->reserve, in->masks, b->io);
 }

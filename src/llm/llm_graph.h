@@ -15,6 +15,7 @@ typedef struct llm_inputs {
     loom_tensor *masks[LLM_KV_MAX_GROUPS]; /* one mask per cache group (llm_kv_layer_mask) */
     loom_tensor *mask, *mask_swa;  /* unused: kept so arch files read as before the merge */
     loom_tensor *attn_temp;        /* query temperature [1, 1, T] (NULL when off) */
+    loom_tensor *seq;              /* recurrent models: each token's sequence, I32 [T] (else NULL) */
 } llm_inputs;
 
 /* Token ids, positions, output rows and masks (recorded in b->io when not NULL). */

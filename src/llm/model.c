@@ -593,10 +593,11 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
     m->row_out = loom_malloc((size_t)m->n_batch * sizeof *m->row_out);
     m->attn_temp = loom_malloc((size_t)m->n_batch * sizeof *m->attn_temp);
+    m->seq_host = loom_malloc((size_t)m->n_batch * sizeof *m->seq_host);
     m->logits_cap = (size_t)m->hp.n_vocab;
     m->logits = loom_malloc(m->logits_cap * sizeof *m->logits);
     m->dec.io.store = loom_calloc(4 * (size_t)m->hp.n_layer, sizeof *m->dec.io.store);
-    if (!m->out_ids || !m->row_out || !m->attn_temp || !m->logits || !m->dec.io.store ||
+    if (!m->out_ids || !m->row_out || !m->attn_temp || !m->seq_host || !m->logits || !m->dec.io.store ||
         loom_batch_init(&m->eb, m->n_batch, 1, NULL)) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_open: out of host memory");
         goto fail;
@@ -635,6 +636,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->out_ids);
     loom_free(m->row_out);
     loom_free(m->attn_temp);
+    loom_free(m->seq_host);
     loom_free(m->mrope_ff);
     loom_free(m->group_eye);
     loom_batch_free(&m->eb);
@@ -703,6 +705,10 @@ int32_t loom_model_n_batch(const loom_model *m) { return m ? m->n_batch : 0; }
 void loom_model_reset(loom_model *m) {
     if (!m) return;
     llm_kv_clear(&m->kv);
+    if (m->kv.n_recurrent > 0) { /* states back to zero (a failure leaves them for the next reset) */
+        loom_error e = {0};
+        (void)llm_rs_copy(m, -1, -1, &e);
+    }
     m->n_logits = 0;
     m->n_rows = 0;
     atomic_store(&m->cancel, false); /* a pending cancel belonged to what is forgotten */

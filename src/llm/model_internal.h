@@ -40,6 +40,8 @@ typedef struct llm_layer {
     /* gemma3n: AltUp (predict / correct coefficients, router), LAuReL */
     loom_tensor *altup_correct_coef, *altup_correct_scale, *altup_predict_coef, *altup_router, *altup_router_norm;
     loom_tensor *laurel_l, *laurel_r, *laurel_post_norm;
+    /* qwen35 gated delta net: z gate, conv kernel, dt bias, A, beta / alpha projections, norm, out */
+    loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
@@ -76,6 +78,9 @@ typedef struct llm_kv_layer_type {
      * head_dim_v, n_head_kv; share > 0: the layer reads layer share - 1's cache (same
      * type) and has none of its own (gemma4's shared KV layers) */
     int32_t dk, dv, hkv, share;
+    /* rs_conv, rs_ssm > 0: a recurrent layer (qwen35's gated delta net) with no K/V:
+     * floats of its convolution and delta-rule states per sequence slot */
+    int32_t rs_conv, rs_ssm;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */
@@ -160,6 +165,8 @@ typedef struct llm_kv_cache {
     llm_kv_group grp[LLM_KV_MAX_GROUPS];
     int *layer_group;       /* [n_layer] */
     int *share;             /* [n_layer] layer whose K/V a layer uses (itself, or its source) */
+    int n_recurrent;        /* recurrent layers (layer_group -1, no K/V): their states */
+    loom_tensor **rs_conv, **rs_ssm; /* [n_layer] F32 [floats per slot, n_seq] or NULL */
     loom_tensor **k;        /* [n_layer] K [dk, hkv, cells of its group] */
     loom_tensor **v;        /* [n_layer] V [cells, dv, hkv] (permuted) or [dv, hkv, cells] */
     int64_t cells;          /* cells of the largest group */
@@ -173,6 +180,7 @@ typedef struct llm_graph_io {
     loom_tensor *mask[LLM_KV_MAX_GROUPS]; /* the F32 input leaf of each group's mask */
     loom_tensor **store;           /* [4 * n_layer]: per layer the K view, K copy, V view, V copy */
     loom_tensor *attn_temp;        /* the query temperature leaf [1, 1, T] (or NULL) */
+    loom_tensor *seq;              /* recurrent models: each row's sequence I32 [T] (or NULL) */
 } llm_graph_io;
 
 /* What one forward graph evaluates. */
@@ -224,6 +232,8 @@ typedef struct llm_hparams_x {
     int n_kv_from_start;     /* gemma4: layers >= this share an earlier layer's cache (n_layer: none) */
     int head_dim_swa, n_rot_swa; /* gemma4 sliding layers' head dim and rotary dims */
     int n_expert_groups, n_group_used; /* expert_group_count / _used_count (0: no groups) */
+    int ssm_conv_k, ssm_dk, ssm_hv, ssm_hk; /* qwen35 delta net: conv kernel, head dim, value / key heads */
+    uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
     int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */
     float attn_temp_offset;  /* llama4: temperature of floor((pos + offset) / floor) */
@@ -280,6 +290,7 @@ struct loom_model {
     llm_hparams_x hx;
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
     float *group_eye;       /* identity [n_expert_groups^2] for grouped routing, or NULL */
+    int32_t *seq_host;      /* recurrent models: host scratch of each row's sequence (n_batch) */
     float *mrope_ff;        /* multi-section rope of text tokens as frequency factors (n_rot / 2
                                floats, llm_mrope_fill) or NULL */
 };
@@ -358,6 +369,13 @@ void llm_kv_clear(llm_kv_cache *kv);
 loom_status llm_kv_prepare(llm_kv_cache *kv, loom_backend *be, const loom_batch *b, loom_error *err);
 /* Undo the metadata of the last llm_kv_prepare (failed compute). */
 void llm_kv_unprepare(llm_kv_cache *kv, const loom_batch *b);
+/* host[r] = the sequence of batch row r (recurrent models take each row in one;
+ * llm_graph.c). */
+void llm_seq_fill(const loom_model *m, const loom_batch *rows, int32_t *host);
+/* Recurrent states (seq.c): slot dst (-1: all) of every recurrent layer := slot src's
+ * (src < 0: zeros). */
+loom_status llm_rs_copy(loom_model *m, int32_t src, int32_t dst, loom_error *err);
+
 /* After a successful decode: sliding-window groups drop what no later token sees. */
 void llm_kv_commit(llm_kv_cache *kv, const loom_batch *b);
 /* Reserve mode: every group's slot at its end, the whole cache visible. */

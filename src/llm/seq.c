@@ -24,11 +24,67 @@ static const llm_kv_cells *main_cells(const llm_kv_cache *kv) {
     return &kv->grp[0].cells;
 }
 
+/* ------------------------------------------------------------------ recurrent states */
+
+/* Slot dst (-1: every slot) of every recurrent layer's states := slot src's (src < 0:
+ * zeros). One graph of copies. */
+loom_status llm_rs_copy(loom_model *m, int32_t src, int32_t dst, loom_error *err) {
+    llm_kv_cache *kv = &m->kv;
+    if (kv->n_recurrent == 0 || !kv->ctx) return LOOM_OK;
+    loom_ctx *ctx;
+    loom_status s = loom_backend_ctx_new(m->be, 0, &ctx, err);
+    if (s) return s;
+    for (int il = 0; il < kv->n_layer; il++) {
+        loom_tensor *X[2] = {kv->rs_conv[il], kv->rs_ssm[il]};
+        for (int i = 0; i < 2; i++) {
+            if (!X[i]) continue;
+            const int64_t per = loom_tensor_ne(X[i], 0), n = dst < 0 ? per * loom_tensor_ne(X[i], 1) : per;
+            const size_t row = loom_tensor_nb(X[i], 1);
+            loom_tensor *to = loom_view(ctx, X[i], dst < 0 ? 0 : row * (size_t)dst, 1, &n);
+            loom_tensor *from = src >= 0 ? loom_view(ctx, X[i], row * (size_t)src, 1, &n)
+                                         : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 1, &n);
+            loom_ctx_forward(ctx, loom_cpy(ctx, from, to));
+        }
+    }
+    s = loom_ctx_status(ctx);
+    if (!s) s = loom_ctx_compute(ctx, 0, NULL);
+    if (s) loom_error_set(err, s, "recurrent state %s: %s", src >= 0 ? "copy" : "reset",
+                          *loom_ctx_error(ctx) ? loom_ctx_error(ctx) : loom_status_name(s));
+    loom_ctx_free(ctx);
+    kv->epoch++;
+    return s;
+}
+
+/* Whether removing [p0, p1) (p < 0: open) leaves sequence s whole (nothing of it in the
+ * range) or empty; a recurrent state can become neither shorter nor holey. */
+static bool rs_removable(const loom_model *m, int32_t s, int32_t p0, int32_t p1, bool *empties) {
+    const llm_kv_cells *mc = main_cells(&m->kv);
+    const int32_t lo = llm_kv_cells_pos_min(mc, s), hi = llm_kv_cells_pos_max(mc, s);
+    *empties = false;
+    if (hi < 0) return true; /* no tokens */
+    const int64_t a = p0 < 0 ? 0 : p0, b = p1 < 0 ? (int64_t)1 << 40 : p1;
+    if (b <= lo || a > hi) return true; /* nothing of s in the range */
+    if (a <= lo && b > hi) {
+        *empties = true;
+        return true;
+    }
+    return false;
+}
+
 loom_status loom_model_seq_remove(loom_model *m, int32_t seq, int32_t p0, int32_t p1, loom_error *err) {
     loom_status s = check_seq(m, seq, true, "loom_model_seq_remove", err);
     if (s) return s;
+    bool empties[LOOM_SEQ_MAX] = {false};
+    if (m->kv.n_recurrent > 0)
+        for (int32_t q = seq < 0 ? 0 : seq; q < (seq < 0 ? m->n_seq_max : seq + 1); q++)
+            if (!rs_removable(m, q, p0, p1, &empties[q]))
+                return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                      "loom_model_seq_remove: sequence %d would keep part of its tokens; a recurrent "
+                                      "layer's state cannot drop some (remove all of them, or none)", (int)q);
     for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, p0, p1);
-    return LOOM_OK;
+    for (int32_t q = 0; q < m->n_seq_max && m->kv.n_recurrent > 0 && !s; q++)
+        if (empties[q]) s = llm_rs_copy(m, -1, q, err);
+    return s;
 }
 
 loom_status loom_model_seq_copy(loom_model *m, int32_t src, int32_t dst, int32_t p0, int32_t p1, loom_error *err) {
@@ -36,20 +92,29 @@ loom_status loom_model_seq_copy(loom_model *m, int32_t src, int32_t dst, int32_t
     if (!s) s = check_seq(m, dst, false, "loom_model_seq_copy", err);
     if (s || src == dst) return s;
     const llm_kv_cells *mc = main_cells(&m->kv);
+    if (m->kv.n_recurrent > 0) {
+        bool all;
+        if (llm_kv_cells_count(mc, dst) > 0 || !rs_removable(m, src, p0, p1, &all) || !all)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "loom_model_seq_copy: with recurrent layers only all of sequence %d can be copied, "
+                                  "into an empty sequence (%d)", (int)src, (int)dst);
+    }
     int64_t after = llm_kv_cells_count(mc, dst) - llm_kv_cells_count_range(mc, dst, p0, p1) +
                     llm_kv_cells_count_range(mc, src, p0, p1);
     if (after > m->n_ctx)
         return loom_error_set(err, LOOM_ERR_CONTEXT_FULL, "loom_model_seq_copy: sequence %d would hold %lld > n_ctx = %d tokens",
                               (int)dst, (long long)after, m->n_ctx);
     for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_copy(&m->kv.grp[g].cells, src, dst, p0, p1);
-    return LOOM_OK;
+    return m->kv.n_recurrent > 0 ? llm_rs_copy(m, src, dst, err) : LOOM_OK;
 }
 
 loom_status loom_model_seq_keep(loom_model *m, int32_t seq, loom_error *err) {
     loom_status s = check_seq(m, seq, false, "loom_model_seq_keep", err);
     if (s) return s;
     for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_keep(&m->kv.grp[g].cells, seq);
-    return LOOM_OK;
+    for (int32_t q = 0; q < m->n_seq_max && m->kv.n_recurrent > 0 && !s; q++)
+        if (q != seq) s = llm_rs_copy(m, -1, q, err);
+    return s;
 }
 
 int32_t loom_model_seq_pos_max(const loom_model *m, int32_t seq) {
@@ -284,6 +349,10 @@ loom_status loom_model_seq_context_shift(loom_model *m, int32_t seq, int32_t n_k
     if (n_discarded) *n_discarded = 0;
     loom_status s = check_seq(m, seq, false, "loom_model_seq_context_shift", err);
     if (s) return s;
+    if (m->kv.n_recurrent > 0)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "loom_model_seq_context_shift: a recurrent layer's state cannot drop tokens (start the "
+                              "sequence again instead)");
     int32_t n_ctx = m->n_ctx;
     if (n_keep < 0) n_keep = 0;
     if (n_keep > n_ctx - 1) n_keep = n_ctx - 1;
@@ -376,13 +445,18 @@ loom_status loom_model_seq_reuse_prefix(loom_model *m, int32_t seq, const int32_
     const llm_kv_cells *mc = main_cells(&m->kv);
     int32_t *tok = loom_malloc((size_t)n * sizeof *tok);
     if (!tok) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_seq_reuse_prefix: out of host memory");
+    /* recurrent layers: a sequence's state is only good whole, so a prefix counts only
+     * when it is all the sequence holds (and leaves at least one token to evaluate) */
+    const bool rec = m->kv.n_recurrent > 0;
     int32_t best = cached_prefix(mc, seq, tokens, n, tok), from = seq;
     if (best > n - 1) best = n - 1;
     if (!window_cached(&m->kv, seq, best, tok)) best = 0;
+    if (rec && best != llm_kv_cells_count(mc, seq)) best = 0;
     for (int o = 0; o < m->n_seq_max; o++) {
         if (o == seq) continue;
         int32_t k = cached_prefix(mc, o, tokens, n, tok);
         if (k > n - 1) k = n - 1;
+        if (rec && k != llm_kv_cells_count(mc, o)) continue;
         if (k > best && window_cached(&m->kv, o, k, tok)) {
             best = k;
             from = o;
@@ -391,12 +465,15 @@ loom_status loom_model_seq_reuse_prefix(loom_model *m, int32_t seq, const int32_
     loom_free(tok);
     if (from == seq) {
         for (int g = 0; g < m->kv.n_groups; g++) llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, best, -1);
+        if (rec && best == 0) s = llm_rs_copy(m, -1, seq, err);
     } else {
         for (int g = 0; g < m->kv.n_groups; g++) {
             llm_kv_cells_seq_remove(&m->kv.grp[g].cells, seq, -1, -1);
             llm_kv_cells_seq_copy(&m->kv.grp[g].cells, from, seq, 0, best);
         }
+        if (rec) s = llm_rs_copy(m, from, seq, err);
     }
+    if (s) return s;
     *n_cached = best;
     return LOOM_OK;
 }

@@ -13,7 +13,7 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee dots1 chatglm
+        arcee dots1 chatglm qwen35
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -114,7 +114,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "embed"))
-from make_model import (T_ARR, T_BOOL, T_F32, T_STR, T_U32, read_kvs, wstr, wval)  # noqa: E402
+from make_model import (T_ARR, T_BOOL, T_F32, T_I32, T_STR, T_U32, read_kvs, wstr, wval)  # noqa: E402
 
 GGML_F32, GGML_F16, GGML_BF16, GGML_MXFP4 = 0, 1, 30, 39
 FT_F32, FT_F16, FT_BF16, FT_MXFP4_MOE = 0, 1, 32, 38
@@ -1329,6 +1329,55 @@ def dots1(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def qwen35(m, NV):
+    # Qwen3.5-like hybrid: 48 wide, 4 layers (full_attention_interval 4: layers 0-2 gated
+    # delta net, layer 3 gated attention); attention: 4 heads of 16 (key_length), 2 KV
+    # heads, per-head q|gate in attn_q, q/k norms, rotary 8 of 16 with interleaved
+    # sections [2, 1, 1, 0]; delta net: kernel 4, 2 key heads and 4 value heads of 8
+    # (state_size 8, inner 32), ssm_a = -exp(A_log), dt bias, beta/alpha projections,
+    # gated norm, out projection; F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 16, 96, 4
+    K, DK, HK, HV = 4, 8, 2, 4
+    CD = 2 * DK * HK + DK * HV
+    common(m, E, NL, H, HKV, F, 262144, 1e-6, D, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 2)
+    m.kv("rope.freq_base", T_F32, 10000000.0)
+    m.kvs.append((m.arch + ".rope.dimension_sections", T_ARR, (T_I32, [2, 1, 1, 0])))
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.state_size", T_U32, DK)
+    m.kv("ssm.group_count", T_U32, HK)
+    m.kv("ssm.time_step_rank", T_U32, HV)
+    m.kv("ssm.inner_size", T_U32, DK * HV)
+    m.kv("full_attention_interval", T_U32, 4)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.norm(b + "post_attention_norm.weight", E)
+        if (i + 1) % 4 != 0:
+            m.mat(b + "attn_qkv.weight", E, CD)
+            m.mat(b + "attn_gate.weight", E, DK * HV)
+            m.add(b + "ssm_conv1d.weight", [K, CD], 0.5)
+            m.bias(b + "ssm_dt.bias", [HV])
+            m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HV)])
+            m.mat(b + "ssm_beta.weight", E, HV)
+            m.mat(b + "ssm_alpha.weight", E, HV)
+            m.norm(b + "ssm_norm.weight", DK)
+            m.mat(b + "ssm_out.weight", DK * HV, E)
+        else:
+            m.mat(b + "attn_q.weight", E, 2 * D * H)
+            m.mat(b + "attn_k.weight", E, D * HKV)
+            m.mat(b + "attn_v.weight", E, D * HKV)
+            m.mat(b + "attn_output.weight", D * H, E)
+            m.norm(b + "attn_q_norm.weight", D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1339,11 +1388,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm")
+           "chatglm", "qwen35")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
