@@ -13,6 +13,10 @@
  *     per-sequence state); Wout (rms_norm(o per head) * ssm_norm * silu(z))
  *   then h += that; h += Wdown (silu(Wgate n) * Wup n), n = rms_norm(h) * post_attention_norm
  *
+ * qwen35moe: the same layers with a mixture of experts in place of the MLP (softmax
+ * router, top-k renormalised, gate|up fused or not) plus a shared expert scaled by the
+ * sigmoid of its own gate (ffn_gate_inp_shexp), as llama.cpp's qwen35moe.
+ *
  * The recurrent states live in the cache (kvcache.c: rs_conv / rs_ssm per layer, a slot
  * per sequence); the sequence operations keep them consistent (seq.c) and refuse what a
  * state cannot do (drop part of a sequence).
@@ -23,10 +27,20 @@
 
 #include "arch.h"
 
+static bool is_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "qwen35moe"); }
+
 loom_status llm_qwen35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
     loom_status s;
     int64_t K, din, dk, hv, hk, iv;
+    if (is_moe(hp)) { /* experts (expert_feed_forward_length, default n_ff / used) and a shared one */
+        if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+        if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, hp->n_ff, &iv, err))) return s;
+        if (iv < 1 || iv > ((int64_t)1 << 24))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of "
+                                  "range", a, (long long)iv);
+        hx->n_ff_shexp = (int)iv;
+    }
     if ((s = llm_get_int_key(g, a, "ssm.conv_kernel", true, 0, &K, err))) return s;
     if ((s = llm_get_int_key(g, a, "ssm.inner_size", true, 0, &din, err))) return s;
     if ((s = llm_get_int_key(g, a, "ssm.state_size", true, 0, &dk, err))) return s;
@@ -86,9 +100,22 @@ loom_status llm_qwen35_bind(loom_model *m, loom_error *err) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm.weight", il);
-        L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
-        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
-        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        if (is_moe(hp)) { /* experts (gate | up fused or not) and the sigmoid-gated shared expert */
+            const int64_t NE = hx->n_expert, FE = hx->n_ff_exp;
+            L->ffn_gate_up_exps = llm_bind_tensor(be, false, E, 2 * FE, NE, err, &st, "blk.%d.ffn_gate_up_exps.weight", il);
+            if (L->ffn_gate_up_exps) {
+                L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+                L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+            } else {
+                llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+            }
+            llm_bind_shared_expert(be, L, il, E, hx->n_ff_shexp, err, &st);
+            L->ffn_gate_inp_shexp = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_gate_inp_shexp.weight", il);
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        }
         if (recurrent(hx, il)) {
             L->wqkv = llm_bind_tensor(be, true, E, CD, 1, err, &st, "blk.%d.attn_qkv.weight", il);
             L->ssm_z = llm_bind_tensor(be, true, E, Dk * Hv, 1, err, &st, "blk.%d.attn_gate.weight", il);
@@ -195,9 +222,19 @@ loom_tensor *llm_qwen35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
             r = loom_get_rows(ctx, r, in.outs);
         }
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
-        loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, n), *u = loom_mul_mat(ctx, ly->ffn_up, n);
-        h = llm_named(loom_add(ctx, loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), h), "l_out", il);
+        loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il), *f;
+        if (ly->ffn_gate_inp) { /* qwen35moe: softmax top-k renormalised, plus sigmoid(gate) * shared */
+            f = llm_moe_ffn_ext(ctx, ly, n, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true,
+                                m->hx.expert_weights_scale, 0.0f, il);
+            loom_tensor *sg = loom_sigmoid(ctx, loom_mul_mat(ctx, ly->ffn_gate_inp_shexp, n)); /* [1, T] */
+            loom_tensor *sh = loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate_shexp, n),
+                                                                                   loom_mul_mat(ctx, ly->ffn_up_shexp, n)));
+            f = loom_add(ctx, f, loom_mul(ctx, sh, sg));
+        } else {
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, n), *u = loom_mul_mat(ctx, ly->ffn_up, n);
+            f = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+        }
+        h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);
 }

@@ -359,8 +359,17 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
     const int64_t ne_x[3] = {E, 1, T};
     loom_tensor *xr = loom_reshape(ctx, x, 3, ne_x);
     if (before) xr = loom_mul(ctx, loom_repeat(ctx, xr, 1, (int)K), w); /* [E, K, T]: each expert's weighted input */
-    loom_tensor *up = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel), ly->ffn_up_exps_b, sel_flat);
-    loom_tensor *gate = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat);
+    loom_tensor *up, *gate;
+    if (ly->ffn_gate_up_exps) { /* gate | up fused per expert: [2 FE, K, T] */
+        loom_tensor *gu = loom_mul_mat_id(ctx, ly->ffn_gate_up_exps, xr, sel);
+        const int64_t FE = loom_tensor_ne(gu, 0) / 2;
+        const int64_t args[5] = {FE, (int64_t)loom_tensor_nb(gu, 1), K, (int64_t)loom_tensor_nb(gu, 2), T};
+        gate = loom_cont(ctx, loom_view(ctx, gu, 0, 5, args));
+        up = loom_cont(ctx, loom_view(ctx, gu, (size_t)FE * loom_tensor_nb(gu, 0), 5, args));
+    } else {
+        up = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel), ly->ffn_up_exps_b, sel_flat);
+        gate = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat);
+    }
     loom_tensor *act;
     if (swiglu_limit > 0.0f) {
         /* gpt-oss (llama.cpp's swiglu_oai, alpha 1.702 and limit hard-coded there):

@@ -13,7 +13,7 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee dots1 chatglm qwen35
+        arcee dots1 chatglm qwen35 qwen35moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1329,7 +1329,7 @@ def dots1(m, NV):
     m.mat("output.weight", E, NV)
 
 
-def qwen35(m, NV):
+def qwen35(m, NV, moe=False):
     # Qwen3.5-like hybrid: 48 wide, 4 layers (full_attention_interval 4: layers 0-2 gated
     # delta net, layer 3 gated attention); attention: 4 heads of 16 (key_length), 2 KV
     # heads, per-head q|gate in attn_q, q/k norms, rotary 8 of 16 with interleaved
@@ -1349,6 +1349,12 @@ def qwen35(m, NV):
     m.kv("ssm.time_step_rank", T_U32, HV)
     m.kv("ssm.inner_size", T_U32, DK * HV)
     m.kv("full_attention_interval", T_U32, 4)
+    NE, NU, FE, FS = 6, 2, 24, 40
+    if moe:  # qwen35moe (Qwen3.5-35B-A3B-like): experts (gate|up fused on even layers) + gated shared expert
+        m.kv("expert_count", T_U32, NE)
+        m.kv("expert_used_count", T_U32, NU)
+        m.kv("expert_feed_forward_length", T_U32, FE)
+        m.kv("expert_shared_feed_forward_length", T_U32, FS)
     m.add("token_embd.weight", [E, NV], 0.5)
     for i in range(NL):
         b = "blk.%d." % i
@@ -1371,9 +1377,22 @@ def qwen35(m, NV):
             m.mat(b + "attn_output.weight", D * H, E)
             m.norm(b + "attn_q_norm.weight", D)
             m.norm(b + "attn_k_norm.weight", D)
-        m.mat(b + "ffn_gate.weight", E, F)
-        m.mat(b + "ffn_up.weight", E, F)
-        m.mat(b + "ffn_down.weight", F, E)
+        if moe:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            if i % 2 == 0:
+                m.mat(b + "ffn_gate_up_exps.weight", E, 2 * FE, NE)
+            else:
+                m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+                m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+            m.add(b + "ffn_gate_inp_shexp.weight", [E], E ** -0.5)
+            m.mat(b + "ffn_gate_shexp.weight", E, FS)
+            m.mat(b + "ffn_up_shexp.weight", E, FS)
+            m.mat(b + "ffn_down_shexp.weight", FS, E)
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
     m.norm("output_norm.weight", E)
     m.mat("output.weight", E, NV)
 
@@ -1388,11 +1407,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35")
+           "chatglm", "qwen35", "qwen35moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1413,6 +1432,8 @@ def main():
         gemma(m, NV, arch == "gemma3", arch == "gemma")
     elif arch in ("stablelm", "stablelm-12b"):
         stablelm(m, NV, arch == "stablelm-12b")
+    elif arch == "qwen35moe":
+        qwen35(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
