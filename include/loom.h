@@ -301,7 +301,7 @@ loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p)
  *
  * log(1 + e^x), x itself above 20 (F32). */
 loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a);
-/* Causal depthwise convolution: x F32 [C, T], kernel w F32 [K, C], state F32
+/* Causal depthwise convolution: x F32 [C, T], kernel w F32, F16 or BF16 [K, C] (K 2..16), state F32
  * [(K-1) * C, S] (per slot the last K-1 inputs of each channel, oldest first, channel
  * by channel). y[c, t] = sum_k w[k, c] * window[k], window = the slot's K-1 previous
  * inputs then x[c, t]. Result F32 [C, T + (K-1) * S]: y in columns 0..T-1, the new

@@ -28,12 +28,18 @@ static void test_softplus(int nth) {
 /* slots of the tokens: interleaved, slot 3 never used */
 static const int32_t k_seq[9] = {0, 1, 0, 2, 0, 1, 1, 0, 2};
 
-static void test_conv(int nth) {
+/* wtype: the kernel's type (F32, F16 or BF16: the reference takes the rounded taps) */
+static void test_conv(int nth, loom_type wtype) {
     enum { C = 7, T = 9, K = 4, S = 4 };
     float x[C * T], w[K * C], st[(K - 1) * C * S];
+    uint16_t w16[K * C];
     fill_rnd(x, C * T, 1.0f);
     fill_rnd(w, K * C, 1.0f);
     fill_rnd(st, (K - 1) * C * S, 1.0f);
+    for (int i = 0; i < K * C && wtype != LOOM_TYPE_F32; i++) {
+        w16[i] = wtype == LOOM_TYPE_F16 ? loom_fp32_to_fp16(w[i]) : loom_fp32_to_bf16(w[i]);
+        w[i] = wtype == LOOM_TYPE_F16 ? loom_fp16_to_fp32(w16[i]) : loom_bf16_to_fp32(w16[i]);
+    }
     /* reference */
     double y[C * T], ns[(K - 1) * C * S];
     for (int i = 0; i < (K - 1) * C * S; i++) ns[i] = st[i];
@@ -50,7 +56,9 @@ static void test_conv(int nth) {
     loom_ctx *ctx = nn_ctx(nth, false);
     loom_ctx *in = loom_ctx_input(ctx);
     int64_t nx[2] = {C, T}, nw[2] = {K, C}, ns2[2] = {(K - 1) * C, S}, nq[1] = {T};
-    loom_tensor *r = loom_ssm_conv(ctx, loom_from_f32(in, x, C * T, 2, nx), loom_from_f32(in, w, K * C, 2, nw),
+    loom_tensor *wt = wtype == LOOM_TYPE_F32 ? loom_from_f32(in, w, K * C, 2, nw)
+                                             : loom_from_bytes(in, wtype, w16, sizeof w16, 2, nw);
+    loom_tensor *r = loom_ssm_conv(ctx, loom_from_f32(in, x, C * T, 2, nx), wt,
                                    loom_from_f32(in, st, (K - 1) * C * S, 2, ns2), loom_from_i32(in, k_seq, T, 1, nq));
     CHECK_EQ_INT(loom_tensor_ne(r, 0), C);
     CHECK_EQ_INT(loom_tensor_ne(r, 1), T + (K - 1) * S);
@@ -59,8 +67,8 @@ static void test_conv(int nth) {
     double ref[C * (T + (K - 1) * S)];
     for (int i = 0; i < C * T; i++) ref[i] = y[i];
     for (int i = 0; i < (K - 1) * C * S; i++) ref[C * T + i] = ns[i];
-    CHECK_MSG(max_rel(out, ref, sizeof ref / sizeof ref[0]) < 1e-6, "ssm_conv (%d threads): max rel %g", nth,
-              max_rel(out, ref, sizeof ref / sizeof ref[0]));
+    CHECK_MSG(max_rel(out, ref, sizeof ref / sizeof ref[0]) < 1e-6, "ssm_conv (%s taps, %d threads): max rel %g",
+              loom_type_name(wtype), nth, max_rel(out, ref, sizeof ref / sizeof ref[0]));
     /* slot 3 had no token: its state is the input's, bit for bit */
     CHECK(!memcmp(out + C * T + 3 * (K - 1) * C, st + 3 * (K - 1) * C, (K - 1) * C * sizeof(float)));
     loom_ctx_free(ctx);
@@ -138,6 +146,15 @@ static void test_errors(void) {
     CHECK(loom_tensor_is_poison(loom_ssm_conv(ctx, x, w, st, sq))); /* kernel for 5 channels, x has 4 */
     CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
     loom_ctx_free(ctx);
+    /* a kernel wider than 16 taps (a quantized one cannot be narrower than 32) */
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    int64_t nx17[2] = {4, 3}, nw17[2] = {17, 4}, nst17[2] = {64, 1};
+    static float z68[68 * 1];
+    CHECK(loom_tensor_is_poison(loom_ssm_conv(ctx, loom_from_f32(in, z, 12, 2, nx17), loom_from_f32(in, z68, 68, 2, nw17),
+                                              loom_from_f32(in, z, 64, 2, nst17), loom_from_i32(in, bad, 3, 1, nq))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
     /* a slot out of range is a compute error */
     ctx = nn_ctx(1, false);
     in = loom_ctx_input(ctx);
@@ -155,7 +172,9 @@ static void test_errors(void) {
 int main(void) {
     for (int nth = 1; nth <= 2; nth++) {
         test_softplus(nth);
-        test_conv(nth);
+        test_conv(nth, LOOM_TYPE_F32);
+        test_conv(nth, LOOM_TYPE_F16);
+        test_conv(nth, LOOM_TYPE_BF16);
         test_delta(nth);
     }
     test_errors();

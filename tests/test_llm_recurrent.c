@@ -3,7 +3,8 @@
  * give each one's solo logits), a whole-sequence remove resets the state, a partial one is
  * refused and changes nothing, a whole copy into an empty sequence continues like the
  * original, prefix reuse keeps a state only when the prompt extends all it holds, a
- * context shift is refused, and loom_model_reset starts afresh. References: the same model
+ * context shift is refused, so is a shift that would drop some tokens (one dropping all
+ * resets the state), and loom_model_reset starts afresh. References: the same model
  * decoding the same tokens alone from an empty cache (same kernels: float noise only). */
 #include <math.h>
 #include <stdio.h>
@@ -164,6 +165,21 @@ static void test_remove_copy_reuse(void) {
     /* no context shift */
     int32_t disc = 0;
     CHECK(loom_model_seq_context_shift(m, 2, 2, &disc, &err) == LOOM_ERR_UNSUPPORTED);
+    /* a shift keeping every token moves positions only; one dropping some is refused and
+     * changes nothing; one dropping all empties the sequence and resets its state */
+    CHECK(loom_model_seq_shift(m, 2, 0, -1, 3, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_pos_max(m, 2), 18);
+    CHECK_EQ_INT(loom_model_seq_pos_min(m, 2), 3);
+    loom_error_clear(&err);
+    CHECK(loom_model_seq_shift(m, 2, 0, -1, -5, &err) == LOOM_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "sequence 2") != NULL, "%s", err.msg);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 2), 16);
+    CHECK_EQ_INT(loom_model_seq_pos_min(m, 2), 3);
+    CHECK(loom_model_seq_shift(m, 2, 0, -1, -100, &err) == LOOM_OK);
+    CHECK_EQ_INT(loom_model_seq_n_tokens(m, 2), 0);
+    CHECK(run(m, 2, A, 10, 0, &err) == LOOM_OK);
+    e = rel(loom_model_batch_logits(m, 9), r10);
+    CHECK_MSG(e <= TOL, "after a shift that dropped every token: %g", e);
     /* reset: a fresh start */
     loom_model_reset(m);
     CHECK(run(m, 0, A, 10, 0, &err) == LOOM_OK);

@@ -31,9 +31,10 @@ loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_t
     const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0];
     if (!rows_ok(x) || x->ne[2] != 1 || x->ne[3] != 1)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, x, NULL, "x must be F32 [C, T] with contiguous rows");
-    if (w->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(w) || w->ne[1] != C || K < 2 || w->ne[2] != 1)
-        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, w, x, "kernel must be contiguous F32 [K >= 2, C = %lld]",
-                             (long long)C);
+    if ((w->type != LOOM_TYPE_F32 && w->type != LOOM_TYPE_F16 && w->type != LOOM_TYPE_BF16) ||
+        !loom_tensor_is_contiguous(w) || w->ne[1] != C || K < 2 || K > 16 || w->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, w, x,
+                             "kernel must be contiguous F32/F16/BF16 [K = 2..16, C = %lld]", (long long)C);
     if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != (K - 1) * C ||
         state->ne[1] < 1 || state->ne[2] != 1)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, w, "state must be contiguous F32 [(K-1) * C = %lld, S]",

@@ -39,16 +39,21 @@ void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
         }
     float *y = (float *)dst->data;       /* [C, T] */
     float *ns = y + (size_t)C * (size_t)T; /* [(K-1) * C, S] */
-    const float *ws = (const float *)w->data, *ss = (const float *)st->data;
-    float win[16];
-    if (K > 16) { /* constructor allows any K; kernels this small are all there is */
+    const float *ss = (const float *)st->data;
+    float win[16], wc[16];
+    if (K > 16) { /* the constructor refuses it */
         loom_cpu_fail(p, LOOM_ERR_UNSUPPORTED);
         return;
     }
     int64_t c0, c1;
     loom_cpu_split(C, p->ith, p->nth, &c0, &c1);
     for (int64_t c = c0; c < c1; c++) {
-        const float *wc = ws + (size_t)c * (size_t)K;
+        /* channel c's taps as floats (F32, F16 or BF16 weights) */
+        const size_t o = (size_t)c * (size_t)K;
+        for (int64_t k = 0; k < K; k++)
+            wc[k] = w->type == LOOM_TYPE_F32   ? ((const float *)w->data)[o + (size_t)k]
+                    : w->type == LOOM_TYPE_F16 ? loom_fp16_to_fp32(((const uint16_t *)w->data)[o + (size_t)k])
+                                               : loom_bf16_to_fp32(((const uint16_t *)w->data)[o + (size_t)k]);
         /* every slot's history of channel c moves to the result first */
         for (int64_t s = 0; s < S; s++)
             memcpy(ns + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1),

@@ -241,11 +241,15 @@ loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t
     /* order: the shifted tokens stay between the tokens of seq outside the range */
     const llm_kv_cells *mc = main_cells(kv);
     int32_t in_lo = -1, in_hi = -1, below = -1, above = -1;
+    bool dropped = false;
     for (int64_t i = 0; i < mc->n; i++) {
         int32_t q = mc->pos[i];
         if (q < 0 || !llm_kv_cell_has(mc, i, seq)) continue;
         if (q >= p0 && q < p1) {
-            if (q + (int64_t)delta < 0) continue; /* removed */
+            if (q + (int64_t)delta < 0) { /* removed */
+                dropped = true;
+                continue;
+            }
             if (in_lo < 0 || q < in_lo) in_lo = q;
             if (q > in_hi) in_hi = q;
         } else if (q < p0) {
@@ -254,9 +258,16 @@ loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t
             above = q;
         }
     }
+    /* a recurrent state describes all of the sequence: it may lose all its tokens or none */
+    const bool rs_whole = below < 0 && above < 0 && in_lo < 0;
+    if (kv->n_recurrent > 0 && dropped && !rs_whole)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "loom_model_seq_shift: sequence %d would keep part of its tokens; a recurrent layer's "
+                              "state cannot drop some of them",
+                              (int)seq);
     if (in_lo < 0) { /* nothing left after the shift: only removals */
         for (int g = 0; g < kv->n_groups; g++) llm_kv_cells_seq_remove(&kv->grp[g].cells, seq, p0, p1);
-        return LOOM_OK;
+        return kv->n_recurrent > 0 && rs_whole ? llm_rs_copy(m, -1, seq, err) : LOOM_OK;
     }
     if ((below >= 0 && (int64_t)in_lo + delta <= below) || (above >= 0 && (int64_t)in_hi + delta >= above) ||
         (int64_t)in_hi + delta > LOOM_POS_MAX)
