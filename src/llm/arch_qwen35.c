@@ -17,6 +17,12 @@
  * router, top-k renormalised, gate|up fused or not) plus a shared expert scaled by the
  * sigmoid of its own gate (ffn_gate_inp_shexp), as llama.cpp's qwen35moe.
  *
+ * qwen3next (Qwen3-Next): qwen35moe's layers with plain neox rope (partial rotary, no
+ * sections), beta | alpha from one projection laid out per key head (ssm_ba: R = Hv / Hk
+ * betas then R alphas), value head h reading key head h / R (Qwen3.5 reads h % Hk), and
+ * in files of older converters one ssm_in projection laid out per key head (q, k, R value
+ * heads, R z heads) in place of attn_qkv + attn_gate, as llama.cpp's qwen3next.
+ *
  * The recurrent states live in the cache (kvcache.c: rs_conv / rs_ssm per layer, a slot
  * per sequence); the sequence operations keep them consistent (seq.c) and refuse what a
  * state cannot do (drop part of a sequence).
@@ -27,7 +33,8 @@
 
 #include "arch.h"
 
-static bool is_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "qwen35moe"); }
+static bool is_next(const loom_model_hparams *hp) { return !strcmp(hp->arch, "qwen3next"); }
+static bool is_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "qwen35moe") || is_next(hp); }
 
 loom_status llm_qwen35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
@@ -80,7 +87,8 @@ loom_status llm_qwen35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
         for (int il = 0; il < hp->n_layer; il++)
             if ((il + 1) % iv != 0) hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
     }
-    return llm_arch_mrope_keys(g, hp, hx, true, err); /* llama.cpp: IMROPE, sections required */
+    /* qwen35*: llama.cpp's IMROPE, sections required; qwen3next: plain neox rope */
+    return is_next(hp) ? LOOM_OK : llm_arch_mrope_keys(g, hp, hx, true, err);
 }
 
 static bool recurrent(const llm_hparams_x *hx, int il) { return hx->recr_bits[il / 64] >> (il % 64) & 1; }
@@ -117,13 +125,21 @@ loom_status llm_qwen35_bind(loom_model *m, loom_error *err) {
             L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
         }
         if (recurrent(hx, il)) {
-            L->wqkv = llm_bind_tensor(be, true, E, CD, 1, err, &st, "blk.%d.attn_qkv.weight", il);
-            L->ssm_z = llm_bind_tensor(be, true, E, Dk * Hv, 1, err, &st, "blk.%d.attn_gate.weight", il);
+            /* qwen3next files from older converters carry ssm_in instead of attn_qkv + attn_gate */
+            L->wqkv = llm_bind_tensor(be, !is_next(hp), E, CD, 1, err, &st, "blk.%d.attn_qkv.weight", il);
+            if (L->wqkv || !is_next(hp))
+                L->ssm_z = llm_bind_tensor(be, true, E, Dk * Hv, 1, err, &st, "blk.%d.attn_gate.weight", il);
+            else
+                L->ssm_in = llm_bind_tensor(be, true, E, CD + Dk * Hv, 1, err, &st, "blk.%d.ssm_in.weight", il);
             L->ssm_conv = llm_bind_tensor(be, true, K, CD, 1, err, &st, "blk.%d.ssm_conv1d.weight", il);
             L->ssm_dt = llm_bind_tensor(be, true, Hv, 1, 1, err, &st, "blk.%d.ssm_dt.bias", il);
             L->ssm_a = llm_bind_tensor(be, true, Hv, 1, 1, err, &st, "blk.%d.ssm_a", il);
-            L->ssm_beta = llm_bind_tensor(be, true, E, Hv, 1, err, &st, "blk.%d.ssm_beta.weight", il);
-            L->ssm_alpha = llm_bind_tensor(be, true, E, Hv, 1, err, &st, "blk.%d.ssm_alpha.weight", il);
+            if (is_next(hp)) {
+                L->ssm_ba = llm_bind_tensor(be, true, E, 2 * Hv, 1, err, &st, "blk.%d.ssm_ba.weight", il);
+            } else {
+                L->ssm_beta = llm_bind_tensor(be, true, E, Hv, 1, err, &st, "blk.%d.ssm_beta.weight", il);
+                L->ssm_alpha = llm_bind_tensor(be, true, E, Hv, 1, err, &st, "blk.%d.ssm_alpha.weight", il);
+            }
             L->ssm_norm = llm_bind_tensor(be, true, Dk, 1, 1, err, &st, "blk.%d.ssm_norm.weight", il);
             L->ssm_out = llm_bind_tensor(be, true, Dk * Hv, E, 1, err, &st, "blk.%d.ssm_out.weight", il);
             llm_kv_layer_type *t = &m->kv_types[il];
@@ -175,11 +191,34 @@ static loom_tensor *delta_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *
     const int64_t ne_rc[2] = {(K - 1) * CD, S}, ne_rs[2] = {Dk * Dk * Hv, S};
     loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
     loom_tensor *rs = real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rs);
-    loom_tensor *qkv = loom_mul_mat(ctx, ly->wqkv, x);  /* [CD, T] */
-    loom_tensor *z = loom_mul_mat(ctx, ly->ssm_z, x);   /* [Dk Hv, T] */
-    loom_tensor *beta = loom_sigmoid(ctx, loom_mul_mat(ctx, ly->ssm_beta, x));
-    loom_tensor *gdec = loom_mul(ctx, loom_softplus(ctx, loom_add(ctx, loom_mul_mat(ctx, ly->ssm_alpha, x), ly->ssm_dt)),
-                                 ly->ssm_a); /* [Hv, T] */
+    const int64_t R = Hv / Hk; /* value heads per key head */
+    loom_tensor *qkv, *z, *braw, *araw;
+    if (ly->ssm_in) { /* per key head g: q_g [Dk], k_g [Dk], v_g [Dk R], z_g [Dk R] -> q | k | v, z */
+        loom_tensor *p = loom_mul_mat(ctx, ly->ssm_in, x);
+        const int64_t G = 2 * Dk + 2 * Dk * R, es = (int64_t)sizeof(float), nb = (int64_t)loom_tensor_nb(p, 1);
+        const int64_t aqk[5] = {Dk, G * es, Hk, nb, T}, avz[5] = {Dk * R, G * es, Hk, nb, T};
+        const int64_t n_qk[2] = {Dk * Hk, T}, n_vz[2] = {Dk * Hv, T};
+        loom_tensor *q = loom_cont_nd(ctx, loom_view(ctx, p, 0, 5, aqk), 2, n_qk);
+        loom_tensor *k = loom_cont_nd(ctx, loom_view(ctx, p, (size_t)(Dk * es), 5, aqk), 2, n_qk);
+        loom_tensor *v = loom_cont_nd(ctx, loom_view(ctx, p, (size_t)(2 * Dk * es), 5, avz), 2, n_vz);
+        z = loom_cont_nd(ctx, loom_view(ctx, p, (size_t)((2 * Dk + Dk * R) * es), 5, avz), 2, n_vz);
+        qkv = loom_concat(ctx, loom_concat(ctx, q, k, 0), v, 0);
+    } else {
+        qkv = loom_mul_mat(ctx, ly->wqkv, x); /* [CD, T] */
+        z = loom_mul_mat(ctx, ly->ssm_z, x);  /* [Dk Hv, T] */
+    }
+    if (ly->ssm_ba) { /* per key head g: beta_g [R], alpha_g [R] */
+        loom_tensor *ba = loom_mul_mat(ctx, ly->ssm_ba, x);
+        const int64_t es = (int64_t)sizeof(float);
+        const int64_t a3[5] = {R, 2 * R * es, Hk, (int64_t)loom_tensor_nb(ba, 1), T}, n2[2] = {Hv, T};
+        braw = loom_cont_nd(ctx, loom_view(ctx, ba, 0, 5, a3), 2, n2);
+        araw = loom_cont_nd(ctx, loom_view(ctx, ba, (size_t)(R * es), 5, a3), 2, n2);
+    } else {
+        braw = loom_mul_mat(ctx, ly->ssm_beta, x);
+        araw = loom_mul_mat(ctx, ly->ssm_alpha, x);
+    }
+    loom_tensor *beta = loom_sigmoid(ctx, braw);
+    loom_tensor *gdec = loom_mul(ctx, loom_softplus(ctx, loom_add(ctx, araw, ly->ssm_dt)), ly->ssm_a); /* [Hv, T] */
     /* convolution with the sequences' states; the new states go back to the cache */
     loom_tensor *cv = llm_named(loom_ssm_conv(ctx, qkv, ly->ssm_conv, rc, in->seq), "ssm_conv", il);
     const int64_t ncs = (K - 1) * CD * S;
@@ -192,6 +231,12 @@ static loom_tensor *delta_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *
     const int64_t aqk[5] = {Dk, (int64_t)(Dk * sizeof(float)), 2 * Hk, (int64_t)loom_tensor_nb(c, 1), T};
     const int64_t av[5] = {Dk, (int64_t)(Dk * sizeof(float)), Hv, (int64_t)loom_tensor_nb(c, 1), T};
     loom_tensor *qk = loom_view(ctx, c, 0, 5, aqk);
+    if (is_next(&m->hp) && R > 1) { /* value head h reads key head h / R (the op: h % Hk): expand */
+        const int64_t a4[7] = {Dk, Dk * (int64_t)sizeof(float), 1, Dk * (int64_t)sizeof(float), 2 * Hk,
+                               (int64_t)loom_tensor_nb(c, 1), T};
+        const int64_t ne_e[3] = {Dk, 2 * Hv, T};
+        qk = loom_reshape(ctx, loom_repeat(ctx, loom_cont(ctx, loom_view(ctx, c, 0, 7, a4)), 1, (int)R), 3, ne_e);
+    }
     loom_tensor *v = loom_view(ctx, c, (size_t)(2 * Dk * Hk) * sizeof(float), 5, av);
     loom_tensor *gd = llm_named(loom_gated_delta(ctx, qk, v, gdec, beta, rs, in->seq, eps), "ssm_delta", il);
     const int64_t nss = Dk * Dk * Hv * S;

@@ -40,8 +40,10 @@ typedef struct llm_layer {
     /* gemma3n: AltUp (predict / correct coefficients, router), LAuReL */
     loom_tensor *altup_correct_coef, *altup_correct_scale, *altup_predict_coef, *altup_router, *altup_router_norm;
     loom_tensor *laurel_l, *laurel_r, *laurel_post_norm;
-    /* qwen35 gated delta net: z gate, conv kernel, dt bias, A, beta / alpha projections, norm, out */
-    loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
+    /* qwen35 gated delta net: z gate, conv kernel, dt bias, A, beta / alpha projections, norm, out;
+     * qwen3next: beta | alpha fused per key head (ssm_ba), or q, k, v, z per key head (ssm_in,
+     * older files) in place of wqkv and ssm_z */
+    loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out, *ssm_ba, *ssm_in;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);

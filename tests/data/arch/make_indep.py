@@ -13,7 +13,7 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee dots1 chatglm qwen35 qwen35moe
+        arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1397,6 +1397,72 @@ def qwen35(m, NV, moe=False):
     m.mat("output.weight", E, NV)
 
 
+def qwen3next(m, NV, legacy=False):
+    # Qwen3-Next-like (80B-A3B shape, scaled down): 48 wide, 4 layers (full_attention_interval
+    # 4: layers 0-2 gated delta net, layer 3 gated attention); attention: 4 heads of 16, 2 KV
+    # heads, per-head q|gate, q/k norms, neox rotary 4 of 16 (partial_rotary_factor 0.25);
+    # delta net: kernel 4, 2 key heads and 4 value heads of 8 (value head h reads key head
+    # h / 2: the model's repeat_interleave), beta|alpha fused per key head in ssm_ba;
+    # experts everywhere (6 of 24 top 2, gate|up fused on even layers) and a sigmoid-gated
+    # shared expert. legacy: the earlier converter's ssm_in (per key head q, k, v, z rows)
+    # instead of attn_qkv + attn_gate. F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 16, 96, 4
+    K, DK, HK, HV = 4, 8, 2, 4
+    R = HV // HK
+    CD = 2 * DK * HK + DK * HV
+    common(m, E, NL, H, HKV, F, 262144, 1e-6, D, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 4)
+    m.kv("rope.freq_base", T_F32, 10000000.0)
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.state_size", T_U32, DK)
+    m.kv("ssm.group_count", T_U32, HK)
+    m.kv("ssm.time_step_rank", T_U32, HV)
+    m.kv("ssm.inner_size", T_U32, DK * HV)
+    m.kv("full_attention_interval", T_U32, 4)
+    NE, NU, FE, FS = 6, 2, 24, 40
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_feed_forward_length", T_U32, FS)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.norm(b + "post_attention_norm.weight", E)
+        if (i + 1) % 4 != 0:
+            if legacy:
+                m.mat(b + "ssm_in.weight", E, HK * (2 * DK + 2 * DK * R))
+            else:
+                m.mat(b + "attn_qkv.weight", E, CD)
+                m.mat(b + "attn_gate.weight", E, DK * HV)
+            m.add(b + "ssm_conv1d.weight", [K, CD], 0.5)
+            m.bias(b + "ssm_dt.bias", [HV])
+            m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HV)])
+            m.mat(b + "ssm_ba.weight", E, 2 * HV)
+            m.norm(b + "ssm_norm.weight", DK)
+            m.mat(b + "ssm_out.weight", DK * HV, E)
+        else:
+            m.mat(b + "attn_q.weight", E, 2 * D * H)
+            m.mat(b + "attn_k.weight", E, D * HKV)
+            m.mat(b + "attn_v.weight", E, D * HKV)
+            m.mat(b + "attn_output.weight", D * H, E)
+            m.norm(b + "attn_q_norm.weight", D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        if i % 2 == 0:
+            m.mat(b + "ffn_gate_up_exps.weight", E, 2 * FE, NE)
+        else:
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.add(b + "ffn_gate_inp_shexp.weight", [E], E ** -0.5)
+        m.mat(b + "ffn_gate_shexp.weight", E, FS)
+        m.mat(b + "ffn_up_shexp.weight", E, FS)
+        m.mat(b + "ffn_down_shexp.weight", FS, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1407,11 +1473,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1419,7 +1485,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -1434,6 +1500,8 @@ def main():
         stablelm(m, NV, arch == "stablelm-12b")
     elif arch == "qwen35moe":
         qwen35(m, NV, True)
+    elif arch == "qwen3next-legacy":
+        qwen3next(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
