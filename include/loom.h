@@ -75,6 +75,7 @@ typedef enum loom_op {
     LOOM_OP_SOFTPLUS,     /* log(1 + e^x) (x > 20: x) */
     LOOM_OP_SSM_CONV,     /* causal depthwise conv over a batch of tokens with per-sequence state */
     LOOM_OP_GATED_DELTA,  /* gated delta rule over a batch of tokens with per-sequence state */
+    LOOM_OP_SSM_SCAN,     /* Mamba-2 selective scan over a batch of tokens with per-sequence state */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -316,6 +317,16 @@ loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_t
  * ([Dv, Hv] per token) in columns 0..T-1, the new states after them. */
 loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
                               loom_tensor *state, loom_tensor *seq, float eps);
+/* Mamba-2 selective scan: x F32 [Dh, H, T] (rows contiguous), dt F32 [H, T] (before the
+ * softplus: any bias already added), A F32 with H values (one decay rate per head), bc
+ * F32 [N, 2 G, T] (rows contiguous; rows 0..G-1 are B, G..2G-1 are C; H a multiple of G:
+ * head h reads group h / (H / G)),
+ * state F32 [N * Dh * H, S] (per slot, head and channel i the N values s[n], n fastest).
+ * Per token, for its slot: d = softplus(dt[h]); s = s * exp(d * A[h]) + B[n] * x[i] * d;
+ * y[i, h] = sum_n s[n] C[n]. Result F32 [Dh * H, T + N * S]: y in columns 0..T-1, the
+ * new states after them (slots without a token: unchanged). */
+loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                           loom_tensor *state, loom_tensor *seq);
 
 /* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)

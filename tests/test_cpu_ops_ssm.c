@@ -1,4 +1,4 @@
-/* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta) on the CPU
+/* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta, loom_ssm_scan) on the CPU
  * engine against float64 references written here: several state slots, tokens of the
  * slots interleaved, a slot without tokens (its state must come back unchanged), one and
  * two threads, GQA-style head sharing, and the errors (shapes, a token's slot out of
@@ -135,6 +135,72 @@ static void test_delta(int nth) {
     loom_ctx_free(ctx);
 }
 
+/* Mamba-2 scan: 4 heads in 2 groups (head h reads group h / 2), slots interleaved */
+static void test_scan(int nth) {
+    enum { Dh = 3, H = 4, G = 2, N = 5, T = 9, S = 4 };
+    float x[Dh * H * T], dt[H * T], A[H], bc[N * 2 * G * T], st[N * Dh * H * S];
+    fill_rnd(x, sizeof x / sizeof x[0], 1.0f);
+    fill_rnd(dt, sizeof dt / sizeof dt[0], 3.0f);
+    dt[5] = 25.0f; /* the softplus's linear branch */
+    for (int h = 0; h < H; h++) A[h] = -(float)(0.2 + 2.0 * rnd_u());
+    fill_rnd(bc, sizeof bc / sizeof bc[0], 1.0f);
+    fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
+    double y[Dh * H * T], ns[N * Dh * H * S];
+    for (int i = 0; i < N * Dh * H * S; i++) ns[i] = st[i];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const int g = h / (H / G), s = k_seq[t];
+            const double d = dt[t * H + h] > 20.0f ? dt[t * H + h] : log1p(exp((double)dt[t * H + h]));
+            const double dA = exp(d * A[h]);
+            for (int i = 0; i < Dh; i++) {
+                double *si = ns + ((s * H + h) * Dh + i) * N, acc = 0;
+                for (int n = 0; n < N; n++) {
+                    si[n] = si[n] * dA + (double)bc[(t * 2 * G + g) * N + n] * x[(t * H + h) * Dh + i] * d;
+                    acc += si[n] * bc[(t * 2 * G + G + g) * N + n];
+                }
+                y[(t * H + h) * Dh + i] = acc;
+            }
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t nx[3] = {Dh, H, T}, ndt[2] = {H, T}, na[2] = {1, H}, nbc[3] = {N, 2 * G, T}, nst[2] = {N * Dh * H, S},
+            nq[1] = {T};
+    loom_tensor *r = loom_ssm_scan(ctx, loom_from_f32(in, x, Dh * H * T, 3, nx), loom_from_f32(in, dt, H * T, 2, ndt),
+                                   loom_from_f32(in, A, H, 2, na), loom_from_f32(in, bc, N * 2 * G * T, 3, nbc),
+                                   loom_from_f32(in, st, N * Dh * H * S, 2, nst), loom_from_i32(in, k_seq, T, 1, nq));
+    CHECK_EQ_INT(loom_tensor_ne(r, 0), Dh * H);
+    CHECK_EQ_INT(loom_tensor_ne(r, 1), T + N * S);
+    enum { NOUT = Dh * H * (T + N * S) };
+    float out[NOUT];
+    CHECK(nn_run(ctx, r, out, NOUT) == LOOM_OK);
+    double ref[NOUT];
+    for (int i = 0; i < Dh * H * T; i++) ref[i] = y[i];
+    for (int i = 0; i < N * Dh * H * S; i++) ref[Dh * H * T + i] = ns[i];
+    CHECK_MSG(max_rel(out, ref, NOUT) < 5e-7, "ssm_scan (%d threads): max rel %g", nth, max_rel(out, ref, NOUT));
+    CHECK(!memcmp(out + Dh * H * T + 3 * N * Dh * H, st + 3 * N * Dh * H, N * Dh * H * sizeof(float)));
+    loom_ctx_free(ctx);
+    /* shape errors: an odd B|C row count, heads not a multiple of the groups, A of 3 values */
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    int64_t nbc3[3] = {N, 3, T}, na3[1] = {3};
+    CHECK(loom_tensor_is_poison(loom_ssm_scan(ctx, loom_from_f32(in, x, Dh * H * T, 3, nx),
+                                              loom_from_f32(in, dt, H * T, 2, ndt), loom_from_f32(in, A, H, 2, na),
+                                              loom_from_f32(in, bc, N * 3 * T, 3, nbc3),
+                                              loom_from_f32(in, st, N * Dh * H * S, 2, nst),
+                                              loom_from_i32(in, k_seq, T, 1, nq))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    CHECK(loom_tensor_is_poison(loom_ssm_scan(ctx, loom_from_f32(in, x, Dh * H * T, 3, nx),
+                                              loom_from_f32(in, dt, H * T, 2, ndt), loom_from_f32(in, A, 3, 1, na3),
+                                              loom_from_f32(in, bc, N * 2 * G * T, 3, nbc),
+                                              loom_from_f32(in, st, N * Dh * H * S, 2, nst),
+                                              loom_from_i32(in, k_seq, T, 1, nq))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+}
+
 static void test_errors(void) {
     loom_ctx *ctx = nn_ctx(1, false);
     loom_ctx *in = loom_ctx_input(ctx);
@@ -176,6 +242,7 @@ int main(void) {
         test_conv(nth, LOOM_TYPE_F16);
         test_conv(nth, LOOM_TYPE_BF16);
         test_delta(nth);
+        test_scan(nth);
     }
     test_errors();
     return test_finish("test_cpu_ops_ssm");

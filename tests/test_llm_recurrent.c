@@ -1,4 +1,5 @@
-/* Recurrent layers (qwen35's gated delta net, tests/data/arch/indep-qwen35.gguf) under the
+/* Recurrent layers (qwen35's gated delta net, tests/data/arch/indep-qwen35.gguf, and
+ * granitehybrid's Mamba-2 mixers, indep-granitehybrid.gguf) under the
  * sequence API: each sequence's state is its own (two sequences interleaved in one batch
  * give each one's solo logits), a whole-sequence remove resets the state, a partial one is
  * refused and changes nothing, a whole copy into an empty sequence continues like the
@@ -199,15 +200,15 @@ static void test_remove_copy_reuse(void) {
     loom_model_close(m);
 }
 
-int main(void) {
+static void run_file(const char *rel) {
     g_p = loom_model_default_params();
-    g_p.path = test_path("tests/data/arch/indep-qwen35.gguf");
+    g_p.path = test_path(rel);
     g_p.n_threads = 1;
     g_p.n_batch = 32;
     g_p.cache_type = LOOM_TYPE_F32;
     loom_model *m = open_m(1);
-    CHECK(m != NULL);
-    if (!m) return test_finish("test_llm_recurrent");
+    CHECK_MSG(m != NULL, "%s", rel);
+    if (!m) return;
     g_nv = loom_model_n_vocab(m);
     loom_model_close(m);
     uint32_t rng = 4242;
@@ -219,5 +220,10 @@ int main(void) {
     }
     test_interleaved();
     test_remove_copy_reuse();
+}
+
+int main(void) {
+    run_file("tests/data/arch/indep-qwen35.gguf");        /* gated delta net */
+    run_file("tests/data/arch/indep-granitehybrid.gguf"); /* Mamba-2 */
     return test_finish("test_llm_recurrent");
 }

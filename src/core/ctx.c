@@ -32,6 +32,7 @@ static const char *const g_op_names[LOOM_OP_COUNT] = {
     [LOOM_OP_IM2COL] = "IM2COL",     [LOOM_OP_POOL_2D] = "POOL_2D",
     [LOOM_OP_FLASH_ATTN] = "FLASH_ATTN", [LOOM_OP_SOFTPLUS] = "SOFTPLUS",
     [LOOM_OP_SSM_CONV] = "SSM_CONV",     [LOOM_OP_GATED_DELTA] = "GATED_DELTA",
+    [LOOM_OP_SSM_SCAN] = "SSM_SCAN",
 };
 
 const char *loom_op_name(loom_op op) {

@@ -74,3 +74,32 @@ loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, lo
     loom_set_op_param_f32(t, 0, eps);
     return t;
 }
+
+loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                           loom_tensor *state, loom_tensor *seq) {
+    const loom_op op = LOOM_OP_SSM_SCAN;
+    loom_tensor *args[6] = {x, dt, A, bc, state, seq};
+    if (!loom_op_check(ctx, op, 6, args)) return loom_ctx_poison(ctx);
+    const int64_t Dh = x->ne[0], H = x->ne[1], T = x->ne[2], N = bc->ne[0], G = bc->ne[1] / 2;
+    if (!rows_ok(x) || x->ne[3] != 1 || Dh < 1 || H < 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, x, NULL, "x must be F32 [Dh, H, T] with contiguous rows");
+    if (dt->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(dt) || dt->ne[0] != H || dt->ne[1] != T ||
+        dt->ne[2] != 1 || dt->ne[3] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, dt, x, "dt must be contiguous F32 [H = %lld, T = %lld]",
+                             (long long)H, (long long)T);
+    if (A->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(A) || loom_tensor_nelements(A) != H)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, A, x, "A must be contiguous F32 with H = %lld values",
+                             (long long)H);
+    if (!rows_ok(bc) || bc->ne[1] % 2 || G < 1 || bc->ne[2] != T || bc->ne[3] != 1 || N < 1 || H % G)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, bc, x,
+                             "bc must be F32 [N, 2 G, T = %lld] with contiguous rows, H = %lld a multiple of G",
+                             (long long)T, (long long)H);
+    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != N * Dh * H ||
+        state->ne[1] < 1 || state->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, x, "state must be contiguous F32 [N * Dh * H = %lld, S]",
+                             (long long)(N * Dh * H));
+    if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
+    const int64_t S = state->ne[1];
+    int64_t ne[4] = {Dh * H, T + N * S, 1, 1};
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 6, args);
+}

@@ -51,6 +51,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_SOFTPLUS: return loom_cpu_op_softplus;
     case LOOM_OP_SSM_CONV: return loom_cpu_op_ssm_conv;
     case LOOM_OP_GATED_DELTA: return loom_cpu_op_gated_delta;
+    case LOOM_OP_SSM_SCAN: return loom_cpu_op_ssm_scan;
     }
     return NULL;
 }
@@ -112,6 +113,7 @@ static int node_tasks(const loom_tensor *t, int nth) {
     case LOOM_OP_MUL_MAT_ID: return nth;
     case LOOM_OP_SSM_CONV:    /* per channel / per (head, sequence): the state is the work */
     case LOOM_OP_GATED_DELTA: return nth;
+    case LOOM_OP_SSM_SCAN: return nth;
     case LOOM_OP_FLASH_ATTN:
         work = (double)loom_nelements(a) * (double)(b ? b->ne[1] : 1);
         return work < EXEC_MIN_MT_MACS ? 1 : nth;

@@ -132,3 +132,47 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
         }
     }
 }
+
+/* softplus as loom_cpu_op_softplus (llama.cpp's: x itself above 20) */
+static float softplus1(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *x = dst->src[0], *dt = dst->src[1], *A = dst->src[2], *bc = dst->src[3];
+    const loom_tensor *st = dst->src[4], *seq = dst->src[5];
+    const int64_t Dh = x->ne[0], H = x->ne[1], T = x->ne[2], N = bc->ne[0], G = bc->ne[1] / 2, S = st->ne[1];
+    for (int64_t t = 0; t < T; t++)
+        if (slot_of(seq, t, S) < 0) {
+            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
+            return;
+        }
+    float *out = (float *)dst->data;               /* [Dh * H, T] */
+    float *ns = out + (size_t)(Dh * H) * (size_t)T; /* [N * Dh * H, S] */
+    const size_t per = (size_t)(N * Dh);            /* one head's state */
+    const float *a = (const float *)A->data;
+    int64_t r0, r1;
+    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t h = r % H, s = r / H, g = h / (H / G);
+        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
+        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        for (int64_t t = 0; t < T; t++) {
+            if (slot_of(seq, t, S) != s) continue;
+            const float d = softplus1(((const float *)dt->data)[t * H + h]);
+            const float dA = expf(d * a[h]);
+            const float *xt = (const float *)((const char *)x->data + t * x->nb[2] + h * x->nb[1]);
+            const float *bt = (const float *)((const char *)bc->data + t * bc->nb[2] + g * bc->nb[1]);
+            const float *ct = (const float *)((const char *)bc->data + t * bc->nb[2] + (G + g) * bc->nb[1]);
+            float *o = out + (size_t)t * (size_t)(Dh * H) + (size_t)h * (size_t)Dh;
+            for (int64_t i = 0; i < Dh; i++) {
+                float *si = M + (size_t)i * (size_t)N;
+                const float xd = xt[i] * d;
+                float y = 0.0f;
+                for (int64_t n = 0; n < N; n++) {
+                    si[n] = si[n] * dA + bt[n] * xd;
+                    y += si[n] * ct[n];
+                }
+                o[i] = y;
+            }
+        }
+    }
+}

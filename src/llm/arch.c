@@ -154,6 +154,7 @@ static const llm_arch k_archs[] = {
     {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build},
     {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build},
     {"granitemoe", LOOM_ROPE_NORMAL, llm_granitemoe_hparams, llm_granite_bind, llm_granite_build},
+    {"granitehybrid", LOOM_ROPE_NORMAL, llm_granitehybrid_hparams, llm_granitehybrid_bind, llm_granite_build},
     {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build},
     {"gemma2", LOOM_ROPE_NEOX, llm_gemma2_hparams, llm_gemma_bind, llm_gemma_build},
     {"gemma3", LOOM_ROPE_NEOX, llm_gemma3_hparams, llm_gemma_bind, llm_gemma_build},

@@ -104,6 +104,13 @@ loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
 loom_status llm_granitemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granite_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_granitehybrid_bind(loom_model *m, loom_error *err);
+/* the Mamba-2 mixer (arch_mamba2.c): keys into hx, layer il's weights and state sizes,
+ * its graph on x [E, T] */
+loom_status llm_mamba2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+void llm_mamba2_bind(loom_model *m, int il, loom_error *err, loom_status *st);
+loom_tensor *llm_mamba2_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x);
 loom_status llm_gemma1_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gemma2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gemma3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);

@@ -14,9 +14,14 @@
  * granitemoe (Granite 3.x MoE, 1B-A400M / 3B-A800M): the same block with experts of
  * feed_forward_length in place of the MLP (softmax, top-k renormalised) and an optional
  * shared expert.
+ * granitehybrid (Granite 4.0-H): layers whose attention.head_count_kv entry is 0 are
+ * Mamba-2 mixers (arch_mamba2.c) in place of attention; the MLP dense or experts (with
+ * an optional shared expert); logit_scale optional; rope.scaling.finetuned false turns
+ * rope off (NoPE), as llama.cpp's granite-hybrid.
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -24,11 +29,13 @@ loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     double v;
     bool has;
     loom_status s;
+    const bool hybrid = !strcmp(hp->arch, "granitehybrid");
     if ((s = llm_get_float_key(g, hp->arch, "logit_scale", 0.0, &v, &has, err))) return s;
-    if (!has) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.logit_scale' is missing", hp->arch);
-    if (!(v > 0 && isfinite(v)))
+    if (!has && !hybrid)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.logit_scale' is missing", hp->arch);
+    if (has && !(v > 0 && isfinite(v)))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.logit_scale = %g must be > 0", hp->arch, v);
-    hx->logit_scale = (float)v;
+    hx->logit_scale = has ? (float)v : 0.0f;
     static const char *const opt[3] = {"residual_scale", "embedding_scale", "attention.scale"};
     float *dst[3] = {&hx->residual_scale, &hx->embd_scale, &hx->kq_scale};
     for (int i = 0; i < 3; i++) {
@@ -43,9 +50,7 @@ loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     bool rope_on = true;
     if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &rope_on))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a boolean", key);
-    if (!rope_on)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: '%s' false (no rope) is not supported", hp->arch,
-                              key);
+    hx->rope_off = !rope_on;
     return LOOM_OK;
 }
 
@@ -66,6 +71,67 @@ loom_status llm_granitemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, l
     return LOOM_OK;
 }
 
+/* granitehybrid: granite's keys, experts when expert_count is present, the Mamba-2 keys,
+ * and the recurrent layers: those whose head_count_kv entry is 0 */
+loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.expert_count", hp->arch);
+    loom_status s = loom_gguf_find_key(g, key) >= 0 ? llm_granitemoe_hparams(g, hp, hx, err)
+                                                   : llm_granite_hparams(g, hp, hx, err);
+    if (!s) s = llm_mamba2_hparams(g, hp, hx, err);
+    if (s) return s;
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", hp->arch);
+    memset(hx->recr_bits, 0, sizeof hx->recr_bits);
+    for (int il = 0; il < hp->n_layer; il++) {
+        int64_t v;
+        if ((s = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, &v, err)))
+            return s;
+        if (v == 0) {
+            hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
+        } else if (v != hp->n_head_kv) {
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "model: %s.attention.head_count_kv: layer %d has %lld KV heads, another %d (attention "
+                                  "layers of different KV head counts are not supported)",
+                                  hp->arch, il, (long long)v, hp->n_head_kv);
+        }
+    }
+    return LOOM_OK;
+}
+
+static loom_status no_mlp_bias(const loom_model *m, loom_error *err);
+
+static bool recurrent(const llm_hparams_x *hx, int il) { return hx->recr_bits[il / 64] >> (il % 64) & 1; }
+
+loom_status llm_granitehybrid_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        if (recurrent(hx, il)) {
+            llm_mamba2_bind(m, il, err, &st);
+        } else {
+            llm_bind_attn_qkv(be, hp, L, il, err, &st);
+            L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
+                                    "blk.%d.attn_output.weight", il);
+            L->bo = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        }
+        if (hx->n_expert > 0) {
+            llm_bind_experts(be, L, il, E, F, hx->n_expert, err, &st);
+            if (hx->n_ff_shexp > 0) llm_bind_shared_expert(be, L, il, E, hx->n_ff_shexp, err, &st);
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        }
+    }
+    return st ? st : no_mlp_bias(m, err);
+}
+
 loom_status llm_granite_bind(loom_model *m, loom_error *err) {
     loom_status s = llm_bind_llama(m, err);
     if (s) return s;
@@ -74,8 +140,11 @@ loom_status llm_granite_bind(loom_model *m, loom_error *err) {
         llm_layer *L = &m->layers[il];
         llm_bind_shared_expert(m->be, L, il, E, FS, err, &s);
     }
-    if (s) return s;
-    /* Granite 3.x dense has no MLP biases; a file with them would compute something else */
+    return s ? s : no_mlp_bias(m, err);
+}
+
+/* Granite has no MLP biases; a file with them would compute something else */
+static loom_status no_mlp_bias(const loom_model *m, loom_error *err) {
     static const char *const bias[3] = {"ffn_gate", "ffn_up", "ffn_down"};
     for (int il = 0; il < m->hp.n_layer; il++)
         for (int i = 0; i < 3; i++) {
@@ -107,12 +176,21 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
         const llm_layer *ly = &m->layers[il];
         loom_tensor *r = h;
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
-        loom_tensor *q, *k, *v;
-        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
-        q = llm_named(llm_rope(m, ctx, q, in.pos, il, ly->rope_freqs), "q", il);
-        k = llm_named(llm_rope(m, ctx, k, in.pos, il, ly->rope_freqs), "k", il);
-        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
-        x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (recurrent(hx, il)) { /* granitehybrid's Mamba-2 layers */
+            x = llm_mamba2_layer(m, ctx, &in, il, x);
+        } else {
+            loom_tensor *q, *k, *v;
+            llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
+            if (llm_layer_has_rope(m, il)) {
+                q = llm_rope(m, ctx, q, in.pos, il, ly->rope_freqs);
+                k = llm_rope(m, ctx, k, in.pos, il, ly->rope_freqs);
+            }
+            llm_named(q, "q", il);
+            llm_named(k, "k", il);
+            loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
+            x = llm_linear(ctx, ly->wo, ly->bo, a);
+        }
+        x = llm_named(x, "attn_out", il);
         if (il == hp->n_layer - 1) {
             x = loom_get_rows(ctx, x, in.outs);
             r = loom_get_rows(ctx, r, in.outs);
@@ -134,6 +212,7 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
         h = llm_named(loom_add(ctx, residual(ctx, hx, x), h), "l_out", il);
     }
     h = llm_named(loom_rms_norm(ctx, h, m->output_norm, eps), "result_norm", -1);
-    loom_tensor *out = loom_scale(ctx, loom_mul_mat(ctx, m->output, h), 1.0f / hx->logit_scale);
+    loom_tensor *out = loom_mul_mat(ctx, m->output, h);
+    if (hx->logit_scale > 0.0f) out = loom_scale(ctx, out, 1.0f / hx->logit_scale);
     return llm_named(out, "result_output", -1);
 }

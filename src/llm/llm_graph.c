@@ -214,6 +214,7 @@ void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope
 }
 
 bool llm_layer_has_rope(const loom_model *m, int il) {
+    if (m->hx.rope_off) return false;
     /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
     if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
     /* cohere2, exaone4 with a window: only the sliding-window layers rotate */

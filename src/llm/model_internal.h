@@ -44,6 +44,8 @@ typedef struct llm_layer {
      * qwen3next: beta | alpha fused per key head (ssm_ba), or q, k, v, z per key head (ssm_in,
      * older files) in place of wqkv and ssm_z */
     loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out, *ssm_ba, *ssm_in;
+    /* Mamba-2 (with ssm_in, ssm_conv, ssm_dt, ssm_a, ssm_norm, ssm_out): conv bias, skip D */
+    loom_tensor *ssm_conv_b, *ssm_d;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
@@ -235,6 +237,8 @@ typedef struct llm_hparams_x {
     int head_dim_swa, n_rot_swa; /* gemma4 sliding layers' head dim and rotary dims */
     int n_expert_groups, n_group_used; /* expert_group_count / _used_count (0: no groups) */
     int ssm_conv_k, ssm_dk, ssm_hv, ssm_hk; /* qwen35 delta net: conv kernel, head dim, value / key heads */
+    int ssm_inner, ssm_n, ssm_g; /* Mamba-2: inner size, state size, groups (heads: ssm_hv) */
+    bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
     int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */

@@ -13,7 +13,8 @@ here block by block.
         deepseek2-lite qwen2moe phi3 mistral3 qwen3moe gpt-oss mixtral smollm3 internlm2
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
-        arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy
+        arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
+        granitehybrid-dense
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -161,8 +162,8 @@ class Model:
                 GGML_BF16: bf16_bytes}[t](vals)
         self.tensors.append((name, dims, t, data))
 
-    def add_vals(self, name, vals):
-        self.tensors.append((name, [len(vals)], GGML_F32, struct.pack("<%df" % len(vals), *vals)))
+    def add_vals(self, name, vals, dims=None):
+        self.tensors.append((name, dims or [len(vals)], GGML_F32, struct.pack("<%df" % len(vals), *vals)))
 
     def mat(self, name, n_in, n_out, n3=None):
         self.add(name, [n_in, n_out] + ([n3] if n3 else []), n_in ** -0.5)
@@ -1463,6 +1464,72 @@ def qwen3next(m, NV, legacy=False):
     m.mat("output.weight", E, NV)
 
 
+def granitehybrid(m, NV, dense=False):
+    # Granite-4.0-H-like: 32 wide, 4 layers, layer 2 attention (4 heads of 8, 2 KV heads),
+    # the others Mamba-2 mixers (head_count_kv 0): inner 64 = 4 heads of 16, state 8,
+    # kernel 4, conv bias (llama.cpp needs it); the granite multipliers. MoE (tiny-h-like):
+    # 2 groups, NoPE (rope.scaling.finetuned false), 5 experts of 24 top 2 and a shared
+    # expert of 40. dense (micro-h-like): 1 group, rope on, an MLP of 80. F32
+    E, H, HKV, NL = 32, 4, 2, 4
+    K, I, N, HS, G = 4, 64, 8, 4, (1 if dense else 2)
+    NE, NU, FE, FS = 5, 2, 24, 40
+    F = 80 if dense else FE
+    common(m, E, NL, H, HKV, F, 4096, 1e-5, None, FT_F32)
+    kvh = [0, 0, HKV, 0]
+    m.kvs = [(k, T_ARR, (T_U32, kvh)) if k.endswith(".attention.head_count_kv") else (k, t, v) for (k, t, v) in m.kvs]
+    if not dense:
+        m.kv("expert_count", T_U32, NE)
+        m.kv("expert_used_count", T_U32, NU)
+        m.kv("expert_shared_feed_forward_length", T_U32, FS)
+        m.kv("rope.scaling.finetuned", T_BOOL, False)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, E // H)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("attention.scale", T_F32, 0.25)
+    m.kv("embedding_scale", T_F32, 6.0)
+    m.kv("residual_scale", T_F32, 0.5)
+    m.kv("logit_scale", T_F32, 4.0)
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, HS)
+    m.kv("ssm.group_count", T_U32, G)
+    C = I + 2 * G * N
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if kvh[i] == 0:
+            m.mat(b + "ssm_in.weight", E, I + C + HS)
+            m.add(b + "ssm_conv1d.weight", [K, C], 0.5)
+            m.bias(b + "ssm_conv1d.bias", [C])
+            m.bias(b + "ssm_dt.bias", [HS])
+            m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HS)], [1, HS])
+            m.add_vals(b + "ssm_d", [m.rng.gauss(1.0, 0.3) for _ in range(HS)], [1, HS])
+            m.add(b + "ssm_norm.weight", [I // G, G], 0.1, 1.0)
+            m.mat(b + "ssm_out.weight", I, E)
+        else:
+            D = E // H
+            m.mat(b + "attn_q.weight", E, H * D)
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            m.mat(b + "attn_v.weight", E, HKV * D)
+            m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if dense:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+        else:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+            m.mat(b + "ffn_gate_shexp.weight", E, FS)
+            m.mat(b + "ffn_up_shexp.weight", E, FS)
+            m.mat(b + "ffn_down_shexp.weight", FS, E)
+    m.norm("output_norm.weight", E)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1473,11 +1540,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1485,7 +1552,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "granitehybrid-dense": "granitehybrid"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -1502,6 +1569,8 @@ def main():
         qwen35(m, NV, True)
     elif arch == "qwen3next-legacy":
         qwen3next(m, NV, True)
+    elif arch == "granitehybrid-dense":
+        granitehybrid(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
