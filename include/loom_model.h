@@ -257,7 +257,7 @@ int32_t loom_model_batch_argmax(const loom_model *m, int32_t i);
  * 0..n_seq_max-1 (LOOM_ERR_RANGE otherwise). Not during a decode (one thread uses a
  * model at a time).
  * Models with recurrent layers (qwen35, qwen35moe, qwen3next: gated delta nets;
- * granitehybrid: Mamba-2) keep one convolution and one recurrent state per sequence
+ * granitehybrid, nemotron_h, nemotron_h_moe: Mamba-2) keep one convolution and one recurrent state per sequence
  * beside the K/V cells. Such a state describes all of a sequence's tokens and cannot
  * be cut, so for these models: a remove (or a shift pushing tokens below position 0)
  * must take all of a sequence's tokens (the state is reset) or none of them, a copy

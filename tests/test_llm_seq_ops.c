@@ -411,6 +411,7 @@ static void test_shift_keys(const char *path, const char *tag, int n_layers, dou
     double worst = 0;
     int compared = 0;
     for (int il = 0; il < a->hp.n_layer && il < n_layers; il++) {
+        if (a->kv.layer_group[il] < 0) continue; /* recurrent or MLP-only: no keys */
         const loom_tensor *ka = a->kv.k[il], *kb = b->kv.k[il];
         const llm_kv_cells *ca = &a->kv.grp[a->kv.layer_group[il]].cells, *cb = &b->kv.grp[b->kv.layer_group[il]].cells;
         const size_t per = (size_t)loom_tensor_ne(ka, 0) * (size_t)loom_tensor_ne(ka, 1);

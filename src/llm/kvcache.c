@@ -89,10 +89,10 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             llm_kv_free(kv);
             return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk / state", il);
         }
-        if (t.rs_conv > 0 || t.rs_ssm > 0) { /* recurrent: states, no K/V, no cell group */
+        if (t.rs_conv > 0 || t.rs_ssm > 0 || t.nokv) { /* recurrent (states) or nothing: no K/V, no cell group */
             kv->layer_group[il] = -1;
             kv->share[il] = il;
-            kv->n_recurrent++;
+            if (!t.nokv) kv->n_recurrent++;
             continue;
         }
         int g = 0;
@@ -152,8 +152,9 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
-            if (kv->layer_group[il] < 0) { /* recurrent states */
+            if (kv->layer_group[il] < 0) { /* recurrent states (none for a nokv layer) */
                 const llm_kv_layer_type *t = &types[il];
+                if (t->nokv) continue;
                 loom_backend_account_cache(be, il, ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
                 continue;
             }
@@ -197,6 +198,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     }
     for (int il = 0; il < kv->n_layer; il++) {
         if (kv->layer_group[il] < 0) { /* recurrent states, zero at first */
+            if (types[il].nokv) continue;
             loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
             int64_t nc[2] = {types[il].rs_conv, n_seq}, ns[2] = {types[il].rs_ssm, n_seq};
             kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);

@@ -369,7 +369,9 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
         up = loom_cont(ctx, loom_view(ctx, gu, (size_t)FE * loom_tensor_nb(gu, 0), 5, args));
     } else {
         up = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel), ly->ffn_up_exps_b, sel_flat);
-        gate = expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat);
+        gate = ly->ffn_gate_exps
+                   ? expert_bias(ctx, loom_mul_mat_id(ctx, ly->ffn_gate_exps, xr, sel), ly->ffn_gate_exps_b, sel_flat)
+                   : NULL;
     }
     loom_tensor *act;
     if (swiglu_limit > 0.0f) {
@@ -382,6 +384,8 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
         const int64_t ne1[1] = {1};
         loom_tensor *c1 = loom_from_f32(loom_ctx_input(ctx), &one, 1, 1, ne1);
         act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
+    } else if (!gate) { /* experts without a gate (nemotron_h_moe): relu(up)^2 */
+        act = loom_sqr(ctx, loom_relu(ctx, up));
     } else {
         act = loom_swiglu(ctx, gate, up);
     }

@@ -95,7 +95,8 @@ typedef enum llm_moe_gating {
  * selection bias; weighted by the unbiased ones), each expert's gated FFN through
  * MulmatID (+ per-expert biases), weighted sum. norm_w: weights divided by their sum;
  * w_scale (0 or 1: none) multiplies them after. swiglu_limit > 0: gpt-oss's clamped
- * SwiGLU (alpha 1.702), else silu(gate) * up. As llama.cpp's build_moe_ffn. */
+ * SwiGLU (alpha 1.702), else silu(gate) * up (experts without ffn_gate_exps:
+ * relu(up)^2). As llama.cpp's build_moe_ffn. */
 loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                              llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il);
 loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,

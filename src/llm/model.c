@@ -165,7 +165,7 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
     /* gemma4 gives head_count_kv and feed_forward_length per layer: the largest here,
      * each layer's in its binding */
-    const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid");
+    const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10);
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
     if (n_head % n_head_kv)

@@ -85,6 +85,8 @@ typedef struct llm_kv_layer_type {
     /* rs_conv, rs_ssm > 0: a recurrent layer (qwen35's gated delta net) with no K/V:
      * floats of its convolution and delta-rule states per sequence slot */
     int32_t rs_conv, rs_ssm;
+    /* nokv: a layer that keeps nothing per token (nemotron_h's MLP-only layers) */
+    int32_t nokv;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */

@@ -14,7 +14,7 @@ here block by block.
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
-        granitehybrid-dense
+        granitehybrid-dense nemotron_h nemotron_h_moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1530,6 +1530,73 @@ def granitehybrid(m, NV, dense=False):
     m.norm("output_norm.weight", E)
 
 
+def nemotron_h(m, NV, moe=False):
+    # Nemotron-H-like (Nemotron Nano 2 / Nemotron 3 Nano scaled down): 32 wide, 6 layers of
+    # the pattern "M-M*-M" (moe: "MEM*EM"): Mamba-2 mixers (inner 64 = 4 heads of 16,
+    # state 8, 2 groups, kernel 4, conv bias), attention without rope (4 heads of 12 !=
+    # 32/4, 2 KV heads), MLPs relu(up)^2 of 72 with no gate; moe: 6 experts of 16 top 2
+    # with the sigmoid router's selection bias, weights normalised and scaled by 2.5, a
+    # relu^2 shared expert of 40, expert_group_count 1. Per-layer head_count_kv and
+    # feed_forward_length (0 where a layer has none). F32
+    E, H, HKV, D = 32, 4, 2, 12
+    K, I, N, HS, G = 4, 64, 8, 4, 2
+    NE, NU, FE, FS = 6, 2, 16, 40
+    pat = "MEM*EM" if moe else "M-M*-M"
+    F = FE if moe else 72
+    NL = len(pat)
+    common(m, E, NL, H, HKV, F, 4096, 1e-5, D, FT_F32)
+    m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)  # llama.cpp requires it (its MTP head's norm)
+    kvh = [HKV if c == "*" else 0 for c in pat]
+    ffl = [F if c in "-E" else 0 for c in pat]
+    m.kvs = [(k, T_ARR, (T_U32, kvh)) if k.endswith(".attention.head_count_kv") else
+             (k, T_ARR, (T_U32, ffl)) if k.endswith(".feed_forward_length") else (k, t, v) for (k, t, v) in m.kvs]
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, HS)
+    m.kv("ssm.group_count", T_U32, G)
+    if moe:
+        m.kv("expert_count", T_U32, NE)
+        m.kv("expert_used_count", T_U32, NU)
+        m.kv("expert_feed_forward_length", T_U32, FE)
+        m.kv("expert_shared_feed_forward_length", T_U32, FS)
+        m.kv("expert_shared_count", T_U32, 1)
+        m.kv("expert_weights_norm", T_BOOL, True)
+        m.kv("expert_weights_scale", T_F32, 2.5)
+        m.kv("expert_group_count", T_U32, 1)
+    C = I + 2 * G * N
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i, c in enumerate(pat):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if c == "M":
+            m.mat(b + "ssm_in.weight", E, I + C + HS)
+            m.add(b + "ssm_conv1d.weight", [K, C], 0.5)
+            m.bias(b + "ssm_conv1d.bias", [C])
+            m.bias(b + "ssm_dt.bias", [HS])
+            m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HS)], [1, HS])
+            m.add_vals(b + "ssm_d", [m.rng.gauss(1.0, 0.3) for _ in range(HS)], [1, HS])
+            m.add(b + "ssm_norm.weight", [I // G, G], 0.1, 1.0)
+            m.mat(b + "ssm_out.weight", I, E)
+        elif c == "*":
+            m.mat(b + "attn_q.weight", E, H * D)
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            m.mat(b + "attn_v.weight", E, HKV * D)
+            m.mat(b + "attn_output.weight", H * D, E)
+        elif c == "-":
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+        else:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.bias(b + "exp_probs_b.bias", [NE])
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+            m.mat(b + "ffn_up_shexp.weight", E, FS)
+            m.mat(b + "ffn_down_shexp.weight", FS, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1540,11 +1607,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1571,6 +1638,8 @@ def main():
         qwen3next(m, NV, True)
     elif arch == "granitehybrid-dense":
         granitehybrid(m, NV, True)
+    elif arch == "nemotron_h_moe":
+        nemotron_h(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
