@@ -257,14 +257,15 @@ int32_t loom_model_batch_argmax(const loom_model *m, int32_t i);
  * 0..n_seq_max-1 (LOOM_ERR_RANGE otherwise). Not during a decode (one thread uses a
  * model at a time).
  * Models with recurrent layers (qwen35, qwen35moe, qwen3next: gated delta nets;
- * granitehybrid, nemotron_h, nemotron_h_moe: Mamba-2) keep one convolution and one recurrent state per sequence
- * beside the K/V cells. Such a state describes all of a sequence's tokens and cannot
- * be cut, so for these models: a remove (or a shift pushing tokens below position 0)
- * must take all of a sequence's tokens (the state is reset) or none of them, a copy
- * takes all of src into an empty dst (the state is copied), a context shift is
- * LOOM_ERR_UNSUPPORTED, prefix reuse keeps a cached prefix only when the new
- * request extends everything cached (else it starts over), and each batch row
- * belongs to exactly one sequence. Refusals leave the cache unchanged. */
+ * granitehybrid, nemotron_h, nemotron_h_moe: Mamba-2; lfm2, lfm2moe: short convolutions)
+ * keep a convolution state (and a recurrent one) per sequence beside the K/V cells, and
+ * their sliding-window layers keep every cell (only the masks slide). Such a state
+ * describes all of a sequence's tokens and cannot be cut, so for these models: a
+ * remove (or a shift pushing tokens below position 0) must take all of a sequence's
+ * tokens (the state is reset) or none of them, a copy takes all of src into an empty
+ * dst (the state is copied), a context shift is LOOM_ERR_UNSUPPORTED, prefix reuse
+ * keeps a cached prefix only when the new request extends everything cached (else it
+ * starts over), and each batch row belongs to exactly one sequence. Refusals leave the cache unchanged. */
 
 /* Remove the tokens of sequence seq (seq = -1: of every sequence) with positions in
  * [p0, p1): rollback (p1 = -1), truncation, or a gap in the middle (positions after it

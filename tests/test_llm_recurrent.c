@@ -1,5 +1,5 @@
 /* Recurrent layers (qwen35's gated delta net, tests/data/arch/indep-qwen35.gguf, and
- * granitehybrid's and nemotron_h's Mamba-2 mixers) under the
+ * granitehybrid's and nemotron_h's Mamba-2 mixers, lfm2's short convolutions) under the
  * sequence API: each sequence's state is its own (two sequences interleaved in one batch
  * give each one's solo logits), a whole-sequence remove resets the state, a partial one is
  * refused and changes nothing, a whole copy into an empty sequence continues like the
@@ -226,5 +226,6 @@ int main(void) {
     run_file("tests/data/arch/indep-qwen35.gguf");        /* gated delta net */
     run_file("tests/data/arch/indep-granitehybrid.gguf"); /* Mamba-2 */
     run_file("tests/data/arch/indep-nemotron_h.gguf");    /* Mamba-2, attention and MLP-only layers */
+    run_file("tests/data/arch/indep-lfm2.gguf");          /* short convolutions, window attention */
     return test_finish("test_llm_recurrent");
 }

@@ -7,7 +7,8 @@
  * loom_ctx_layer(cache_ctx, i) so the bytes count as Cache[i] on layer i's device.
  * Layers are grouped by attention type (model_internal.h): a full group has
  * round_up(n_seq * n_ctx, padding) cells, a sliding-window group
- * round_up(n_seq * (window + n_batch), padding) when that is smaller. Each group has its
+ * round_up(n_seq * (window + n_batch), padding) when that is smaller (not in a model with
+ * recurrent layers: there window groups keep every cell, their masks slide). Each group has its
  * own cell metadata (kvcells.c): a batch writes T contiguous free cells of every group
  * and sees the range min..max of the cells of its sequences (rounded to padding).
  */
@@ -138,7 +139,10 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     for (int g = 0; g < kv->n_groups; g++) {
         int64_t full = (int64_t)n_seq * n_ctx;
         int64_t n = full;
-        if (gt[g].window > 0 && (int64_t)gt[g].window + n_batch < n_ctx)
+        /* with recurrent layers a sequence's cells must keep every position its states
+         * saw (the sequence operations reason from them): window layers keep them all
+         * and only their masks slide */
+        if (gt[g].window > 0 && (int64_t)gt[g].window + n_batch < n_ctx && kv->n_recurrent == 0)
             n = (int64_t)n_seq * (gt[g].window + n_batch);
         n = round_up64(n, pad);
         loom_status s = llm_kv_cells_init(&kv->grp[g].cells, n, n_seq, pad, gt[g].window, gt[g].chunk, err);
@@ -201,8 +205,8 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             if (types[il].nokv) continue;
             loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
             int64_t nc[2] = {types[il].rs_conv, n_seq}, ns[2] = {types[il].rs_ssm, n_seq};
-            kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);
-            kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns);
+            if (nc[0] > 0) kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);
+            if (ns[0] > 0) kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns); /* lfm2: a convolution only */
             if (loom_ctx_status(kv->ctx)) break;
             continue;
         }
@@ -315,7 +319,7 @@ void llm_kv_unprepare(llm_kv_cache *kv, const loom_batch *b) {
 }
 
 void llm_kv_commit(llm_kv_cache *kv, const loom_batch *b) {
-    for (int g = 0; g < kv->n_groups; g++) {
+    for (int g = 0; g < kv->n_groups && kv->n_recurrent == 0; g++) { /* (see llm_kv_init) */
         llm_kv_cells *c = &kv->grp[g].cells;
         if (c->window <= 0) continue;
         for (int32_t r = 0; r < b->n_tokens; r++) {

@@ -165,7 +165,8 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
     /* gemma4 gives head_count_kv and feed_forward_length per layer: the largest here,
      * each layer's in its binding */
-    const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10);
+    const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10) ||
+                           !strncmp(arch, "lfm2", 4);
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
     if (n_head % n_head_kv)
@@ -296,6 +297,10 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
 }
 
 loom_status llm_bind_embd_output(loom_model *m, loom_error *err) {
+    return llm_bind_embd_output_norm(m, "output_norm.weight", err);
+}
+
+loom_status llm_bind_embd_output_norm(loom_model *m, const char *norm_name, loom_error *err) {
     const loom_backend *be = m->be;
     loom_model_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd;
@@ -306,7 +311,7 @@ loom_status llm_bind_embd_output(loom_model *m, loom_error *err) {
     if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
     hp->n_vocab = (int)V;
     m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
-    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.weight", 0);
+    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, norm_name, 0);
     m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
     return st;
 }

@@ -333,6 +333,8 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
 /* Sets hp->n_vocab from token_embd.weight and binds tok_embd, output_norm and output
  * (the first error, naming the tensor, is returned). */
 loom_status llm_bind_embd_output(loom_model *m, loom_error *err);
+/* The same with the final norm named norm_name (lfm2: "token_embd_norm.weight"). */
+loom_status llm_bind_embd_output_norm(loom_model *m, const char *norm_name, loom_error *err);
 /* Layer il's attn_q/k/v.weight ([n_embd, n_head * head_dim_k], [n_embd, n_head_kv * head_dim_k],
  * [n_embd, n_head_kv * head_dim_v]), required; llm_bind_attn: attn_norm.weight, those and
  * attn_output.weight; llm_bind_qk_norm: attn_q/k_norm.weight [head_dim_k]. Errors as llm_bind_tensor. */

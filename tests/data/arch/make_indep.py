@@ -14,7 +14,7 @@ here block by block.
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
-        granitehybrid-dense nemotron_h nemotron_h_moe
+        granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1597,6 +1597,62 @@ def nemotron_h(m, NV, moe=False):
     m.mat("output.weight", E, NV)
 
 
+def lfm2(m, NV, moe=False):
+    # LFM2-like: 32 wide, 5 layers "CCACA" (C: short gated convolutions with 3 taps,
+    # shortconv.l_cache 3; A: attention, 4 heads of 8, 2 KV heads, q/k norms, neox rope),
+    # per-layer head_count_kv (0 on convolution layers), the final norm named
+    # token_embd_norm, tied output. dense (LFM2-1.2B-like): SwiGLU MLPs of 72, attention
+    # with sliding_window 8 (llama.cpp's LFM2 window path). moe (LFM2-8B-A1B-like): one
+    # leading dense layer, then 6 experts of 24 top 2 with the sigmoid router's selection
+    # bias, weights renormalised. F32
+    E, H, HKV, L = 32, 4, 2, 3
+    pat = "CCACA"
+    NE, NU, FE, F = 6, 2, 24, 72
+    NL = len(pat)
+    common(m, E, NL, H, HKV, F, 4096, 1e-5, None, FT_F32)
+    kvh = [HKV if c == "A" else 0 for c in pat]
+    m.kvs = [(k, T_ARR, (T_U32, kvh)) if k.endswith(".attention.head_count_kv") else (k, t, v) for (k, t, v) in m.kvs]
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("shortconv.l_cache", T_U32, L)
+    if moe:
+        m.kv("expert_count", T_U32, NE)
+        m.kv("expert_used_count", T_U32, NU)
+        m.kv("expert_feed_forward_length", T_U32, FE)
+        m.kv("leading_dense_block_count", T_U32, 1)
+        m.kv("expert_gating_func", T_U32, 2)
+    else:
+        m.kv("attention.sliding_window", T_U32, 8)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i, c in enumerate(pat):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if c == "C":
+            m.mat(b + "shortconv.in_proj.weight", E, 3 * E)
+            m.add(b + "shortconv.conv.weight", [L, E], 0.5)
+            m.mat(b + "shortconv.out_proj.weight", E, E)
+        else:
+            D = E // H
+            m.mat(b + "attn_q.weight", E, H * D)
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            m.mat(b + "attn_v.weight", E, HKV * D)
+            m.mat(b + "attn_output.weight", H * D, E)
+            m.norm(b + "attn_q_norm.weight", D)
+            m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "ffn_norm.weight", E)
+        if moe and i >= 1:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.bias(b + "exp_probs_b.bias", [NE])
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+    m.norm("token_embd_norm.weight", E)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1607,11 +1663,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1640,6 +1696,8 @@ def main():
         granitehybrid(m, NV, True)
     elif arch == "nemotron_h_moe":
         nemotron_h(m, NV, True)
+    elif arch == "lfm2moe":
+        lfm2(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
