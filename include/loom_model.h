@@ -257,7 +257,7 @@ int32_t loom_model_batch_argmax(const loom_model *m, int32_t i);
  * 0..n_seq_max-1 (LOOM_ERR_RANGE otherwise). Not during a decode (one thread uses a
  * model at a time).
  * Models with recurrent layers (qwen35, qwen35moe, qwen3next: gated delta nets;
- * granitehybrid, nemotron_h, nemotron_h_moe: Mamba-2; lfm2, lfm2moe: short convolutions)
+ * granitehybrid, nemotron_h*, falcon-h1: Mamba-2; lfm2, lfm2moe: short convolutions)
  * keep a convolution state (and a recurrent one) per sequence beside the K/V cells, and
  * their sliding-window layers keep every cell (only the masks slide). Such a state
  * describes all of a sequence's tokens and cannot be cut, so for these models: a

@@ -433,6 +433,8 @@ static void bad_files(void) {
          "blk.1.shortconv.conv.weight"},
         {"lfm2moe", "missing selection bias", {.drop = "blk.2.exp_probs_b.bias"}, LOOM_ERR_NOT_FOUND,
          "blk.2.exp_probs_b.bias"},
+        {"falcon_h1", "missing FFN norm", {.drop = "blk.2.ffn_norm"}, LOOM_ERR_NOT_FOUND, "blk.2.ffn_norm.weight"},
+        {"falcon_h1", "missing Mamba output", {.drop = "blk.0.ssm_out.weight"}, LOOM_ERR_NOT_FOUND, "blk.0.ssm_out.weight"},
         {"granitemoe", "missing shared expert", {.drop = "blk.0.ffn_down_shexp.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.ffn_down_shexp.weight"},
         {"ernie4_5-moe", "no interleave step", {.drop = "ernie4_5-moe.interleave_moe_layer_step"}, LOOM_ERR_NOT_FOUND,

@@ -1,12 +1,13 @@
-/* Recurrent layers (qwen35's gated delta net, tests/data/arch/indep-qwen35.gguf, and
- * granitehybrid's and nemotron_h's Mamba-2 mixers, lfm2's short convolutions) under the
- * sequence API: each sequence's state is its own (two sequences interleaved in one batch
- * give each one's solo logits), a whole-sequence remove resets the state, a partial one is
- * refused and changes nothing, a whole copy into an empty sequence continues like the
- * original, prefix reuse keeps a state only when the prompt extends all it holds, a
- * context shift is refused, so is a shift that would drop some tokens (one dropping all
- * resets the state), and loom_model_reset starts afresh. References: the same model
- * decoding the same tokens alone from an empty cache (same kernels: float noise only). */
+/* Recurrent layers (qwen35's gated delta net; granitehybrid's, nemotron_h's and
+ * falcon_h1's Mamba-2 mixers; lfm2's short convolutions; tests/data/arch/indep-*.gguf)
+ * under the sequence API: each sequence's state is its own (two sequences interleaved in
+ * one batch give each one's solo logits), a whole-sequence remove resets the state, a
+ * partial one is refused and changes nothing, a whole copy into an empty sequence
+ * continues like the original, prefix reuse keeps a state only when the prompt extends
+ * all it holds, a context shift is refused, so is a shift that would drop some tokens
+ * (one dropping all resets the state), and loom_model_reset starts afresh. References:
+ * the same model decoding the same tokens alone from an empty cache (same kernels: float
+ * noise only). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,5 +228,6 @@ int main(void) {
     run_file("tests/data/arch/indep-granitehybrid.gguf"); /* Mamba-2 */
     run_file("tests/data/arch/indep-nemotron_h.gguf");    /* Mamba-2, attention and MLP-only layers */
     run_file("tests/data/arch/indep-lfm2.gguf");          /* short convolutions, window attention */
+    run_file("tests/data/arch/indep-falcon_h1.gguf");     /* attention and Mamba-2 in every layer */
     return test_finish("test_llm_recurrent");
 }

@@ -157,6 +157,7 @@ static const llm_arch k_archs[] = {
     {"granitehybrid", LOOM_ROPE_NORMAL, llm_granitehybrid_hparams, llm_granitehybrid_bind, llm_granite_build},
     {"lfm2", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build},
     {"lfm2moe", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build},
+    {"falcon-h1", LOOM_ROPE_NEOX, llm_falconh1_hparams, llm_falconh1_bind, llm_falconh1_build},
     {"nemotron_h", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build},
     {"nemotron_h_moe", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build},
     {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build},

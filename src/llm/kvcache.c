@@ -90,10 +90,10 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             llm_kv_free(kv);
             return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: negative sliding window / chunk / state", il);
         }
-        if (t.rs_conv > 0 || t.rs_ssm > 0 || t.nokv) { /* recurrent (states) or nothing: no K/V, no cell group */
+        if (t.rs_conv > 0 || t.rs_ssm > 0) kv->n_recurrent++;
+        if (t.nokv || ((t.rs_conv > 0 || t.rs_ssm > 0) && !t.attn)) { /* states only, or nothing: no cell group */
             kv->layer_group[il] = -1;
             kv->share[il] = il;
-            if (!t.nokv) kv->n_recurrent++;
             continue;
         }
         int g = 0;
@@ -156,13 +156,10 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
-            if (kv->layer_group[il] < 0) { /* recurrent states (none for a nokv layer) */
-                const llm_kv_layer_type *t = &types[il];
-                if (t->nokv) continue;
+            const llm_kv_layer_type *t = types ? &types[il] : NULL;
+            if (t && !t->nokv && (t->rs_conv > 0 || t->rs_ssm > 0)) /* recurrent states */
                 loom_backend_account_cache(be, il, ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
-                continue;
-            }
-            if (kv->share[il] != il) continue;
+            if (kv->layer_group[il] < 0 || kv->share[il] != il) continue;
             const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
             int64_t cells = gr->cells.n;
             size_t krow = 0, vrow = 0;
@@ -201,15 +198,14 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return s;
     }
     for (int il = 0; il < kv->n_layer; il++) {
-        if (kv->layer_group[il] < 0) { /* recurrent states, zero at first */
-            if (types[il].nokv) continue;
+        if (types && !types[il].nokv) { /* recurrent states, zero at first (lfm2: a convolution only) */
             loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
             int64_t nc[2] = {types[il].rs_conv, n_seq}, ns[2] = {types[il].rs_ssm, n_seq};
             if (nc[0] > 0) kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);
-            if (ns[0] > 0) kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns); /* lfm2: a convolution only */
+            if (ns[0] > 0) kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns);
             if (loom_ctx_status(kv->ctx)) break;
-            continue;
         }
+        if (kv->layer_group[il] < 0) continue;
         if (kv->share[il] != il) { /* sources come first */
             kv->k[il] = kv->k[kv->share[il]];
             kv->v[il] = kv->v[kv->share[il]];

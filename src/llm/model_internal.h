@@ -27,6 +27,7 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;   /* [.., .., n_expert] */
     loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
     loom_tensor *attn_norm_b, *ffn_norm_b, *ffn_up_b, *ffn_down_b; /* LayerNorm / MLP biases (phi2, starcoder2) */
+    loom_tensor *ffn_gate_b;                                        /* falcon_h1's optional gate bias */
     /* deepseek2 (multi-head latent attention, shared experts) */
     loom_tensor *wq_a, *q_a_norm, *wq_b, *wkv_a_mqa, *kv_a_norm, *wk_b, *wv_b, *wkv_b;
     loom_tensor *ffn_exp_probs_b;                        /* expert selection bias [n_expert] */
@@ -85,8 +86,9 @@ typedef struct llm_kv_layer_type {
     /* rs_conv, rs_ssm > 0: a recurrent layer (qwen35's gated delta net) with no K/V:
      * floats of its convolution and delta-rule states per sequence slot */
     int32_t rs_conv, rs_ssm;
-    /* nokv: a layer that keeps nothing per token (nemotron_h's MLP-only layers) */
-    int32_t nokv;
+    /* nokv: a layer that keeps nothing per token (nemotron_h's MLP-only layers);
+     * attn with rs_*: a layer with both states and K/V (falcon_h1's parallel blocks) */
+    int32_t nokv, attn;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */

@@ -14,7 +14,7 @@ here block by block.
         ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
-        granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe
+        granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1653,6 +1653,46 @@ def lfm2(m, NV, moe=False):
     m.norm("token_embd_norm.weight", E)
 
 
+def falcon_h1(m, NV):
+    # Falcon-H1-like: 32 wide, 3 layers, each attention (4 heads of 12 != 32/4, 2 KV heads,
+    # neox rope) and a Mamba-2 mixer (inner 48 = 4 heads of 12, state 8, 2 groups,
+    # kernel 4, conv bias, grouped norm) side by side on the same input; SwiGLU MLP of 64;
+    # untied output. F32
+    E, H, HKV, D, F, NL = 32, 4, 2, 12, 64, 3
+    K, I, N, HS, G = 4, 48, 8, 4, 2
+    common(m, E, NL, H, HKV, F, 4096, 1e-5, D, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.freq_base", T_F32, 100000.0)
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, HS)
+    m.kv("ssm.group_count", T_U32, G)
+    C = I + 2 * G * N
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.mat(b + "ssm_in.weight", E, I + C + HS)
+        m.add(b + "ssm_conv1d.weight", [K, C], 0.5)
+        m.bias(b + "ssm_conv1d.bias", [C])
+        m.bias(b + "ssm_dt.bias", [HS])
+        m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HS)], [1, HS])
+        m.add_vals(b + "ssm_d", [m.rng.gauss(1.0, 0.3) for _ in range(HS)], [1, HS])
+        m.add(b + "ssm_norm.weight", [I // G, G], 0.1, 1.0)
+        m.mat(b + "ssm_out.weight", I, E)
+        m.add(b + "ffn_norm", [E], 0.1, 1.0, GGML_F32)  # gguf-py's name: no ".weight"
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1663,11 +1703,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1675,7 +1715,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "granitehybrid-dense": "granitehybrid"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "granitehybrid-dense": "granitehybrid"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
