@@ -146,6 +146,7 @@ static const llm_arch k_archs[] = {
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},
     {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
+    {"nemotron", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
     {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build},
     {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},
     {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},

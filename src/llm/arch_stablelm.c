@@ -12,8 +12,13 @@
  *     f = h + Wo attn(q, k, v); m = ffn_norm ? layer_norm(f) * ffn_norm + b : n
  *     h = f + Wdown (silu(Wgate m) * Wup m)
  *   logits = Woutput (layer_norm(h) * output_norm + b)
+ *
+ * nemotron (Nemotron-4, Minitron, Nemotron-Mini; llama.cpp's nemotron graph): the same
+ * sequential block (the converter adds LayerNorm1p's +1 to the norm weights) with no q/k
+ * norms and an MLP Wdown relu(Wup m + bu)^2 + bd (optional biases) in place of SwiGLU.
  */
 #include <math.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -22,7 +27,8 @@ loom_status llm_stablelm_bind(loom_model *m, loom_error *err) {
     const loom_model_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim_k;
     loom_status st = llm_ln_bind_io(m, false, err);
-    const bool parallel = !st && !loom_backend_get_tensor(be, "blk.0.ffn_norm.weight");
+    const bool nemotron = !strcmp(hp->arch, "nemotron");
+    const bool parallel = !st && !nemotron && !loom_backend_get_tensor(be, "blk.0.ffn_norm.weight");
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
@@ -34,9 +40,16 @@ loom_status llm_stablelm_bind(loom_model *m, loom_error *err) {
             L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
             L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
         }
-        L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+        L->ffn_gate = llm_bind_tensor(be, !nemotron, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        if (nemotron) {
+            L->ffn_up_b = llm_bind_tensor(be, false, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
+            L->ffn_down_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.ffn_down.bias", il);
+            if (L->ffn_gate && !st)
+                st = loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: nemotron: tensor 'blk.%d.ffn_gate.weight' (a "
+                                    "gated MLP) is not supported", il);
+        }
     }
     return st;
 }
@@ -67,8 +80,14 @@ loom_tensor *llm_stablelm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
         }
         loom_tensor *f = llm_named(loom_add(ctx, x, h), "ffn_inp", il);
         loom_tensor *mi = ly->ffn_norm ? loom_layer_norm(ctx, f, ly->ffn_norm, ly->ffn_norm_b, eps) : n;
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, mi), *u = loom_mul_mat(ctx, ly->ffn_up, mi);
-        x = llm_named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+        if (ly->ffn_gate) {
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, mi), *u = loom_mul_mat(ctx, ly->ffn_up, mi);
+            x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+        } else { /* nemotron */
+            x = llm_linear(ctx, ly->ffn_down, ly->ffn_down_b,
+                           loom_sqr(ctx, loom_relu(ctx, llm_linear(ctx, ly->ffn_up, ly->ffn_up_b, mi))));
+        }
+        x = llm_named(x, "ffn_out", il);
         h = llm_named(loom_add(ctx, x, f), "l_out", il);
     }
     return llm_ln_output(m, ctx, h);
