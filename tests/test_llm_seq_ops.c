@@ -495,9 +495,12 @@ int main(void) {
         /* mistral3: its query temperature changes the hidden states with the absolute
          * position, so only layer 0's keys are the same tokens' keys; phi3 (F16) and
          * gpt-oss (MXFP4) round their matrices' activations, and the later layers'
-         * keys carry those flips (measured 1.2e-4; a wrong rotation is O(1)) */
+         * keys carry those flips (measured 1.2e-4; a wrong rotation is O(1)); the f32gelu
+         * files' GELU goes through an F16 table whose flips reach later layers' keys
+         * (falcon: measured 9.1e-6) */
         const bool rounds = !strcmp(arch, "phi3") || !strcmp(arch, "gpt-oss");
-        test_shift_keys(path, arch, !strcmp(arch, "mistral3") ? 1 : 1 << 20, rounds ? 5e-4 : 2e-6);
+        const bool gelu = !strcmp(kind, "f32gelu");
+        test_shift_keys(path, arch, !strcmp(arch, "mistral3") ? 1 : 1 << 20, rounds ? 5e-4 : gelu ? 3e-5 : 2e-6);
     }
     if (f) fclose(f);
     free(g_ref);

@@ -11,6 +11,11 @@
  *     a = Wo attention(q / sqrt(D), k, v; scale 1) + bo
  *     h = h + a + Wdown gelu(Wup n + bup) + bdown          (attention and MLP both read n)
  *   logits = Woutput (layer_norm(h) * output_norm + output_norm_b) + output_b
+ *
+ * falcon (Falcon 7B / 40B, as llama.cpp's falcon graph): the same parallel block without
+ * biases or partial rotary: fused q|k|v (MQA or GQA), the score scale 1/sqrt(D) in the
+ * attention, a GELU MLP reading n; Falcon-40B's attention reads its own LayerNorm
+ * (attn_norm_2) while the MLP reads attn_norm's; tied or separate output.
  */
 #include <math.h>
 
@@ -104,6 +109,57 @@ loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         }
         loom_tensor *f = llm_named(llm_ln_gelu_mlp(ctx, ly, n), "ffn_out", il);
         h = llm_named(loom_add(ctx, loom_add(ctx, x, f), h), "l_out", il);
+    }
+    return llm_ln_output(m, ctx, h);
+}
+
+loom_status llm_falcon_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    const int64_t QKV = (int64_t)hp->n_head * hp->head_dim_k + 2 * (int64_t)hp->n_head_kv * hp->head_dim_k;
+    loom_status st = llm_ln_bind_io(m, false, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->attn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.bias", il);
+        L->attn_norm_2 = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.attn_norm_2.weight", il);
+        if (L->attn_norm_2)
+            L->attn_norm_2_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm_2.bias", il);
+        L->wqkv = llm_bind_tensor(be, true, E, QKV, 1, err, &st, "blk.%d.attn_qkv.weight", il);
+        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
+                                "blk.%d.attn_output.weight", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+    }
+    return st;
+}
+
+loom_tensor *llm_falcon_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        loom_tensor *na = ly->attn_norm_2 ? loom_layer_norm(ctx, h, ly->attn_norm_2, ly->attn_norm_2_b, eps) : n;
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, hp, ly, na, T, &q, &k, &v);
+        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
+                                       NULL);
+        loom_tensor *x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            h = loom_get_rows(ctx, h, in.outs);
+            n = loom_get_rows(ctx, n, in.outs);
+        }
+        loom_tensor *f = llm_named(llm_ln_gelu_mlp(ctx, ly, n), "ffn_out", il);
+        h = llm_named(loom_add(ctx, loom_add(ctx, f, x), h), "l_out", il);
     }
     return llm_ln_output(m, ctx, h);
 }

@@ -28,6 +28,7 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
     loom_tensor *attn_norm_b, *ffn_norm_b, *ffn_up_b, *ffn_down_b; /* LayerNorm / MLP biases (phi2, starcoder2) */
     loom_tensor *ffn_gate_b;                                        /* falcon_h1's optional gate bias */
+    loom_tensor *attn_norm_2, *attn_norm_2_b;                       /* Falcon-40B: attention's own LayerNorm */
     /* deepseek2 (multi-head latent attention, shared experts) */
     loom_tensor *wq_a, *q_a_norm, *wq_b, *wkv_a_mqa, *kv_a_norm, *wk_b, *wv_b, *wkv_b;
     loom_tensor *ffn_exp_probs_b;                        /* expert selection bias [n_expert] */
