@@ -283,14 +283,17 @@ loom_status loom_model_seq_keep(loom_model *m, int32_t seq, loom_error *err);
 /* Add delta to the positions of seq's tokens in [p0, p1), re-rotating their cached
  * keys (RoPE by delta, contract §7.6 Shift: each layer's own rope - window layers'
  * base, YaRN angles and frequency factors - as a pure rotation; layers without rope
- * are left alone; deepseek2's keys rotate in their trailing rope dims. A model whose
+ * are left alone, as are all keys of models without rope (gpt2 and starcoder's learned
+ * positions, nemotron_h: as llama.cpp, only the positions move); deepseek2's keys
+ * rotate in their trailing rope dims. A model whose
  * attention depends on absolute positions otherwise, such as mistral3's and llama4's
  * query temperature or llama4's chunks, continues as llama.cpp's does, not as a fresh
  * decode at the new positions); tokens whose position would become
  * negative are removed. A cell shared with another sequence is first copied so the
  * other sequence keeps its positions. Errors: LOOM_ERR_INVALID_ARG if a shifted token
  * would land on or past a token of seq outside the range (order must be kept),
- * LOOM_ERR_UNSUPPORTED for a model without a shift rule, LOOM_ERR_CONTEXT_FULL when
+ * LOOM_ERR_UNSUPPORTED when a model with recurrent layers would keep part of seq (see
+ * above), LOOM_ERR_CONTEXT_FULL when
  * copying shared cells finds no room, compute errors (LOOM_ERR_CANCELLED ...) with
  * the cache unchanged. With a quantized cache type the keys are re-quantized. */
 loom_status loom_model_seq_shift(loom_model *m, int32_t seq, int32_t p0, int32_t p1, int32_t delta,

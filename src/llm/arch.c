@@ -146,6 +146,8 @@ static const llm_arch k_archs[] = {
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},
     {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_falcon_build},
+    {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
+    {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
     {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
     {"nemotron", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
     {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build},

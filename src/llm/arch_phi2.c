@@ -16,6 +16,11 @@
  * biases or partial rotary: fused q|k|v (MQA or GQA), the score scale 1/sqrt(D) in the
  * attention, a GELU MLP reading n; Falcon-40B's attention reads its own LayerNorm
  * (attn_norm_2) while the MLP reads attn_norm's; tied or separate output.
+ *
+ * gpt2 and starcoder (StarCoder 1, SantaCoder, GPT-BigCode), as llama.cpp's graphs:
+ * learned absolute positions added to the token embeddings (position_embd, its rows
+ * bound n_ctx and every position), no rope, the sequential LayerNorm block with biases
+ * everywhere, fused q|k|v (multi-query for starcoder), a GELU MLP.
  */
 #include <math.h>
 
@@ -160,6 +165,75 @@ loom_tensor *llm_falcon_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
         }
         loom_tensor *f = llm_named(llm_ln_gelu_mlp(ctx, ly, n), "ffn_out", il);
         h = llm_named(loom_add(ctx, loom_add(ctx, f, x), h), "l_out", il);
+    }
+    return llm_ln_output(m, ctx, h);
+}
+
+/* gpt2 / starcoder: LayerNorm keys; no rope (a shift only moves positions, as llama.cpp) */
+loom_status llm_gpt2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_ln_hparams(g, hp, hx, err);
+    hx->rope_off = true;
+    return s;
+}
+
+loom_status llm_gpt2_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    const int64_t QKV = (int64_t)hp->n_head * hp->head_dim_k + 2 * (int64_t)hp->n_head_kv * hp->head_dim_k;
+    loom_status st = llm_ln_bind_io(m, false, err);
+    if (st) return st;
+    loom_tensor *pe = loom_backend_get_tensor(be, "position_embd.weight");
+    if (!pe) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'position_embd.weight' is missing");
+    const int64_t rows = loom_tensor_ne(pe, 1);
+    if (rows < 1 || rows > (1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: tensor 'position_embd.weight' has %lld rows", (long long)rows);
+    m->pos_embd = llm_bind_tensor(be, true, E, rows, 1, err, &st, "position_embd.weight", 0);
+    m->hx.max_pos = (int)rows;
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->attn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.bias", il);
+        L->wqkv = llm_bind_tensor(be, true, E, QKV, 1, err, &st, "blk.%d.attn_qkv.weight", il);
+        L->bqkv = llm_bind_tensor(be, true, QKV, 1, 1, err, &st, "blk.%d.attn_qkv.bias", il);
+        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
+                                "blk.%d.attn_output.weight", il);
+        L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_up_b = llm_bind_tensor(be, true, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
+        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        L->ffn_down_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_down.bias", il);
+    }
+    return st;
+}
+
+loom_tensor *llm_gpt2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = loom_add(ctx, loom_get_rows(ctx, m->tok_embd, in.tok), loom_get_rows(ctx, m->pos_embd, in.pos));
+    h = llm_named(h, "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, hp, ly, n, T, &q, &k, &v);
+        llm_named(q, "q", il);
+        llm_named(k, "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
+                                       NULL);
+        loom_tensor *x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            h = loom_get_rows(ctx, h, in.outs);
+        }
+        loom_tensor *f = llm_named(loom_add(ctx, x, h), "ffn_inp", il);
+        loom_tensor *mi = llm_named(loom_layer_norm(ctx, f, ly->ffn_norm, ly->ffn_norm_b, eps), "ffn_norm", il);
+        h = llm_named(loom_add(ctx, llm_named(llm_ln_gelu_mlp(ctx, ly, mi), "ffn_out", il), f), "l_out", il);
     }
     return llm_ln_output(m, ctx, h);
 }

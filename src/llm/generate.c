@@ -194,6 +194,9 @@ loom_status llm_check_batch(const loom_model *m, const loom_batch *b, const char
         if (b->pos[r] < 0 || b->pos[r] > LOOM_POS_MAX)
             return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d has position %d, outside [0, %d]", who, (int)r,
                                   (int)b->pos[r], LOOM_POS_MAX);
+        if (m->hx.max_pos > 0 && b->pos[r] >= m->hx.max_pos)
+            return loom_error_set(err, LOOM_ERR_RANGE, "%s: row %d has position %d, past the model's %d learned "
+                                  "positions", who, (int)r, (int)b->pos[r], m->hx.max_pos);
         int32_t ns = b->n_seq[r];
         if (ns < 1 || ns > b->seq_capacity)
             return loom_error_set(err, LOOM_ERR_INVALID_ARG, "%s: row %d is in %d sequences (1..%d)", who, (int)r,

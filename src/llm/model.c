@@ -490,7 +490,15 @@ static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, int n_seq, l
     if (n_seq > LOOM_SEQ_MAX)
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: n_seq_max %d is too large (max %d)", n_seq,
                               LOOM_SEQ_MAX);
+    const bool asked = n_ctx != 0;
     if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (m->hx.max_pos > 0 && n_ctx > m->hx.max_pos) { /* learned positions: none past the table */
+        if (asked)
+            return loom_error_set(err, LOOM_ERR_INVALID_ARG,
+                                  "model: n_ctx %d exceeds the %d learned positions of 'position_embd.weight'", n_ctx,
+                                  m->hx.max_pos);
+        n_ctx = m->hx.max_pos;
+    }
     if (n_ctx > (1 << 24))
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: n_ctx %d is too large (max %d)", n_ctx,
                               1 << 24);

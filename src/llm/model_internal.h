@@ -244,6 +244,7 @@ typedef struct llm_hparams_x {
     int ssm_conv_k, ssm_dk, ssm_hv, ssm_hk; /* qwen35 delta net: conv kernel, head dim, value / key heads */
     int ssm_inner, ssm_n, ssm_g; /* Mamba-2: inner size, state size, groups (heads: ssm_hv) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
+    int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
     int rope_sections[4];    /* rope.dimension_sections (t, h, w, e pairs) */
     int n_chunk;             /* llama4 chunked attention: chunk size of the swa_period layers (0: none) */
@@ -262,6 +263,7 @@ struct loom_model {
 
     loom_tensor *tok_embd, *output_norm, *output;
     loom_tensor *output_norm_b, *output_b; /* phi2, starcoder2 (NULL elsewhere) */
+    loom_tensor *pos_embd;                 /* gpt2, starcoder: learned positions [E, rows] */
     loom_tensor *pl_tok_embd, *pl_model_proj, *pl_proj_norm; /* gemma3n / gemma4 per-layer inputs */
     loom_tensor *altup_proj, *altup_unembd_proj;             /* gemma3n [E, E, n_altup - 1] */
     llm_layer *layers;

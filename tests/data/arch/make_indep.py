@@ -15,7 +15,7 @@ here block by block.
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
-        falcon-40b
+        falcon-40b gpt2 starcoder
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1295,6 +1295,38 @@ def falcon(m, NV, big=False):
         m.mat("output.weight", E, NV)
 
 
+def gpt2(m, NV, star=False):
+    # GPT-2-like: 48 wide, 4 heads of 12, learned positions (256 rows = context_length),
+    # LayerNorms with biases, fused q|k|v with bias, GELU MLP of 4 x 48 with biases, tied
+    # output; star (StarCoder-1-like, gpt_bigcode): multi-query (1 KV head), a separate
+    # output. F32
+    E, H, D, NL = 48, 4, 12, 3
+    HKV = 1 if star else H
+    F = 4 * E
+    ln_common(m, E, NL, H, HKV, F, 256)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add("position_embd.weight", [E, 256], 0.2)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+        m.bias(b + "attn_qkv.bias", [(H + 2 * HKV) * D])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_up.weight", E, F)
+        m.bias(b + "ffn_up.bias", [F])
+        m.mat(b + "ffn_down.weight", F, E)
+        m.bias(b + "ffn_down.bias", [E])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    if star:
+        m.mat("output.weight", E, NV)
+
+
 def minimax_m2(m, NV):
     # MiniMax-M2-like: 48 wide, 4 heads of 16 (key_length), 2 KV heads, rotary 8 of 16, q/k
     # norms over the whole projections (q [H*D], k [HKV*D]), 6 experts of 32
@@ -1765,11 +1797,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1802,6 +1834,8 @@ def main():
         lfm2(m, NV, True)
     elif arch == "falcon-40b":
         falcon(m, NV, True)
+    elif arch == "starcoder":
+        gpt2(m, NV, True)
     elif arch == "chatglm":
         glm4(m, NV, True)
     elif arch == "minimax-m2":
