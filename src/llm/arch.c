@@ -195,6 +195,25 @@ const char *llm_arch_names(void) {
     return g_arch_names;
 }
 
+loom_status llm_arch_layer_kv_heads(const loom_gguf *g, const loom_model_hparams *hp, int il, int64_t *hkv,
+                                    loom_error *err) {
+    loom_status s = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, hkv, err);
+    if (!s && *hkv != 0 && *hkv != hp->n_head_kv)
+        s = loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                           "model: %s.attention.head_count_kv: layer %d has %lld KV heads, another %d (attention "
+                           "layers of different KV head counts are not supported)",
+                           hp->arch, il, (long long)*hkv, hp->n_head_kv);
+    return s;
+}
+
+loom_status llm_arch_ssm_keys(const loom_gguf *g, const char *arch, int64_t v[5], loom_error *err) {
+    static const char *const keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank",
+                                        "ssm.group_count"};
+    loom_status s = LOOM_OK;
+    for (int i = 0; i < 5 && !s; i++) s = llm_get_int_key(g, arch, keys[i], true, 0, &v[i], err);
+    return s;
+}
+
 loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
                               loom_error *err) {
     int64_t ne, nu, nf;

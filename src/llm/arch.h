@@ -9,6 +9,14 @@
 /* rope.scaling.yarn_beta_fast / yarn_beta_slow / yarn_log_multiplier */
 loom_status llm_arch_yarn_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
                                loom_error *err);
+/* Layer il's attention.head_count_kv entry (the key may be one value or one per layer)
+ * into *hkv: 0 (a layer without attention) or the model's n_head_kv (other counts are
+ * LOOM_ERR_UNSUPPORTED, naming the layer). */
+loom_status llm_arch_layer_kv_heads(const loom_gguf *g, const loom_model_hparams *hp, int il, int64_t *hkv,
+                                    loom_error *err);
+/* The five ssm.* keys (conv_kernel, inner_size, state_size, time_step_rank,
+ * group_count), all required, into v[0..4]. */
+loom_status llm_arch_ssm_keys(const loom_gguf *g, const char *arch, int64_t v[5], loom_error *err);
 /* MoE keys: expert_count, expert_used_count, expert_feed_forward_length (required). */
 loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
                               loom_error *err);

@@ -84,16 +84,8 @@ loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp
     memset(hx->recr_bits, 0, sizeof hx->recr_bits);
     for (int il = 0; il < hp->n_layer; il++) {
         int64_t v;
-        if ((s = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, &v, err)))
-            return s;
-        if (v == 0) {
-            hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        } else if (v != hp->n_head_kv) {
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                                  "model: %s.attention.head_count_kv: layer %d has %lld KV heads, another %d (attention "
-                                  "layers of different KV head counts are not supported)",
-                                  hp->arch, il, (long long)v, hp->n_head_kv);
-        }
+        if ((s = llm_arch_layer_kv_heads(g, hp, il, &v, err))) return s;
+        if (v == 0) hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
     }
     return LOOM_OK;
 }

@@ -41,14 +41,9 @@ loom_status llm_lfm2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
     memset(hx->recr_bits, 0, sizeof hx->recr_bits);
     memset(hx->swa_bits, 0, sizeof hx->swa_bits);
     for (int il = 0; il < hp->n_layer; il++) {
-        if ((s = llm_get_layer_int(g, a, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, &v, err))) return s;
+        if ((s = llm_arch_layer_kv_heads(g, hp, il, &v, err))) return s;
         if (v == 0)
             hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        else if (v != hp->n_head_kv)
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                                  "model: %s.attention.head_count_kv: layer %d has %lld KV heads, another %d (attention "
-                                  "layers of different KV head counts are not supported)",
-                                  a, il, (long long)v, hp->n_head_kv);
         else
             hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
     }

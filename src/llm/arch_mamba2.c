@@ -19,13 +19,10 @@
 
 loom_status llm_mamba2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
-    int64_t K, inner, N, H, G;
-    loom_status s;
-    if ((s = llm_get_int_key(g, a, "ssm.conv_kernel", true, 0, &K, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.inner_size", true, 0, &inner, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.state_size", true, 0, &N, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.time_step_rank", true, 0, &H, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.group_count", true, 0, &G, err))) return s;
+    int64_t v[5];
+    loom_status s = llm_arch_ssm_keys(g, a, v, err);
+    if (s) return s;
+    const int64_t K = v[0], inner = v[1], N = v[2], H = v[3], G = v[4];
     if (K < 2 || K > 16 || inner < 1 || inner > (1 << 20) || N < 1 || N > 4096 || H < 1 || H > inner || inner % H ||
         G < 1 || H % G || inner % G)
         return loom_error_set(err, LOOM_ERR_FORMAT,

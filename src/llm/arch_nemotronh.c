@@ -43,16 +43,9 @@ loom_status llm_nemotronh_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     memset(hx->recr_bits, 0, sizeof hx->recr_bits);
     for (int il = 0; il < hp->n_layer; il++) {
         int64_t hkv, ff;
-        if ((s = llm_get_layer_int(g, a, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, &hkv, err))) return s;
+        if ((s = llm_arch_layer_kv_heads(g, hp, il, &hkv, err))) return s;
         if ((s = llm_get_layer_int(g, a, "feed_forward_length", il, hp->n_layer, hp->n_ff, &ff, err))) return s;
-        if (hkv == 0 && ff == 0) {
-            hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        } else if (ff == 0 && hkv != hp->n_head_kv) {
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                                  "model: %s.attention.head_count_kv: layer %d has %lld KV heads, another %d (attention "
-                                  "layers of different KV head counts are not supported)",
-                                  a, il, (long long)hkv, hp->n_head_kv);
-        }
+        if (hkv == 0 && ff == 0) hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
     }
     return LOOM_OK;
 }

@@ -48,11 +48,9 @@ loom_status llm_qwen35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
                                   "range", a, (long long)iv);
         hx->n_ff_shexp = (int)iv;
     }
-    if ((s = llm_get_int_key(g, a, "ssm.conv_kernel", true, 0, &K, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.inner_size", true, 0, &din, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.state_size", true, 0, &dk, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.time_step_rank", true, 0, &hv, err))) return s;
-    if ((s = llm_get_int_key(g, a, "ssm.group_count", true, 0, &hk, err))) return s;
+    int64_t ssm[5];
+    if ((s = llm_arch_ssm_keys(g, a, ssm, err))) return s;
+    K = ssm[0], din = ssm[1], dk = ssm[2], hv = ssm[3], hk = ssm[4];
     if (K < 2 || K > 16 || dk < 1 || dk > 4096 || hv < 1 || hv > 4096 || hk < 1 || hv % hk || din != dk * hv)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: %s.ssm.* (conv_kernel %lld, inner_size %lld, state_size %lld, time_step_rank %lld, "
