@@ -136,6 +136,7 @@ static const llm_arch k_archs[] = {
     {"glm4", LOOM_ROPE_NORMAL, llm_glm4_hparams, llm_glm4_bind, llm_glm4_build},
     {"chatglm", LOOM_ROPE_NORMAL, NULL, llm_glm4_bind, llm_glm4_build},
     {"llama4", LOOM_ROPE_NORMAL, llm_llama4_hparams, llm_llama4_bind, llm_llama4_build},
+    {"bailingmoe2", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
     {"glm4moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
     {"dots1", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
     {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build},

@@ -119,7 +119,8 @@ loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, ll
 void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const llm_hparams_x *hx, llm_layer *L,
                      int il, loom_error *err, loom_status *st) {
     const int64_t E = hp->n_embd, NE = hx->n_expert, FE = hx->n_ff_exp;
-    const int64_t FS = hx->n_ff_exp * (int64_t)hx->n_expert_shared;
+    /* shared experts: n_expert_shared of the experts' width (bailingmoe2: of its own) */
+    const int64_t FS = (hx->n_ff_shexp > 0 ? hx->n_ff_shexp : hx->n_ff_exp) * (int64_t)hx->n_expert_shared;
     if (il < hx->n_dense_lead) {
         L->ffn_gate = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, hp->n_ff, 1, err, st, "blk.%d.ffn_up.weight", il);

@@ -9,6 +9,9 @@
  * dots1 (rednote dots.llm1): the same graph with the FFN norm named ffn_norm, q/k norms
  * and shared experts required, and the router function key required (llama.cpp has no
  * default for it).
+ * bailingmoe2 (inclusionAI Ling 2.0 / Ring 2.0, as llama.cpp's bailingmoe2 graph): the dots1
+ * form (ffn_norm, per-head q/k norms required, the router function key required) with a
+ * fused q|k|v and shared experts expert_shared_feed_forward_length wide when given.
  *
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
  *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
@@ -21,7 +24,10 @@
 
 #include "arch.h"
 
-static bool is_dots1(const loom_model_hparams *hp) { return !strcmp(hp->arch, "dots1"); }
+/* dots1 and bailingmoe2: ffn_norm, q/k norms and the router function key required */
+static bool is_dots1(const loom_model_hparams *hp) {
+    return !strcmp(hp->arch, "dots1") || !strcmp(hp->arch, "bailingmoe2");
+}
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s;
@@ -32,6 +38,14 @@ loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
     if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s; /* llama.cpp: sigmoid unless stated */
+    if (!strcmp(hp->arch, "bailingmoe2")) { /* shared experts' width (default: the experts') */
+        int64_t v;
+        if ((s = llm_get_int_key(g, hp->arch, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
+        if (v < 0 || v > ((int64_t)1 << 24))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of "
+                                  "range", hp->arch, (long long)v);
+        hx->n_ff_shexp = (int)v;
+    }
     char key[96];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch);
     return loom_gguf_find_key(g, key) < 0 ? LOOM_OK : llm_arch_mrope_keys(g, hp, hx, false, err);

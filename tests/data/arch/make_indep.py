@@ -15,7 +15,7 @@ here block by block.
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
-        falcon-40b gpt2 starcoder
+        falcon-40b gpt2 starcoder bailingmoe2
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1327,6 +1327,61 @@ def gpt2(m, NV, star=False):
         m.mat("output.weight", E, NV)
 
 
+def bailingmoe2(m, NV):
+    # Ling-mini-2.0-like: 48 wide, 4 heads of 12, 2 KV heads, fused q|k|v, per-head q/k
+    # norms, neox rotary 6 of 12; a leading dense layer, then 6 experts of 24 top 2 with
+    # the sigmoid router's selection bias, grouped routing (3 groups of 2, 2 kept),
+    # weights normalised and scaled by 2.5, a shared expert of 40 (its own width); a
+    # next-token-prediction block (nextn_predict_layers 1: block 3, not run). F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 4
+    NE, NU, FE, FS = 6, 2, 24, 40
+    common(m, E, NL, H, HKV, F, 32768, 1e-6, D, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D // 2)
+    m.kv("rope.freq_base", T_F32, 600000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_feed_forward_length", T_U32, FS)
+    m.kv("expert_shared_count", T_U32, 1)
+    m.kv("expert_weights_scale", T_F32, 2.5)
+    m.kv("expert_weights_norm", T_BOOL, True)
+    m.kv("expert_gating_func", T_U32, 2)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_group_count", T_U32, 3)
+    m.kv("expert_group_used_count", T_U32, 2)
+    m.kv("nextn_predict_layers", T_U32, 1)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.norm(b + "ffn_norm.weight", E)
+        if i == 0:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+        else:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.bias(b + "exp_probs_b.bias", [NE])
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+            m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+            m.mat(b + "ffn_gate_shexp.weight", E, FS)
+            m.mat(b + "ffn_up_shexp.weight", E, FS)
+            m.mat(b + "ffn_down_shexp.weight", FS, E)
+        if i == NL - 1:
+            m.mat(b + "nextn.eh_proj.weight", 2 * E, E)
+            m.norm(b + "nextn.enorm.weight", E)
+            m.norm(b + "nextn.hnorm.weight", E)
+            m.norm(b + "nextn.shared_head_norm.weight", E)
+            m.norm(b + "layer_output_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def minimax_m2(m, NV):
     # MiniMax-M2-like: 48 wide, 4 heads of 16 (key_length), 2 KV heads, rotary 8 of 16, q/k
     # norms over the whole projections (q [H*D], k [HKV*D]), 6 experts of 32
@@ -1797,11 +1852,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
