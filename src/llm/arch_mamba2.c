@@ -30,6 +30,11 @@ loom_status llm_mamba2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
                               "group_count %lld) do not describe a Mamba-2 mixer (kernel 2..16, inner_size a multiple "
                               "of time_step_rank heads, heads a multiple of group_count)", a, (long long)K,
                               (long long)inner, (long long)N, (long long)H, (long long)G);
+    /* one sequence's states (floats) must stay addressable as the cache's int32 sizes */
+    if (N * inner > ((int64_t)1 << 28) || (K - 1) * (inner + 2 * G * N) > ((int64_t)1 << 28))
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: %s.ssm.*: a sequence's Mamba state of %lld x %lld floats is too large", a,
+                              (long long)N, (long long)inner);
     hx->ssm_conv_k = (int)K;
     hx->ssm_inner = (int)inner;
     hx->ssm_n = (int)N;

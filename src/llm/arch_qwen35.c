@@ -51,7 +51,13 @@ loom_status llm_qwen35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
     int64_t ssm[5];
     if ((s = llm_arch_ssm_keys(g, a, ssm, err))) return s;
     K = ssm[0], din = ssm[1], dk = ssm[2], hv = ssm[3], hk = ssm[4];
-    if (K < 2 || K > 16 || dk < 1 || dk > 4096 || hv < 1 || hv > 4096 || hk < 1 || hv % hk || din != dk * hv)
+    const bool in_range = K >= 2 && K <= 16 && dk >= 1 && dk <= 4096 && hv >= 1 && hv <= 4096 && hk >= 1;
+    /* one sequence's states (floats) must stay addressable as the cache's int32 sizes */
+    if (in_range && dk * dk * hv > ((int64_t)1 << 28))
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: %s.ssm.*: a sequence's delta-rule state of %lld x %lld x %lld floats is too large",
+                              a, (long long)dk, (long long)dk, (long long)hv);
+    if (!in_range || hv % hk || din != dk * hv)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: %s.ssm.* (conv_kernel %lld, inner_size %lld, state_size %lld, time_step_rank %lld, "
                               "group_count %lld) do not describe a delta net (kernel 2..16, inner_size = state_size x "
