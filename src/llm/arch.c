@@ -146,7 +146,7 @@ static const llm_arch k_archs[] = {
     {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},
-    {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_falcon_build},
+    {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_phi2_build},
     {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
     {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
     {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},

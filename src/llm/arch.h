@@ -121,7 +121,6 @@ loom_status llm_falcon_bind(loom_model *m, loom_error *err);
 loom_status llm_gpt2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gpt2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gpt2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
-loom_tensor *llm_falcon_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_falconh1_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_falconh1_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_falconh1_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -106,16 +106,14 @@ static loom_tensor *conv_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *i
     loom_tensor *p = loom_mul_mat(ctx, ly->ssm_in, x); /* [3E, T]: b | c | v */
     const int64_t av[3] = {E, (int64_t)loom_tensor_nb(p, 1), T};
     const size_t es = sizeof(float);
-    loom_tensor *bv = loom_mul(ctx, loom_cont(ctx, loom_view(ctx, p, 0, 3, av)),
-                               loom_cont(ctx, loom_view(ctx, p, 2 * (size_t)E * es, 3, av)));
+    loom_tensor *bv = loom_mul(ctx, loom_view(ctx, p, 0, 3, av), loom_view(ctx, p, 2 * (size_t)E * es, 3, av));
     loom_tensor *cv = llm_named(loom_ssm_conv(ctx, bv, ly->ssm_conv, rc, in->seq), "shortconv", il);
     const int64_t ncs = (K - 1) * E * S;
     if (real)
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, cv, (size_t)E * (size_t)T * es, 1, &ncs),
                                        loom_view(ctx, rc, 0, 1, &ncs)));
     const int64_t ay[3] = {E, (int64_t)loom_tensor_nb(cv, 1), T};
-    loom_tensor *y = loom_mul(ctx, loom_cont(ctx, loom_view(ctx, p, (size_t)E * es, 3, av)),
-                              loom_cont(ctx, loom_view(ctx, cv, 0, 3, ay)));
+    loom_tensor *y = loom_mul(ctx, loom_view(ctx, p, (size_t)E * es, 3, av), loom_view(ctx, cv, 0, 3, ay));
     return loom_mul_mat(ctx, ly->ssm_out, y);
 }
 

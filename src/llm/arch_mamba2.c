@@ -99,7 +99,7 @@ loom_tensor *llm_mamba2_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)I * (size_t)T * sizeof(float), 1, &nss),
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ay[5] = {Dh, Dh * es, H, (int64_t)loom_tensor_nb(y, 1), T};
-    loom_tensor *o = loom_add(ctx, loom_cont(ctx, loom_view(ctx, y, 0, 5, ay)), loom_mul(ctx, loom_cont(ctx, xs), ly->ssm_d));
+    loom_tensor *o = loom_add(ctx, loom_cont(ctx, loom_view(ctx, y, 0, 5, ay)), loom_mul(ctx, xs, ly->ssm_d));
     const int64_t ne_i[2] = {I, T}, ne_g[3] = {I / G, G, T};
     o = loom_swiglu(ctx, z, loom_reshape(ctx, o, 2, ne_i));
     if (ly->ssm_norm)

@@ -12,7 +12,7 @@
  *     h = h + a + Wdown gelu(Wup n + bup) + bdown          (attention and MLP both read n)
  *   logits = Woutput (layer_norm(h) * output_norm + output_norm_b) + output_b
  *
- * falcon (Falcon 7B / 40B, as llama.cpp's falcon graph): the same parallel block without
+ * falcon (Falcon 7B / 40B, as llama.cpp's falcon graph; llm_phi2_build): the same parallel block without
  * biases or partial rotary: fused q|k|v (MQA or GQA), the score scale 1/sqrt(D) in the
  * attention, a GELU MLP reading n; Falcon-40B's attention reads its own LayerNorm
  * (attn_norm_2) while the MLP reads attn_norm's; tied or separate output.
@@ -23,6 +23,7 @@
  * everywhere, fused q|k|v (multi-query for starcoder), a GELU MLP.
  */
 #include <math.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -92,6 +93,7 @@ loom_tensor *llm_ln_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
 
 loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
+    const bool prescale = !strcmp(hp->arch, "phi2");
     const int64_t T = b->n_tokens;
     const float eps = hp->rms_eps;
     llm_inputs in;
@@ -100,12 +102,17 @@ loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
         loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        /* Falcon-40B: the attention reads its own LayerNorm, the MLP attn_norm's */
+        loom_tensor *na = ly->attn_norm_2 ? loom_layer_norm(ctx, h, ly->attn_norm_2, ly->attn_norm_2_b, eps) : n;
         loom_tensor *q, *k, *v;
-        llm_qkv_any(ctx, hp, ly, n, T, &q, &k, &v);
+        llm_qkv_any(ctx, hp, ly, na, T, &q, &k, &v);
         q = llm_rope(m, ctx, q, in.pos, il, NULL);
         k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
-        q = llm_named(loom_scale(ctx, q, 1.0f / sqrtf((float)hp->head_dim_k)), "q", il);
-        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f, 0.0f, NULL);
+        /* phi2 scales q before the product (as llama.cpp's phi2), falcon the scores */
+        const float qs = 1.0f / sqrtf((float)hp->head_dim_k);
+        if (prescale) q = loom_scale(ctx, q, qs);
+        llm_named(q, "q", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, prescale ? 1.0f : qs, 0.0f, NULL);
         loom_tensor *x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
         if (il == hp->n_layer - 1) {
             x = loom_get_rows(ctx, x, in.outs);
@@ -138,35 +145,6 @@ loom_status llm_falcon_bind(loom_model *m, loom_error *err) {
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
     }
     return st;
-}
-
-loom_tensor *llm_falcon_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
-    const loom_model_hparams *hp = &m->hp;
-    const int64_t T = b->n_tokens;
-    const float eps = hp->rms_eps;
-    llm_inputs in;
-    llm_graph_inputs(m, ctx, b, &in);
-    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
-    for (int il = 0; il < hp->n_layer; il++) {
-        const llm_layer *ly = &m->layers[il];
-        loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
-        loom_tensor *na = ly->attn_norm_2 ? loom_layer_norm(ctx, h, ly->attn_norm_2, ly->attn_norm_2_b, eps) : n;
-        loom_tensor *q, *k, *v;
-        llm_qkv_any(ctx, hp, ly, na, T, &q, &k, &v);
-        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
-        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
-        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
-                                       NULL);
-        loom_tensor *x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
-        if (il == hp->n_layer - 1) {
-            x = loom_get_rows(ctx, x, in.outs);
-            h = loom_get_rows(ctx, h, in.outs);
-            n = loom_get_rows(ctx, n, in.outs);
-        }
-        loom_tensor *f = llm_named(llm_ln_gelu_mlp(ctx, ly, n), "ffn_out", il);
-        h = llm_named(loom_add(ctx, loom_add(ctx, f, x), h), "l_out", il);
-    }
-    return llm_ln_output(m, ctx, h);
 }
 
 /* gpt2 / starcoder: LayerNorm keys; no rope (a shift only moves positions, as llama.cpp) */
