@@ -317,8 +317,10 @@ loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_t
  * ([Dv, Hv] per token) in columns 0..T-1, the new states after them. */
 loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
                               loom_tensor *state, loom_tensor *seq, float eps);
-/* Mamba-2 selective scan: x F32 [Dh, H, T] (rows contiguous), dt F32 [H, T] (before the
- * softplus: any bias already added), A F32 with H values (one decay rate per head), bc
+/* Selective scan (Mamba-2; Mamba-1 as Dh = 1, H = channels, G = 1): x F32 [Dh, H, T]
+ * (rows contiguous), dt F32 [H, T] (before the softplus: any bias already added), A F32
+ * contiguous with H values (Mamba-2: one decay rate per head) or [N, H] (Mamba-1: one
+ * per head and state; A[h] below is then A[n, h]), bc
  * F32 [N, 2 G, T] (rows contiguous; rows 0..G-1 are B, G..2G-1 are C; H a multiple of G:
  * head h reads group h / (H / G)),
  * state F32 [N * Dh * H, S] (per slot, head and channel i the N values s[n], n fastest).

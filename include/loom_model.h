@@ -128,6 +128,10 @@ typedef struct loom_model_hparams {
     bool tied_output;           /* the file has no output.weight (token_embd reused) */
 } loom_model_hparams;
 
+/* The general.architecture values loom_model_open runs, comma-separated ("llama,
+ * mistral, ..."). Static storage, never NULL; thread-safe. */
+const char *loom_model_architectures(void);
+
 /* Open, reserve and load. On failure *out is NULL and err says why (LOOM_ERR_NOT_FOUND
  * for a missing key/tensor, LOOM_ERR_FORMAT for a wrong shape or value,
  * LOOM_ERR_UNSUPPORTED for an unknown architecture or cache type, LOOM_ERR_NOMEM when
@@ -257,8 +261,9 @@ int32_t loom_model_batch_argmax(const loom_model *m, int32_t i);
  * 0..n_seq_max-1 (LOOM_ERR_RANGE otherwise). Not during a decode (one thread uses a
  * model at a time).
  * Models with recurrent layers (qwen35, qwen35moe, qwen3next: gated delta nets;
- * granitehybrid, nemotron_h*, falcon-h1: Mamba-2; lfm2, lfm2moe: short convolutions)
- * keep a convolution state (and a recurrent one) per sequence beside the K/V cells, and
+ * granitehybrid, nemotron_h*, falcon-h1, mamba2: Mamba-2; mamba, jamba: Mamba-1; lfm2,
+ * lfm2moe: short convolutions) keep a convolution state (and a recurrent one) per
+ * sequence beside the K/V cells (mamba and mamba2 have no K/V, only positions), and
  * their sliding-window layers keep every cell (only the masks slide). Such a state
  * describes all of a sequence's tokens and cannot be cut, so for these models: a
  * remove (or a shift pushing tokens below position 0) must take all of a sequence's

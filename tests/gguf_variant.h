@@ -1,6 +1,6 @@
 /* gguf_variant.h - a copy of a GGUF file with one change, for the failure-path tests
- * of model loaders: a key or tensor left out, one or two keys set to a u32, or a key set to a
- * list of booleans (every other key and tensor copied as it is, through Loom's GGUF
+ * of model loaders: a key or tensor left out, one or two keys set to a u32, a key set to a
+ * string, or a key set to a list of booleans (every other key and tensor copied as it is, through Loom's GGUF
  * reader and writer). */
 #ifndef LOOM_TEST_GGUF_VARIANT_H
 #define LOOM_TEST_GGUF_VARIANT_H
@@ -16,6 +16,8 @@ typedef struct gguf_change {
     uint32_t u32_val;
     const char *u32_key2;   /* a second such key (NULL: none) */
     uint32_t u32_val2;
+    const char *str_key;    /* key to set to the string str_val (NULL: none) */
+    const char *str_val;
     const char *flags_key;  /* key to set to the booleans flags[0..n_flags) (NULL: none) */
     const uint8_t *flags;
     int n_flags;
@@ -30,12 +32,14 @@ static inline bool gguf_variant(const char *src, const char *dst, const gguf_cha
     for (int64_t i = 0; ok && i < loom_gguf_kv_count(g); i++) {
         const char *k = loom_gguf_kv_key(g, i);
         if ((c->drop && !strcmp(k, c->drop)) || (c->u32_key && !strcmp(k, c->u32_key)) ||
-            (c->u32_key2 && !strcmp(k, c->u32_key2)) || (c->flags_key && !strcmp(k, c->flags_key)))
+            (c->u32_key2 && !strcmp(k, c->u32_key2)) || (c->flags_key && !strcmp(k, c->flags_key)) ||
+            (c->str_key && !strcmp(k, c->str_key)))
             continue;
         ok = loom_gguf_writer_copy_kv(w, g, i) == LOOM_OK;
     }
     if (ok && c->u32_key) ok = loom_gguf_writer_add_u32(w, c->u32_key, c->u32_val) == LOOM_OK;
     if (ok && c->u32_key2) ok = loom_gguf_writer_add_u32(w, c->u32_key2, c->u32_val2) == LOOM_OK;
+    if (ok && c->str_key) ok = loom_gguf_writer_add_str(w, c->str_key, c->str_val, strlen(c->str_val)) == LOOM_OK;
     if (ok && c->flags_key)
         ok = loom_gguf_writer_add_arr(w, c->flags_key, LOOM_GGUF_BOOL, c->flags, (uint64_t)c->n_flags) == LOOM_OK;
     for (int64_t i = 0; ok && i < loom_gguf_tensor_count(g); i++) {

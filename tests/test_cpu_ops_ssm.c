@@ -135,14 +135,15 @@ static void test_delta(int nth) {
     loom_ctx_free(ctx);
 }
 
-/* Mamba-2 scan: 4 heads in 2 groups (head h reads group h / 2), slots interleaved */
-static void test_scan(int nth) {
+/* Mamba-2 scan: 4 heads in 2 groups (head h reads group h / 2), slots interleaved;
+ * per_state: A [N, H] (Mamba-1's one rate per head and state) */
+static void test_scan(int nth, bool per_state) {
     enum { Dh = 3, H = 4, G = 2, N = 5, T = 9, S = 4 };
-    float x[Dh * H * T], dt[H * T], A[H], bc[N * 2 * G * T], st[N * Dh * H * S];
+    float x[Dh * H * T], dt[H * T], A[N * H], bc[N * 2 * G * T], st[N * Dh * H * S];
     fill_rnd(x, sizeof x / sizeof x[0], 1.0f);
     fill_rnd(dt, sizeof dt / sizeof dt[0], 3.0f);
     dt[5] = 25.0f; /* the softplus's linear branch */
-    for (int h = 0; h < H; h++) A[h] = -(float)(0.2 + 2.0 * rnd_u());
+    for (int i = 0; i < N * H; i++) A[i] = -(float)(0.2 + 2.0 * rnd_u());
     fill_rnd(bc, sizeof bc / sizeof bc[0], 1.0f);
     fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
     double y[Dh * H * T], ns[N * Dh * H * S];
@@ -151,10 +152,10 @@ static void test_scan(int nth) {
         for (int h = 0; h < H; h++) {
             const int g = h / (H / G), s = k_seq[t];
             const double d = dt[t * H + h] > 20.0f ? dt[t * H + h] : log1p(exp((double)dt[t * H + h]));
-            const double dA = exp(d * A[h]);
             for (int i = 0; i < Dh; i++) {
                 double *si = ns + ((s * H + h) * Dh + i) * N, acc = 0;
                 for (int n = 0; n < N; n++) {
+                    const double dA = exp(d * (per_state ? A[h * N + n] : A[h]));
                     si[n] = si[n] * dA + (double)bc[(t * 2 * G + g) * N + n] * x[(t * H + h) * Dh + i] * d;
                     acc += si[n] * bc[(t * 2 * G + G + g) * N + n];
                 }
@@ -163,10 +164,11 @@ static void test_scan(int nth) {
         }
     loom_ctx *ctx = nn_ctx(nth, false);
     loom_ctx *in = loom_ctx_input(ctx);
-    int64_t nx[3] = {Dh, H, T}, ndt[2] = {H, T}, na[2] = {1, H}, nbc[3] = {N, 2 * G, T}, nst[2] = {N * Dh * H, S},
+    int64_t nx[3] = {Dh, H, T}, ndt[2] = {H, T}, na[2] = {per_state ? N : 1, H}, nbc[3] = {N, 2 * G, T}, nst[2] = {N * Dh * H, S},
             nq[1] = {T};
     loom_tensor *r = loom_ssm_scan(ctx, loom_from_f32(in, x, Dh * H * T, 3, nx), loom_from_f32(in, dt, H * T, 2, ndt),
-                                   loom_from_f32(in, A, H, 2, na), loom_from_f32(in, bc, N * 2 * G * T, 3, nbc),
+                                   loom_from_f32(in, A, per_state ? N * H : H, 2, na),
+                                   loom_from_f32(in, bc, N * 2 * G * T, 3, nbc),
                                    loom_from_f32(in, st, N * Dh * H * S, 2, nst), loom_from_i32(in, k_seq, T, 1, nq));
     CHECK_EQ_INT(loom_tensor_ne(r, 0), Dh * H);
     CHECK_EQ_INT(loom_tensor_ne(r, 1), T + N * S);
@@ -176,9 +178,11 @@ static void test_scan(int nth) {
     double ref[NOUT];
     for (int i = 0; i < Dh * H * T; i++) ref[i] = y[i];
     for (int i = 0; i < N * Dh * H * S; i++) ref[Dh * H * T + i] = ns[i];
-    CHECK_MSG(max_rel(out, ref, NOUT) < 5e-7, "ssm_scan (%d threads): max rel %g", nth, max_rel(out, ref, NOUT));
+    CHECK_MSG(max_rel(out, ref, NOUT) < 5e-7, "ssm_scan (%d threads, A %s): max rel %g", nth,
+              per_state ? "[N, H]" : "[H]", max_rel(out, ref, NOUT));
     CHECK(!memcmp(out + Dh * H * T + 3 * N * Dh * H, st + 3 * N * Dh * H, N * Dh * H * sizeof(float)));
     loom_ctx_free(ctx);
+    if (per_state) return;
     /* shape errors: an odd B|C row count, heads not a multiple of the groups, A of 3 values */
     ctx = nn_ctx(1, false);
     in = loom_ctx_input(ctx);
@@ -242,7 +246,8 @@ int main(void) {
         test_conv(nth, LOOM_TYPE_F16);
         test_conv(nth, LOOM_TYPE_BF16);
         test_delta(nth);
-        test_scan(nth);
+        test_scan(nth, false);
+        test_scan(nth, true);
     }
     test_errors();
     return test_finish("test_cpu_ops_ssm");

@@ -132,7 +132,10 @@ static void compare(const char *what, const float *x, const logits_t *ref, const
         for (int j = 0; j < nv; j++) scale += (double)r[j] * r[j];
         scale = sqrt(scale / nv);
         double fl = row_rms_diff(r, r32, nv);
-        if (fl < 1e-6 * scale) fl = 1e-6 * scale; /* identical runs: no floor below float noise */
+        /* identical runs (models without a cache: mamba, mamba2): no floor below float
+         * noise, which F32 recurrences reach: Loom's own scalar and AVX-512 runs of
+         * indep-falcon-mamba differ by 2.4e-6 relative (its dt rms norm is over 4 values) */
+        if (fl < 3e-6 * scale) fl = 3e-6 * scale;
         double e = row_rms_diff(xp, r, nv);
         double d32 = row_rms_diff(xp, r32, nv);
         if (d32 > direct) direct = d32;
@@ -442,6 +445,24 @@ static void bad_files(void) {
          "blk.2.exp_probs_b.bias"},
         {"falcon_h1", "missing FFN norm", {.drop = "blk.2.ffn_norm"}, LOOM_ERR_NOT_FOUND, "blk.2.ffn_norm.weight"},
         {"falcon_h1", "missing Mamba output", {.drop = "blk.0.ssm_out.weight"}, LOOM_ERR_NOT_FOUND, "blk.0.ssm_out.weight"},
+        {"mamba", "an architecture Loom does not run", {.str_key = "general.architecture", .str_val = "rwkv7",
+         .u32_key = "rwkv7.block_count", .u32_val = 3},
+         LOOM_ERR_UNSUPPORTED, "'rwkv7' is not supported (`loom info --archs`"},
+        {"mamba", "missing x projection", {.drop = "blk.1.ssm_x.weight"}, LOOM_ERR_NOT_FOUND, "blk.1.ssm_x.weight"},
+        {"mamba", "no dt rank", {.drop = "mamba.ssm.time_step_rank"}, LOOM_ERR_NOT_FOUND, "mamba.ssm.time_step_rank"},
+        {"mamba", "dt rank beyond the inner size", {.u32_key = "mamba.ssm.time_step_rank", .u32_val = 65}, LOOM_ERR_FORMAT,
+         "mamba.ssm"},
+        {"mamba", "A of another state size", {.u32_key = "mamba.ssm.state_size", .u32_val = 4}, LOOM_ERR_FORMAT,
+         "blk.0.ssm_x.weight"},
+        {"mamba2", "missing grouped norm", {.drop = "blk.2.ssm_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.ssm_norm.weight"},
+        {"mamba2", "no group count", {.drop = "mamba2.ssm.group_count"}, LOOM_ERR_NOT_FOUND, "mamba2.ssm.group_count"},
+        {"jamba", "dt norm without the B/C norms", {.drop = "blk.0.ssm_b_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.0.ssm_b_norm.weight"},
+        {"jamba", "one KV-head count for all: layer 0 lacks attention",
+         {.u32_key = "jamba.attention.head_count_kv", .u32_val = 2}, LOOM_ERR_NOT_FOUND, "blk.0.attn_q.weight"},
+        {"jamba", "experts without a used count", {.drop = "jamba.expert_used_count"}, LOOM_ERR_NOT_FOUND,
+         "jamba.expert_used_count"},
         {"nemotron", "no LayerNorm epsilon", {.drop = "nemotron.attention.layer_norm_epsilon"}, LOOM_ERR_NOT_FOUND,
          "nemotron.attention.layer_norm_epsilon"},
         {"nemotron", "missing norm bias", {.drop = "blk.1.ffn_norm.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_norm.bias"},

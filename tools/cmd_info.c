@@ -1,4 +1,4 @@
-/* loom info FILE.gguf [--json] | loom info --cpu
+/* loom info FILE.gguf [--json] | loom info --cpu | loom info --archs
  *
  * Describes a GGUF file: header facts, metadata (arrays summarised), tensor table,
  * totals by type and by layer, parameter count, file type and the architecture's
@@ -15,6 +15,7 @@
 #include "cpu/kernels.h"
 #include "loom_backend.h"
 #include "loom_gguf.h"
+#include "loom_model.h"
 
 #define INFO_ARR_ITEMS 5      /* array items shown */
 #define INFO_STR_TEXT 60      /* string bytes shown in text mode */
@@ -406,10 +407,11 @@ static int info_devices(bool json, const char *vk_devices) {
 static void usage(FILE *f) {
     fprintf(f, "usage: loom info FILE.gguf [--json]\n"
                "       loom info --cpu\n"
+               "       loom info --archs\n"
                "       loom info --devices [--vk-devices all|none|0,1] [--json]\n"
                "Describe a GGUF file (metadata, tensors, totals), the CPU kernels chosen, or the\n"
                "devices (CPU, Vulkan GPUs with memory; LOOM_VK_DEVICES=all also lists software ones\n"
-               "as used).\n");
+               "as used), or the model architectures Loom runs (general.architecture values).\n");
 }
 
 int loom_cmd_info(int argc, char **argv) {
@@ -419,6 +421,10 @@ int loom_cmd_info(int argc, char **argv) {
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--json")) json = true;
         else if (!strcmp(argv[a], "--cpu")) cpu = true;
+        else if (!strcmp(argv[a], "--archs")) {
+            printf("%s\n", loom_model_architectures());
+            return fflush(stdout) == 0 ? 0 : 1;
+        }
         else if (!strcmp(argv[a], "--devices")) devices = true;
         else if (!strcmp(argv[a], "--vk-devices")) {
             if (a + 1 >= argc) {

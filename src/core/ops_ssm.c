@@ -87,9 +87,11 @@ loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_
         dt->ne[2] != 1 || dt->ne[3] != 1)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, dt, x, "dt must be contiguous F32 [H = %lld, T = %lld]",
                              (long long)H, (long long)T);
-    if (A->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(A) || loom_tensor_nelements(A) != H)
-        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, A, x, "A must be contiguous F32 with H = %lld values",
-                             (long long)H);
+    if (A->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(A) ||
+        (loom_tensor_nelements(A) != H && (A->ne[0] != N || A->ne[1] != H || A->ne[2] != 1 || A->ne[3] != 1)))
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, A, x,
+                             "A must be contiguous F32 with H = %lld values or [N = %lld, H]", (long long)H,
+                             (long long)N);
     if (!rows_ok(bc) || bc->ne[1] % 2 || G < 1 || bc->ne[2] != T || bc->ne[3] != 1 || N < 1 || H % G)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, bc, x,
                              "bc must be F32 [N, 2 G, T = %lld] with contiguous rows, H = %lld a multiple of G",

@@ -149,6 +149,7 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
     float *ns = out + (size_t)(Dh * H) * (size_t)T; /* [N * Dh * H, S] */
     const size_t per = (size_t)(N * Dh);            /* one head's state */
     const float *a = (const float *)A->data;
+    const bool per_state = loom_tensor_nelements(A) != H; /* Mamba-1: A [N, H] */
     int64_t r0, r1;
     loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -158,7 +159,8 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
         for (int64_t t = 0; t < T; t++) {
             if (slot_of(seq, t, S) != s) continue;
             const float d = softplus1(((const float *)dt->data)[t * H + h]);
-            const float dA = expf(d * a[h]);
+            const float dA = per_state ? 0.0f : expf(d * a[h]);
+            const float *ah = a + h * N;
             const float *xt = (const float *)((const char *)x->data + t * x->nb[2] + h * x->nb[1]);
             const float *bt = (const float *)((const char *)bc->data + t * bc->nb[2] + g * bc->nb[1]);
             const float *ct = (const float *)((const char *)bc->data + t * bc->nb[2] + (G + g) * bc->nb[1]);
@@ -167,9 +169,16 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
                 float *si = M + (size_t)i * (size_t)N;
                 const float xd = xt[i] * d;
                 float y = 0.0f;
-                for (int64_t n = 0; n < N; n++) {
-                    si[n] = si[n] * dA + bt[n] * xd;
-                    y += si[n] * ct[n];
+                if (per_state) {
+                    for (int64_t n = 0; n < N; n++) {
+                        si[n] = si[n] * expf(d * ah[n]) + bt[n] * xd;
+                        y += si[n] * ct[n];
+                    }
+                } else {
+                    for (int64_t n = 0; n < N; n++) {
+                        si[n] = si[n] * dA + bt[n] * xd;
+                        y += si[n] * ct[n];
+                    }
                 }
                 o[i] = y;
             }

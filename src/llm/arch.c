@@ -115,62 +115,65 @@ static loom_status qwen3vlmoe_hparams(const loom_gguf *g, loom_model_hparams *hp
 }
 
 static const llm_arch k_archs[] = {
-    {"llama", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama},
-    {"mistral", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama},
-    {"qwen2", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
-    {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},
-    {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama}, /* EXAONE 3.x: the llama block, neox rope */
-    {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build},
-    {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama},
-    {"arcee", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* AFM-4.5B: squared-ReLU MLP without a gate */
-    {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama}, /* q/k/v split by the converter */
-    {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama},  /* ERNIE 4.5 dense: optional wo bias */
-    {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama},
-    {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama},    /* FFN norm named post_attention_norm */
-    {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama},
-    {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama},
-    {"qwen35", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build},
-    {"qwen35moe", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build},
-    {"qwen3next", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build},
-    {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build},
-    {"glm4", LOOM_ROPE_NORMAL, llm_glm4_hparams, llm_glm4_bind, llm_glm4_build},
-    {"chatglm", LOOM_ROPE_NORMAL, NULL, llm_glm4_bind, llm_glm4_build},
-    {"llama4", LOOM_ROPE_NORMAL, llm_llama4_hparams, llm_llama4_bind, llm_llama4_build},
-    {"bailingmoe2", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
-    {"glm4moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
-    {"dots1", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build},
-    {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build},
-    {"minimax-m2", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build},
-    {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build},
-    {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
-    {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build},
-    {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build},
-    {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build},
-    {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_phi2_build},
-    {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
-    {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build},
-    {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
-    {"nemotron", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build},
-    {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build},
-    {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},
-    {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build},
-    {"deepseek2", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build},
-    {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build},
-    {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build},
-    {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build},
-    {"granitemoe", LOOM_ROPE_NORMAL, llm_granitemoe_hparams, llm_granite_bind, llm_granite_build},
-    {"granitehybrid", LOOM_ROPE_NORMAL, llm_granitehybrid_hparams, llm_granitehybrid_bind, llm_granite_build},
-    {"lfm2", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build},
-    {"lfm2moe", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build},
-    {"falcon-h1", LOOM_ROPE_NEOX, llm_falconh1_hparams, llm_falconh1_bind, llm_falconh1_build},
-    {"nemotron_h", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build},
-    {"nemotron_h_moe", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build},
-    {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build},
-    {"gemma2", LOOM_ROPE_NEOX, llm_gemma2_hparams, llm_gemma_bind, llm_gemma_build},
-    {"gemma3", LOOM_ROPE_NEOX, llm_gemma3_hparams, llm_gemma_bind, llm_gemma_build},
-    {"gemma3n", LOOM_ROPE_NEOX, llm_gemma3n_hparams, llm_gemma3n_bind, llm_gemma3n_build},
-    {"gemma4", LOOM_ROPE_NEOX, llm_gemma4_hparams, llm_gemma4_bind, llm_gemma4_build},
-    {"gpt-oss", LOOM_ROPE_NEOX, llm_gptoss_hparams, llm_gptoss_bind, llm_gptoss_build},
+    {"llama", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama, false},
+    {"mistral", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama, false},
+    {"qwen2", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},
+    {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},
+    {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false}, /* EXAONE 3.x: the llama block, neox rope */
+    {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build, false},
+    {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama, false},
+    {"arcee", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* AFM-4.5B: squared-ReLU MLP without a gate */
+    {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* q/k/v split by the converter */
+    {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false},  /* ERNIE 4.5 dense: optional wo bias */
+    {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama, false},
+    {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */
+    {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
+    {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama, false},
+    {"qwen35", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build, false},
+    {"qwen35moe", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build, false},
+    {"qwen3next", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build, false},
+    {"mistral3", LOOM_ROPE_NORMAL, mistral3_hparams, llm_bind_llama, llm_mistral3_build, false},
+    {"glm4", LOOM_ROPE_NORMAL, llm_glm4_hparams, llm_glm4_bind, llm_glm4_build, false},
+    {"chatglm", LOOM_ROPE_NORMAL, NULL, llm_glm4_bind, llm_glm4_build, false},
+    {"llama4", LOOM_ROPE_NORMAL, llm_llama4_hparams, llm_llama4_bind, llm_llama4_build, false},
+    {"bailingmoe2", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
+    {"glm4moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
+    {"dots1", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
+    {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},
+    {"minimax-m2", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},
+    {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build, false},
+    {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
+    {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
+    {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
+    {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build, false},
+    {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_phi2_build, false},
+    {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
+    {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
+    {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build, false},
+    {"nemotron", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build, false},
+    {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build, false},
+    {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
+    {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
+    {"deepseek2", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
+    {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
+    {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build, false},
+    {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build, false},
+    {"granitemoe", LOOM_ROPE_NORMAL, llm_granitemoe_hparams, llm_granite_bind, llm_granite_build, false},
+    {"granitehybrid", LOOM_ROPE_NORMAL, llm_granitehybrid_hparams, llm_granitehybrid_bind, llm_granite_build, false},
+    {"lfm2", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build, false},
+    {"lfm2moe", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build, false},
+    {"falcon-h1", LOOM_ROPE_NEOX, llm_falconh1_hparams, llm_falconh1_bind, llm_falconh1_build, false},
+    {"mamba", LOOM_ROPE_NORMAL, llm_mamba_hparams, llm_mamba_bind, llm_mamba_build, true},
+    {"mamba2", LOOM_ROPE_NORMAL, llm_mamba_hparams, llm_mamba_bind, llm_mamba_build, true},
+    {"jamba", LOOM_ROPE_NORMAL, llm_mamba_hparams, llm_mamba_bind, llm_mamba_build, false},
+    {"nemotron_h", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build, false},
+    {"nemotron_h_moe", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build, false},
+    {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build, false},
+    {"gemma2", LOOM_ROPE_NEOX, llm_gemma2_hparams, llm_gemma_bind, llm_gemma_build, false},
+    {"gemma3", LOOM_ROPE_NEOX, llm_gemma3_hparams, llm_gemma_bind, llm_gemma_build, false},
+    {"gemma3n", LOOM_ROPE_NEOX, llm_gemma3n_hparams, llm_gemma3n_bind, llm_gemma3n_build, false},
+    {"gemma4", LOOM_ROPE_NEOX, llm_gemma4_hparams, llm_gemma4_bind, llm_gemma4_build, false},
+    {"gpt-oss", LOOM_ROPE_NEOX, llm_gptoss_hparams, llm_gptoss_bind, llm_gptoss_build, false},
 };
 
 const llm_arch *llm_arch_find(const char *name) {
@@ -179,7 +182,7 @@ const llm_arch *llm_arch_find(const char *name) {
     return NULL;
 }
 
-static char g_arch_names[512];
+static char g_arch_names[1024]; /* 59 names take ~550 bytes */
 static pthread_once_t g_arch_names_once = PTHREAD_ONCE_INIT;
 
 static void arch_names_init(void) {
@@ -195,6 +198,10 @@ const char *llm_arch_names(void) {
     pthread_once(&g_arch_names_once, arch_names_init); /* k_archs' names, in order */
     return g_arch_names;
 }
+
+int llm_arch_count(void) { return (int)(sizeof k_archs / sizeof k_archs[0]); }
+
+const char *loom_model_architectures(void) { return llm_arch_names(); }
 
 loom_status llm_arch_layer_kv_heads(const loom_gguf *g, const loom_model_hparams *hp, int il, int64_t *hkv,
                                     loom_error *err) {

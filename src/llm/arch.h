@@ -127,6 +127,10 @@ loom_tensor *llm_falconh1_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
 loom_status llm_nemotronh_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_nemotronh_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_nemotronh_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+/* arch_mamba.c: mamba, mamba2 and jamba */
+loom_status llm_mamba_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_mamba_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_mamba_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* the Mamba-2 mixer (arch_mamba2.c): keys into hx, layer il's weights and state sizes,
  * its graph on x [E, T] */
 loom_status llm_mamba2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);

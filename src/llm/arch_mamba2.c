@@ -14,6 +14,7 @@
  * ssm.group_count (G).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -55,7 +56,9 @@ void llm_mamba2_bind(loom_model *m, int il, loom_error *err, loom_status *st) {
     L->ssm_dt = llm_bind_tensor(be, true, H, 1, 1, err, st, "blk.%d.ssm_dt.bias", il);
     L->ssm_a = llm_bind_tensor(be, true, 1, H, 1, err, st, "blk.%d.ssm_a", il);
     L->ssm_d = llm_bind_tensor(be, true, 1, H, 1, err, st, "blk.%d.ssm_d", il);
-    L->ssm_norm = llm_bind_tensor(be, false, I / G, G, 1, err, st, "blk.%d.ssm_norm.weight", il);
+    /* the grouped norm: optional in falcon-h1 only (its mamba_rms_norm setting) */
+    L->ssm_norm = llm_bind_tensor(be, strcmp(m->hp.arch, "falcon-h1") != 0, I / G, G, 1, err, st,
+                                  "blk.%d.ssm_norm.weight", il);
     L->ssm_out = llm_bind_tensor(be, true, I, E, 1, err, st, "blk.%d.ssm_out.weight", il);
     llm_kv_layer_type *t = &m->kv_types[il];
     t->rs_conv = (int32_t)((K - 1) * C);

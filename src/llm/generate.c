@@ -57,6 +57,9 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t conv = fa || kv->type == LOOM_TYPE_F32 ? 0 : L * T * H * 2; /* work area, below */
     uint64_t scores = fa ? 0 : 2 * L * T * H * 4;
     uint64_t attn = proj > scores ? proj : scores;
+    bool any_attn = false; /* mamba, mamba2: no attention layer, no mask */
+    for (int g = 0; g < kv->n_groups; g++) any_attn = any_attn || kv->grp[g].n_layers > 0;
+    if (!any_attn) attn = conv = 0;
     uint64_t ffn = 3 * F * T * 4;
     if (m->hx.n_expert > 0) {
         /* MoE: router logits/probabilities, then per (token, slot) gate, up, product and
@@ -73,6 +76,16 @@ static void account_graph_estimate(loom_model *m) {
         const uint64_t up_down = fe_live * FE * K + E * K, weighted = (down_bias ? 3 : 2) * E * K;
         ffn = (2 * (uint64_t)m->hx.n_expert + (up_down > weighted ? up_down : weighted)) * T * 4;
     }
+    /* a Mamba mixer: its input projection (at most 2 I + 2 G N + H wide), the
+     * convolution's result with every slot's state, its activation, the scan's outputs
+     * with the states and the gated output: ~ 6 I + 4 C per token plus the states */
+    uint64_t ssm = 0;
+    if (m->hx.ssm_inner > 0 && m->hx.ssm_n > 0) {
+        const uint64_t I = (uint64_t)m->hx.ssm_inner, N = (uint64_t)m->hx.ssm_n, S = (uint64_t)kv->n_seq;
+        const uint64_t C = I + 2 * (uint64_t)(m->hx.ssm_g > 0 ? m->hx.ssm_g : 1) * N;
+        ssm = (6 * I + 4 * C) * T * 4 + (N * I + (uint64_t)m->hx.ssm_conv_k * C) * S * 4;
+    }
+    if (ssm > ffn) ffn = ssm;
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */
     /* CPU inputs: tokens/positions/ids, the embeddings, and the KQ mask twice (the
@@ -83,7 +96,8 @@ static void account_graph_estimate(loom_model *m) {
     uint64_t tpad = (T + (uint64_t)kv->cfg.mask_batch_padding - 1) / (uint64_t)kv->cfg.mask_batch_padding *
                     (uint64_t)kv->cfg.mask_batch_padding;
     uint64_t mask = 0;
-    for (int g = 0; g < kv->n_groups; g++) mask += (uint64_t)kv->grp[g].cells.n * tpad;
+    for (int g = 0; g < kv->n_groups; g++)
+        if (kv->grp[g].n_layers > 0) mask += (uint64_t)kv->grp[g].cells.n * tpad;
     uint64_t input = 3 * T * 4 + act + mask * 4 + mask * (fa ? 2 : 4);
     int n_dev = loom_backend_device_count(m->be);
     for (int d = 0; d < n_dev; d++) {
@@ -235,7 +249,8 @@ static loom_status dec_retarget(loom_model *m, const loom_batch *rows, int n_out
     if (!s) s = loom_tensor_write(io->pos, rows->pos, (size_t)T * sizeof *rows->pos);
     if (!s) s = loom_tensor_write(io->outs, m->out_ids, (size_t)n_out * sizeof *m->out_ids);
     for (int g = 0; g < m->kv.n_groups && !s; g++)
-        s = loom_tensor_write(io->mask[g], m->kv.grp[g].mask, llm_kv_mask_floats(&m->kv, g, T) * sizeof(float));
+        if (io->mask[g]) /* none for a group of positions only */
+            s = loom_tensor_write(io->mask[g], m->kv.grp[g].mask, llm_kv_mask_floats(&m->kv, g, T) * sizeof(float));
     if (!s && io->seq) {
         llm_seq_fill(m, rows, m->seq_host);
         s = loom_tensor_write(io->seq, m->seq_host, (size_t)T * sizeof(int32_t));

@@ -132,8 +132,14 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         }
     }
     if (kv->n_groups == 0) {
-        llm_kv_free(kv);
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "KV cache: models without attention layers are not supported");
+        if (kv->n_recurrent == 0) {
+            llm_kv_free(kv);
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "KV cache: a model without attention or recurrent layers");
+        }
+        /* recurrent layers only (Mamba): one group of cells without K/V keeps each
+         * sequence's positions, which the sequence operations reason from */
+        memset(&gt[0], 0, sizeof gt[0]);
+        kv->n_groups = 1;
     }
     const int64_t pad = kv->cfg.cache_padding;
     for (int g = 0; g < kv->n_groups; g++) {
@@ -184,6 +190,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     for (int g = 0; g < kv->n_groups; g++) {
         /* decode steps (one token per sequence) never grow the host masks */
         llm_kv_group *gr = &kv->grp[g];
+        if (gr->n_layers == 0) continue; /* positions only (no attention): no mask */
         gr->mask_cap = (size_t)gr->cells.n * (size_t)round_up64(n_seq, kv->cfg.mask_batch_padding);
         gr->mask = loom_malloc(gr->mask_cap * sizeof *gr->mask);
         masks_ok = masks_ok && gr->mask;
@@ -291,7 +298,7 @@ loom_status llm_kv_prepare(llm_kv_cache *kv, loom_backend *be, const loom_batch 
         llm_kv_group *gr = &kv->grp[g];
         int64_t start, L;
         llm_kv_cells_range(&gr->cells, b, loc[g], &start, &L);
-        size_t need = (size_t)L * tpad;
+        size_t need = gr->n_layers > 0 ? (size_t)L * tpad : 0;
         if (need > gr->mask_cap) {
             float *nm = loom_realloc(gr->mask, need * sizeof *nm);
             if (!nm) return loom_error_set(err, LOOM_ERR_NOMEM, "decode: out of host memory for the mask");
@@ -305,7 +312,7 @@ loom_status llm_kv_prepare(llm_kv_cache *kv, loom_backend *be, const loom_batch 
     for (int g = 0; g < kv->n_groups; g++) {
         llm_kv_group *gr = &kv->grp[g];
         llm_kv_cells_apply(&gr->cells, b, gr->cells.loc);
-        llm_kv_cells_mask(&gr->cells, b, gr->cells.start, gr->cells.L, (int64_t)tpad, gr->mask);
+        if (gr->n_layers > 0) llm_kv_cells_mask(&gr->cells, b, gr->cells.start, gr->cells.L, (int64_t)tpad, gr->mask);
     }
     return LOOM_OK;
 }
@@ -401,6 +408,7 @@ void llm_kv_build_masks(loom_ctx *ctx, llm_kv_cache *kv, int T, bool reserve, lo
     }
     for (int g = 0; g < kv->n_groups; g++) {
         int64_t ne[2] = {kv->grp[g].cells.L, tpad};
+        if (kv->grp[g].n_layers == 0) continue; /* no attention: no mask */
         if (reserve) {
             masks[g] = loom_tensor_set_name(loom_empty(in, kv->cfg.mask_type, 2, ne), "kq_mask");
             continue;

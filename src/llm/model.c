@@ -125,8 +125,8 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: key 'general.architecture' is missing");
     const llm_arch *ad = llm_arch_find(arch);
     if (!ad)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: architecture '%s' is not supported (%s)",
-                              arch, llm_arch_names());
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: architecture '%.64s' is not supported (`loom info "
+                              "--archs` lists the %d that are)", arch, llm_arch_count());
     *arch_out = ad;
     snprintf(hp->arch, sizeof hp->arch, "%s", arch);
     hp->rope_mode = ad->rope_mode;
@@ -161,31 +161,34 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = llm_get_int_key(g, arch, "nextn_predict_layers", false, 0, &nextn, err))) return s;
     if ((s = check_range("nextn_predict_layers", nextn, 0, n_layer - 1, err))) return s;
     n_layer -= nextn;
-    if ((s = llm_get_int_key(g, arch, "attention.head_count", true, 0, &n_head, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "attention.head_count", !ad->no_attn, 1, &n_head, err))) return s;
+    if (ad->no_attn) n_head = 1; /* the converters write 0 */
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
     /* gemma4 gives head_count_kv and feed_forward_length per layer: the largest here,
      * each layer's in its binding */
     const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10) ||
-                           !strncmp(arch, "lfm2", 4);
+                           !strncmp(arch, "lfm2", 4) || !strcmp(arch, "jamba");
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
+    if (ad->no_attn) n_head_kv = 1;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
     if (n_head % n_head_kv)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: head_count %lld is not a multiple of head_count_kv %lld",
                               (long long)n_head, (long long)n_head_kv);
-    if ((s = get_int_key(g, arch, "feed_forward_length", true, 0, per_layer, &n_ff, err))) return s;
-    if ((s = check_range("feed_forward_length", n_ff, 1, LLM_MAX_DIM, err))) return s;
-    int64_t def_dk = n_embd / n_head;
+    if ((s = get_int_key(g, arch, "feed_forward_length", !ad->no_attn, 0, per_layer, &n_ff, err))) return s;
+    if ((s = check_range("feed_forward_length", n_ff, ad->no_attn ? 0 : 1, LLM_MAX_DIM, err))) return s;
+    int64_t def_dk = ad->no_attn ? 1 : n_embd / n_head;
     if ((s = llm_get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;
     if ((s = llm_get_int_key(g, arch, "attention.value_length", false, dk, &dv, err))) return s;
     if ((s = check_range("attention.key_length", dk, 1, 65536, err))) return s;
     if ((s = check_range("attention.value_length", dv, 1, 65536, err))) return s;
-    if (dk == def_dk && def_dk * n_head != n_embd)
+    if (ad->no_attn) dk = dv = 1;
+    if (!ad->no_attn && dk == def_dk && def_dk * n_head != n_embd)
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: embedding_length %lld is not a multiple of head_count %lld "
                               "and attention.key_length is absent",
                               (long long)n_embd, (long long)n_head);
-    if ((s = llm_get_int_key(g, arch, "rope.dimension_count", false, dk, &n_rot, err))) return s;
+    if ((s = llm_get_int_key(g, arch, "rope.dimension_count", false, ad->no_attn ? 0 : dk, &n_rot, err))) return s;
     if ((s = check_range("rope.dimension_count", n_rot, 0, dk, err))) return s;
     if (n_rot % 2)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: rope.dimension_count %lld is odd",

@@ -48,6 +48,9 @@ typedef struct llm_layer {
     loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out, *ssm_ba, *ssm_in;
     /* Mamba-2 (with ssm_in, ssm_conv, ssm_dt, ssm_a, ssm_norm, ssm_out): conv bias, skip D */
     loom_tensor *ssm_conv_b, *ssm_d;
+    /* Mamba-1 (ssm_dt is then the dt projection): x projection to dt | B | C, dt bias,
+     * optional RMS norm weights of dt, B and C (Jamba) */
+    loom_tensor *ssm_x, *ssm_dt_b, *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
@@ -243,6 +246,8 @@ typedef struct llm_hparams_x {
     int n_expert_groups, n_group_used; /* expert_group_count / _used_count (0: no groups) */
     int ssm_conv_k, ssm_dk, ssm_hv, ssm_hk; /* qwen35 delta net: conv kernel, head dim, value / key heads */
     int ssm_inner, ssm_n, ssm_g; /* Mamba-2: inner size, state size, groups (heads: ssm_hv) */
+    int ssm_dt_rank;         /* Mamba-1: rank of the dt projection (inner, state: as Mamba-2's) */
+    bool ssm_dt_b_c_rms;     /* Mamba-1 ssm.dt_b_c_rms (Falcon-Mamba): RMS norms of dt, B and C */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
@@ -316,11 +321,15 @@ typedef struct llm_arch {
     loom_status (*hparams)(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
     loom_status (*bind)(loom_model *m, loom_error *err);
     loom_tensor *(*build)(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+    /* recurrent layers only (Mamba): attention.head_count and feed_forward_length may be
+     * 0 or absent; hp's head fields then hold 1 and are unused */
+    bool no_attn;
 } llm_arch;
 
 /* arch.c: the architecture called name, or NULL; the supported names for messages. */
 const llm_arch *llm_arch_find(const char *name);
 const char *llm_arch_names(void);
+int llm_arch_count(void);
 
 /* model.c key and tensor helpers for arch_*.c. Keys are "<arch>.<key>". */
 loom_status llm_get_int_key(const loom_gguf *g, const char *arch, const char *key, bool required,

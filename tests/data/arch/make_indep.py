@@ -15,7 +15,7 @@ here block by block.
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
-        falcon-40b gpt2 starcoder bailingmoe2
+        falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1842,6 +1842,116 @@ def falcon_h1(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def mamba(m, NV, rms=False):
+    # Mamba-like (state-spaces/mamba-130m scaled down): 32 wide, 3 layers of Mamba-1
+    # mixers: inner 64 (2x), state 8, dt rank 4, kernel 4, conv and dt biases, A = -exp
+    # (the converter's A_log), tied output; no attention keys but head_count 0 and
+    # feed_forward_length 0 (the converter writes them), context_length 2^20.
+    # rms (Falcon-Mamba-like): ssm.dt_b_c_rms true, an output.weight. F32
+    E, NL, K, I, N, R = 32, 3, 4, 64, 8, 4
+    common(m, E, NL, 0, 0, 0, 2 ** 20, 1e-5, None, FT_F32)
+    m.kvs = [kv for kv in m.kvs if not kv[0].endswith(".attention.head_count_kv")]
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, R)
+    m.kv("ssm.dt_b_c_rms", T_BOOL, rms)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        mamba1_layer(m, "blk.%d." % i, E, K, I, N, R, False)
+    m.norm("output_norm.weight", E)
+    if rms:
+        m.mat("output.weight", E, NV)
+
+
+def mamba1_layer(m, b, E, K, I, N, R, norms):
+    m.norm(b + "attn_norm.weight", E)
+    m.mat(b + "ssm_in.weight", E, 2 * I)
+    m.add(b + "ssm_conv1d.weight", [K, I], 0.5)
+    m.bias(b + "ssm_conv1d.bias", [I])
+    m.mat(b + "ssm_x.weight", I, R + 2 * N)
+    m.mat(b + "ssm_dt.weight", R, I)
+    m.bias(b + "ssm_dt.bias", [I])
+    if norms:
+        m.norm(b + "ssm_dt_norm.weight", R)
+        m.norm(b + "ssm_b_norm.weight", N)
+        m.norm(b + "ssm_c_norm.weight", N)
+    m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(N * I)], [N, I])
+    m.add_vals(b + "ssm_d", [m.rng.gauss(1.0, 0.3) for _ in range(I)], [I])
+    m.mat(b + "ssm_out.weight", I, E)
+
+
+def mamba2(m, NV):
+    # Mamba-2-like (mamba2-130m scaled down): 32 wide, 3 layers of Mamba-2 mixers: inner 64
+    # = 8 heads of 8, state 8, 2 groups, kernel 4, conv bias, grouped norm, an
+    # output.weight; head_count 0, feed_forward_length 0, context_length 2^20. F32
+    E, NL, K, I, N, HS, G = 32, 3, 4, 64, 8, 8, 2
+    common(m, E, NL, 0, 0, 0, 2 ** 20, 1e-5, None, FT_F32)
+    m.kvs = [kv for kv in m.kvs if not kv[0].endswith(".attention.head_count_kv")]
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, HS)
+    m.kv("ssm.group_count", T_U32, G)
+    C = I + 2 * G * N
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "ssm_in.weight", E, I + C + HS)
+        m.add(b + "ssm_conv1d.weight", [K, C], 0.5)
+        m.bias(b + "ssm_conv1d.bias", [C])
+        m.bias(b + "ssm_dt.bias", [HS])
+        m.add_vals(b + "ssm_a", [-math.exp(m.rng.gauss(0, 0.5)) for _ in range(HS)], [1, HS])
+        m.add_vals(b + "ssm_d", [m.rng.gauss(1.0, 0.3) for _ in range(HS)], [1, HS])
+        m.add(b + "ssm_norm.weight", [I // G, G], 0.1, 1.0)
+        m.mat(b + "ssm_out.weight", I, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def jamba(m, NV):
+    # Jamba-like (Jamba / Jamba Reasoning scaled down): 32 wide, 4 layers: Mamba-1 mixers
+    # (inner 64, state 8, dt rank 4, kernel 4, dt/B/C norms) where head_count_kv is 0,
+    # layer 2 attention without rope (4 heads of 8, 2 KV heads); FFNs of 48: SwiGLU MLPs on
+    # layers 0 and 2, experts (5 of 48, top 2, softmax router, unnormalised weights) on 1
+    # and 3 (expert_layer_period 2, offset 1). F32
+    E, NL, H, HKV, F, K, I, N, R, NE, NU = 32, 4, 4, 2, 48, 4, 64, 8, 4, 5, 2
+    common(m, E, NL, H, HKV, F, 4096, 1e-6, None, FT_F32)
+    kvh = [0, 0, HKV, 0]
+    m.kvs = [(k, T_ARR, (T_U32, kvh)) if k.endswith(".attention.head_count_kv") else (k, t, v) for (k, t, v) in m.kvs]
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.time_step_rank", T_U32, R)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        if kvh[i] == 0:
+            mamba1_layer(m, b, E, K, I, N, R, True)
+        else:
+            D = E // H
+            m.norm(b + "attn_norm.weight", E)
+            m.mat(b + "attn_q.weight", E, H * D)
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            m.mat(b + "attn_v.weight", E, HKV * D)
+            m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if i % 2 == 1:
+            m.mat(b + "ffn_gate_inp.weight", E, NE)
+            m.mat(b + "ffn_gate_exps.weight", E, F, NE)
+            m.mat(b + "ffn_up_exps.weight", E, F, NE)
+            m.mat(b + "ffn_down_exps.weight", F, E, NE)
+        else:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1852,11 +1962,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1864,7 +1974,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -1889,6 +1999,8 @@ def main():
         lfm2(m, NV, True)
     elif arch == "falcon-40b":
         falcon(m, NV, True)
+    elif arch == "falcon-mamba":
+        mamba(m, NV, True)
     elif arch == "starcoder":
         gpt2(m, NV, True)
     elif arch == "chatglm":
