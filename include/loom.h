@@ -76,6 +76,7 @@ typedef enum loom_op {
     LOOM_OP_SSM_CONV,     /* causal depthwise conv over a batch of tokens with per-sequence state */
     LOOM_OP_GATED_DELTA,  /* gated delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_SSM_SCAN,     /* Mamba-2 selective scan over a batch of tokens with per-sequence state */
+    LOOM_OP_RWKV_WKV7,    /* RWKV-7 generalized delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -306,7 +307,8 @@ loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a);
  * [(K-1) * C, S] (per slot the last K-1 inputs of each channel, oldest first, channel
  * by channel). y[c, t] = sum_k w[k, c] * window[k], window = the slot's K-1 previous
  * inputs then x[c, t]. Result F32 [C, T + (K-1) * S]: y in columns 0..T-1, the new
- * states after them. */
+ * states after them. The state's columns may be a view with a larger stride (rows of a
+ * wider per-slot state: RWKV's two token shifts); the result's states are contiguous. */
 loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *state, loom_tensor *seq);
 /* Gated delta rule: qk F32 [Dk, 2 Hk, T] (heads 0..Hk-1 the queries, Hk..2Hk-1 the
  * keys; rows contiguous), v F32 [Dv, Hv, T] (Hv a multiple of Hk: value head h reads
@@ -329,6 +331,15 @@ loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, lo
  * new states after them (slots without a token: unchanged). */
 loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
                            loom_tensor *state, loom_tensor *seq);
+/* RWKV-7 state update: r, w, k, v, a, b F32 [D, H, T] (rows contiguous; w the log of the
+ * decay), state F32 [D * D * H, S] (per slot and head a D x D matrix M, row i = value
+ * dim i). Per token, for its slot and each head: for every row i, sa = sum_j a[j] M[i][j]
+ * (M before this token), M[i][j] = M[i][j] exp(w[j]) + v[i] k[j] + sa b[j], y[i] =
+ * sum_j M[i][j] r[j] (llama.cpp's rwkv_wkv7 with the exp of its decay inside). Result
+ * F32 [D * H, T + D * S]: y in columns 0..T-1, the new states after them (slots without
+ * a token: unchanged). */
+loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                            loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq);
 
 /* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)

@@ -1,4 +1,5 @@
-/* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta, loom_ssm_scan) on the CPU
+/* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta, loom_ssm_scan,
+ * loom_rwkv_wkv7) on the CPU
  * engine against float64 references written here: several state slots, tokens of the
  * slots interleaved, a slot without tokens (its state must come back unchanged), one and
  * two threads, GQA-style head sharing, and the errors (shapes, a token's slot out of
@@ -205,6 +206,96 @@ static void test_scan(int nth, bool per_state) {
     loom_ctx_free(ctx);
 }
 
+/* RWKV-7: 3 heads of 4, slots interleaved, decays both near 1 and small */
+static void test_wkv7(int nth) {
+    enum { D = 4, H = 3, T = 9, S = 4, E = D * H };
+    float in6[6][E * T], st[D * D * H * S];
+    for (int i = 0; i < 6; i++) fill_rnd(in6[i], E * T, 1.0f);
+    for (int i = 0; i < E * T; i++) in6[1][i] = -0.6065306f / (1.0f + expf(-2.0f * in6[1][i])); /* log decay */
+    fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
+    double y[E * T], M[D * D * H * S];
+    for (int i = 0; i < D * D * H * S; i++) M[i] = st[i];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const float *r = in6[0] + t * E + h * D, *w = in6[1] + t * E + h * D, *k = in6[2] + t * E + h * D;
+            const float *v = in6[3] + t * E + h * D, *a = in6[4] + t * E + h * D, *b = in6[5] + t * E + h * D;
+            double *m = M + (k_seq[t] * H + h) * D * D;
+            for (int i = 0; i < D; i++) {
+                double sa = 0, acc = 0;
+                for (int j = 0; j < D; j++) sa += (double)a[j] * m[i * D + j];
+                for (int j = 0; j < D; j++) {
+                    m[i * D + j] = m[i * D + j] * exp((double)w[j]) + (double)v[i] * k[j] + sa * b[j];
+                    acc += m[i * D + j] * r[j];
+                }
+                y[t * E + h * D + i] = acc;
+            }
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t n3[3] = {D, H, T}, nst[2] = {D * D * H, S}, nq[1] = {T};
+    loom_tensor *x6[6];
+    for (int i = 0; i < 6; i++) x6[i] = loom_from_f32(in, in6[i], E * T, 3, n3);
+    loom_tensor *res = loom_rwkv_wkv7(ctx, x6[0], x6[1], x6[2], x6[3], x6[4], x6[5],
+                                      loom_from_f32(in, st, D * D * H * S, 2, nst), loom_from_i32(in, k_seq, T, 1, nq));
+    CHECK_EQ_INT(loom_tensor_ne(res, 0), E);
+    CHECK_EQ_INT(loom_tensor_ne(res, 1), T + D * S);
+    enum { NOUT = E * (T + D * S) };
+    float out[NOUT];
+    CHECK(nn_run(ctx, res, out, NOUT) == LOOM_OK);
+    double ref[NOUT];
+    for (int i = 0; i < E * T; i++) ref[i] = y[i];
+    for (int i = 0; i < D * D * H * S; i++) ref[E * T + i] = M[i];
+    CHECK_MSG(max_rel(out, ref, NOUT) < 1e-6, "rwkv_wkv7 (%d threads): max rel %g", nth, max_rel(out, ref, NOUT));
+    CHECK(!memcmp(out + E * T + 3 * D * D * H, st + 3 * D * D * H, D * D * H * sizeof(float)));
+    loom_ctx_free(ctx);
+    /* a k of another head count */
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    int64_t n3b[3] = {D, 2, T};
+    CHECK(loom_tensor_is_poison(loom_rwkv_wkv7(ctx, loom_from_f32(in, in6[0], E * T, 3, n3),
+                                               loom_from_f32(in, in6[1], E * T, 3, n3),
+                                               loom_from_f32(in, in6[2], D * 2 * T, 3, n3b),
+                                               loom_from_f32(in, in6[3], E * T, 3, n3),
+                                               loom_from_f32(in, in6[4], E * T, 3, n3),
+                                               loom_from_f32(in, in6[5], E * T, 3, n3),
+                                               loom_from_f32(in, st, D * D * H * S, 2, nst),
+                                               loom_from_i32(in, k_seq, T, 1, nq))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+}
+
+/* ssm_conv reading its state through a view with a wider slot stride (RWKV's token
+ * shifts: two [C] states per slot, the second one viewed): K = 2, taps (1, 0) give the
+ * previous token of the same slot */
+static void test_conv_strided(void) {
+    enum { C = 5, T = 9, S = 4 };
+    float x[C * T], st[2 * C * S], w[2 * C];
+    fill_rnd(x, C * T, 1.0f);
+    fill_rnd(st, 2 * C * S, 1.0f);
+    for (int c = 0; c < C; c++) {
+        w[2 * c] = 1.0f;
+        w[2 * c + 1] = 0.0f;
+    }
+    float want[C * T], last[C * S];
+    for (int s = 0; s < S; s++) memcpy(last + s * C, st + s * 2 * C + C, C * sizeof(float));
+    for (int t = 0; t < T; t++) {
+        memcpy(want + t * C, last + k_seq[t] * C, C * sizeof(float));
+        memcpy(last + k_seq[t] * C, x + t * C, C * sizeof(float));
+    }
+    loom_ctx *ctx = nn_ctx(1, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t nx[2] = {C, T}, nw[2] = {2, C}, nfull[2] = {2 * C, S}, nq[1] = {T};
+    loom_tensor *full = loom_from_f32(in, st, 2 * C * S, 2, nfull);
+    int64_t va[3] = {C, 2 * C * (int64_t)sizeof(float), S};
+    loom_tensor *r = loom_ssm_conv(ctx, loom_from_f32(in, x, C * T, 2, nx), loom_from_f32(in, w, 2 * C, 2, nw),
+                                   loom_view(ctx, full, C * sizeof(float), 3, va), loom_from_i32(in, k_seq, T, 1, nq));
+    float out[C * (T + S)];
+    CHECK(nn_run(ctx, r, out, C * (T + S)) == LOOM_OK);
+    CHECK_MSG(!memcmp(out, want, sizeof want), "token shift through a strided state view");
+    CHECK(!memcmp(out + C * T, last, sizeof last));
+    loom_ctx_free(ctx);
+}
+
 static void test_errors(void) {
     loom_ctx *ctx = nn_ctx(1, false);
     loom_ctx *in = loom_ctx_input(ctx);
@@ -248,7 +339,9 @@ int main(void) {
         test_delta(nth);
         test_scan(nth, false);
         test_scan(nth, true);
+        test_wkv7(nth);
     }
+    test_conv_strided();
     test_errors();
     return test_finish("test_cpu_ops_ssm");
 }

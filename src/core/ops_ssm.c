@@ -1,6 +1,7 @@
 /*
  * ops_ssm.c - constructors of the recurrent-layer ops (loom.h): softplus, the causal
- * depthwise convolution and the gated delta rule over a batch with per-sequence state.
+ * depthwise convolution, the gated delta rule, the selective scan and RWKV-7's state
+ * update over a batch with per-sequence state.
  */
 #include <math.h>
 
@@ -35,10 +36,10 @@ loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_t
         !loom_tensor_is_contiguous(w) || w->ne[1] != C || K < 2 || K > 16 || w->ne[2] != 1)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, w, x,
                              "kernel must be contiguous F32/F16/BF16 [K = 2..16, C = %lld]", (long long)C);
-    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != (K - 1) * C ||
-        state->ne[1] < 1 || state->ne[2] != 1)
-        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, w, "state must be contiguous F32 [(K-1) * C = %lld, S]",
-                             (long long)((K - 1) * C));
+    if (!rows_ok(state) || state->ne[0] != (K - 1) * C || state->ne[1] < 1 || state->ne[2] != 1 ||
+        state->ne[3] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, w,
+                             "state must be F32 [(K-1) * C = %lld, S] with contiguous columns", (long long)((K - 1) * C));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
     const int64_t S = state->ne[1];
     int64_t ne[4] = {C, T + (K - 1) * S, 1, 1};
@@ -104,4 +105,27 @@ loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_
     const int64_t S = state->ne[1];
     int64_t ne[4] = {Dh * H, T + N * S, 1, 1};
     return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 6, args);
+}
+
+loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                            loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq) {
+    const loom_op op = LOOM_OP_RWKV_WKV7;
+    loom_tensor *args[8] = {r, w, k, v, a, b, state, seq};
+    if (!loom_op_check(ctx, op, 8, args)) return loom_ctx_poison(ctx);
+    const int64_t D = k->ne[0], H = k->ne[1], T = k->ne[2];
+    static const char *const names[6] = {"r", "w", "k", "v", "a", "b"};
+    for (int i = 0; i < 6; i++)
+        if (!rows_ok(args[i]) || args[i]->ne[0] != D || args[i]->ne[1] != H || args[i]->ne[2] != T ||
+            args[i]->ne[3] != 1 || D < 1 || H < 1)
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, args[i], k,
+                                 "%s must be F32 [D = %lld, H = %lld, T = %lld] with contiguous rows", names[i],
+                                 (long long)D, (long long)H, (long long)T);
+    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != D * D * H ||
+        state->ne[1] < 1 || state->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
+                             (long long)(D * D * H));
+    if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
+    const int64_t S = state->ne[1];
+    int64_t ne[4] = {D * H, T + D * S, 1, 1};
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 8, args);
 }

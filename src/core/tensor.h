@@ -29,7 +29,7 @@
 
 #include <string.h>
 
-#define LOOM_MAX_SRC 6
+#define LOOM_MAX_SRC 8
 #define LOOM_MAX_OP_PARAMS 16
 /* Alignment of every allocation (leaves and planned compute tensors). */
 #define LOOM_TENSOR_ALIGN 64

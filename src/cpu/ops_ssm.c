@@ -39,6 +39,7 @@ void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
         }
     float *y = (float *)dst->data;       /* [C, T] */
     float *ns = y + (size_t)C * (size_t)T; /* [(K-1) * C, S] */
+    const size_t sstride = st->nb[1] / sizeof(float); /* a slot's state columns may be a view's */
     const float *ss = (const float *)st->data;
     float win[16], wc[16];
     if (K > 16) { /* the constructor refuses it */
@@ -57,7 +58,7 @@ void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
         /* every slot's history of channel c moves to the result first */
         for (int64_t s = 0; s < S; s++)
             memcpy(ns + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1),
-                   ss + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1), (size_t)(K - 1) * sizeof(float));
+                   ss + (size_t)s * sstride + (size_t)c * (size_t)(K - 1), (size_t)(K - 1) * sizeof(float));
         for (int64_t t = 0; t < T; t++) {
             const int64_t s = slot_of(seq, t, S);
             float *h = ns + ((size_t)s * (size_t)C + (size_t)c) * (size_t)(K - 1);
@@ -179,6 +180,53 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
                         si[n] = si[n] * dA + bt[n] * xd;
                         y += si[n] * ct[n];
                     }
+                }
+                o[i] = y;
+            }
+        }
+    }
+}
+
+size_t loom_cpu_work_size_rwkv_wkv7(const loom_tensor *dst, int nth) {
+    const int64_t D = dst->src[2]->ne[0];
+    return (size_t)nth * ((size_t)D * sizeof(float) + 64);
+}
+
+void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *tr = dst->src[0], *tw = dst->src[1], *tk = dst->src[2], *tv = dst->src[3];
+    const loom_tensor *ta = dst->src[4], *tb = dst->src[5], *st = dst->src[6], *seq = dst->src[7];
+    const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
+    for (int64_t t = 0; t < T; t++)
+        if (slot_of(seq, t, S) < 0) {
+            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
+            return;
+        }
+    float *out = (float *)dst->data;              /* [D * H, T] */
+    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
+    const size_t per = (size_t)(D * D);            /* one head's state */
+    float *dec = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)D * sizeof(float) + 64));
+    int64_t r0, r1;
+    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    for (int64_t rr = r0; rr < r1; rr++) {
+        const int64_t h = rr % H, s = rr / H;
+        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
+        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        for (int64_t t = 0; t < T; t++) {
+            if (slot_of(seq, t, S) != s) continue;
+#define WKV_ROW(tt) ((const float *)((const char *)(tt)->data + t * (tt)->nb[2] + h * (tt)->nb[1]))
+            const float *r = WKV_ROW(tr), *w = WKV_ROW(tw), *k = WKV_ROW(tk), *v = WKV_ROW(tv);
+            const float *a = WKV_ROW(ta), *b = WKV_ROW(tb);
+#undef WKV_ROW
+            for (int64_t j = 0; j < D; j++) dec[j] = expf(w[j]);
+            float *o = out + (size_t)t * (size_t)(D * H) + (size_t)h * (size_t)D;
+            for (int64_t i = 0; i < D; i++) {
+                float *row = M + (size_t)i * (size_t)D;
+                float sa = 0.0f;
+                for (int64_t j = 0; j < D; j++) sa += a[j] * row[j];
+                float y = 0.0f;
+                for (int64_t j = 0; j < D; j++) {
+                    row[j] = row[j] * dec[j] + v[i] * k[j] + sa * b[j];
+                    y += row[j] * r[j];
                 }
                 o[i] = y;
             }

@@ -85,6 +85,15 @@ static void account_graph_estimate(loom_model *m) {
         const uint64_t C = I + 2 * (uint64_t)(m->hx.ssm_g > 0 ? m->hx.ssm_g : 1) * N;
         ssm = (6 * I + 4 * C) * T * 4 + (N * I + (uint64_t)m->hx.ssm_conv_k * C) * S * 4;
     }
+    if (m->hx.rwkv_head > 0) {
+        /* an RWKV-7 time mix: the shifted input, six lerps, r/w/k/v/a/g and their LoRA
+         * steps, kk, the wkv7 result with every slot's state, the group norm's steps.
+         * The planner keeps ~12 n_embd floats per token live at the peak (the reserved
+         * graph of indep-rwkv7, 128 wide at 512 tokens: 3 MiB): 10 here + the 4 above */
+        const uint64_t S = (uint64_t)kv->n_seq;
+        const uint64_t rw = 10 * E * T * 4 + (E * (uint64_t)m->hx.rwkv_head + 2 * E) * S * 4;
+        if (rw > ssm) ssm = rw;
+    }
     if (ssm > ffn) ffn = ssm;
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */

@@ -655,6 +655,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->seq_host);
     loom_free(m->mrope_ff);
     loom_free(m->group_eye);
+    loom_free(m->shift_kernel);
     loom_batch_free(&m->eb);
     loom_free(m->logits);
     loom_free(m);

@@ -51,6 +51,13 @@ typedef struct llm_layer {
     /* Mamba-1 (ssm_dt is then the dt projection): x projection to dt | B | C, dt bias,
      * optional RMS norm weights of dt, B and C (Jamba) */
     loom_tensor *ssm_x, *ssm_dt_b, *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
+    /* RWKV-7 (arch_rwkv.c): time mix (decay, in-context learning rate, value-residual and
+     * gate LoRAs w/a/v/g 0-1-2, the six fused lerps, k_k, k_a, r_k, projections, group
+     * norm, output) and channel mix (lerp, key, value) */
+    struct {
+        loom_tensor *w0, *w1, *w2, *a0, *a1, *a2, *v0, *v1, *v2, *g1, *g2, *lerp, *k_k, *k_a, *r_k;
+        loom_tensor *key, *value, *recept, *ln, *ln_b, *out, *cm_lerp_k, *cm_key, *cm_value;
+    } rwkv;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
@@ -248,6 +255,8 @@ typedef struct llm_hparams_x {
     int ssm_inner, ssm_n, ssm_g; /* Mamba-2: inner size, state size, groups (heads: ssm_hv) */
     int ssm_dt_rank;         /* Mamba-1: rank of the dt projection (inner, state: as Mamba-2's) */
     bool ssm_dt_b_c_rms;     /* Mamba-1 ssm.dt_b_c_rms (Falcon-Mamba): RMS norms of dt, B and C */
+    int rwkv_head;           /* RWKV wkv.head_size (0: not RWKV) */
+    int rwkv_lora[4];        /* RWKV-7 LoRA ranks: decay, iclr, value residual mix, gate */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
@@ -308,6 +317,8 @@ struct loom_model {
     llm_hparams_x hx;
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
     float *group_eye;       /* identity [n_expert_groups^2] for grouped routing, or NULL */
+    float *shift_kernel;    /* RWKV token shift: ssm_conv taps (1, 0) per channel [2, n_embd], or NULL */
+    loom_tensor *tok_norm, *tok_norm_b; /* RWKV: LayerNorm of the embeddings (token_embd_norm) */
     int32_t *seq_host;      /* recurrent models: host scratch of each row's sequence (n_batch) */
     float *mrope_ff;        /* multi-section rope of text tokens as frequency factors (n_rot / 2
                                floats, llm_mrope_fill) or NULL */

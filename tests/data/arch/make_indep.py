@@ -15,7 +15,7 @@ here block by block.
         gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
-        falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba
+        falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -1952,6 +1952,76 @@ def jamba(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def rwkv7(m, NV, small=False):
+    # RWKV-7-like (rwkv7-g1 0.1B scaled down): 128 wide, 2 layers, 2 wkv heads of 64 (the
+    # real head size: llama.cpp's SIMD wkv7 kernel steps over a head 64 floats at a time
+    # on AVX-512 and reads past smaller heads), FFN 128, LoRA ranks decay 8 / iclr 8 /
+    # value residual 4 / gate 12; the converter's layout:
+    # token_embd_norm and every LayerNorm with a bias, time_mix_lerp_fused [E, 1, 1, 6],
+    # layer 0's v0/v1/v2 the copies of its a0/a1/a2, head_count 0, context_length 2^20,
+    # no token_shift_count (llama.cpp's default 2). F32
+    # (small, for the fuzz seed: 32 wide, heads of 8)
+    E, NL, D, F, RD, RA, RV, RG = (32, 2, 8, 64, 8, 8, 4, 12) if small else (128, 2, 64, 128, 8, 8, 4, 12)
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))
+    m.kv("context_length", T_U32, 1048576)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("block_count", T_U32, NL)
+    m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
+    m.kv("wkv.head_size", T_U32, D)
+    m.kv("attention.decay_lora_rank", T_U32, RD)
+    m.kv("attention.iclr_lora_rank", T_U32, RA)
+    m.kv("attention.value_residual_mix_lora_rank", T_U32, RV)
+    m.kv("attention.gate_lora_rank", T_U32, RG)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.kv("attention.head_count", T_U32, 0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.norm("token_embd_norm.weight", E)
+    m.bias("token_embd_norm.bias", [E])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.norm(b + "attn_norm_2.weight", E)
+        m.bias(b + "attn_norm_2.bias", [E])
+        m.add(b + "time_mix_w0.weight", [E], 0.5, -1.0)
+        m.mat(b + "time_mix_w1.weight", E, RD)
+        m.mat(b + "time_mix_w2.weight", RD, E)
+        a = [m.gauss(E, 0.5), None, None]
+        m.add_vals(b + "time_mix_a0.weight", a[0])
+        a1, a2 = m.gauss(E * RA, E ** -0.5), m.gauss(RA * E, RA ** -0.5)
+        m.add_vals(b + "time_mix_a1.weight", a1, [E, RA])
+        m.add_vals(b + "time_mix_a2.weight", a2, [RA, E])
+        if i == 0:
+            m.add_vals(b + "time_mix_v0.weight", a[0])
+            m.add_vals(b + "time_mix_v1.weight", a1, [E, RA])
+            m.add_vals(b + "time_mix_v2.weight", a2, [RA, E])
+        else:
+            m.add(b + "time_mix_v0.weight", [E], 0.5)
+            m.mat(b + "time_mix_v1.weight", E, RV)
+            m.mat(b + "time_mix_v2.weight", RV, E)
+        m.mat(b + "time_mix_g1.weight", E, RG)
+        m.mat(b + "time_mix_g2.weight", RG, E)
+        m.add_vals(b + "time_mix_lerp_fused.weight", [m.rng.uniform(0, 1) for _ in range(6 * E)], [E, 1, 1, 6])
+        m.add(b + "time_mix_k_k.weight", [E], 0.3, 1.0)
+        m.add(b + "time_mix_k_a.weight", [E], 0.3, 1.0)
+        m.add(b + "time_mix_r_k.weight", [E], 0.3)
+        m.mat(b + "time_mix_key.weight", E, E)
+        m.mat(b + "time_mix_value.weight", E, E)
+        m.mat(b + "time_mix_receptance.weight", E, E)
+        m.norm(b + "time_mix_ln.weight", E)
+        m.bias(b + "time_mix_ln.bias", [E])
+        m.mat(b + "time_mix_output.weight", E, E)
+        m.add_vals(b + "channel_mix_lerp_k.weight", [m.rng.uniform(0, 1) for _ in range(E)])
+        m.mat(b + "channel_mix_key.weight", E, F)
+        m.mat(b + "channel_mix_value.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -1962,11 +2032,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -1999,6 +2069,8 @@ def main():
         lfm2(m, NV, True)
     elif arch == "falcon-40b":
         falcon(m, NV, True)
+    elif arch == "rwkv7":
+        rwkv7(m, NV, seed)
     elif arch == "falcon-mamba":
         mamba(m, NV, True)
     elif arch == "starcoder":

@@ -1,0 +1,252 @@
+/*
+ * arch_rwkv.c - RWKV-7 "Goose" (general.architecture "rwkv7": RWKV-7 World, G1), as
+ * llama.cpp's rwkv7 graph. No attention: every layer is a time mix and a channel mix,
+ * each reading the previous token's normed input (the token shift, per sequence in the
+ * cache: two [n_embd] states per slot), and the time mix keeps a D x D state per head
+ * (wkv.head_size D):
+ *
+ *   h = LayerNorm(embedding) (token_embd_norm)
+ *   per layer:  x = LN(h) (attn_norm);  sx = x_prev - x;  x_i = x + sx * lerp_i for
+ *               i = r, w, k, v, a, g (time_mix_lerp_fused [E, 1, 1, 6])
+ *     r = Wr x_r;  k = Wk x_k;  v = Wv x_v
+ *     log decay  w = -0.606531 sigmoid(w0 + W2 tanh(W1 x_w))
+ *     v += (v_first - v) sigmoid(v0 + V2 V1 x_v) (layers after the first; v_first is
+ *          layer 0's v)
+ *     a = sigmoid(a0 + A2 A1 x_a);  g = G2 sigmoid(G1 x_g)
+ *     kk = l2norm per head of k * k_k;  k = k + (a - 1) (k * k_a)
+ *     y = wkv7(r, w, k, v, -kk, kk * a) (loom_rwkv_wkv7, the state per sequence)
+ *     y = GroupNorm(y, heads, eps 64e-5) * ln + ln_b + v * sum_head(k * r * r_k)
+ *     h += Wo (y * g)
+ *     x = LN(h) (attn_norm_2);  x_k = x + (x_prev - x) * cm_lerp_k
+ *     h += Wvalue relu(Wkey x_k)^2
+ *   logits = Woutput LN(h) (output_norm with bias)
+ * Keys: wkv.head_size, attention.{decay,iclr,value_residual_mix,gate}_lora_rank,
+ * attention.layer_norm_epsilon, feed_forward_length; token_shift_count must be 2.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch.h"
+#include "quant/alloc.h"
+
+loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s = llm_ln_hparams(g, hp, hx, err);
+    if (s) return s;
+    int64_t D, shift, r[4];
+    static const char *const lora[4] = {"attention.decay_lora_rank", "attention.iclr_lora_rank",
+                                        "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank"};
+    if ((s = llm_get_int_key(g, a, "wkv.head_size", true, 0, &D, err))) return s;
+    if (D < 1 || D > 1024 || hp->n_embd % D)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.wkv.head_size = %lld does not divide embedding_length "
+                              "%d into heads", a, (long long)D, hp->n_embd);
+    if ((int64_t)hp->n_embd * D > ((int64_t)1 << 28))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: a sequence's state of %d x %lld floats is too large", a,
+                              hp->n_embd, (long long)D);
+    for (int i = 0; i < 4; i++) {
+        if ((s = llm_get_int_key(g, a, lora[i], true, 0, &r[i], err))) return s;
+        if (r[i] < 1 || r[i] > 65536)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %lld is out of range", a, lora[i],
+                                  (long long)r[i]);
+        hx->rwkv_lora[i] = (int)r[i];
+    }
+    if ((s = llm_get_int_key(g, a, "token_shift_count", false, 2, &shift, err))) return s;
+    if (shift != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.token_shift_count = %lld (RWKV-7 shifts 2)", a,
+                              (long long)shift);
+    if (hp->n_ff < 1) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.feed_forward_length must be > 0", a);
+    hx->rwkv_head = (int)D;
+    hx->rope_off = true;
+    return LOOM_OK;
+}
+
+/* a [ne0, 1, 1, ne3] tensor (the fused lerps) */
+static loom_tensor *bind4(const loom_backend *be, int64_t ne0, int64_t ne3, loom_error *err, loom_status *st,
+                          const char *fmt, int il) {
+    char name[LOOM_GGUF_MAX_NAME];
+    snprintf(name, sizeof name, fmt, il);
+    if (*st) return NULL;
+    loom_tensor *t = loom_backend_get_tensor(be, name);
+    if (!t) {
+        *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor '%s' is missing", name);
+        return NULL;
+    }
+    if (loom_tensor_ne(t, 0) != ne0 || loom_tensor_ne(t, 1) != 1 || loom_tensor_ne(t, 2) != 1 ||
+        loom_tensor_ne(t, 3) != ne3) {
+        *st = loom_error_set(err, LOOM_ERR_FORMAT, "model: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected "
+                             "[%lld, 1, 1, %lld]", name, (long long)loom_tensor_ne(t, 0), (long long)loom_tensor_ne(t, 1),
+                             (long long)loom_tensor_ne(t, 2), (long long)loom_tensor_ne(t, 3), (long long)ne0,
+                             (long long)ne3);
+        return NULL;
+    }
+    return t;
+}
+
+loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
+    const int64_t RV = hx->rwkv_lora[2], RG = hx->rwkv_lora[3];
+    loom_status st = llm_bind_embd_output(m, err);
+    m->output_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.bias", 0);
+    m->tok_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "token_embd_norm.weight", 0);
+    m->tok_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "token_embd_norm.bias", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+#define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, &st, "blk.%d." name, il)
+#define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, &st, "blk.%d." name, il)
+        T1(attn_norm, E, "attn_norm.weight");
+        T1(attn_norm_b, E, "attn_norm.bias");
+        T1(attn_norm_2, E, "attn_norm_2.weight");
+        T1(attn_norm_2_b, E, "attn_norm_2.bias");
+        T1(rwkv.w0, E, "time_mix_w0.weight");
+        T2(rwkv.w1, E, RD, "time_mix_w1.weight");
+        T2(rwkv.w2, RD, E, "time_mix_w2.weight");
+        T1(rwkv.a0, E, "time_mix_a0.weight");
+        T2(rwkv.a1, E, RA, "time_mix_a1.weight");
+        T2(rwkv.a2, RA, E, "time_mix_a2.weight");
+        if (il > 0) { /* layer 0's v LoRA (the converter's copies of a's) is never used */
+            T1(rwkv.v0, E, "time_mix_v0.weight");
+            T2(rwkv.v1, E, RV, "time_mix_v1.weight");
+            T2(rwkv.v2, RV, E, "time_mix_v2.weight");
+        }
+        T2(rwkv.g1, E, RG, "time_mix_g1.weight");
+        T2(rwkv.g2, RG, E, "time_mix_g2.weight");
+        L->rwkv.lerp = bind4(be, E, 6, err, &st, "blk.%d.time_mix_lerp_fused.weight", il);
+        T1(rwkv.k_k, E, "time_mix_k_k.weight");
+        T1(rwkv.k_a, E, "time_mix_k_a.weight");
+        T1(rwkv.r_k, E, "time_mix_r_k.weight");
+        T2(rwkv.key, E, E, "time_mix_key.weight");
+        T2(rwkv.value, E, E, "time_mix_value.weight");
+        T2(rwkv.recept, E, E, "time_mix_receptance.weight");
+        T1(rwkv.ln, E, "time_mix_ln.weight");
+        T1(rwkv.ln_b, E, "time_mix_ln.bias");
+        T2(rwkv.out, E, E, "time_mix_output.weight");
+        T1(rwkv.cm_lerp_k, E, "channel_mix_lerp_k.weight");
+        T2(rwkv.cm_key, E, F, "channel_mix_key.weight");
+        T2(rwkv.cm_value, F, E, "channel_mix_value.weight");
+#undef T1
+#undef T2
+        llm_kv_layer_type *t = &m->kv_types[il];
+        t->rs_conv = (int32_t)(2 * E);                /* the two token shifts */
+        t->rs_ssm = (int32_t)(E * hx->rwkv_head);     /* H heads of D x D */
+    }
+    if (st) return st;
+    m->shift_kernel = loom_malloc((size_t)(2 * E) * sizeof *m->shift_kernel);
+    if (!m->shift_kernel) return loom_error_set(err, LOOM_ERR_NOMEM, "model: out of host memory");
+    for (int64_t c = 0; c < E; c++) {
+        m->shift_kernel[2 * c] = 1.0f; /* the previous input */
+        m->shift_kernel[2 * c + 1] = 0.0f;
+    }
+    return LOOM_OK;
+}
+
+/* x [E, T]'s previous token per sequence, from the state half `half` (0 time mix, 1
+ * channel mix) of layer il's shift state rc [2E, S]; the new state goes back */
+static loom_tensor *token_shift(loom_model *m, loom_ctx *ctx, const llm_inputs *in, loom_tensor *rc, bool real,
+                                int half, loom_tensor *x, int il) {
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), S = loom_tensor_ne(rc, 1);
+    const int64_t nk[2] = {2, E}, vs[3] = {E, (int64_t)loom_tensor_nb(rc, 1), S};
+    loom_tensor *kern = loom_from_f32(loom_ctx_input(ctx), m->shift_kernel, (size_t)(2 * E), 2, nk);
+    loom_tensor *sv = loom_view(ctx, rc, (size_t)half * (size_t)E * sizeof(float), 3, vs);
+    loom_tensor *cv = llm_named(loom_ssm_conv(ctx, x, kern, sv, in->seq), half ? "ffn_shift" : "att_shift", il);
+    const int64_t ns[3] = {E, E * (int64_t)sizeof(float), S};
+    if (real)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, cv, (size_t)E * (size_t)T * sizeof(float), 3, ns), sv));
+    const int64_t pv[3] = {E, E * (int64_t)sizeof(float), T};
+    return loom_view(ctx, cv, 0, 3, pv);
+}
+
+/* the i-th lerp row of lerp_fused [E, 1, 1, 6] */
+static loom_tensor *lerp_row(loom_ctx *ctx, loom_tensor *lerp, int i) {
+    const int64_t E = loom_tensor_ne(lerp, 0);
+    return loom_view(ctx, lerp, (size_t)i * (size_t)E * sizeof(float), 1, &E);
+}
+
+static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x,
+                             loom_tensor *prev, loom_tensor **v_first) {
+    const llm_layer *ly = &m->layers[il];
+    llm_kv_cache *kv = &m->kv;
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = m->hx.rwkv_head, H = E / D, S = kv->n_seq;
+    loom_tensor *sx = loom_sub(ctx, prev, x);
+    loom_tensor *xs[6];
+    for (int i = 0; i < 6; i++) xs[i] = loom_add(ctx, loom_mul(ctx, sx, lerp_row(ctx, ly->rwkv.lerp, i)), x);
+    loom_tensor *r = loom_mul_mat(ctx, ly->rwkv.recept, xs[0]);
+    loom_tensor *w = loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.w2, loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.w1, xs[1]))),
+                              ly->rwkv.w0);
+    w = loom_scale(ctx, loom_sigmoid(ctx, w), -0.606531f); /* the log of the decay */
+    loom_tensor *k = loom_mul_mat(ctx, ly->rwkv.key, xs[2]);
+    loom_tensor *v = loom_mul_mat(ctx, ly->rwkv.value, xs[3]);
+    if (!*v_first) {
+        *v_first = v;
+    } else {
+        loom_tensor *mix = loom_sigmoid(
+            ctx, loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.v2, loom_mul_mat(ctx, ly->rwkv.v1, xs[3])), ly->rwkv.v0));
+        v = loom_add(ctx, v, loom_mul(ctx, loom_sub(ctx, *v_first, v), mix));
+    }
+    loom_tensor *g = loom_mul_mat(ctx, ly->rwkv.g2, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->rwkv.g1, xs[5])));
+    loom_tensor *a = loom_sigmoid(
+        ctx, loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.a2, loom_mul_mat(ctx, ly->rwkv.a1, xs[4])), ly->rwkv.a0));
+    const int64_t n3[3] = {D, H, T};
+    /* kk = l2norm per head of k * k_k (llama.cpp's ggml_l2_norm, eps 1e-12) */
+    loom_tensor *kk = loom_reshape(ctx, loom_mul(ctx, k, ly->rwkv.k_k), 3, n3);
+    loom_tensor *nrm = loom_clamp(ctx, loom_sqrt(ctx, loom_sum_rows(ctx, loom_sqr(ctx, kk))), 1e-12f, FLT_MAX);
+    kk = loom_div(ctx, kk, nrm);
+    loom_tensor *ka = loom_mul(ctx, k, ly->rwkv.k_a);
+    k = loom_add(ctx, k, loom_sub(ctx, loom_mul(ctx, a, ka), ka));
+    /* the state (a dry run has no cache buffers: a stand-in of the same shape) */
+    const bool real = kv->rs_ssm && kv->rs_ssm[il];
+    const int64_t ne_s[2] = {E * D, S};
+    loom_tensor *rs = real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_s);
+    loom_tensor *r3 = loom_reshape(ctx, r, 3, n3), *k3 = loom_reshape(ctx, k, 3, n3);
+    loom_tensor *v3 = loom_reshape(ctx, v, 3, n3), *a3 = loom_reshape(ctx, a, 3, n3);
+    loom_tensor *y = llm_named(loom_rwkv_wkv7(ctx, r3, loom_reshape(ctx, w, 3, n3), k3, v3, loom_neg(ctx, kk),
+                                              loom_mul(ctx, kk, a3), rs, in->seq),
+                               "wkv7", il);
+    const int64_t nss = E * D * S;
+    if (real)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)E * (size_t)T * sizeof(float), 1, &nss),
+                                       loom_view(ctx, rs, 0, 1, &nss)));
+    const int64_t ne_y[2] = {E, T}, vy[3] = {E, E * (int64_t)sizeof(float), T};
+    loom_tensor *o = loom_cont(ctx, loom_view(ctx, y, 0, 3, vy));
+    o = loom_reshape(ctx, loom_layer_norm(ctx, loom_reshape(ctx, o, 3, n3), NULL, NULL, 64e-5f), 2, ne_y);
+    o = loom_add(ctx, loom_mul(ctx, o, ly->rwkv.ln), ly->rwkv.ln_b);
+    const int64_t nrk[2] = {D, H};
+    loom_tensor *rk = loom_sum_rows(ctx, loom_mul(ctx, loom_mul(ctx, k3, r3), loom_reshape(ctx, ly->rwkv.r_k, 2, nrk)));
+    o = loom_add(ctx, o, loom_reshape(ctx, loom_mul(ctx, v3, rk), 2, ne_y));
+    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, o, g));
+}
+
+loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    llm_kv_cache *kv = &m->kv;
+    const float eps = hp->rms_eps;
+    const int64_t E = hp->n_embd, S = kv->n_seq;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    h = loom_layer_norm(ctx, h, m->tok_norm, m->tok_norm_b, eps);
+    loom_tensor *v_first = NULL;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        const bool real = kv->rs_conv && kv->rs_conv[il];
+        const int64_t ne_rc[2] = {2 * E, S};
+        loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
+        loom_tensor *x = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        loom_tensor *prev = token_shift(m, ctx, &in, rc, real, 0, x, il);
+        h = llm_named(loom_add(ctx, time_mix(m, ctx, &in, il, x, prev, &v_first), h), "ffn_inp", il);
+        x = llm_named(loom_layer_norm(ctx, h, ly->attn_norm_2, ly->attn_norm_2_b, eps), "ffn_norm", il);
+        prev = token_shift(m, ctx, &in, rc, real, 1, x, il);
+        if (il == hp->n_layer - 1) {
+            h = loom_get_rows(ctx, h, in.outs);
+            x = loom_get_rows(ctx, x, in.outs);
+            prev = loom_get_rows(ctx, prev, in.outs);
+        }
+        loom_tensor *xk = loom_add(ctx, loom_mul(ctx, loom_sub(ctx, prev, x), ly->rwkv.cm_lerp_k), x);
+        loom_tensor *ck = loom_sqr(ctx, loom_relu(ctx, loom_mul_mat(ctx, ly->rwkv.cm_key, xk)));
+        h = llm_named(loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.cm_value, ck), h), "l_out", il);
+    }
+    return llm_ln_output(m, ctx, h);
+}
