@@ -2,6 +2,7 @@
  * arch.c - the architecture table: each entry names its rope mode, extra keys, weight
  * binding and graph (llama.c, arch_*.c).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,57 @@ static loom_status llama_hparams(const loom_gguf *g, loom_model_hparams *hp, llm
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", hp->arch, d);
     hx->expert_weights_scale = (float)d;
     return LOOM_OK;
+}
+
+/* Hunyuan (hunyuan-dense: Hunyuan 0.5B-7B; hunyuan-moe: Hunyuan-A13B): the llama block with
+ * per-head q / k norms after rope; hunyuan-moe has experts feed_forward_length wide (as
+ * llama.cpp builds them) beside a shared expert (expert_shared_feed_forward_length, default
+ * feed_forward_length); hunyuan-dense ignores an expert_count of 1 and honours
+ * rope.scaling.alpha (NTK: base * alpha^(D / (D - 2)); today's converter bakes it into
+ * rope.freq_base instead). */
+static loom_status hunyuan_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const bool moe = !strcmp(hp->arch, "hunyuan-moe");
+    loom_status s;
+    if (!moe) {
+        double alpha;
+        bool has;
+        if ((s = llm_get_float_key(g, hp->arch, "rope.scaling.alpha", 0.0, &alpha, &has, err))) return s;
+        if (has && alpha > 0) {
+            const double d = hp->head_dim_k;
+            if (!(alpha < 1e6) || d <= 2)
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scaling.alpha = %g is out of range",
+                                      hp->arch, alpha);
+            hp->rope_base = (float)((double)hp->rope_base * pow(alpha, d / (d - 2)));
+        }
+        int64_t ne;
+        if ((s = llm_get_int_key(g, hp->arch, "expert_count", false, 0, &ne, err))) return s;
+        return ne > 1 ? loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s with %lld experts", hp->arch, (long long)ne)
+                      : LOOM_OK;
+    }
+    if ((s = llama_hparams(g, hp, hx, err))) return s;
+    if (hx->n_expert < 1)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.expert_count' is missing", hp->arch);
+    int64_t fs;
+    if ((s = llm_get_int_key(g, hp->arch, "expert_shared_feed_forward_length", false, hp->n_ff, &fs, err))) return s;
+    if (fs < 1 || fs > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              hp->arch, (long long)fs);
+    hx->n_ff_shexp = (int)fs;
+    return LOOM_OK;
+}
+
+static loom_status hunyuan_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err);
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        llm_layer *L = &m->layers[il];
+        /* llm_bind_llama took them as optional pre-rope norms: they are required, and post */
+        llm_bind_qk_norm(m->be, &m->hp, L, il, true, err, &s);
+        L->q_norm_post = L->q_norm;
+        L->k_norm_post = L->k_norm;
+        L->q_norm = L->k_norm = NULL;
+        if (m->hx.n_expert > 0) llm_bind_shared_expert(m->be, L, il, m->hp.n_embd, m->hx.n_ff_shexp, err, &s);
+    }
+    return s;
 }
 
 /* SmolLM3: the llama block; every fourth layer has no rope (llama.cpp fixes the step at
@@ -126,6 +178,8 @@ static const llm_arch k_archs[] = {
     {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* q/k/v split by the converter */
     {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false},  /* ERNIE 4.5 dense: optional wo bias */
     {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama, false},
+    {"hunyuan-dense", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
+    {"hunyuan-moe", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */
     {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama, false},

@@ -3,7 +3,8 @@
  * against the public engine API (loom.h) and the shared blocks of llm_graph.h. The same
  * graph runs the files that differ from llama only in keys or names (arch.c): Mixtral-
  * style experts, smollm3's layers without rope, the text positions of qwen2vl / qwen3vl's
- * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee.
+ * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee, and
+ * hunyuan-dense / hunyuan-moe (q/k norms after rope; experts beside a shared expert).
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
@@ -11,6 +12,7 @@
  *     q = Wq x (+bq) -> [Dk, H, T]   k = Wk x (+bk) -> [Dk, Hkv, T]   v = Wv x (+bv) -> [Dv, Hkv, T]
  *     (qwen3: q, k = rms_norm per head * q_norm / k_norm)
  *     q, k = rope(q, k, pos)                                   NORMAL (llama) / NEOX (qwen); not on no-rope layers
+ *     (hunyuan: the per-head q / k norms here, after rope)
  *     cache[il] <- k, v;  K, V = the cells visible to the batch (kvcache.c)
  *     a = sdpa(q, K, V, mask, 1/sqrt(Dk)) -> [Dv*H, T]
  *     x = Wo a (+bo);  (last layer: keep only the output rows of x and h)
@@ -73,6 +75,10 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             ro.factors = mrope ? mrope : ly->rope_freqs;
             q = loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
             k = loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+        }
+        if (ly->q_norm_post) { /* hunyuan */
+            q = named(loom_rms_norm(ctx, q, ly->q_norm_post, hp->rms_eps), "q_norm", il);
+            k = named(loom_rms_norm(ctx, k, ly->k_norm_post, hp->rms_eps), "k_norm", il);
         }
         named(q, "q", il);
         named(k, "k", il);

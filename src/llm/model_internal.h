@@ -15,6 +15,7 @@ typedef struct llm_layer {
     loom_tensor *wq, *wk, *wv, *wo;
     loom_tensor *bq, *bk, *bv, *bo;   /* optional biases */
     loom_tensor *q_norm, *k_norm;     /* qwen3 */
+    loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
     loom_tensor *rope_freqs;          /* optional */
     loom_tensor *ffn_norm;
     loom_tensor *ffn_gate, *ffn_up, *ffn_down;

@@ -160,8 +160,14 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     for (int64_t i = 0; i < n_cells; i++)
         for (int64_t h = 0; h < hkv; h++) rows[i * hkv + h] = (int32_t)(cells[i] * hkv + h);
     const int64_t off = llm_rope_key_offset(m);
-    /* quantized keys, or rope dims not at the start: read the rows as F32 */
-    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || off != 0;
+    /* keys normed after rope (hunyuan: w * rms_norm(rope(k))): rotating them needs the
+     * weights divided out first and multiplied back after (the rms factor is the same
+     * at any position), else the shifted keys differ from keys made at the new
+     * positions (llama.cpp rotates them as they are) */
+    bool post = false;
+    for (int il = 0; il < hp->n_layer; il++) post = post || m->layers[il].k_norm_post;
+    /* quantized keys, rope dims not at the start or post-rope norms: read the rows as F32 */
+    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || off != 0 || post;
     loom_status s = LOOM_OK;
     kv->epoch++;
     int64_t i = 0;
@@ -204,7 +210,11 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     src = loom_reshape(ctx, rowsv, 3, ne3);
                 }
                 loom_tensor *r;
-                if (off == 0) {
+                const loom_tensor *kn = m->layers[il].k_norm_post;
+                if (kn) {
+                    loom_tensor *w = (loom_tensor *)kn;
+                    r = loom_mul(ctx, loom_rope(ctx, loom_div(ctx, src, w), pt, (int)nr, base, scale, &ro), w);
+                } else if (off == 0) {
                     r = loom_rope(ctx, src, pt, (int)nr, base, scale, &ro);
                 } else {
                     /* rotate dims [off, off + n_rot) of each head: a contiguous copy of

@@ -16,6 +16,7 @@ here block by block.
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
+        hunyuan-dense hunyuan-moe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2022,6 +2023,30 @@ def rwkv7(m, NV, small=False):
     m.mat("output.weight", E, NV)
 
 
+def hunyuan(m, NV, moe=False):
+    # Hunyuan-like: 48 wide, 4 heads of 16 (!= 48/4), 2 KV heads, 3 layers, per-head q/k
+    # norms (applied after rope), neox rope. Dense (0.5B-7B-like): MLP of 96, tied output,
+    # rope.freq_base 10000 with rope.scaling.alpha 50 (llama.cpp scales the base by
+    # alpha^(D / (D - 2)); the converter usually writes the scaled base instead).
+    # moe (A13B-like): 5 experts of 96 (feed_forward_length, as llama.cpp builds them) top
+    # 2 with softmax routing and renormalised weights, a shared expert of 40, the
+    # converter's expert_feed_forward_length / expert_shared_count keys. F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 16, 96, 3
+    llama_like(m, NV, E, H, HKV, D, F, NL, 32768, 10000.0 if not moe else 10000.0 * 1000 ** (16 / 14), key_len=True,
+               qk_norm=True, tied=not moe, experts=(5, 2) if moe else None)
+    if moe:
+        m.kv("expert_feed_forward_length", T_U32, F)
+        m.kv("expert_shared_count", T_U32, 1)
+        m.kv("expert_shared_feed_forward_length", T_U32, 40)
+        for i in range(NL):
+            b = "blk.%d." % i
+            m.mat(b + "ffn_gate_shexp.weight", E, 40)
+            m.mat(b + "ffn_up_shexp.weight", E, 40)
+            m.mat(b + "ffn_down_shexp.weight", 40, E)
+    else:
+        m.kv("rope.scaling.alpha", T_F32, 50.0)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2032,11 +2057,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -2071,6 +2096,8 @@ def main():
         falcon(m, NV, True)
     elif arch == "rwkv7":
         rwkv7(m, NV, seed)
+    elif arch in ("hunyuan-dense", "hunyuan-moe"):
+        hunyuan(m, NV, arch == "hunyuan-moe")
     elif arch == "falcon-mamba":
         mamba(m, NV, True)
     elif arch == "starcoder":
