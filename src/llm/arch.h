@@ -111,6 +111,8 @@ loom_tensor *llm_olmo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granitemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granite_bind(loom_model *m, loom_error *err);
+loom_status llm_minicpm_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_minicpm_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granitehybrid_bind(loom_model *m, loom_error *err);

@@ -92,6 +92,38 @@ loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp
 
 static loom_status no_mlp_bias(const loom_model *m, loom_error *err);
 
+/* MiniCPM 1/2/4 (minicpm): the granite graph with its multipliers defaulting to MiniCPM's
+ * (embedding 12, residual 1.4 / sqrt(block_count), logit 256 / n_embd: llama.cpp's
+ * defaults for older files; the converter writes n_embd / dim_model_base), no attention.scale, rope always on, LongRoPE factors when the
+ * file has them, experts (softmax, renormalised) when expert_count is there. */
+loom_status llm_minicpm_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    static const char *const keys[3] = {"embedding_scale", "residual_scale", "logit_scale"};
+    const double def[3] = {12.0, 1.4 / sqrt((double)hp->n_layer), 256.0 / (double)hp->n_embd};
+    float *dst[3] = {&hx->embd_scale, &hx->residual_scale, &hx->logit_scale};
+    loom_status s;
+    for (int i = 0; i < 3; i++) {
+        double v;
+        bool has;
+        if ((s = llm_get_float_key(g, hp->arch, keys[i], def[i], &v, &has, err))) return s;
+        if (!(v > 0 && isfinite(v)))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %g must be > 0", hp->arch, keys[i], v);
+        *dst[i] = (float)v;
+    }
+    int64_t ne;
+    if ((s = llm_get_int_key(g, hp->arch, "expert_count", false, 0, &ne, err))) return s;
+    if (ne > 0) {
+        if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+        hx->n_ff_exp = hp->n_ff;
+    }
+    return LOOM_OK;
+}
+
+loom_status llm_minicpm_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_granite_bind(m, err);
+    for (int il = 0; il < m->hp.n_layer && !s; il++) llm_bind_longrope(m->be, &m->hp, &m->layers[il], il, err, &s);
+    return s;
+}
+
 static bool recurrent(const llm_hparams_x *hx, int il) { return hx->recr_bits[il / 64] >> (il % 64) & 1; }
 
 loom_status llm_granitehybrid_bind(loom_model *m, loom_error *err) {
@@ -174,8 +206,9 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
             loom_tensor *q, *k, *v;
             llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
             if (llm_layer_has_rope(m, il)) {
-                q = llm_rope(m, ctx, q, in.pos, il, ly->rope_freqs);
-                k = llm_rope(m, ctx, k, in.pos, il, ly->rope_freqs);
+                loom_tensor *ff = llm_layer_rope_factors(m, ctx, il); /* minicpm: LongRoPE's */
+                q = llm_rope(m, ctx, q, in.pos, il, ff);
+                k = llm_rope(m, ctx, k, in.pos, il, ff);
             }
             llm_named(q, "q", il);
             llm_named(k, "k", il);

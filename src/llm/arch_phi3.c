@@ -44,15 +44,7 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, 2 * F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-        /* the backend gives each layer its copy of the global factors (contract §3.4) */
-        L->rope_long = llm_bind_tensor(be, false, hp->n_rot / 2, 1, 1, err, &st, "blk.%d.rope_factors_long.weight", il);
-        L->rope_short = llm_bind_tensor(be, false, hp->n_rot / 2, 1, 1, err, &st, "blk.%d.rope_factors_short.weight", il);
-        if (!st && (!L->rope_long) != (!L->rope_short))
-            st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor '%s' is missing (LongRoPE needs both factor sets)",
-                                L->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
-        if (!st && L->rope_long &&
-            (loom_tensor_type(L->rope_long) != LOOM_TYPE_F32 || loom_tensor_type(L->rope_short) != LOOM_TYPE_F32))
-            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: tensors 'rope_factors_long/short.weight' must be F32");
+        llm_bind_longrope(be, hp, L, il, err, &st);
     }
     return st;
 }

@@ -371,6 +371,19 @@ void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_
     L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, st, "blk.%d.ffn_down_shexp.weight", il);
 }
 
+void llm_bind_longrope(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                       loom_status *st) {
+    /* the backend gives each layer its copy of the global factors (contract §3.4) */
+    L->rope_long = llm_bind_tensor(be, false, hp->n_rot / 2, 1, 1, err, st, "blk.%d.rope_factors_long.weight", il);
+    L->rope_short = llm_bind_tensor(be, false, hp->n_rot / 2, 1, 1, err, st, "blk.%d.rope_factors_short.weight", il);
+    if (!*st && (!L->rope_long) != (!L->rope_short))
+        *st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor '%s' is missing (LongRoPE needs both factor sets)",
+                             L->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    if (!*st && L->rope_long &&
+        (loom_tensor_type(L->rope_long) != LOOM_TYPE_F32 || loom_tensor_type(L->rope_short) != LOOM_TYPE_F32))
+        *st = loom_error_set(err, LOOM_ERR_FORMAT, "model: tensors 'rope_factors_long/short.weight' must be F32");
+}
+
 void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool required,
                       loom_error *err, loom_status *st) {
     L->q_norm = llm_bind_tensor(be, required, hp->head_dim_k, 1, 1, err, st, "blk.%d.attn_q_norm.weight", il);
