@@ -1,5 +1,6 @@
 /*
- * arch_olmo2.c - OLMo 2 and Olmo 3 (general.architecture "olmo2"): post-norm blocks
+ * arch_olmo2.c - OLMo 1 (olmo, at the end) and OLMo 2 / Olmo 3 (general.architecture
+ * "olmo2"): post-norm blocks
  * with q/k norms over the whole projection, as llama.cpp's olmo2 graph.
  *
  *   h = token_embd[tokens]
@@ -126,4 +127,73 @@ loom_tensor *llm_olmo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         h = llm_named(loom_add(ctx, x, h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);
+}
+
+/*
+ * OLMo 1 (general.architecture "olmo"), as llama.cpp's olmo graph: the llama block with
+ * LayerNorms that have no weights (attention.layer_norm_epsilon), q/k/v clamped to
+ * [-attention.clamp_kqv, clamp_kqv] when the key is there (clip_qkv), normal rope, no
+ * output norm weights either.
+ */
+loom_status llm_olmo_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_ln_hparams(g, hp, hx, err);
+    if (s) return s;
+    double c;
+    bool has;
+    if ((s = llm_get_float_key(g, hp->arch, "attention.clamp_kqv", 0.0, &c, &has, err))) return s;
+    if (has && !(c > 0 && c < 1e30))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.clamp_kqv = %g must be > 0", hp->arch, c);
+    hx->clamp_kqv = has ? (float)c : 0.0f;
+    return LOOM_OK;
+}
+
+loom_status llm_olmo_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    loom_status st = llm_bind_embd_output_norm(m, NULL, err); /* no output norm weights */
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        llm_bind_attn_qkv(be, hp, L, il, err, &st);
+        L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
+                                "blk.%d.attn_output.weight", il);
+        L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+    }
+    return st;
+}
+
+static loom_tensor *clamped(loom_ctx *ctx, loom_tensor *x, float c) { return c > 0.0f ? loom_clamp(ctx, x, -c, c) : x; }
+
+loom_tensor *llm_olmo_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens, H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const float eps = hp->rms_eps, c = m->hx.clamp_kqv;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_layer_norm(ctx, h, NULL, NULL, eps), "attn_norm", il);
+        const int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+        loom_tensor *q = loom_reshape(ctx, clamped(ctx, loom_mul_mat(ctx, ly->wq, x), c), 3, ne_q);
+        loom_tensor *k = loom_reshape(ctx, clamped(ctx, loom_mul_mat(ctx, ly->wk, x), c), 3, ne_k);
+        loom_tensor *v = loom_reshape(ctx, clamped(ctx, loom_mul_mat(ctx, ly->wv, x), c), 3, ne_v);
+        q = llm_rope(m, ctx, q, in.pos, il, NULL);
+        k = llm_rope(m, ctx, k, in.pos, il, NULL);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
+        x = loom_mul_mat(ctx, ly->wo, a);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            r = loom_get_rows(ctx, r, in.outs);
+        }
+        h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+        x = llm_named(loom_layer_norm(ctx, h, NULL, NULL, eps), "ffn_norm", il);
+        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x), *u = loom_mul_mat(ctx, ly->ffn_up, x);
+        h = llm_named(loom_add(ctx, loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), h), "l_out", il);
+    }
+    h = llm_named(loom_layer_norm(ctx, h, NULL, NULL, eps), "result_norm", -1);
+    return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
 }

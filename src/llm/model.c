@@ -314,7 +314,7 @@ loom_status llm_bind_embd_output_norm(loom_model *m, const char *norm_name, loom
     if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "model: bad vocabulary size %lld", (long long)V);
     hp->n_vocab = (int)V;
     m->tok_embd = llm_bind_tensor(be, true, E, V, 1, err, &st, "token_embd.weight", 0);
-    m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, norm_name, 0);
+    if (norm_name) m->output_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, norm_name, 0);
     m->output = llm_bind_tensor(be, true, E, V, 1, err, &st, "output.weight", 0);
     return st;
 }

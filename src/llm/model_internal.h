@@ -244,6 +244,7 @@ typedef struct llm_hparams_x {
     float logit_scale;       /* granite: logits / logit_scale; command-r/cohere2: logits * logit_scale
                                 (each as llama.cpp; 0: none) */
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
+    float clamp_kqv;         /* olmo attention.clamp_kqv: q, k, v clamped to [-c, c] (0: none) */
     int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
     int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
     bool swa_listed;         /* sliding layers given one by one (gemma4): swa_bits */
@@ -359,7 +360,8 @@ loom_tensor *llm_bind_tensor(const loom_backend *be, bool required, int64_t ne0,
 /* Sets hp->n_vocab from token_embd.weight and binds tok_embd, output_norm and output
  * (the first error, naming the tensor, is returned). */
 loom_status llm_bind_embd_output(loom_model *m, loom_error *err);
-/* The same with the final norm named norm_name (lfm2: "token_embd_norm.weight"). */
+/* The same with the final norm named norm_name (lfm2: "token_embd_norm.weight"; NULL:
+ * none, olmo's norm has no weights). */
 loom_status llm_bind_embd_output_norm(loom_model *m, const char *norm_name, loom_error *err);
 /* Layer il's attn_q/k/v.weight ([n_embd, n_head * head_dim_k], [n_embd, n_head_kv * head_dim_k],
  * [n_embd, n_head_kv * head_dim_v]), required; llm_bind_attn: attn_norm.weight, those and
