@@ -199,6 +199,7 @@ static const llm_arch k_archs[] = {
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
+    {"phimoe", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build, false},
     {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_phi2_build, false},
     {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},

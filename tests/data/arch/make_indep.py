@@ -16,7 +16,7 @@ here block by block.
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
-        hunyuan-dense hunyuan-moe minicpm olmo
+        hunyuan-dense hunyuan-moe minicpm olmo phimoe
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2088,6 +2088,44 @@ def olmo(m, NV):
         m.mat(b + "ffn_down.weight", F, E)
 
 
+def phimoe(m, NV):
+    # Phi-3.5-MoE-like: LongRoPE (original 128: the long factors apply at the test's 256),
+    # 48 wide, 4 heads of 12, 2 KV heads, 2 layers, separate q/k/v, biases on every norm,
+    # attn_output and the output, 5 experts of 64 top 2 (softmax, renormalised). F32
+    E, H, HKV, F, NL, NE, NU = 48, 4, 2, 64, 2, 5, 2
+    D = E // H
+    orig, maxpos = 128, 4096
+    common(m, E, NL, H, HKV, F, maxpos, 1e-5, None, FT_F32)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("rope.scaling.original_context_length", T_U32, orig)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("rope.scaling.attn_factor", T_F32, math.sqrt(1 + math.log(maxpos / orig) / math.log(orig)))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add_vals("rope_factors_long.weight", [1.0 + abs(m.rng.gauss(0, 4)) for _ in range(D // 2)])
+    m.add_vals("rope_factors_short.weight", [1.0 + abs(m.rng.gauss(0, 0.5)) for _ in range(D // 2)])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.mat(b + "ffn_gate_exps.weight", E, F, NE)
+        m.mat(b + "ffn_up_exps.weight", E, F, NE)
+        m.mat(b + "ffn_down_exps.weight", F, E, NE)
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+    m.bias("output.bias", [NV])
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2098,11 +2136,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
