@@ -77,6 +77,7 @@ typedef enum loom_op {
     LOOM_OP_GATED_DELTA,  /* gated delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_SSM_SCAN,     /* Mamba-2 selective scan over a batch of tokens with per-sequence state */
     LOOM_OP_RWKV_WKV7,    /* RWKV-7 generalized delta rule over a batch of tokens with per-sequence state */
+    LOOM_OP_XIELU,        /* xIELU activation (Apertus); op_params: alpha_n, alpha_p, beta, eps as applied */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -303,6 +304,11 @@ loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p)
  *
  * log(1 + e^x), x itself above 20 (F32). */
 loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a);
+/* xIELU (Apertus's activation), F32, elementwise, with an = beta + softplus(alpha_n) and
+ * ap = softplus(alpha_p) (the parameters as the checkpoint stores them, as ggml_xielu
+ * takes them): x > 0: ap x^2 + beta x; else (expm1(min(x, eps)) - x) an + beta x.
+ * LOOM_ERR_INVALID_ARG for a non-finite parameter. */
+loom_tensor *loom_xielu(loom_ctx *ctx, loom_tensor *a, float alpha_n, float alpha_p, float beta, float eps);
 /* Causal depthwise convolution: x F32 [C, T], kernel w F32, F16 or BF16 [K, C] (K 2..16), state F32
  * [(K-1) * C, S] (per slot the last K-1 inputs of each channel, oldest first, channel
  * by channel). y[c, t] = sum_k w[k, c] * window[k], window = the slot's K-1 previous

@@ -1,5 +1,5 @@
 /* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta, loom_ssm_scan,
- * loom_rwkv_wkv7) on the CPU
+ * loom_rwkv_wkv7, and the xIELU activation) on the CPU
  * engine against float64 references written here: several state slots, tokens of the
  * slots interleaved, a slot without tokens (its state must come back unchanged), one and
  * two threads, GQA-style head sharing, and the errors (shapes, a token's slot out of
@@ -23,6 +23,31 @@ static void test_softplus(int nth) {
         if (e > worst) worst = e;
     }
     CHECK_MSG(worst < 2e-6, "softplus rel error %g", worst);
+    loom_ctx_free(ctx);
+}
+
+/* xIELU against float64 with the parameters transformed as ggml_xielu does */
+static void test_xielu(int nth) {
+    loom_ctx *ctx = nn_ctx(nth, false);
+    enum { N = 41 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i - 25) * 0.37f; /* both branches, the eps clamp */
+    const float an0 = 0.8f, ap0 = -0.3f, beta = 0.5f, eps = -1e-6f;
+    int64_t ne[1] = {N};
+    loom_tensor *y = loom_xielu(ctx, loom_from_f32(loom_ctx_input(ctx), x, N, 1, ne), an0, ap0, beta, eps);
+    float out[N];
+    CHECK(nn_run(ctx, y, out, N) == LOOM_OK);
+    const double an = beta + log1p(exp((double)an0)), ap = log1p(exp((double)ap0));
+    double ref[N];
+    for (int i = 0; i < N; i++) {
+        const double v = x[i];
+        ref[i] = v > 0 ? ap * v * v + beta * v : (expm1(fmin(v, (double)eps)) - v) * an + beta * v;
+    }
+    CHECK_MSG(max_rel(out, ref, N) < 1e-6, "xielu (%d threads): max rel %g", nth, max_rel(out, ref, N));
+    loom_ctx_free(ctx);
+    ctx = nn_ctx(1, false);
+    CHECK(loom_tensor_is_poison(loom_xielu(ctx, loom_from_f32(loom_ctx_input(ctx), x, N, 1, ne), NAN, ap0, beta, eps)));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_INVALID_ARG);
     loom_ctx_free(ctx);
 }
 
@@ -340,6 +365,7 @@ int main(void) {
         test_scan(nth, false);
         test_scan(nth, true);
         test_wkv7(nth);
+        test_xielu(nth);
     }
     test_conv_strided();
     test_errors();

@@ -1,5 +1,6 @@
 /*
- * ops_ssm.c - constructors of the recurrent-layer ops (loom.h): softplus, the causal
+ * ops_ssm.c - constructors of the recurrent-layer ops (loom.h): softplus (and xIELU,
+ * another activation of this generation of models), the causal
  * depthwise convolution, the gated delta rule, the selective scan and RWKV-7's state
  * update over a batch with per-sequence state.
  */
@@ -13,6 +14,22 @@ loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a) {
     if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);
     if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "softplus takes F32");
     return loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, &a);
+}
+
+static float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+loom_tensor *loom_xielu(loom_ctx *ctx, loom_tensor *a, float alpha_n, float alpha_p, float beta, float eps) {
+    const loom_op op = LOOM_OP_XIELU;
+    if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);
+    if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "xielu takes F32");
+    if (!isfinite(alpha_n) || !isfinite(alpha_p) || !isfinite(beta) || !isfinite(eps))
+        return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, a, NULL, "xielu parameters must be finite");
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, &a);
+    loom_set_op_param_f32(t, 0, beta + softplus_f(alpha_n));
+    loom_set_op_param_f32(t, 1, softplus_f(alpha_p));
+    loom_set_op_param_f32(t, 2, beta);
+    loom_set_op_param_f32(t, 3, eps);
+    return t;
 }
 
 /* rows of a contiguous (ne0 elements apart in memory): the kernels read rows */

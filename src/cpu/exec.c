@@ -53,6 +53,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_GATED_DELTA: return loom_cpu_op_gated_delta;
     case LOOM_OP_SSM_SCAN: return loom_cpu_op_ssm_scan;
     case LOOM_OP_RWKV_WKV7: return loom_cpu_op_rwkv_wkv7;
+    case LOOM_OP_XIELU: return loom_cpu_op_xielu;
     }
     return NULL;
 }

@@ -23,6 +23,24 @@ void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst) {
     }
 }
 
+void loom_cpu_op_xielu(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0];
+    const float an = loom_get_op_param_f32(dst, 0), ap = loom_get_op_param_f32(dst, 1);
+    const float beta = loom_get_op_param_f32(dst, 2), eps = loom_get_op_param_f32(dst, 3);
+    const int64_t n0 = a->ne[0], rows = loom_nelements(a) / (n0 ? n0 : 1);
+    int64_t r0, r1;
+    loom_cpu_split(rows, p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % a->ne[1], i2 = (r / a->ne[1]) % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+        const char *src = (const char *)a->data + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
+        float *out = (float *)loom_row_ptr(dst, i1, i2, i3);
+        for (int64_t i = 0; i < n0; i++) {
+            const float x = *(const float *)(src + i * a->nb[0]);
+            out[i] = x > 0.0f ? ap * x * x + beta * x : (expm1f(fminf(x, eps)) - x) * an + beta * x;
+        }
+    }
+}
+
 /* slot of token t, or -1 (and the op fails) when out of range */
 static int64_t slot_of(const loom_tensor *seq, int64_t t, int64_t S) {
     const int32_t s = ((const int32_t *)seq->data)[t];

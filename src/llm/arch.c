@@ -112,6 +112,34 @@ static loom_status hunyuan_bind(loom_model *m, loom_error *err) {
     return s;
 }
 
+/* Apertus (Swiss AI): the llama block with qwen3's per-head q/k norms before rope and an
+ * MLP without gate whose activation is xIELU, its four parameters per layer in the
+ * un-prefixed keys xielu.alpha_n / alpha_p / beta / eps (one value or one per layer, as
+ * llama.cpp reads them). */
+static loom_status apertus_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err);
+    static const char *const keys[4] = {"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"};
+    const loom_gguf *g = loom_model_gguf(m);
+    for (int i = 0; i < 4 && !s; i++) {
+        const int64_t ki = loom_gguf_find_key(g, keys[i]);
+        if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", keys[i]);
+        const bool arr = loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY;
+        if (arr && loom_gguf_kv_array_len(g, ki) != (uint64_t)m->hp.n_layer)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' has %llu values for %d layers", keys[i],
+                                  (unsigned long long)loom_gguf_kv_array_len(g, ki), m->hp.n_layer);
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            double v;
+            if ((arr ? loom_gguf_kv_arr_float(g, ki, (uint64_t)il, &v) : loom_gguf_kv_float(g, ki, &v)) || !isfinite(v) ||
+                fabs(v) > 1e6)
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' (layer %d) is not a finite number", keys[i],
+                                      il);
+            m->layers[il].xielu[i] = (float)v;
+            m->layers[il].xielu_on = true;
+        }
+    }
+    return s;
+}
+
 /* SmolLM3: the llama block; every fourth layer has no rope (llama.cpp fixes the step at
  * 4; no key states it). */
 static loom_status smollm3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
@@ -174,6 +202,7 @@ static const llm_arch k_archs[] = {
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false}, /* EXAONE 3.x: the llama block, neox rope */
     {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build, false},
     {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama, false},
+    {"apertus", LOOM_ROPE_NEOX, NULL, apertus_bind, llm_build_llama, false},
     {"arcee", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* AFM-4.5B: squared-ReLU MLP without a gate */
     {"internlm2", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* q/k/v split by the converter */
     {"ernie4_5", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false},  /* ERNIE 4.5 dense: optional wo bias */

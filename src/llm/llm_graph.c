@@ -83,6 +83,9 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
             loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate_shexp, n), *u = loom_mul_mat(ctx, ly->ffn_up_shexp, n);
             x = loom_add(ctx, x, loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, g, u)));
         }
+    } else if (ly->xielu_on) { /* apertus: Wdown xielu(Wup x) */
+        x = loom_mul_mat(ctx, ly->ffn_down, loom_xielu(ctx, loom_mul_mat(ctx, ly->ffn_up, x), ly->xielu[0], ly->xielu[1],
+                                                       ly->xielu[2], ly->xielu[3]));
     } else if (!ly->ffn_gate) { /* arcee: Wdown relu(Wup x)^2 */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_sqr(ctx, loom_relu(ctx, loom_mul_mat(ctx, ly->ffn_up, x))));
     } else {

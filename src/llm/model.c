@@ -427,7 +427,7 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
 
     if ((st = llm_bind_embd_output(m, err))) return st;
-    bool qwen3 = !strcmp(hp->arch, "qwen3") || !strcmp(hp->arch, "qwen3vl");
+    bool qwen3 = !strcmp(hp->arch, "qwen3") || !strcmp(hp->arch, "qwen3vl") || !strcmp(hp->arch, "apertus");
     bool qwen2 = !strcmp(hp->arch, "qwen2");
     /* seed_oss names its FFN norm post_attention_norm */
     const char *ffn_norm = !strcmp(hp->arch, "seed_oss") ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight";
@@ -452,8 +452,9 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
         if (NE > 0) {
             llm_bind_experts(be, L, il, E, F, NE, err, &st);
         } else {
-            /* arcee (AFM-4.5B): no gate, a squared-ReLU MLP (llm_llama_ffn) */
-            L->ffn_gate = bind(be, strcmp(hp->arch, "arcee") != 0, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+            /* arcee (AFM-4.5B): no gate, a squared-ReLU MLP; apertus: no gate, xIELU (llm_llama_ffn) */
+            L->ffn_gate = bind(be, strcmp(hp->arch, "arcee") != 0 && strcmp(hp->arch, "apertus") != 0, E, F, err, &st,
+                               "blk.%d.ffn_gate.weight", il);
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
             L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
         }

@@ -16,6 +16,8 @@ typedef struct llm_layer {
     loom_tensor *bq, *bk, *bv, *bo;   /* optional biases */
     loom_tensor *q_norm, *k_norm;     /* qwen3 */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
+    bool xielu_on;                    /* apertus: the MLP is Wdown xielu(Wup x) with these */
+    float xielu[4];                   /* alpha_n, alpha_p, beta, eps (as the file stores them) */
     loom_tensor *rope_freqs;          /* optional */
     loom_tensor *ffn_norm;
     loom_tensor *ffn_gate, *ffn_up, *ffn_down;
