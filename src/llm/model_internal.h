@@ -16,6 +16,8 @@ typedef struct llm_layer {
     loom_tensor *bq, *bk, *bv, *bo;   /* optional biases */
     loom_tensor *q_norm, *k_norm;     /* qwen3 */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
+    loom_tensor *attn_sub_norm, *ffn_sub_norm; /* bitnet: norms before Wo and before Wdown */
+    loom_tensor *bitnet_scale[7];     /* bitnet: optional per-matrix scales (q, k, v, o, gate, up, down) */
     bool xielu_on;                    /* apertus: the MLP is Wdown xielu(Wup x) with these */
     float xielu[4];                   /* alpha_n, alpha_p, beta, eps (as the file stores them) */
     loom_tensor *rope_freqs;          /* optional */

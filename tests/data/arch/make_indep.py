@@ -16,7 +16,7 @@ here block by block.
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
-        hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus
+        hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2139,6 +2139,46 @@ def apertus(m, NV):
         m.kvs.append(("xielu." + key, T_ARR, (T_F32, vals)))
 
 
+def bitnet(m, NV):
+    # BitNet-b1.58-2B-like: 48 wide, 4 heads of 12, 2 KV heads, 3 layers, MLP of 96, the
+    # sub norms (attn_sub_norm [E], ffn_sub_norm [F]), no output.weight (tied), and the
+    # converter's weight_quant: each matrix ternary {-1, 0, 1} times its mean |w|; one
+    # layer (1) also carries per-matrix .scale tensors (a file layout llama.cpp reads). F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 3
+    common(m, E, NL, H, HKV, F, 4096, 1e-5, None, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 500000.0)
+    m.kv("rope.scaling.type", T_STR, "linear")
+    m.kv("rope.scaling.factor", T_F32, 1.0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+
+    def tern(name, n_in, n_out, scale_tensor):
+        w = m.gauss(n_in * n_out, n_in ** -0.5)
+        s = max(sum(abs(v) for v in w) / len(w), 1e-5)
+        q = [max(-1.0, min(1.0, round(v / s))) for v in w]
+        if scale_tensor:
+            m.add_vals(name, q, [n_in, n_out])
+            m.add_vals(name.replace(".weight", ".scale"), [s], [1])
+        else:
+            m.add_vals(name, [v * s for v in q], [n_in, n_out])
+    for i in range(NL):
+        b = "blk.%d." % i
+        sc = i == 1
+        m.norm(b + "attn_norm.weight", E)
+        tern(b + "attn_q.weight", E, H * D, sc)
+        tern(b + "attn_k.weight", E, HKV * D, sc)
+        tern(b + "attn_v.weight", E, HKV * D, sc)
+        m.norm(b + "attn_sub_norm.weight", E)
+        tern(b + "attn_output.weight", H * D, E, sc)
+        m.norm(b + "ffn_norm.weight", E)
+        tern(b + "ffn_gate.weight", E, F, sc)
+        tern(b + "ffn_up.weight", E, F, sc)
+        m.norm(b + "ffn_sub_norm.weight", F)
+        tern(b + "ffn_down.weight", F, E, sc)
+    m.norm("output_norm.weight", E)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2149,11 +2189,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
