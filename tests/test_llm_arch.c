@@ -195,7 +195,7 @@ static void check_model(const char *name, const char *path, double top1_min, boo
         CHECK_EQ_INT(nv, ref.nv);
         /* float weights, F32 cache: the same computation as llama.cpp's F32-cache run up to
          * summation order (Gemma: also F16 roundings of the GELU table that flip) */
-        double tight = tight_f32 && cfg[c].cache == LOOM_TYPE_F32 ? (gelu_flips ? 5e-4 : 2e-4) : -1;
+        double tight = tight_f32 && cfg[c].cache == LOOM_TYPE_F32 ? (gelu_flips ? 8e-4 : 2e-4) : -1;
         /* Every position within 1.5x, except: MoE routers flip on near-ties (two experts'
          * scores within an F16 cache's rounding pick differently in two correct runs, a
          * jump no floor predicts: llama.cpp's own two runs of gpt-oss-mxfp4 differ by 0.75
@@ -264,7 +264,9 @@ static void quantized_models(void) {
  * the same with many GELUs through llama.cpp's F16 table, whose rounding flips on
  * last-bit differences of their inputs: gemma4, measured 3.1e-4 at the worst position
  * with the AVX-512 and the scalar kernels alike and float noise (3e-7) at positions
- * without a flip; tight 5e-4, and 1 position in 4 over 1.5x the floor with an F16
+ * without a flip; gptneox-seq 6.6e-4 (token by token; 1.2e-7 at the positions before
+ * its first flip, Loom's scalar and AVX-512 runs identical); tight 8e-4, and 1 position
+ * in 4 over 1.5x the floor with an F16
  * cache, measured 3 to 7 of 36 with the scalar, AVX2 and AVX-512 kernels). */
 static void independent_models(void) {
     FILE *f = fopen(test_path(ARCH_DIR "/indep.txt"), "r");
@@ -448,6 +450,9 @@ static void bad_files(void) {
         {"mamba", "an architecture Loom does not run", {.str_key = "general.architecture", .str_val = "rwkv6",
          .u32_key = "rwkv6.block_count", .u32_val = 3},
          LOOM_ERR_UNSUPPORTED, "'rwkv6' is not supported (`loom info --archs`"},
+        {"gptneox", "no parallel-residual flag", {.drop = "gptneox.use_parallel_residual"}, LOOM_ERR_NOT_FOUND,
+         "gptneox.use_parallel_residual"},
+        {"gptneox", "missing q|k|v bias", {.drop = "blk.1.attn_qkv.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.attn_qkv.bias"},
         {"bitnet", "missing FFN sub norm", {.drop = "blk.2.ffn_sub_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.2.ffn_sub_norm.weight"},
         {"bitnet", "missing attention sub norm", {.drop = "blk.0.attn_sub_norm.weight"}, LOOM_ERR_NOT_FOUND,

@@ -232,6 +232,7 @@ static const llm_arch k_archs[] = {
     {"phimoe", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
     {"phi2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_phi2_bind, llm_phi2_build, false},
     {"falcon", LOOM_ROPE_NEOX, llm_ln_hparams, llm_falcon_bind, llm_phi2_build, false},
+    {"gptneox", LOOM_ROPE_NEOX, llm_gptneox_hparams, llm_gptneox_bind, llm_gptneox_build, false},
     {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
     {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
     {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build, false},

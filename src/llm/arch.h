@@ -93,6 +93,9 @@ loom_tensor *llm_ln_gelu_mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *n)
 loom_tensor *llm_ln_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 loom_status llm_ln_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_phi2_bind(loom_model *m, loom_error *err);
+loom_status llm_gptneox_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_gptneox_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_gptneox_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_tensor *llm_phi2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_starcoder2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_starcoder2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -23,6 +23,7 @@
  * everywhere, fused q|k|v (multi-query for starcoder), a GELU MLP.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
@@ -212,6 +213,59 @@ loom_tensor *llm_gpt2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *f = llm_named(loom_add(ctx, x, h), "ffn_inp", il);
         loom_tensor *mi = llm_named(loom_layer_norm(ctx, f, ly->ffn_norm, ly->ffn_norm_b, eps), "ffn_norm", il);
         h = llm_named(loom_add(ctx, llm_named(llm_ln_gelu_mlp(ctx, ly, mi), "ffn_out", il), f), "l_out", il);
+    }
+    return llm_ln_output(m, ctx, h);
+}
+
+/* GPT-NeoX (gptneox: Pythia, GPT-NeoX-20B, Dolly v2, RedPajama-INCITE), as llama.cpp's
+ * gptneox graph: LayerNorms with biases, fused q|k|v with bias, partial neox rope, a GELU
+ * MLP with biases, a separate output; use_parallel_residual (required) picks
+ * h + attn(ln1(h)) + mlp(ln2(h)) or the sequential block. */
+loom_status llm_gptneox_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_ln_hparams(g, hp, hx, err);
+    if (s) return s;
+    char key[96];
+    snprintf(key, sizeof key, "%s.use_parallel_residual", hp->arch);
+    bool par = false;
+    if (loom_gguf_find_key(g, key) < 0)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
+    if (loom_gguf_get_bool(g, key, &par))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a boolean", key);
+    hx->par_res = par;
+    return LOOM_OK;
+}
+
+loom_status llm_gptneox_bind(loom_model *m, loom_error *err) { return llm_ln_bind(m, false, true, err); }
+
+loom_tensor *llm_gptneox_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const int64_t T = b->n_tokens;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, hp, ly, n, T, &q, &k, &v);
+        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
+        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
+                                       NULL);
+        loom_tensor *x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
+        if (il == hp->n_layer - 1) {
+            x = loom_get_rows(ctx, x, in.outs);
+            h = loom_get_rows(ctx, h, in.outs);
+        }
+        if (m->hx.par_res) {
+            loom_tensor *f = llm_ln_gelu_mlp(ctx, ly, loom_layer_norm(ctx, h, ly->ffn_norm, ly->ffn_norm_b, eps));
+            h = llm_named(loom_add(ctx, loom_add(ctx, llm_named(f, "ffn_out", il), h), x), "l_out", il);
+        } else {
+            h = llm_named(loom_add(ctx, x, h), "ffn_inp", il);
+            loom_tensor *f = llm_ln_gelu_mlp(ctx, ly, loom_layer_norm(ctx, h, ly->ffn_norm, ly->ffn_norm_b, eps));
+            h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
+        }
     }
     return llm_ln_output(m, ctx, h);
 }

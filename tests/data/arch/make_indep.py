@@ -16,7 +16,7 @@ here block by block.
         arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
-        hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet
+        hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2179,6 +2179,44 @@ def bitnet(m, NV):
     m.norm("output_norm.weight", E)
 
 
+def gptneox(m, NV, seq=False):
+    # Pythia-like: 48 wide, 4 heads of 12 (no GQA), 3 layers, partial rotary (4 of 12
+    # dims: rope.dimension_count), LayerNorms with biases, fused q|k|v with bias (the
+    # converter's q|k|v order), GELU MLP of 96 with biases, a separate output; parallel
+    # residual (Pythia) or, seq, the sequential block (use_parallel_residual false). F32
+    E, H, D, F, NL = 48, 4, 12, 96, 3
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))
+    m.kv("context_length", T_U32, 2048)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("block_count", T_U32, NL)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kv("rope.dimension_count", T_U32, 4)
+    m.kv("attention.head_count", T_U32, H)
+    m.kv("use_parallel_residual", T_BOOL, not seq)
+    m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_qkv.weight", E, 3 * H * D)
+        m.bias(b + "attn_qkv.bias", [3 * H * D])
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_up.weight", E, F)
+        m.bias(b + "ffn_up.bias", [F])
+        m.mat(b + "ffn_down.weight", F, E)
+        m.bias(b + "ffn_down.bias", [E])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2189,11 +2227,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -2201,7 +2239,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -2226,6 +2264,8 @@ def main():
         lfm2(m, NV, True)
     elif arch == "falcon-40b":
         falcon(m, NV, True)
+    elif arch == "gptneox-seq":
+        gptneox(m, NV, True)
     elif arch == "rwkv7":
         rwkv7(m, NV, seed)
     elif arch in ("hunyuan-dense", "hunyuan-moe"):
