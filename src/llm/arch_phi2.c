@@ -235,7 +235,16 @@ loom_status llm_gptneox_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     return LOOM_OK;
 }
 
-loom_status llm_gptneox_bind(loom_model *m, loom_error *err) { return llm_ln_bind(m, false, true, err); }
+loom_status llm_gptneox_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_ln_bind(m, false, true, err);
+    /* llama.cpp requires the fused q|k|v with its bias */
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        const llm_layer *L = &m->layers[il];
+        const char *miss = !L->wqkv ? "weight" : !L->bqkv ? "bias" : NULL;
+        if (miss) s = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'blk.%d.attn_qkv.%s' is missing", il, miss);
+    }
+    return s;
+}
 
 loom_tensor *llm_gptneox_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
