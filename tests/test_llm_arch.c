@@ -323,6 +323,7 @@ static void bad_files(void) {
 
     /* the independent files of the other architectures with one thing wrong */
     static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1};
+    static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
     static const struct {
         const char *file, *what;
         gguf_change c;
@@ -450,6 +451,10 @@ static void bad_files(void) {
         {"mamba", "an architecture Loom does not run", {.str_key = "general.architecture", .str_val = "rwkv6",
          .u32_key = "rwkv6.block_count", .u32_val = 3},
          LOOM_ERR_UNSUPPORTED, "'rwkv6' is not supported (`loom info --archs`"},
+        {"deci", "attention without an FFN", {.u32s_key = "deci.feed_forward_length", .u32s = deci_ff, .n_u32s = 5},
+         LOOM_ERR_UNSUPPORTED, "layer 0: attention without a feed-forward"},
+        {"deci", "missing linear-attention output", {.drop = "blk.1.attn_output.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.attn_output.weight"},
         {"gptneox", "no parallel-residual flag", {.drop = "gptneox.use_parallel_residual"}, LOOM_ERR_NOT_FOUND,
          "gptneox.use_parallel_residual"},
         {"gptneox", "missing q|k|v bias", {.drop = "blk.1.attn_qkv.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.attn_qkv.bias"},

@@ -202,6 +202,7 @@ static const llm_arch k_archs[] = {
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false}, /* EXAONE 3.x: the llama block, neox rope */
     {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build, false},
     {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama, false},
+    {"deci", LOOM_ROPE_NORMAL, NULL, llm_deci_bind, llm_deci_build, false},
     {"bitnet", LOOM_ROPE_NEOX, NULL, llm_bitnet_bind, llm_bitnet_build, false},
     {"apertus", LOOM_ROPE_NEOX, NULL, apertus_bind, llm_build_llama, false},
     {"arcee", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false}, /* AFM-4.5B: squared-ReLU MLP without a gate */

@@ -135,6 +135,9 @@ loom_tensor *llm_falconh1_build(loom_model *m, loom_ctx *ctx, const llm_batch *b
 loom_status llm_nemotronh_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_nemotronh_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_nemotronh_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+/* arch_deci.c */
+loom_status llm_deci_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_deci_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_bitnet.c */
 loom_status llm_bitnet_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_bitnet_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

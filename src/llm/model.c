@@ -161,13 +161,15 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = llm_get_int_key(g, arch, "nextn_predict_layers", false, 0, &nextn, err))) return s;
     if ((s = check_range("nextn_predict_layers", nextn, 0, n_layer - 1, err))) return s;
     n_layer -= nextn;
-    if ((s = llm_get_int_key(g, arch, "attention.head_count", !ad->no_attn, 1, &n_head, err))) return s;
+    /* deci gives head_count per layer (0: no attention): the largest here */
+    if ((s = get_int_key(g, arch, "attention.head_count", !ad->no_attn, 1, !strcmp(arch, "deci"), &n_head, err)))
+        return s;
     if (ad->no_attn) n_head = 1; /* the converters write 0 */
     if ((s = check_range("attention.head_count", n_head, 1, 65536, err))) return s;
     /* gemma4 gives head_count_kv and feed_forward_length per layer: the largest here,
      * each layer's in its binding */
     const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10) ||
-                           !strncmp(arch, "lfm2", 4) || !strcmp(arch, "jamba");
+                           !strncmp(arch, "lfm2", 4) || !strcmp(arch, "jamba") || !strcmp(arch, "deci");
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if (ad->no_attn) n_head_kv = 1;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
@@ -458,23 +460,27 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
             L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
         }
-        if (st) break;
-        /* Llama 3.1 frequency factors: the backend makes a copy per layer. */
-        char rn[64];
-        snprintf(rn, sizeof rn, "blk.%d.rope_freqs.weight", il);
-        loom_tensor *rf = loom_backend_get_tensor(be, rn);
-        if (rf) {
-            if (loom_tensor_type(rf) != LOOM_TYPE_F32 || loom_tensor_ne(rf, 0) < hp->n_rot / 2 ||
-                loom_tensor_nelements(rf) != loom_tensor_ne(rf, 0))
-                return loom_error_set(err, LOOM_ERR_FORMAT,
-                                      "model: tensor '%s' must be F32 [>= %d] (is %s [%lld])", rn,
-                                      hp->n_rot / 2, loom_type_name(loom_tensor_type(rf)),
-                                      (long long)loom_tensor_ne(rf, 0));
-            L->rope_freqs = rf;
-            hp->has_rope_freqs = true;
-        }
+        llm_bind_rope_freqs(be, hp, L, il, err, &st);
     }
     return st;
+}
+
+void llm_bind_rope_freqs(const loom_backend *be, loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                         loom_status *st) {
+    if (*st) return;
+    /* Llama 3.1 frequency factors: the backend makes a copy per layer. */
+    char rn[64];
+    snprintf(rn, sizeof rn, "blk.%d.rope_freqs.weight", il);
+    loom_tensor *rf = loom_backend_get_tensor(be, rn);
+    if (!rf) return;
+    if (loom_tensor_type(rf) != LOOM_TYPE_F32 || loom_tensor_ne(rf, 0) < hp->n_rot / 2 ||
+        loom_tensor_nelements(rf) != loom_tensor_ne(rf, 0)) {
+        *st = loom_error_set(err, LOOM_ERR_FORMAT, "model: tensor '%s' must be F32 [>= %d] (is %s [%lld])", rn,
+                             hp->n_rot / 2, loom_type_name(loom_tensor_type(rf)), (long long)loom_tensor_ne(rf, 0));
+        return;
+    }
+    L->rope_freqs = rf;
+    hp->has_rope_freqs = true;
 }
 
 /* ------------------------------------------------------------------ lifecycle */

@@ -388,6 +388,10 @@ void llm_bind_experts(const loom_backend *be, llm_layer *L, int il, int64_t E, i
 /* Layer il's shared expert ffn_{gate,up}_shexp [E, FS], ffn_down_shexp [FS, E] (required). */
 void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FS, loom_error *err,
                             loom_status *st);
+/* Llama-3 rope frequency factors blk.N.rope_freqs.weight (optional; F32 [>= n_rot / 2])
+ * into L->rope_freqs, setting hp->has_rope_freqs. */
+void llm_bind_rope_freqs(const loom_backend *be, loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                         loom_status *st);
 /* LongRoPE: rope_factors_long / _short.weight [n_rot / 2] (both or neither, F32) into
  * L->rope_long / rope_short. */
 void llm_bind_longrope(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
