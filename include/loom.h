@@ -77,6 +77,7 @@ typedef enum loom_op {
     LOOM_OP_GATED_DELTA,  /* gated delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_SSM_SCAN,     /* Mamba-2 selective scan over a batch of tokens with per-sequence state */
     LOOM_OP_RWKV_WKV7,    /* RWKV-7 generalized delta rule over a batch of tokens with per-sequence state */
+    LOOM_OP_RWKV_WKV6,    /* RWKV-6 state update over a batch of tokens with per-sequence state */
     LOOM_OP_XIELU,        /* xIELU activation (Apertus); op_params: alpha_n, alpha_p, beta, eps as applied */
     LOOM_OP_COUNT
 } loom_op;
@@ -344,6 +345,14 @@ loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_
  * sum_j M[i][j] r[j] (llama.cpp's rwkv_wkv7 with the exp of its decay inside). Result
  * F32 [D * H, T + D * S]: y in columns 0..T-1, the new states after them (slots without
  * a token: unchanged). */
+/* RWKV-6 state update: k, v, r F32 [D, H, T] (rows contiguous), u F32 [D, H] (the bonus
+ * time_mix_first, contiguous), w F32 [D, H, T] (rows contiguous; the decay is
+ * exp(-exp(w))), state F32 [D * D * H, S] (per slot and head a D x D matrix M, row i =
+ * key dim i). Per token, for its slot and each head: y[j] = sum_i r[i] (u[i] k[i] v[j] +
+ * M[i][j]); then M[i][j] = M[i][j] exp(-exp(w[i])) + k[i] v[j] (llama.cpp's rwkv_wkv6
+ * with its decay's two exps inside). Result F32 [D * H, T + D * S] as loom_rwkv_wkv7's. */
+loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                            loom_tensor *w, loom_tensor *state, loom_tensor *seq);
 loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
                             loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq);
 

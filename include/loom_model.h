@@ -262,9 +262,9 @@ int32_t loom_model_batch_argmax(const loom_model *m, int32_t i);
  * model at a time).
  * Models with recurrent layers (qwen35, qwen35moe, qwen3next: gated delta nets;
  * granitehybrid, nemotron_h*, falcon-h1, mamba2: Mamba-2; mamba, jamba: Mamba-1; lfm2,
- * lfm2moe: short convolutions; rwkv7: token shifts and a wkv state) keep a convolution
- * state (and a recurrent one) per sequence beside the K/V cells (mamba, mamba2 and rwkv7
- * have no K/V, only positions), and
+ * lfm2moe: short convolutions; rwkv6, rwkv7: token shifts and a wkv state) keep a
+ * convolution state (and a recurrent one) per sequence beside the K/V cells (mamba,
+ * mamba2, rwkv6 and rwkv7 have no K/V, only positions), and
  * their sliding-window layers keep every cell (only the masks slide). Such a state
  * describes all of a sequence's tokens and cannot be cut, so for these models: a
  * remove (or a shift pushing tokens below position 0) must take all of a sequence's

@@ -1,5 +1,5 @@
 /* The recurrent-layer ops (loom_softplus, loom_ssm_conv, loom_gated_delta, loom_ssm_scan,
- * loom_rwkv_wkv7, and the xIELU activation) on the CPU
+ * loom_rwkv_wkv6, loom_rwkv_wkv7, and the xIELU activation) on the CPU
  * engine against float64 references written here: several state slots, tokens of the
  * slots interleaved, a slot without tokens (its state must come back unchanged), one and
  * two threads, GQA-style head sharing, and the errors (shapes, a token's slot out of
@@ -289,6 +289,59 @@ static void test_wkv7(int nth) {
     loom_ctx_free(ctx);
 }
 
+/* RWKV-6: 3 heads of 4, slots interleaved, the bonus u per head */
+static void test_wkv6(int nth) {
+    enum { D = 4, H = 3, T = 9, S = 4, E = D * H };
+    float kvrw[4][E * T], u[E], st[D * D * H * S];
+    for (int i = 0; i < 4; i++) fill_rnd(kvrw[i], E * T, 1.0f);
+    fill_rnd(u, E, 1.0f);
+    fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
+    double y[E * T], M[D * D * H * S];
+    for (int i = 0; i < D * D * H * S; i++) M[i] = st[i];
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const float *k = kvrw[0] + t * E + h * D, *v = kvrw[1] + t * E + h * D, *r = kvrw[2] + t * E + h * D;
+            const float *w = kvrw[3] + t * E + h * D;
+            double *m = M + (k_seq[t] * H + h) * D * D;
+            for (int j = 0; j < D; j++) {
+                double acc = 0;
+                for (int i = 0; i < D; i++) acc += (double)r[i] * ((double)u[h * D + i] * k[i] * v[j] + m[i * D + j]);
+                y[t * E + h * D + j] = acc;
+            }
+            for (int i = 0; i < D; i++)
+                for (int j = 0; j < D; j++)
+                    m[i * D + j] = m[i * D + j] * exp(-exp((double)w[i])) + (double)k[i] * v[j];
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    loom_ctx *in = loom_ctx_input(ctx);
+    int64_t n3[3] = {D, H, T}, nu[2] = {D, H}, nst[2] = {D * D * H, S}, nq[1] = {T};
+    loom_tensor *x4[4];
+    for (int i = 0; i < 4; i++) x4[i] = loom_from_f32(in, kvrw[i], E * T, 3, n3);
+    loom_tensor *res = loom_rwkv_wkv6(ctx, x4[0], x4[1], x4[2], loom_from_f32(in, u, E, 2, nu), x4[3],
+                                      loom_from_f32(in, st, D * D * H * S, 2, nst), loom_from_i32(in, k_seq, T, 1, nq));
+    enum { NOUT = E * (T + D * S) };
+    float out[NOUT];
+    CHECK(nn_run(ctx, res, out, NOUT) == LOOM_OK);
+    double ref[NOUT];
+    for (int i = 0; i < E * T; i++) ref[i] = y[i];
+    for (int i = 0; i < D * D * H * S; i++) ref[E * T + i] = M[i];
+    CHECK_MSG(max_rel(out, ref, NOUT) < 1e-6, "rwkv_wkv6 (%d threads): max rel %g", nth, max_rel(out, ref, NOUT));
+    CHECK(!memcmp(out + E * T + 3 * D * D * H, st + 3 * D * D * H, D * D * H * sizeof(float)));
+    loom_ctx_free(ctx);
+    /* a bonus of another size */
+    ctx = nn_ctx(1, false);
+    in = loom_ctx_input(ctx);
+    int64_t nu1[1] = {D};
+    CHECK(loom_tensor_is_poison(loom_rwkv_wkv6(ctx, loom_from_f32(in, kvrw[0], E * T, 3, n3),
+                                               loom_from_f32(in, kvrw[1], E * T, 3, n3),
+                                               loom_from_f32(in, kvrw[2], E * T, 3, n3), loom_from_f32(in, u, D, 1, nu1),
+                                               loom_from_f32(in, kvrw[3], E * T, 3, n3),
+                                               loom_from_f32(in, st, D * D * H * S, 2, nst),
+                                               loom_from_i32(in, k_seq, T, 1, nq))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+}
+
 /* ssm_conv reading its state through a view with a wider slot stride (RWKV's token
  * shifts: two [C] states per slot, the second one viewed): K = 2, taps (1, 0) give the
  * previous token of the same slot */
@@ -365,6 +418,7 @@ int main(void) {
         test_scan(nth, false);
         test_scan(nth, true);
         test_wkv7(nth);
+        test_wkv6(nth);
         test_xielu(nth);
     }
     test_conv_strided();

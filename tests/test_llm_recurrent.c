@@ -1,6 +1,6 @@
 /* Recurrent layers (qwen35's gated delta net; granitehybrid's, nemotron_h's,
  * falcon_h1's and mamba2's Mamba-2 mixers; mamba's and jamba's Mamba-1 mixers; lfm2's
- * short convolutions; rwkv7's token shifts and wkv7 state; tests/data/arch/indep-*.gguf)
+ * short convolutions; rwkv6's and rwkv7's token shifts and wkv states; tests/data/arch/indep-*.gguf)
  * under the sequence API: each sequence's state is its own (two sequences interleaved in
  * one batch give each one's solo logits), a whole-sequence remove resets the state, a
  * partial one is refused and changes nothing, a whole copy into an empty sequence
@@ -234,5 +234,6 @@ int main(void) {
     run_file("tests/data/arch/indep-mamba2.gguf");        /* Mamba-2 only */
     run_file("tests/data/arch/indep-jamba.gguf");         /* Mamba-1 with dt/B/C norms, attention, experts */
     run_file("tests/data/arch/indep-rwkv7.gguf");         /* token shifts and the wkv7 state */
+    run_file("tests/data/arch/indep-rwkv6.gguf");         /* token shifts and the wkv6 state */
     return test_finish("test_llm_recurrent");
 }

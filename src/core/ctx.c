@@ -34,6 +34,7 @@ static const char *const g_op_names[LOOM_OP_COUNT] = {
     [LOOM_OP_SSM_CONV] = "SSM_CONV",     [LOOM_OP_GATED_DELTA] = "GATED_DELTA",
     [LOOM_OP_SSM_SCAN] = "SSM_SCAN",
     [LOOM_OP_RWKV_WKV7] = "RWKV_WKV7",
+    [LOOM_OP_RWKV_WKV6] = "RWKV_WKV6",
     [LOOM_OP_XIELU] = "XIELU",
 };
 

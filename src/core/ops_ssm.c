@@ -146,3 +146,30 @@ loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_
     int64_t ne[4] = {D * H, T + D * S, 1, 1};
     return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 8, args);
 }
+
+loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                            loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
+    const loom_op op = LOOM_OP_RWKV_WKV6;
+    loom_tensor *args[7] = {k, v, r, u, w, state, seq};
+    if (!loom_op_check(ctx, op, 7, args)) return loom_ctx_poison(ctx);
+    const int64_t D = k->ne[0], H = k->ne[1], T = k->ne[2];
+    loom_tensor *const tok[4] = {k, v, r, w};
+    static const char *const names[4] = {"k", "v", "r", "w"};
+    for (int i = 0; i < 4; i++)
+        if (!rows_ok(tok[i]) || tok[i]->ne[0] != D || tok[i]->ne[1] != H || tok[i]->ne[2] != T ||
+            tok[i]->ne[3] != 1 || D < 1 || H < 1)
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, tok[i], k,
+                                 "%s must be F32 [D = %lld, H = %lld, T = %lld] with contiguous rows", names[i],
+                                 (long long)D, (long long)H, (long long)T);
+    if (u->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(u) || loom_tensor_nelements(u) != D * H)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, u, k, "u must be contiguous F32 with D * H = %lld values",
+                             (long long)(D * H));
+    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != D * D * H ||
+        state->ne[1] < 1 || state->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
+                             (long long)(D * D * H));
+    if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
+    const int64_t S = state->ne[1];
+    int64_t ne[4] = {D * H, T + D * S, 1, 1};
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 7, args);
+}

@@ -53,6 +53,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_GATED_DELTA: return loom_cpu_op_gated_delta;
     case LOOM_OP_SSM_SCAN: return loom_cpu_op_ssm_scan;
     case LOOM_OP_RWKV_WKV7: return loom_cpu_op_rwkv_wkv7;
+    case LOOM_OP_RWKV_WKV6: return loom_cpu_op_rwkv_wkv6;
     case LOOM_OP_XIELU: return loom_cpu_op_xielu;
     }
     return NULL;
@@ -69,6 +70,7 @@ size_t loom_cpu_op_work_size(const loom_tensor *dst, int nth) {
     case LOOM_OP_POOL_2D: return loom_cpu_work_size_pool_2d(dst, nth);
     case LOOM_OP_GATED_DELTA: return loom_cpu_work_size_gated_delta(dst, nth);
     case LOOM_OP_RWKV_WKV7: return loom_cpu_work_size_rwkv_wkv7(dst, nth);
+    case LOOM_OP_RWKV_WKV6: return loom_cpu_work_size_rwkv_wkv6(dst, nth);
     default: return loom_cpu_work_size_basic(dst, nth);
     }
 }
@@ -117,7 +119,8 @@ static int node_tasks(const loom_tensor *t, int nth) {
     case LOOM_OP_SSM_CONV:    /* per channel / per (head, sequence): the state is the work */
     case LOOM_OP_GATED_DELTA: return nth;
     case LOOM_OP_SSM_SCAN:
-    case LOOM_OP_RWKV_WKV7: return nth;
+    case LOOM_OP_RWKV_WKV7:
+    case LOOM_OP_RWKV_WKV6: return nth;
     case LOOM_OP_FLASH_ATTN:
         work = (double)loom_nelements(a) * (double)(b ? b->ne[1] : 1);
         return work < EXEC_MIN_MT_MACS ? 1 : nth;

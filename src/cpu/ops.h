@@ -135,6 +135,7 @@ void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_rwkv_wkv6(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_xielu(const loom_compute_params *p, loom_tensor *dst);
 
 /* Scratch bytes the nn kernels need for dst with nth threads (0 = none). */
@@ -147,6 +148,7 @@ size_t loom_cpu_work_size_im2col(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_pool_2d(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_gated_delta(const loom_tensor *dst, int nth);
 size_t loom_cpu_work_size_rwkv_wkv7(const loom_tensor *dst, int nth);
+size_t loom_cpu_work_size_rwkv_wkv6(const loom_tensor *dst, int nth);
 
 /* ---- dispatch (exec.c) */
 /* Kernel for op (NULL for NONE and VIEW, which compute nothing). */

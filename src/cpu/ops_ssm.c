@@ -251,3 +251,49 @@ void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst) {
         }
     }
 }
+
+size_t loom_cpu_work_size_rwkv_wkv6(const loom_tensor *dst, int nth) {
+    const int64_t D = dst->src[0]->ne[0];
+    return (size_t)nth * ((size_t)D * sizeof(float) + 64);
+}
+
+void loom_cpu_op_rwkv_wkv6(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *tk = dst->src[0], *tv = dst->src[1], *tr = dst->src[2], *tu = dst->src[3];
+    const loom_tensor *tw = dst->src[4], *st = dst->src[5], *seq = dst->src[6];
+    const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
+    for (int64_t t = 0; t < T; t++)
+        if (slot_of(seq, t, S) < 0) {
+            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
+            return;
+        }
+    float *out = (float *)dst->data;              /* [D * H, T] */
+    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
+    const size_t per = (size_t)(D * D);
+    float *dec = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)D * sizeof(float) + 64));
+    int64_t r0, r1;
+    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    for (int64_t rr = r0; rr < r1; rr++) {
+        const int64_t h = rr % H, s = rr / H;
+        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
+        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        const float *u = (const float *)tu->data + h * D;
+        for (int64_t t = 0; t < T; t++) {
+            if (slot_of(seq, t, S) != s) continue;
+#define WKV_ROW(tt) ((const float *)((const char *)(tt)->data + t * (tt)->nb[2] + h * (tt)->nb[1]))
+            const float *k = WKV_ROW(tk), *v = WKV_ROW(tv), *r = WKV_ROW(tr), *w = WKV_ROW(tw);
+#undef WKV_ROW
+            for (int64_t i = 0; i < D; i++) dec[i] = expf(-expf(w[i]));
+            float *o = out + (size_t)t * (size_t)(D * H) + (size_t)h * (size_t)D;
+            for (int64_t j = 0; j < D; j++) o[j] = 0.0f;
+            for (int64_t i = 0; i < D; i++) { /* over key dims, as llama.cpp accumulates */
+                float *row = M + (size_t)i * (size_t)D;
+                const float ki = k[i], ri = r[i], ui = u[i], di = dec[i];
+                for (int64_t j = 0; j < D; j++) {
+                    const float kv = v[j] * ki;
+                    o[j] += (kv * ui + row[j]) * ri;
+                    row[j] = row[j] * di + kv;
+                }
+            }
+        }
+    }
+}

@@ -141,7 +141,10 @@ loom_tensor *llm_deci_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_bitnet.c */
 loom_status llm_bitnet_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_bitnet_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
-/* arch_rwkv.c: rwkv7 */
+/* arch_rwkv.c: rwkv6, rwkv7 */
+loom_status llm_rwkv6_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_rwkv6_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_rwkv6_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_rwkv7_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

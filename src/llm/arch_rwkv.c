@@ -1,12 +1,12 @@
 /*
- * arch_rwkv.c - RWKV-7 "Goose" (general.architecture "rwkv7": RWKV-7 World, G1), as
- * llama.cpp's rwkv7 graph. No attention: every layer is a time mix and a channel mix,
- * each reading the previous token's normed input (the token shift, per sequence in the
+ * arch_rwkv.c - RWKV-6 "Finch" (rwkv6) and RWKV-7 "Goose" (rwkv7: RWKV-7 World, G1), as
+ * llama.cpp's graphs. No attention: every layer is a time mix and a channel mix, each
+ * reading the previous token's normed input (the token shift, per sequence in the
  * cache: two [n_embd] states per slot), and the time mix keeps a D x D state per head
- * (wkv.head_size D):
+ * (wkv.head_size D). h = LayerNorm(embedding) (token_embd_norm) first; logits =
+ * Woutput LN(h) (output_norm with bias) last.
  *
- *   h = LayerNorm(embedding) (token_embd_norm)
- *   per layer:  x = LN(h) (attn_norm);  sx = x_prev - x;  x_i = x + sx * lerp_i for
+ * RWKV-7, per layer:  x = LN(h) (attn_norm);  sx = x_prev - x;  x_i = x + sx * lerp_i for
  *               i = r, w, k, v, a, g (time_mix_lerp_fused [E, 1, 1, 6])
  *     r = Wr x_r;  k = Wk x_k;  v = Wv x_v
  *     log decay  w = -0.606531 sigmoid(w0 + W2 tanh(W1 x_w))
@@ -19,9 +19,17 @@
  *     h += Wo (y * g)
  *     x = LN(h) (attn_norm_2);  x_k = x + (x_prev - x) * cm_lerp_k
  *     h += Wvalue relu(Wkey x_k)^2
- *   logits = Woutput LN(h) (output_norm with bias)
- * Keys: wkv.head_size, attention.{decay,iclr,value_residual_mix,gate}_lora_rank,
- * attention.layer_norm_epsilon, feed_forward_length; token_shift_count must be 2.
+ *   Keys: wkv.head_size, attention.{decay,iclr,value_residual_mix,gate}_lora_rank,
+ *   attention.layer_norm_epsilon, feed_forward_length; token_shift_count must be 2.
+ * RWKV-6, per layer: sx as above; m_i = W2_i tanh(W1 (x + sx lerp_x)) for i = w, k, v,
+ *     r, g (time_mix_extra_dim wide); x_i = x + sx (m_i + lerp_i) (fused lerps or the
+ *     older separate ones); r, k, v as above, g = silu(Wg x_g);
+ *     y = wkv6(k, v, r, time_mix_first, decay + Wd2 tanh(Wd1 x_w)) (the decay exp(-exp))
+ *     h += Wo (GroupNorm(y) * ln + ln_b) * g
+ *     x = LN(h);  h += sigmoid(Wr (x + sx lerp_r)) * Wvalue relu(Wkey (x + sx lerp_k))^2
+ *     and h halves after every rescale_every_n_layers-th layer.
+ *   Keys: wkv.head_size, time_mix_extra_dim, time_decay_extra_dim,
+ *   rescale_every_n_layers (optional), attention.layer_norm_epsilon.
  */
 #include <float.h>
 #include <stdio.h>
@@ -30,13 +38,12 @@
 #include "arch.h"
 #include "quant/alloc.h"
 
-loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+/* wkv.head_size, token_shift_count (2), feed_forward_length and the LayerNorm epsilon */
+static loom_status rwkv_common_keys(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
     loom_status s = llm_ln_hparams(g, hp, hx, err);
     if (s) return s;
-    int64_t D, shift, r[4];
-    static const char *const lora[4] = {"attention.decay_lora_rank", "attention.iclr_lora_rank",
-                                        "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank"};
+    int64_t D, shift;
     if ((s = llm_get_int_key(g, a, "wkv.head_size", true, 0, &D, err))) return s;
     if (D < 1 || D > 1024 || hp->n_embd % D)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.wkv.head_size = %lld does not divide embedding_length "
@@ -44,6 +51,45 @@ loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     if ((int64_t)hp->n_embd * D > ((int64_t)1 << 28))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: a sequence's state of %d x %lld floats is too large", a,
                               hp->n_embd, (long long)D);
+    if ((s = llm_get_int_key(g, a, "token_shift_count", false, 2, &shift, err))) return s;
+    if (shift != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.token_shift_count = %lld (RWKV shifts 2)", a,
+                              (long long)shift);
+    if (hp->n_ff < 1) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.feed_forward_length must be > 0", a);
+    hx->rwkv_head = (int)D;
+    hx->rope_off = true;
+    return LOOM_OK;
+}
+
+/* RWKV-6: time_mix_extra_dim, time_decay_extra_dim, rescale_every_n_layers (optional) */
+loom_status llm_rwkv6_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = rwkv_common_keys(g, hp, hx, err);
+    if (s) return s;
+    static const char *const dims[2] = {"time_mix_extra_dim", "time_decay_extra_dim"};
+    for (int i = 0; i < 2; i++) {
+        int64_t v;
+        if ((s = llm_get_int_key(g, hp->arch, dims[i], true, 0, &v, err))) return s;
+        if (v < 1 || v > 65536)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %lld is out of range", hp->arch, dims[i],
+                                  (long long)v);
+        hx->rwkv_lora[i] = (int)v;
+    }
+    int64_t re;
+    if ((s = llm_get_int_key(g, hp->arch, "rescale_every_n_layers", false, 0, &re, err))) return s;
+    if (re < 0 || re > 4096)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rescale_every_n_layers = %lld is out of range", hp->arch,
+                              (long long)re);
+    hx->rwkv_rescale = (int)re;
+    return LOOM_OK;
+}
+
+loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s = rwkv_common_keys(g, hp, hx, err);
+    if (s) return s;
+    int64_t r[4];
+    static const char *const lora[4] = {"attention.decay_lora_rank", "attention.iclr_lora_rank",
+                                        "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank"};
     for (int i = 0; i < 4; i++) {
         if ((s = llm_get_int_key(g, a, lora[i], true, 0, &r[i], err))) return s;
         if (r[i] < 1 || r[i] > 65536)
@@ -51,13 +97,6 @@ loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
                                   (long long)r[i]);
         hx->rwkv_lora[i] = (int)r[i];
     }
-    if ((s = llm_get_int_key(g, a, "token_shift_count", false, 2, &shift, err))) return s;
-    if (shift != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.token_shift_count = %lld (RWKV-7 shifts 2)", a,
-                              (long long)shift);
-    if (hp->n_ff < 1) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.feed_forward_length must be > 0", a);
-    hx->rwkv_head = (int)D;
-    hx->rope_off = true;
     return LOOM_OK;
 }
 
@@ -83,24 +122,66 @@ static loom_tensor *bind4(const loom_backend *be, int64_t ne0, int64_t ne3, loom
     return t;
 }
 
-loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
+/* the layers' parts both versions share, their cache states, the shift taps */
+static void bind_common(loom_model *m, int il, loom_error *err, loom_status *st) {
     const loom_backend *be = m->be;
-    const loom_model_hparams *hp = &m->hp;
-    const llm_hparams_x *hx = &m->hx;
-    const int64_t E = hp->n_embd, F = hp->n_ff, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
-    const int64_t RV = hx->rwkv_lora[2], RG = hx->rwkv_lora[3];
+    const int64_t E = m->hp.n_embd, F = m->hp.n_ff;
+    llm_layer *L = &m->layers[il];
+#define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, st, "blk.%d." name, il)
+#define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, st, "blk.%d." name, il)
+    T1(attn_norm, E, "attn_norm.weight");
+    T1(attn_norm_b, E, "attn_norm.bias");
+    T1(attn_norm_2, E, "attn_norm_2.weight");
+    T1(attn_norm_2_b, E, "attn_norm_2.bias");
+    T2(rwkv.key, E, E, "time_mix_key.weight");
+    T2(rwkv.value, E, E, "time_mix_value.weight");
+    T2(rwkv.recept, E, E, "time_mix_receptance.weight");
+    T1(rwkv.ln, E, "time_mix_ln.weight");
+    T1(rwkv.ln_b, E, "time_mix_ln.bias");
+    T2(rwkv.out, E, E, "time_mix_output.weight");
+    T1(rwkv.cm_lerp_k, E, "channel_mix_lerp_k.weight");
+    T2(rwkv.cm_key, E, F, "channel_mix_key.weight");
+    T2(rwkv.cm_value, F, E, "channel_mix_value.weight");
+#undef T1
+#undef T2
+    llm_kv_layer_type *t = &m->kv_types[il];
+    t->rs_conv = (int32_t)(2 * E);                /* the two token shifts */
+    t->rs_ssm = (int32_t)(E * m->hx.rwkv_head);   /* H heads of D x D */
+}
+
+static loom_status bind_io(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const int64_t E = m->hp.n_embd;
     loom_status st = llm_bind_embd_output(m, err);
     m->output_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "output_norm.bias", 0);
     m->tok_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "token_embd_norm.weight", 0);
     m->tok_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "token_embd_norm.bias", 0);
+    return st;
+}
+
+static loom_status init_shift(loom_model *m, loom_error *err) {
+    const int64_t E = m->hp.n_embd;
+    m->shift_kernel = loom_malloc((size_t)(2 * E) * sizeof *m->shift_kernel);
+    if (!m->shift_kernel) return loom_error_set(err, LOOM_ERR_NOMEM, "model: out of host memory");
+    for (int64_t c = 0; c < E; c++) {
+        m->shift_kernel[2 * c] = 1.0f; /* the previous input */
+        m->shift_kernel[2 * c + 1] = 0.0f;
+    }
+    return LOOM_OK;
+}
+
+loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
+    const int64_t RV = hx->rwkv_lora[2], RG = hx->rwkv_lora[3];
+    loom_status st = bind_io(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
+        bind_common(m, il, err, &st);
 #define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, &st, "blk.%d." name, il)
 #define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, &st, "blk.%d." name, il)
-        T1(attn_norm, E, "attn_norm.weight");
-        T1(attn_norm_b, E, "attn_norm.bias");
-        T1(attn_norm_2, E, "attn_norm_2.weight");
-        T1(attn_norm_2_b, E, "attn_norm_2.bias");
         T1(rwkv.w0, E, "time_mix_w0.weight");
         T2(rwkv.w1, E, RD, "time_mix_w1.weight");
         T2(rwkv.w2, RD, E, "time_mix_w2.weight");
@@ -118,29 +199,50 @@ loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
         T1(rwkv.k_k, E, "time_mix_k_k.weight");
         T1(rwkv.k_a, E, "time_mix_k_a.weight");
         T1(rwkv.r_k, E, "time_mix_r_k.weight");
-        T2(rwkv.key, E, E, "time_mix_key.weight");
-        T2(rwkv.value, E, E, "time_mix_value.weight");
-        T2(rwkv.recept, E, E, "time_mix_receptance.weight");
-        T1(rwkv.ln, E, "time_mix_ln.weight");
-        T1(rwkv.ln_b, E, "time_mix_ln.bias");
-        T2(rwkv.out, E, E, "time_mix_output.weight");
-        T1(rwkv.cm_lerp_k, E, "channel_mix_lerp_k.weight");
-        T2(rwkv.cm_key, E, F, "channel_mix_key.weight");
-        T2(rwkv.cm_value, F, E, "channel_mix_value.weight");
 #undef T1
 #undef T2
-        llm_kv_layer_type *t = &m->kv_types[il];
-        t->rs_conv = (int32_t)(2 * E);                /* the two token shifts */
-        t->rs_ssm = (int32_t)(E * hx->rwkv_head);     /* H heads of D x D */
     }
-    if (st) return st;
-    m->shift_kernel = loom_malloc((size_t)(2 * E) * sizeof *m->shift_kernel);
-    if (!m->shift_kernel) return loom_error_set(err, LOOM_ERR_NOMEM, "model: out of host memory");
-    for (int64_t c = 0; c < E; c++) {
-        m->shift_kernel[2 * c] = 1.0f; /* the previous input */
-        m->shift_kernel[2 * c + 1] = 0.0f;
+    return st ? st : init_shift(m, err);
+}
+
+loom_status llm_rwkv6_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, D = hx->rwkv_head, D5 = hx->rwkv_lora[0], DD = hx->rwkv_lora[1];
+    loom_status st = bind_io(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        bind_common(m, il, err, &st);
+#define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, &st, "blk.%d." name, il)
+#define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, &st, "blk.%d." name, il)
+        T1(rwkv.lerp_x, E, "time_mix_lerp_x.weight");
+        T2(rwkv.w1, E, 5 * D5, "time_mix_w1.weight");
+        L->rwkv.w2 = llm_bind_tensor(be, true, D5, E, 5, err, &st, "blk.%d.time_mix_w2.weight", il);
+        /* the five lerps fused [E, 1, 1, 5] (today's converter) or one tensor each */
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.time_mix_lerp_fused.weight", il);
+        if (loom_backend_get_tensor(be, name)) {
+            L->rwkv.lerp = bind4(be, E, 5, err, &st, "blk.%d.time_mix_lerp_fused.weight", il);
+        } else {
+            static const char *const five[5] = {"w", "k", "v", "r", "g"};
+            for (int i = 0; i < 5; i++) {
+                char fmt[64];
+                snprintf(fmt, sizeof fmt, "blk.%%d.time_mix_lerp_%s.weight", five[i]);
+                L->rwkv.lerp5[i] = llm_bind_tensor(be, true, E, 1, 1, err, &st, fmt, il);
+            }
+        }
+        T2(rwkv.first, D, E / D, "time_mix_first.weight");
+        T1(rwkv.decay, E, "time_mix_decay.weight");
+        T2(rwkv.decay_w1, E, DD, "time_mix_decay_w1.weight");
+        T2(rwkv.decay_w2, DD, E, "time_mix_decay_w2.weight");
+        T2(rwkv.gate, E, E, "time_mix_gate.weight");
+        T1(rwkv.cm_lerp_r, E, "channel_mix_lerp_r.weight");
+        T2(rwkv.cm_recept, E, E, "channel_mix_receptance.weight");
+#undef T1
+#undef T2
     }
-    return LOOM_OK;
+    return st ? st : init_shift(m, err);
 }
 
 /* x [E, T]'s previous token per sequence, from the state half `half` (0 time mix, 1
@@ -165,11 +267,35 @@ static loom_tensor *lerp_row(loom_ctx *ctx, loom_tensor *lerp, int i) {
     return loom_view(ctx, lerp, (size_t)i * (size_t)E * sizeof(float), 1, &E);
 }
 
+/* layer il's wkv state [E D, S] (a dry run has no cache buffers: a stand-in of the same
+ * shape; *real false) */
+static loom_tensor *wkv_state(loom_model *m, loom_ctx *ctx, int il, bool *real) {
+    llm_kv_cache *kv = &m->kv;
+    *real = kv->rs_ssm && kv->rs_ssm[il];
+    const int64_t ne_s[2] = {(int64_t)m->hp.n_embd * m->hx.rwkv_head, kv->n_seq};
+    return *real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_s);
+}
+
+/* the wkv result y [E, T + D S]: its new states back to rs, the outputs [E, T] through the
+ * group norm (one group per head, eps 64e-5) * ln + ln_b */
+static loom_tensor *wkv_out(loom_model *m, loom_ctx *ctx, int il, loom_tensor *y, loom_tensor *rs, bool real) {
+    const llm_layer *ly = &m->layers[il];
+    const int64_t E = m->hp.n_embd, D = m->hx.rwkv_head, H = E / D, S = m->kv.n_seq;
+    const int64_t T = loom_tensor_ne(y, 1) - D * S;
+    const int64_t nss = E * D * S;
+    if (real)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)E * (size_t)T * sizeof(float), 1, &nss),
+                                       loom_view(ctx, rs, 0, 1, &nss)));
+    const int64_t ne_y[2] = {E, T}, vy[3] = {E, E * (int64_t)sizeof(float), T}, n3[3] = {D, H, T};
+    loom_tensor *o = loom_cont(ctx, loom_view(ctx, y, 0, 3, vy));
+    o = loom_reshape(ctx, loom_layer_norm(ctx, loom_reshape(ctx, o, 3, n3), NULL, NULL, 64e-5f), 2, ne_y);
+    return loom_add(ctx, loom_mul(ctx, o, ly->rwkv.ln), ly->rwkv.ln_b);
+}
+
 static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x,
                              loom_tensor *prev, loom_tensor **v_first) {
     const llm_layer *ly = &m->layers[il];
-    llm_kv_cache *kv = &m->kv;
-    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = m->hx.rwkv_head, H = E / D, S = kv->n_seq;
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = m->hx.rwkv_head, H = E / D;
     loom_tensor *sx = loom_sub(ctx, prev, x);
     loom_tensor *xs[6];
     for (int i = 0; i < 6; i++) xs[i] = loom_add(ctx, loom_mul(ctx, sx, lerp_row(ctx, ly->rwkv.lerp, i)), x);
@@ -196,30 +322,52 @@ static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in,
     kk = loom_div(ctx, kk, nrm);
     loom_tensor *ka = loom_mul(ctx, k, ly->rwkv.k_a);
     k = loom_add(ctx, k, loom_sub(ctx, loom_mul(ctx, a, ka), ka));
-    /* the state (a dry run has no cache buffers: a stand-in of the same shape) */
-    const bool real = kv->rs_ssm && kv->rs_ssm[il];
-    const int64_t ne_s[2] = {E * D, S};
-    loom_tensor *rs = real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_s);
+    bool real;
+    loom_tensor *rs = wkv_state(m, ctx, il, &real);
     loom_tensor *r3 = loom_reshape(ctx, r, 3, n3), *k3 = loom_reshape(ctx, k, 3, n3);
     loom_tensor *v3 = loom_reshape(ctx, v, 3, n3), *a3 = loom_reshape(ctx, a, 3, n3);
     loom_tensor *y = llm_named(loom_rwkv_wkv7(ctx, r3, loom_reshape(ctx, w, 3, n3), k3, v3, loom_neg(ctx, kk),
                                               loom_mul(ctx, kk, a3), rs, in->seq),
                                "wkv7", il);
-    const int64_t nss = E * D * S;
-    if (real)
-        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)E * (size_t)T * sizeof(float), 1, &nss),
-                                       loom_view(ctx, rs, 0, 1, &nss)));
-    const int64_t ne_y[2] = {E, T}, vy[3] = {E, E * (int64_t)sizeof(float), T};
-    loom_tensor *o = loom_cont(ctx, loom_view(ctx, y, 0, 3, vy));
-    o = loom_reshape(ctx, loom_layer_norm(ctx, loom_reshape(ctx, o, 3, n3), NULL, NULL, 64e-5f), 2, ne_y);
-    o = loom_add(ctx, loom_mul(ctx, o, ly->rwkv.ln), ly->rwkv.ln_b);
-    const int64_t nrk[2] = {D, H};
+    loom_tensor *o = wkv_out(m, ctx, il, y, rs, real);
+    const int64_t ne_y[2] = {E, T}, nrk[2] = {D, H};
     loom_tensor *rk = loom_sum_rows(ctx, loom_mul(ctx, loom_mul(ctx, k3, r3), loom_reshape(ctx, ly->rwkv.r_k, 2, nrk)));
     o = loom_add(ctx, o, loom_reshape(ctx, loom_mul(ctx, v3, rk), 2, ne_y));
     return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, o, g));
 }
 
-loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+/* RWKV-6's time mix: the data-dependent lerps, decay LoRA, wkv6 with the bonus, the gate */
+static loom_tensor *time_mix6(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x,
+                              loom_tensor *prev) {
+    const llm_layer *ly = &m->layers[il];
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = m->hx.rwkv_head, H = E / D, D5 = m->hx.rwkv_lora[0];
+    loom_tensor *sx = loom_sub(ctx, prev, x);
+    loom_tensor *t5 = loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.w1, loom_add(ctx, loom_mul(ctx, sx, ly->rwkv.lerp_x), x)));
+    loom_tensor *xs[5]; /* w, k, v, r, g */
+    for (int i = 0; i < 5; i++) {
+        const int64_t va[3] = {D5, (int64_t)loom_tensor_nb(t5, 1), T};
+        const int64_t wa[3] = {D5, (int64_t)loom_tensor_nb(ly->rwkv.w2, 1), E};
+        loom_tensor *w2i = loom_view(ctx, ly->rwkv.w2, (size_t)i * loom_tensor_nb(ly->rwkv.w2, 2), 3, wa);
+        loom_tensor *mi = loom_mul_mat(ctx, w2i, loom_cont(ctx, loom_view(ctx, t5, (size_t)(i * D5) * sizeof(float), 3, va)));
+        loom_tensor *li = ly->rwkv.lerp ? lerp_row(ctx, ly->rwkv.lerp, i) : ly->rwkv.lerp5[i];
+        xs[i] = loom_add(ctx, loom_mul(ctx, loom_add(ctx, mi, li), sx), x);
+    }
+    const int64_t n3[3] = {D, H, T};
+    loom_tensor *r = loom_reshape(ctx, loom_mul_mat(ctx, ly->rwkv.recept, xs[3]), 3, n3);
+    loom_tensor *k = loom_reshape(ctx, loom_mul_mat(ctx, ly->rwkv.key, xs[1]), 3, n3);
+    loom_tensor *v = loom_reshape(ctx, loom_mul_mat(ctx, ly->rwkv.value, xs[2]), 3, n3);
+    loom_tensor *g = loom_silu(ctx, loom_mul_mat(ctx, ly->rwkv.gate, xs[4]));
+    loom_tensor *w = loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.decay_w2, loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.decay_w1, xs[0]))),
+                              ly->rwkv.decay); /* the decay is exp(-exp(w)), in the op */
+    bool real;
+    loom_tensor *rs = wkv_state(m, ctx, il, &real);
+    loom_tensor *y = llm_named(loom_rwkv_wkv6(ctx, k, v, r, ly->rwkv.first, loom_reshape(ctx, w, 3, n3), rs, in->seq),
+                               "wkv6", il);
+    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, wkv_out(m, ctx, il, y, rs, real), g));
+}
+
+/* both versions' graphs: v6 (RWKV-6) or 7 */
+static loom_tensor *rwkv_build(loom_model *m, loom_ctx *ctx, const llm_batch *b, int version) {
     const loom_model_hparams *hp = &m->hp;
     llm_kv_cache *kv = &m->kv;
     const float eps = hp->rms_eps;
@@ -236,7 +384,8 @@ loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
         loom_tensor *x = llm_named(loom_layer_norm(ctx, h, ly->attn_norm, ly->attn_norm_b, eps), "attn_norm", il);
         loom_tensor *prev = token_shift(m, ctx, &in, rc, real, 0, x, il);
-        h = llm_named(loom_add(ctx, time_mix(m, ctx, &in, il, x, prev, &v_first), h), "ffn_inp", il);
+        loom_tensor *tm = version == 6 ? time_mix6(m, ctx, &in, il, x, prev) : time_mix(m, ctx, &in, il, x, prev, &v_first);
+        h = llm_named(loom_add(ctx, tm, h), "ffn_inp", il);
         x = llm_named(loom_layer_norm(ctx, h, ly->attn_norm_2, ly->attn_norm_2_b, eps), "ffn_norm", il);
         prev = token_shift(m, ctx, &in, rc, real, 1, x, il);
         if (il == hp->n_layer - 1) {
@@ -244,9 +393,19 @@ loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             x = loom_get_rows(ctx, x, in.outs);
             prev = loom_get_rows(ctx, prev, in.outs);
         }
-        loom_tensor *xk = loom_add(ctx, loom_mul(ctx, loom_sub(ctx, prev, x), ly->rwkv.cm_lerp_k), x);
+        loom_tensor *sx = loom_sub(ctx, prev, x);
+        loom_tensor *xk = loom_add(ctx, loom_mul(ctx, sx, ly->rwkv.cm_lerp_k), x);
         loom_tensor *ck = loom_sqr(ctx, loom_relu(ctx, loom_mul_mat(ctx, ly->rwkv.cm_key, xk)));
-        h = llm_named(loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.cm_value, ck), h), "l_out", il);
+        loom_tensor *cm = loom_mul_mat(ctx, ly->rwkv.cm_value, ck);
+        if (version == 6) { /* RWKV-6: gated by sigmoid(Wr (x + sx lerp_r)) */
+            loom_tensor *xr = loom_add(ctx, loom_mul(ctx, sx, ly->rwkv.cm_lerp_r), x);
+            cm = loom_mul(ctx, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->rwkv.cm_recept, xr)), cm);
+        }
+        h = llm_named(loom_add(ctx, cm, h), "l_out", il);
+        if (version == 6 && m->hx.rwkv_rescale > 0 && (il + 1) % m->hx.rwkv_rescale == 0) h = loom_scale(ctx, h, 0.5f);
     }
     return llm_ln_output(m, ctx, h);
 }
+
+loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) { return rwkv_build(m, ctx, b, 7); }
+loom_tensor *llm_rwkv6_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) { return rwkv_build(m, ctx, b, 6); }

@@ -62,6 +62,10 @@ typedef struct llm_layer {
     struct {
         loom_tensor *w0, *w1, *w2, *a0, *a1, *a2, *v0, *v1, *v2, *g1, *g2, *lerp, *k_k, *k_a, *r_k;
         loom_tensor *key, *value, *recept, *ln, *ln_b, *out, *cm_lerp_k, *cm_key, *cm_value;
+        /* RWKV-6: the data-dependent lerp (lerp_x, w1 [E, 5 D5], w2 [D5, E, 5], lerp fused
+         * [E, 1, 1, 5] or the five separate lerp5 w, k, v, r, g), bonus first [D, H],
+         * decay and its LoRA, gate; channel mix receptance and its lerp */
+        loom_tensor *lerp_x, *lerp5[5], *first, *decay, *decay_w1, *decay_w2, *gate, *cm_lerp_r, *cm_recept;
     } rwkv;
     int n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
@@ -263,7 +267,9 @@ typedef struct llm_hparams_x {
     int ssm_dt_rank;         /* Mamba-1: rank of the dt projection (inner, state: as Mamba-2's) */
     bool ssm_dt_b_c_rms;     /* Mamba-1 ssm.dt_b_c_rms (Falcon-Mamba): RMS norms of dt, B and C */
     int rwkv_head;           /* RWKV wkv.head_size (0: not RWKV) */
-    int rwkv_lora[4];        /* RWKV-7 LoRA ranks: decay, iclr, value residual mix, gate */
+    int rwkv_lora[4];        /* RWKV-7 LoRA ranks: decay, iclr, value residual mix, gate; RWKV-6:
+                                time_mix_extra_dim, time_decay_extra_dim */
+    int rwkv_rescale;        /* RWKV-6 rescale_every_n_layers (0: none): h halves after those layers */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */

@@ -17,6 +17,7 @@ here block by block.
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
+        rwkv6
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2255,6 +2256,66 @@ def deci(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def rwkv6(m, NV):
+    # RWKV-6-like (Finch 1.6B scaled down): 128 wide, 2 layers, 2 wkv heads of 64 (see
+    # rwkv7 on llama.cpp's SIMD head step), FFN 128, time_mix_extra_dim 8 (the five
+    # data-dependent lerps: w1 [E, 5 * 8], w2 [8, E, 5]), time_decay_extra_dim 8, bonus
+    # time_mix_first [64, 2], rescale_every_n_layers 1 (the hidden state halves after each
+    # layer); layer 0 with the converter's fused lerps [E, 1, 1, 5] (w, k, v, r, g), layer
+    # 1 with the older separate time_mix_lerp_w/k/v/r/g. F32
+    E, NL, D, F, D5, DD = 128, 2, 64, 128, 8, 8
+    m.kvs.append(("general.architecture", T_STR, m.arch))
+    m.kvs.append(("general.type", T_STR, "model"))
+    m.kvs.append(("general.name", T_STR, "independent test model"))
+    m.kv("context_length", T_U32, 1048576)
+    m.kv("embedding_length", T_U32, E)
+    m.kv("block_count", T_U32, NL)
+    m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
+    m.kv("rescale_every_n_layers", T_U32, 1)
+    m.kv("wkv.head_size", T_U32, D)
+    m.kv("time_mix_extra_dim", T_U32, D5)
+    m.kv("time_decay_extra_dim", T_U32, DD)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.kv("attention.head_count", T_U32, 0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.norm("token_embd_norm.weight", E)
+    m.bias("token_embd_norm.bias", [E])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.norm(b + "attn_norm_2.weight", E)
+        m.bias(b + "attn_norm_2.bias", [E])
+        m.add_vals(b + "time_mix_lerp_x.weight", [m.rng.uniform(0, 1) for _ in range(E)])
+        m.mat(b + "time_mix_w1.weight", E, 5 * D5)
+        m.add(b + "time_mix_w2.weight", [D5, E, 5], 0.1)
+        if i == 0:
+            m.add_vals(b + "time_mix_lerp_fused.weight", [m.rng.uniform(0, 1) for _ in range(5 * E)], [E, 1, 1, 5])
+        else:
+            for x in "wkvrg":
+                m.add_vals(b + "time_mix_lerp_%s.weight" % x, [m.rng.uniform(0, 1) for _ in range(E)])
+        m.add(b + "time_mix_first.weight", [D, E // D], 0.5)
+        m.add(b + "time_mix_decay.weight", [E], 0.5, -1.0)
+        m.mat(b + "time_mix_decay_w1.weight", E, DD)
+        m.mat(b + "time_mix_decay_w2.weight", DD, E)
+        m.mat(b + "time_mix_key.weight", E, E)
+        m.mat(b + "time_mix_value.weight", E, E)
+        m.mat(b + "time_mix_receptance.weight", E, E)
+        m.mat(b + "time_mix_gate.weight", E, E)
+        m.norm(b + "time_mix_ln.weight", E)
+        m.bias(b + "time_mix_ln.bias", [E])
+        m.mat(b + "time_mix_output.weight", E, E)
+        m.add_vals(b + "channel_mix_lerp_k.weight", [m.rng.uniform(0, 1) for _ in range(E)])
+        m.add_vals(b + "channel_mix_lerp_r.weight", [m.rng.uniform(0, 1) for _ in range(E)])
+        m.mat(b + "channel_mix_key.weight", E, F)
+        m.mat(b + "channel_mix_value.weight", F, E)
+        m.mat(b + "channel_mix_receptance.weight", E, E)
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2265,11 +2326,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
