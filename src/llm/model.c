@@ -181,7 +181,8 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = check_range("feed_forward_length", n_ff, ad->no_attn ? 0 : 1, LLM_MAX_DIM, err))) return s;
     int64_t def_dk = ad->no_attn ? 1 : n_embd / n_head;
     if ((s = llm_get_int_key(g, arch, "attention.key_length", false, def_dk, &dk, err))) return s;
-    if ((s = llm_get_int_key(g, arch, "attention.value_length", false, dk, &dv, err))) return s;
+    /* llama.cpp: value_length defaults to n_embd / n_head, not to key_length */
+    if ((s = llm_get_int_key(g, arch, "attention.value_length", false, def_dk, &dv, err))) return s;
     if ((s = check_range("attention.key_length", dk, 1, 65536, err))) return s;
     if ((s = check_range("attention.value_length", dv, 1, 65536, err))) return s;
     if (ad->no_attn) dk = dv = 1;
