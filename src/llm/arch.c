@@ -242,6 +242,7 @@ static const llm_arch k_archs[] = {
     {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
     {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
     {"deepseek2", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
+    {"minicpm3", LOOM_ROPE_NEOX, llm_minicpm3_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
     {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
     {"olmo", LOOM_ROPE_NORMAL, llm_olmo_hparams, llm_olmo_bind, llm_olmo_build, false},
     {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build, false},

@@ -106,6 +106,7 @@ loom_status llm_qwen2moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm
 loom_status llm_qwen2moe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_qwen2moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_minicpm3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_deepseek2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmo_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);

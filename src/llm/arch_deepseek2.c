@@ -24,6 +24,10 @@
  *   logits = Woutput (rms_norm(h) * output_norm)
  * Grouped routing (expert_group_count > 1: DeepSeek V3) is llm_moe_ffn_ext's; the
  * next-token-prediction layers are not run.
+ * MiniCPM3 (minicpm3): this attention in its legacy (attn_kv_b) form with a q LoRA, dense
+ * SwiGLU MLPs, neox rope with LongRoPE factors when present, scores 1 / sqrt(key_length),
+ * and llama.cpp's fixed MiniCPM multipliers: embeddings * 12, each residual branch *
+ * 1.4 / sqrt(block_count), logits * 256 / n_embd.
  */
 #include <math.h>
 #include <stdio.h>
@@ -146,6 +150,32 @@ loom_tensor *llm_ds_ffn(loom_ctx *ctx, const llm_hparams_x *hx, const llm_layer 
     return f;
 }
 
+static bool is_minicpm3(const loom_model_hparams *hp) { return !strcmp(hp->arch, "minicpm3"); }
+
+loom_status llm_minicpm3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v;
+    if ((s = llm_get_int_key(g, a, "attention.q_lora_rank", true, 0, &v, err))) return s;
+    if (v < 1 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.q_lora_rank is out of range", a);
+    hx->q_lora = (int)v;
+    if ((s = llm_get_int_key(g, a, "attention.kv_lora_rank", true, 0, &v, err))) return s;
+    if (v < 1 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.kv_lora_rank is out of range", a);
+    hx->kv_lora = (int)v;
+    hx->head_dim_k_mla = hp->head_dim_k;
+    hx->head_dim_v_mla = hp->head_dim_v;
+    if (hp->n_head_kv != hp->n_head)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s needs head_count_kv = head_count", a);
+    if (hp->head_dim_k <= hp->n_rot)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: key length %d leaves no non-rope dims (rope %d)", a,
+                              hp->head_dim_k, hp->n_rot);
+    hx->n_dense_lead = hp->n_layer; /* every layer a SwiGLU MLP */
+    hx->embd_scale = 12.0f;
+    hx->residual_scale = 1.4f / sqrtf((float)hp->n_layer);
+    hx->logit_scale = (float)hp->n_embd / 256.0f;
+    return LOOM_OK;
+}
+
 loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
@@ -174,6 +204,7 @@ loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
         L->wo = llm_bind_tensor(be, true, H * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         llm_ds_bind_ffn(be, hp, hx, L, il, err, &st);
+        if (is_minicpm3(hp)) llm_bind_longrope(be, hp, L, il, err, &st);
     }
     return st;
 }
@@ -196,13 +227,17 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
     const float fs = 1.0f / hp->rope_freq_scale;
     const float af_org = llm_rope_attn_factor(m) * (1.0f + 0.1f * logf(fs));
     const float mscale = af_org * (1.0f + 0.1f * hx->yarn_log_mul * logf(fs));
-    const float kq_scale = mscale * mscale / sqrtf((float)DK);
+    const float kq_scale = is_minicpm3(hp) ? 1.0f / sqrtf((float)DK) : mscale * mscale / sqrtf((float)DK);
+    const float res = hx->residual_scale; /* minicpm3 (0 elsewhere) */
     llm_inputs in;
     llm_graph_inputs(m, ctx, b, &in);
-    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    loom_tensor *h = loom_get_rows(ctx, m->tok_embd, in.tok);
+    if (hx->embd_scale > 0.0f) h = loom_scale(ctx, h, hx->embd_scale);
+    h = llm_named(h, "inp_embd", -1);
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
         loom_tensor *r = h;
+        loom_tensor *ff = llm_layer_rope_factors(m, ctx, il); /* minicpm3's LongRoPE */
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
         loom_tensor *q = ly->wq_a ? loom_mul_mat(ctx, ly->wq_b, loom_rms_norm(ctx, loom_mul_mat(ctx, ly->wq_a, x),
                                                                                ly->q_a_norm, eps))
@@ -213,9 +248,9 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         const int64_t ne_kvp[3] = {KVL + R, 1, T};
         kvp = loom_reshape(ctx, kvp, 3, ne_kvp);
         loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
-        loom_tensor *k_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, kvp, KVL, R)), in.pos, il, NULL);
+        loom_tensor *k_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, kvp, KVL, R)), in.pos, il, ff);
         loom_tensor *q_nope = head_part(ctx, q, 0, NOPE);
-        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, q, NOPE, R)), in.pos, il, NULL);
+        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, q, NOPE, R)), in.pos, il, ff);
         loom_tensor *a;
         if (hx->mla) {
             /* q_nope [NOPE, H, T] -> [NOPE, T, H]; Wk_b [NOPE, KVL, H] per head -> [KVL, T, H] */
@@ -243,10 +278,16 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
             x = loom_get_rows(ctx, x, in.outs);
             r = loom_get_rows(ctx, r, in.outs);
         }
+        if (res > 0.0f) x = loom_scale(ctx, x, res);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *f = llm_ds_ffn(ctx, hx, ly, n, il);
+        if (res > 0.0f) f = loom_scale(ctx, f, res);
         h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
+    }
+    if (hx->logit_scale > 0.0f) { /* minicpm3: the normed state scaled before the head, as llama.cpp */
+        h = loom_scale(ctx, loom_rms_norm(ctx, h, m->output_norm, eps), 1.0f / hx->logit_scale);
+        return llm_named(loom_mul_mat(ctx, m->output, h), "result_output", -1);
     }
     return llm_llama_output(m, ctx, h);
 }

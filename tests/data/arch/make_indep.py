@@ -17,7 +17,7 @@ here block by block.
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
-        rwkv6
+        rwkv6 minicpm3
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2316,6 +2316,42 @@ def rwkv6(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def minicpm3(m, NV):
+    # MiniCPM3-4B-like: 48 wide, 4 heads (no GQA), 3 layers, q LoRA 16 (attn_q_a, its norm,
+    # attn_q_b), kv LoRA 16 (attn_kv_a_mqa, its norm, the legacy attn_kv_b), key_length
+    # 12 = nope 8 + rope 4 and no value_length (llama.cpp's default n_embd / n_head = 12),
+    # MLP of 96, LongRoPE factors with original context 128 (the long ones apply at 256),
+    # as the converter writes them (no rope.scaling keys besides the original length). F32
+    E, H, F, NL, QL, KVL, NOPE, R = 48, 4, 96, 3, 16, 16, 8, 4
+    DK, DV = NOPE + R, E // H
+    common(m, E, NL, H, H, F, 4096, 1e-5, None, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("attention.q_lora_rank", T_U32, QL)
+    m.kv("attention.kv_lora_rank", T_U32, KVL)
+    m.kv("attention.key_length", T_U32, DK)
+    m.kv("rope.dimension_count", T_U32, R)
+    m.kv("rope.scaling.original_context_length", T_U32, 128)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add_vals("rope_factors_long.weight", [1.0 + abs(m.rng.gauss(0, 4)) for _ in range(R // 2)])
+    m.add_vals("rope_factors_short.weight", [1.0 + abs(m.rng.gauss(0, 0.5)) for _ in range(R // 2)])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q_a.weight", E, QL)
+        m.norm(b + "attn_q_a_norm.weight", QL)
+        m.mat(b + "attn_q_b.weight", QL, H * DK)
+        m.mat(b + "attn_kv_a_mqa.weight", E, KVL + R)
+        m.norm(b + "attn_kv_a_norm.weight", KVL)
+        m.mat(b + "attn_kv_b.weight", KVL, H * (NOPE + DV))
+        m.mat(b + "attn_output.weight", H * DV, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2326,11 +2362,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
