@@ -47,14 +47,20 @@ static int64_t slot_of(const loom_tensor *seq, int64_t t, int64_t S) {
     return s >= 0 && s < S ? s : -1;
 }
 
-void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
-    const loom_tensor *x = dst->src[0], *w = dst->src[1], *st = dst->src[2], *seq = dst->src[3];
-    const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0], S = st->ne[1];
+/* every token's slot in range, else the op fails (LOOM_ERR_INVALID_ARG) */
+static bool slots_ok(const loom_compute_params *p, const loom_tensor *seq, int64_t T, int64_t S) {
     for (int64_t t = 0; t < T; t++)
         if (slot_of(seq, t, S) < 0) {
             loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
-            return;
+            return false;
         }
+    return true;
+}
+
+void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *x = dst->src[0], *w = dst->src[1], *st = dst->src[2], *seq = dst->src[3];
+    const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0], S = st->ne[1];
+    if (!slots_ok(p, seq, T, S)) return;
     float *y = (float *)dst->data;       /* [C, T] */
     float *ns = y + (size_t)C * (size_t)T; /* [(K-1) * C, S] */
     const size_t sstride = st->nb[1] / sizeof(float); /* a slot's state columns may be a view's */
@@ -108,11 +114,7 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *st = dst->src[4], *seq = dst->src[5];
     const int64_t Dk = qk->ne[0], Hk = qk->ne[1] / 2, T = qk->ne[2], Dv = v->ne[0], Hv = v->ne[1], S = st->ne[1];
     const float eps = loom_get_op_param_f32(dst, 0), scale = 1.0f / sqrtf((float)Dk);
-    for (int64_t t = 0; t < T; t++)
-        if (slot_of(seq, t, S) < 0) {
-            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
-            return;
-        }
+    if (!slots_ok(p, seq, T, S)) return;
     float *out = (float *)dst->data;                /* [Dv * Hv, T] */
     float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] */
     const size_t per = (size_t)(Dv * Dk);
@@ -159,11 +161,7 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *x = dst->src[0], *dt = dst->src[1], *A = dst->src[2], *bc = dst->src[3];
     const loom_tensor *st = dst->src[4], *seq = dst->src[5];
     const int64_t Dh = x->ne[0], H = x->ne[1], T = x->ne[2], N = bc->ne[0], G = bc->ne[1] / 2, S = st->ne[1];
-    for (int64_t t = 0; t < T; t++)
-        if (slot_of(seq, t, S) < 0) {
-            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
-            return;
-        }
+    if (!slots_ok(p, seq, T, S)) return;
     float *out = (float *)dst->data;               /* [Dh * H, T] */
     float *ns = out + (size_t)(Dh * H) * (size_t)T; /* [N * Dh * H, S] */
     const size_t per = (size_t)(N * Dh);            /* one head's state */
@@ -214,11 +212,7 @@ void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *tr = dst->src[0], *tw = dst->src[1], *tk = dst->src[2], *tv = dst->src[3];
     const loom_tensor *ta = dst->src[4], *tb = dst->src[5], *st = dst->src[6], *seq = dst->src[7];
     const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
-    for (int64_t t = 0; t < T; t++)
-        if (slot_of(seq, t, S) < 0) {
-            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
-            return;
-        }
+    if (!slots_ok(p, seq, T, S)) return;
     float *out = (float *)dst->data;              /* [D * H, T] */
     float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
     const size_t per = (size_t)(D * D);            /* one head's state */
@@ -261,11 +255,7 @@ void loom_cpu_op_rwkv_wkv6(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *tk = dst->src[0], *tv = dst->src[1], *tr = dst->src[2], *tu = dst->src[3];
     const loom_tensor *tw = dst->src[4], *st = dst->src[5], *seq = dst->src[6];
     const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
-    for (int64_t t = 0; t < T; t++)
-        if (slot_of(seq, t, S) < 0) {
-            loom_cpu_fail(p, LOOM_ERR_INVALID_ARG);
-            return;
-        }
+    if (!slots_ok(p, seq, T, S)) return;
     float *out = (float *)dst->data;              /* [D * H, T] */
     float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
     const size_t per = (size_t)(D * D);

@@ -216,13 +216,17 @@ def n_vocab_of(vocab):
     raise SystemExit("no tokenizer.ggml.tokens in " + vocab)
 
 
-def common(m, E, NL, H, HKV, F, ctx, eps, D=None, ftype=FT_F16):
+def basics(m, E, NL, ctx):
     m.kvs.append(("general.architecture", T_STR, m.arch))
     m.kvs.append(("general.type", T_STR, "model"))
     m.kvs.append(("general.name", T_STR, "independent test model"))  # no arch name: llama.cpp keys vocab quirks on it
     m.kv("context_length", T_U32, ctx)
     m.kv("embedding_length", T_U32, E)
     m.kv("block_count", T_U32, NL)
+
+
+def common(m, E, NL, H, HKV, F, ctx, eps, D=None, ftype=FT_F16):
+    basics(m, E, NL, ctx)
     m.kv("feed_forward_length", T_U32, F)
     m.kv("attention.head_count", T_U32, H)
     m.kv("attention.head_count_kv", T_U32, HKV)
@@ -1964,12 +1968,7 @@ def rwkv7(m, NV, small=False):
     # no token_shift_count (llama.cpp's default 2). F32
     # (small, for the fuzz seed: 32 wide, heads of 8)
     E, NL, D, F, RD, RA, RV, RG = (32, 2, 8, 64, 8, 8, 4, 12) if small else (128, 2, 64, 128, 8, 8, 4, 12)
-    m.kvs.append(("general.architecture", T_STR, m.arch))
-    m.kvs.append(("general.type", T_STR, "model"))
-    m.kvs.append(("general.name", T_STR, "independent test model"))
-    m.kv("context_length", T_U32, 1048576)
-    m.kv("embedding_length", T_U32, E)
-    m.kv("block_count", T_U32, NL)
+    basics(m, E, NL, 1048576)
     m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
     m.kv("wkv.head_size", T_U32, D)
     m.kv("attention.decay_lora_rank", T_U32, RD)
@@ -2186,12 +2185,7 @@ def gptneox(m, NV, seq=False):
     # converter's q|k|v order), GELU MLP of 96 with biases, a separate output; parallel
     # residual (Pythia) or, seq, the sequential block (use_parallel_residual false). F32
     E, H, D, F, NL = 48, 4, 12, 96, 3
-    m.kvs.append(("general.architecture", T_STR, m.arch))
-    m.kvs.append(("general.type", T_STR, "model"))
-    m.kvs.append(("general.name", T_STR, "independent test model"))
-    m.kv("context_length", T_U32, 2048)
-    m.kv("embedding_length", T_U32, E)
-    m.kv("block_count", T_U32, NL)
+    basics(m, E, NL, 2048)
     m.kv("feed_forward_length", T_U32, F)
     m.kv("rope.dimension_count", T_U32, 4)
     m.kv("attention.head_count", T_U32, H)
@@ -2264,12 +2258,7 @@ def rwkv6(m, NV):
     # layer); layer 0 with the converter's fused lerps [E, 1, 1, 5] (w, k, v, r, g), layer
     # 1 with the older separate time_mix_lerp_w/k/v/r/g. F32
     E, NL, D, F, D5, DD = 128, 2, 64, 128, 8, 8
-    m.kvs.append(("general.architecture", T_STR, m.arch))
-    m.kvs.append(("general.type", T_STR, "model"))
-    m.kvs.append(("general.name", T_STR, "independent test model"))
-    m.kv("context_length", T_U32, 1048576)
-    m.kv("embedding_length", T_U32, E)
-    m.kv("block_count", T_U32, NL)
+    basics(m, E, NL, 1048576)
     m.kv("attention.layer_norm_epsilon", T_F32, 1e-5)
     m.kv("rescale_every_n_layers", T_U32, 1)
     m.kv("wkv.head_size", T_U32, D)
