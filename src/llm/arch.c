@@ -140,6 +140,58 @@ static loom_status apertus_bind(loom_model *m, loom_error *err) {
     return s;
 }
 
+/* Baichuan 2 (baichuan): the llama block; the 13B (40 layers, llama.cpp's rule) has ALiBi
+ * in place of rope, which Loom does not run. */
+static loom_status baichuan_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    (void)g;
+    (void)hx;
+    if (hp->n_layer == 40)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: baichuan with 40 layers (Baichuan 13B) uses ALiBi, "
+                              "which is not supported");
+    return LOOM_OK;
+}
+
+/* Qwen 1 (qwen): fused q|k|v with its bias, feed_forward_length twice the MLP's width */
+static loom_status qwen_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff / 2;
+    if (hp->n_ff % 2 || hp->n_head_kv != hp->n_head)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: qwen: feed_forward_length %d must be even and "
+                              "head_count_kv = head_count", hp->n_ff);
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->wqkv = llm_bind_tensor(be, true, E, 3 * E, 1, err, &st, "blk.%d.attn_qkv.weight", il);
+        L->bqkv = llm_bind_tensor(be, true, 3 * E, 1, 1, err, &st, "blk.%d.attn_qkv.bias", il);
+        L->wo = llm_bind_tensor(be, true, E, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+        L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+    }
+    return st;
+}
+
+/* Orion (orion): the llama block with LayerNorms (weights and biases) */
+static loom_status orion_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    hx->ln_norms = true;
+    return llm_ln_hparams(g, hp, hx, err);
+}
+
+static loom_status orion_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err);
+    const int64_t E = m->hp.n_embd;
+    m->output_norm_b = llm_bind_tensor(m->be, true, E, 1, 1, err, &s, "output_norm.bias", 0);
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm_b = llm_bind_tensor(m->be, true, E, 1, 1, err, &s, "blk.%d.attn_norm.bias", il);
+        L->ffn_norm_b = llm_bind_tensor(m->be, true, E, 1, 1, err, &s, "blk.%d.ffn_norm.bias", il);
+    }
+    return s;
+}
+
 /* SmolLM3: the llama block; every fourth layer has no rope (llama.cpp fixes the step at
  * 4; no key states it). */
 static loom_status smollm3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
@@ -199,6 +251,10 @@ static const llm_arch k_archs[] = {
     {"mistral", LOOM_ROPE_NORMAL, llama_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen2", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},
     {"qwen3", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},
+    {"xverse", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false},
+    {"baichuan", LOOM_ROPE_NORMAL, baichuan_hparams, llm_bind_llama, llm_build_llama, false},
+    {"qwen", LOOM_ROPE_NEOX, NULL, qwen_bind, llm_build_llama, false},
+    {"orion", LOOM_ROPE_NEOX, orion_hparams, orion_bind, llm_build_llama, false},
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false}, /* EXAONE 3.x: the llama block, neox rope */
     {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build, false},
     {"smollm3", LOOM_ROPE_NORMAL, smollm3_hparams, llm_bind_llama, llm_build_llama, false},

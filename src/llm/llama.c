@@ -3,8 +3,10 @@
  * against the public engine API (loom.h) and the shared blocks of llm_graph.h. The same
  * graph runs the files that differ from llama only in keys or names (arch.c): Mixtral-
  * style experts, smollm3's layers without rope, the text positions of qwen2vl / qwen3vl's
- * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee, and
- * hunyuan-dense / hunyuan-moe (q/k norms after rope; experts beside a shared expert).
+ * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee,
+ * hunyuan-dense / hunyuan-moe (q/k norms after rope; experts beside a shared expert),
+ * xverse, baichuan (7B: rope), qwen (Qwen 1: fused q|k|v with bias, an MLP half of
+ * feed_forward_length) and orion (LayerNorms with biases).
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
@@ -67,10 +69,11 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
         loom_tensor *r = h;
-        loom_tensor *x = named(loom_rms_norm(ctx, h, ly->attn_norm, hp->rms_eps), "attn_norm", il);
+        loom_tensor *x = named(llm_llama_norm(m, ctx, h, ly->attn_norm, ly->attn_norm_b), "attn_norm", il);
 
         loom_tensor *q, *k, *v;
-        llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
+        if (ly->wqkv) llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v); /* qwen (1): fused, with its bias */
+        else llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
         if (llm_layer_has_rope(m, il)) {
             ro.factors = mrope ? mrope : ly->rope_freqs;
             q = loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);

@@ -72,7 +72,7 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
         r = loom_get_rows(ctx, r, outs);
     }
     loom_tensor *h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
-    x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, hp->rms_eps), "ffn_norm", il);
+    x = llm_named(llm_llama_norm(m, ctx, h, ly->ffn_norm, ly->ffn_norm_b), "ffn_norm", il);
     if (ly->ffn_gate_inp) {
         /* Mixtral-style llama: softmax router (+ ernie's selection bias), top-k, weights
          * renormalised (llama.cpp's llama graph), optional expert_weights_scale */
@@ -97,8 +97,12 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
     return llm_named(loom_add(ctx, x, h), "l_out", il);
 }
 
+loom_tensor *llm_llama_norm(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *b) {
+    return m->hx.ln_norms ? loom_layer_norm(ctx, x, w, b, m->hp.rms_eps) : loom_rms_norm(ctx, x, w, m->hp.rms_eps);
+}
+
 loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h) {
-    h = llm_named(loom_rms_norm(ctx, h, m->output_norm, m->hp.rms_eps), "result_norm", -1);
+    h = llm_named(llm_llama_norm(m, ctx, h, m->output_norm, m->output_norm_b), "result_norm", -1);
     return llm_named(llm_linear(ctx, m->output, m->output_b, h), "result_output", -1);
 }
 

@@ -48,6 +48,8 @@ void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *l
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
                            loom_tensor *outs, int il);
 /* logits = Woutput (rms_norm(h) * output_norm) (+ output bias), named result_norm / result_output. */
+/* the llama block's norm: rms_norm(x) * w, or (orion: hx.ln_norms) layer_norm(x) * w + b */
+loom_tensor *llm_llama_norm(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *b);
 loom_tensor *llm_llama_output(const loom_model *m, loom_ctx *ctx, loom_tensor *h);
 /* cap * tanh(x / cap) */
 loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap);
