@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/kernels.h"
 #include "cpu/ops.h"
 
 void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst) {
@@ -118,6 +119,7 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
     float *out = (float *)dst->data;                /* [Dv * Hv, T] */
     float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] */
     const size_t per = (size_t)(Dv * Dk);
+    const loom_kernels *kt = loom_kernels_get();
     float *qn = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)(2 * Dk) * sizeof(float) + 64));
     float *kn = qn + Dk;
     int64_t r0, r1;
@@ -135,20 +137,12 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
             const float decay = expf(((const float *)g->data)[t * Hv + h]);
             const float b = ((const float *)beta->data)[t * Hv + h];
             float *o = out + (size_t)t * (size_t)(Dv * Hv) + (size_t)h * (size_t)Dv;
-            for (int64_t j = 0; j < Dv; j++) {
+            for (int64_t j = 0; j < Dv; j++) { /* the level's f32 helpers (the scalar table: the reference) */
                 float *row = M + (size_t)j * (size_t)Dk;
-                float mk = 0.0f;
-                for (int64_t i = 0; i < Dk; i++) {
-                    row[i] *= decay;
-                    mk += row[i] * kn[i];
-                }
-                const float d = (vt[j] - mk) * b;
-                float mq = 0.0f;
-                for (int64_t i = 0; i < Dk; i++) {
-                    row[i] += d * kn[i];
-                    mq += row[i] * qn[i];
-                }
-                o[j] = mq * scale;
+                kt->scale_f32(Dk, row, decay);
+                const float d = (vt[j] - kt->dot_f32(Dk, row, kn)) * b;
+                kt->axpy_f32(Dk, d, kn, row);
+                o[j] = kt->dot_f32(Dk, row, qn) * scale;
             }
         }
     }
@@ -167,6 +161,7 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
     const size_t per = (size_t)(N * Dh);            /* one head's state */
     const float *a = (const float *)A->data;
     const bool per_state = loom_tensor_nelements(A) != H; /* Mamba-1: A [N, H] */
+    const loom_kernels *kt = loom_kernels_get();
     int64_t r0, r1;
     loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -191,11 +186,10 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
                         si[n] = si[n] * expf(d * ah[n]) + bt[n] * xd;
                         y += si[n] * ct[n];
                     }
-                } else {
-                    for (int64_t n = 0; n < N; n++) {
-                        si[n] = si[n] * dA + bt[n] * xd;
-                        y += si[n] * ct[n];
-                    }
+                } else { /* the level's f32 helpers (the scalar table: the reference) */
+                    kt->scale_f32(N, si, dA);
+                    kt->axpy_f32(N, xd, bt, si);
+                    y = kt->dot_f32(N, si, ct);
                 }
                 o[i] = y;
             }
