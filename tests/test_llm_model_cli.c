@@ -102,5 +102,25 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s run %s -p 'Once upon a time there was' -c 4 2>&1 >/dev/null", g_bin, model);
     CHECK(run(cmd, out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "CONTEXT_FULL") != NULL, "stderr '%s'", out);
+    /* info --archs: the general.architecture values, comma-separated, each once; it names
+     * the families this test data covers (the unsupported-architecture error points here) */
+    snprintf(cmd, sizeof cmd, "%s info --archs", g_bin);
+    CHECK_EQ_INT(run(cmd, out, sizeof out), 0);
+    {
+        static const char *const want[] = {"llama", "qwen35", "gemma4", "gpt-oss", "mamba", "mamba2", "jamba",
+                                           "rwkv6", "rwkv7", "deci", "gptneox", "bitnet", "hunyuan-moe"};
+        char list[8200];
+        snprintf(list, sizeof list, ", %.8000s", out);
+        char *nl = strchr(list, '\n');
+        if (nl) *nl = 0;
+        strcat(list, ",");
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            char item[64];
+            snprintf(item, sizeof item, " %s,", want[i]);
+            const char *at = strstr(list, item);
+            CHECK_MSG(at != NULL, "info --archs lacks '%s': %s", want[i], out);
+            CHECK_MSG(!at || !strstr(at + 1, item), "info --archs lists '%s' twice", want[i]);
+        }
+    }
     return test_finish("test_llm_model_cli");
 }
