@@ -102,7 +102,8 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s run %s -p 'Once upon a time there was' -c 4 2>&1 >/dev/null", g_bin, model);
     CHECK(run(cmd, out, sizeof out) != 0);
     CHECK_MSG(strstr(out, "CONTEXT_FULL") != NULL, "stderr '%s'", out);
-    /* info --archs: the general.architecture values, comma-separated, each once; it names
+    /* info --archs: the general.architecture values, comma-separated, each once (gpt-oss is
+     * the last of the table: the list is whole); it names
      * the families this test data covers (the unsupported-architecture error points here) */
     snprintf(cmd, sizeof cmd, "%s info --archs", g_bin);
     CHECK_EQ_INT(run(cmd, out, sizeof out), 0);

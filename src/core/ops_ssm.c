@@ -35,6 +35,12 @@ loom_tensor *loom_xielu(loom_ctx *ctx, loom_tensor *a, float alpha_n, float alph
 /* rows of a contiguous (ne0 elements apart in memory): the kernels read rows */
 static bool rows_ok(const loom_tensor *a) { return a->type == LOOM_TYPE_F32 && a->nb[0] == sizeof(float); }
 
+/* a per-slot state: contiguous F32 [per, S >= 1] */
+static bool state_ok(const loom_tensor *st, int64_t per) {
+    return st->type == LOOM_TYPE_F32 && loom_tensor_is_contiguous(st) && st->ne[0] == per && st->ne[1] >= 1 &&
+           st->ne[2] == 1;
+}
+
 static loom_tensor *seq_check(loom_ctx *ctx, loom_op op, loom_tensor *seq, int64_t T) {
     if (seq->type != LOOM_TYPE_I32 || loom_tensor_nelements(seq) != T || !loom_tensor_is_contiguous(seq))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, seq, NULL, "seq must be contiguous I32 with %lld values",
@@ -80,8 +86,7 @@ loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, lo
             gb[i]->ne[1] != T || gb[i]->ne[2] != 1)
             return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, gb[i], v, "%s must be contiguous F32 [Hv = %lld, T = %lld]",
                                  i ? "beta" : "g", (long long)Hv, (long long)T);
-    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != Dv * Dk * Hv ||
-        state->ne[1] < 1 || state->ne[2] != 1)
+    if (!state_ok(state, Dv * Dk * Hv))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, v, "state must be contiguous F32 [Dv * Dk * Hv = %lld, S]",
                              (long long)(Dv * Dk * Hv));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
@@ -114,8 +119,7 @@ loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, bc, x,
                              "bc must be F32 [N, 2 G, T = %lld] with contiguous rows, H = %lld a multiple of G",
                              (long long)T, (long long)H);
-    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != N * Dh * H ||
-        state->ne[1] < 1 || state->ne[2] != 1)
+    if (!state_ok(state, N * Dh * H))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, x, "state must be contiguous F32 [N * Dh * H = %lld, S]",
                              (long long)(N * Dh * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
@@ -137,8 +141,7 @@ loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_
             return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, args[i], k,
                                  "%s must be F32 [D = %lld, H = %lld, T = %lld] with contiguous rows", names[i],
                                  (long long)D, (long long)H, (long long)T);
-    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != D * D * H ||
-        state->ne[1] < 1 || state->ne[2] != 1)
+    if (!state_ok(state, D * D * H))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
                              (long long)(D * D * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
@@ -164,8 +167,7 @@ loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_
     if (u->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(u) || loom_tensor_nelements(u) != D * H)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, u, k, "u must be contiguous F32 with D * H = %lld values",
                              (long long)(D * H));
-    if (state->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(state) || state->ne[0] != D * D * H ||
-        state->ne[1] < 1 || state->ne[2] != 1)
+    if (!state_ok(state, D * D * H))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
                              (long long)(D * D * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);

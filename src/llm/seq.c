@@ -210,9 +210,8 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     src = loom_reshape(ctx, rowsv, 3, ne3);
                 }
                 loom_tensor *r;
-                const loom_tensor *kn = m->layers[il].k_norm_post;
-                if (kn) {
-                    loom_tensor *w = (loom_tensor *)kn;
+                loom_tensor *w = m->layers[il].k_norm_post;
+                if (w) {
                     r = loom_mul(ctx, loom_rope(ctx, loom_div(ctx, src, w), pt, (int)nr, base, scale, &ro), w);
                 } else if (off == 0) {
                     r = loom_rope(ctx, src, pt, (int)nr, base, scale, &ro);
