@@ -230,6 +230,16 @@ loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, 
  * row's normaliser only: y_i = exp(x_i) / (sum_j exp(x_j) + exp(sinks[i2])). NULL = plain. */
 loom_tensor *loom_softmax_ext_sinks(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale,
                                     loom_tensor *sinks);
+/* ALiBi (attention with linear biases: BLOOM, MPT, jina-bert-v2 ...): the slope of head h
+ * of n_head for max_bias > 0, as ggml computes it: with n = 2^floor(log2(n_head)),
+ * m0 = 2^(-max_bias / n), m1 = 2^(-max_bias / 2 / n), slope = m0^(h + 1) for h < n, else
+ * m1^(2 (h - n) + 1); 1 when max_bias <= 0. Pure; any thread. */
+float loom_alibi_slope(float max_bias, int64_t h, int64_t n_head);
+/* softmax(a*scale + slope(i2) * mask) per row, slope(i2) = loom_alibi_slope(max_bias, i2,
+ * a.ne2) (the head is dim 2): the mask holds -|distance| for visible keys, -inf for the
+ * others. max_bias 0 = loom_softmax_ext. LOOM_ERR_INVALID_ARG: max_bias negative or not
+ * finite, or max_bias > 0 without a mask. */
+loom_tensor *loom_softmax_ext_alibi(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale, float max_bias);
 /* (x-mean)/sqrt(var+eps), then *w if w, then +b if w and b. */
 loom_tensor *loom_layer_norm(loom_ctx *ctx, loom_tensor *a, loom_tensor *w, loom_tensor *b, float eps);
 /* x/sqrt(mean(x^2)+eps), then *w if w. */
@@ -386,6 +396,21 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
                            float scale, float softcap, loom_tensor *sinks);
 loom_tensor *loom_flash_attn_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
                                  float scale, float softcap, loom_tensor *sinks);
+/* Every extra at once (zero-initialise; softcap and sinks as above):
+ *   max_bias > 0: ALiBi: each query head h adds loom_alibi_slope(max_bias, h, H) times
+ *     the mask value to its scores (after the scale and the cap), so the mask carries
+ *     -|distance| where a key is visible (llama.cpp's use_alibi masks); requires a mask.
+ * Errors as above, plus LOOM_ERR_INVALID_ARG (max_bias negative, not finite, or > 0
+ * without a mask). */
+typedef struct loom_attn_opts {
+    float softcap;
+    loom_tensor *sinks;
+    float max_bias;
+} loom_attn_opts;
+loom_tensor *loom_sdpa_opts(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                            float scale, const loom_attn_opts *opts);
+loom_tensor *loom_flash_attn_opts(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                                  float scale, const loom_attn_opts *opts);
 /* Whether this context's sdpa uses flash attention. */
 bool loom_ctx_flash_attn(const loom_ctx *ctx);
 

@@ -150,6 +150,25 @@ loom_tensor *loom_softmax_ext(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, 
 
 loom_tensor *loom_softmax(loom_ctx *ctx, loom_tensor *a) { return loom_softmax_ext(ctx, a, NULL, 1.0f); }
 
+float loom_alibi_slope(float max_bias, int64_t h, int64_t n_head) {
+    if (!(max_bias > 0.0f) || n_head < 1) return 1.0f;
+    const int64_t n = (int64_t)1 << (int)floor(log2((double)n_head));
+    const float m0 = powf(2.0f, -max_bias / (float)n), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
+    return h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
+}
+
+loom_tensor *loom_softmax_ext_alibi(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale, float max_bias) {
+    if (!(max_bias >= 0.0f) || !isfinite(max_bias) || (max_bias > 0.0f && !mask)) {
+        loom_tensor *args[2] = {a, mask};
+        if (!loom_op_check(ctx, LOOM_OP_SOFT_MAX, mask ? 2 : 1, args)) return loom_ctx_poison(ctx);
+        return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, LOOM_OP_SOFT_MAX, a, mask,
+                             "ALiBi max_bias %g must be finite and >= 0, and > 0 only with a mask", (double)max_bias);
+    }
+    loom_tensor *t = loom_softmax_ext(ctx, a, mask, scale);
+    if (!loom_tensor_is_poison(t)) loom_set_op_param_f32(t, 1, max_bias);
+    return t;
+}
+
 loom_tensor *loom_softmax_ext_sinks(loom_ctx *ctx, loom_tensor *a, loom_tensor *mask, float scale,
                                     loom_tensor *sinks) {
     loom_tensor *t = loom_softmax_ext(ctx, a, mask, scale);

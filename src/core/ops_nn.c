@@ -299,12 +299,18 @@ static bool fa_kv_type_ok(loom_type t) {
            t == LOOM_TYPE_BF16;
 }
 
-/* softcap >= 0 and finite; sinks NULL or contiguous F32 with H values. */
-static loom_tensor *attn_extras_check(loom_ctx *ctx, loom_tensor *q, int64_t H, float softcap, loom_tensor *sinks) {
+/* softcap >= 0 and finite; sinks NULL or contiguous F32 with H values; max_bias >= 0,
+ * finite, > 0 only with a mask. */
+static loom_tensor *attn_extras_check(loom_ctx *ctx, loom_tensor *q, int64_t H, float softcap, loom_tensor *sinks,
+                                      float max_bias, const loom_tensor *mask) {
     const loom_op op = LOOM_OP_FLASH_ATTN;
     if (!(softcap >= 0.0f) || !isfinite(softcap))
         return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, q, NULL, "softcap %g must be finite and >= 0 (0 = none)",
                              (double)softcap);
+    if (!(max_bias >= 0.0f) || !isfinite(max_bias) || (max_bias > 0.0f && !mask))
+        return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, q, NULL,
+                             "ALiBi max_bias %g must be finite and >= 0 (0 = none), and > 0 only with a mask",
+                             (double)max_bias);
     if (sinks) {
         if (!loom_op_check(ctx, op, 1, &sinks)) return loom_ctx_poison(ctx);
         if (sinks->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(sinks) || loom_tensor_nelements(sinks) != H)
@@ -321,10 +327,20 @@ loom_tensor *loom_flash_attn(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom
 
 loom_tensor *loom_flash_attn_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
                                  float scale, float softcap, loom_tensor *sinks) {
+    const loom_attn_opts o = {.softcap = softcap, .sinks = sinks};
+    return loom_flash_attn_opts(ctx, q, k, v, mask, scale, &o);
+}
+
+loom_tensor *loom_flash_attn_opts(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                                  float scale, const loom_attn_opts *opts) {
     const loom_op op = LOOM_OP_FLASH_ATTN;
+    const loom_attn_opts none = {0};
+    if (!opts) opts = &none;
+    const float softcap = opts->softcap, max_bias = opts->max_bias;
+    loom_tensor *sinks = opts->sinks;
     loom_tensor *args[4] = {q, k, v, mask};
     if (!loom_op_check(ctx, op, mask ? 4 : 3, args)) return loom_ctx_poison(ctx);
-    if (attn_extras_check(ctx, q, q->ne[2], softcap, sinks) != q) return loom_ctx_poison(ctx);
+    if (attn_extras_check(ctx, q, q->ne[2], softcap, sinks, max_bias, mask) != q) return loom_ctx_poison(ctx);
     if (q->type != LOOM_TYPE_F32)
         return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, q, NULL, "q must be F32");
     if (!fa_kv_type_ok(k->type) || !fa_kv_type_ok(v->type))
@@ -355,6 +371,7 @@ loom_tensor *loom_flash_attn_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, 
     if (loom_tensor_is_poison(t)) return t;
     loom_set_op_param_f32(t, 0, scale);
     loom_set_op_param_f32(t, 1, softcap);
+    loom_set_op_param_f32(t, 2, max_bias);
     t->src[4] = sinks;
     return t;
 }
@@ -366,11 +383,22 @@ loom_tensor *loom_sdpa(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tenso
 
 loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
                            float scale, float softcap, loom_tensor *sinks) {
+    const loom_attn_opts o = {.softcap = softcap, .sinks = sinks};
+    return loom_sdpa_opts(ctx, q, k, v, mask, scale, &o);
+}
+
+loom_tensor *loom_sdpa_opts(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask,
+                            float scale, const loom_attn_opts *opts) {
     const loom_op op = LOOM_OP_FLASH_ATTN;
+    const loom_attn_opts none = {0};
+    if (!opts) opts = &none;
+    float softcap = opts->softcap;
+    const float max_bias = opts->max_bias;
+    loom_tensor *sinks = opts->sinks;
     loom_tensor *args[4] = {q, k, v, mask};
     if (!loom_op_check(ctx, op, mask ? 4 : 3, args)) return loom_ctx_poison(ctx);
-    if (attn_extras_check(ctx, q, q->ne[1], softcap, sinks) != q) return loom_ctx_poison(ctx);
-    const bool extras = softcap > 0.0f || sinks;
+    if (attn_extras_check(ctx, q, q->ne[1], softcap, sinks, max_bias, mask) != q) return loom_ctx_poison(ctx);
+    const bool extras = softcap > 0.0f || sinks || max_bias > 0.0f;
     /* q [Dk,H,T], k [Dk,Hkv,L] */
     const int64_t H = q->ne[1], T = q->ne[2], Hkv = k->ne[1], L = k->ne[2];
     if (q->ne[0] != k->ne[0])
@@ -387,7 +415,7 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
         if (v->ne[1] != Hkv || v->ne[2] != L)
             return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, k, "sdpa (flash): v must be [Dv, Hkv, L]");
         loom_tensor *vp = loom_permute(ctx, v, 0, 2, 1, 3); /* [Dv,L,Hkv] */
-        return loom_flash_attn_ext(ctx, qp, kp, vp, mask, scale, softcap, sinks);
+        return loom_flash_attn_opts(ctx, qp, kp, vp, mask, scale, opts);
     }
     if (v->ne[0] != L || v->ne[2] != Hkv)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, k, "sdpa: v must be PermutedV [L, Dv, Hkv]");
@@ -400,7 +428,7 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
          * 40 against 48-57 us, L = 512 about even. */
         loom_tensor *vt = loom_transpose(ctx, v); /* [Dv, L, Hkv] */
         if (vt && loom_tensor_is_transposed(vt))
-            return loom_flash_attn_ext(ctx, qp, kp, vt, mask, scale, softcap, sinks);
+            return loom_flash_attn_opts(ctx, qp, kp, vt, mask, scale, opts);
     }
     if (T == 1 && H > Hkv && loom_tensor_is_contiguous(q) && !extras) {
         /* one query (decode) with grouped KV heads: the G = H/Hkv query heads sharing a
@@ -426,6 +454,7 @@ loom_tensor *loom_sdpa_ext(loom_ctx *ctx, loom_tensor *q, loom_tensor *k, loom_t
         scale = 1.0f;
     }
     kq = loom_softmax_ext_sinks(ctx, kq, mask, scale, sinks);
+    if (max_bias > 0.0f && !loom_tensor_is_poison(kq)) loom_set_op_param_f32(kq, 1, max_bias); /* heads: dim 2 */
     loom_tensor *kqv = mul_mat_impl(ctx, v, kq, false, hint ? mask : NULL, hint ? LOOM_MM_MASK_K : LOOM_MM_MASK_NONE); /* [Dv,T,H] */
     kqv = loom_permute(ctx, kqv, 0, 2, 1, 3);               /* [Dv,H,T] */
     return loom_cont(ctx, kqv);

@@ -70,6 +70,8 @@ typedef struct fa_layout {
     size_t part_stride;   /* floats of one partial state block: R * (Dv + 2) */
     size_t part_bytes;    /* shared partials (0 when n_chunks == 1) */
     size_t total;
+    float max_bias;       /* ALiBi (0: none; the mask holds -|distance|) */
+    size_t mz_off;        /* block path with ALiBi: the tile's 0 / -inf mask in the thread's scratch */
 } fa_layout;
 
 /* Bytes of n floats, false past SIZE_MAX. */
@@ -109,6 +111,8 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
     if (Hkv <= 0 || H % Hkv != 0 || H > 65536 || Dk > 65536 || Dv > 65536 || T <= 0) return false;
     const int64_t G = H / Hkv;
     out->G = G;
+    out->max_bias = dst->src[3] && loom_get_op_param_f32(dst, 2) > 0.0f ? loom_get_op_param_f32(dst, 2) : 0.0f;
+    out->mz_off = 0;
     out->v_trans = loom_tensor_is_transposed(v);
     out->p_bytes = 0;
     out->q_bytes = 0;
@@ -164,6 +168,10 @@ static bool fa_plan(const loom_tensor *dst, int nth, fa_layout *out) {
          * on one thread (small nodes, exec.c) */
         const int64_t hg_max = fa_heads(k, v, out->n_blocks * out->n_chunks, out->head_bytes, 1);
         out->per_thread = out->q_bytes + b[1] + b[2] + b[3] + b[4] + (size_t)hg_max * out->head_bytes;
+        if (out->max_bias > 0.0f) { /* ALiBi: a second mask tile (see fa_alibi) */
+            out->mz_off = out->per_thread;
+            out->per_thread += b[4];
+        }
     }
     out->part_bytes = 0;
     if (out->n_chunks > 1) {
@@ -312,6 +320,23 @@ static void fa_softcap(float *sT, int64_t nj, int64_t R, int64_t Rp, float scale
         loom_kernels_get()->tanh_f32(R, sT + (size_t)j * (size_t)Rp, sT + (size_t)j * (size_t)Rp, pre, softcap);
 }
 
+/* ALiBi for a tile of kv head g (block path): sT[j*Rp + r] = sT * sc + slope(h) * m, m =
+ * mT[j*ms + r/G] (-inf where m is -inf), h = g*G + r%G, the slopes of loom_alibi_slope
+ * (llama.cpp's order: scale, cap, then the bias). The softmax then runs with scale 1 and
+ * mZ, mT's 0 / -inf pattern. */
+static void fa_alibi(float *sT, int64_t nj, int64_t R, int64_t Rp, int64_t G, int64_t g, int64_t H, float sc,
+                     float max_bias, const float *mT, size_t ms) {
+    for (int64_t r = 0; r < R; r++) {
+        const float slope = loom_alibi_slope(max_bias, g * G + r % G, H);
+        const float *mr = mT + r / G;
+        for (int64_t j = 0; j < nj; j++) {
+            float *x = sT + (size_t)j * (size_t)Rp + (size_t)r;
+            const float m = mr[(size_t)j * ms];
+            *x = m == -INFINITY ? -INFINITY : *x * sc + slope * m;
+        }
+    }
+}
+
 /* out = acc / S for a row's final state (M, S, acc), the head's sink logit (when sink)
  * joining the normaliser: out = acc e^M / (S e^M + e^sink), computed against the larger
  * of M and sink. Without a sink, a row with no visible key (S = 0) gives NaN. */
@@ -354,6 +379,7 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
     float *sT = vf + fa_align((size_t)FA_TILE * (size_t)Dv * sizeof(float)) / sizeof(float);
     float *mT = sT + fa_align((size_t)FA_TILE * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
     char *heads = (char *)(mT + fa_align((size_t)FA_TILE * ms * sizeof(float)) / sizeof(float));
+    float *mZ = lay->max_bias > 0.0f ? (float *)(ws + lay->mz_off) : NULL; /* ALiBi: mT as 0 / -inf */
     const size_t qta = fa_align((size_t)Dk * (size_t)lay->Rp * sizeof(float)) / sizeof(float);
     const size_t rpa = fa_align((size_t)lay->Rp * sizeof(float)) / sizeof(float);
     float *parts = (float *)p->wdata;
@@ -405,6 +431,8 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
             /* a tile no key of which is visible to the block is skipped whole (causal
              * prompts: about half of them) */
             if (!fa_mask_tile(mask, j0, nj, tb0, nt, mT, ms, tmp)) continue;
+            if (mZ)
+                for (size_t i = 0; i < (size_t)FA_TILE * ms; i++) mZ[i] = mT[i] == -INFINITY ? -INFINITY : 0.0f;
             for (int64_t gi = 0; gi < HG; gi++) {
                 const int64_t g = g0 + gi;
                 float *qT = (float *)(heads + (size_t)gi * lay->head_bytes), *M = qT + qta, *S = M + rpa;
@@ -412,7 +440,12 @@ static void fa_items_block(const loom_compute_params *p, loom_tensor *dst, const
                 fa_tile_rows(kt, k, (const char *)k->data + (size_t)g * k->nb[2], j0, nj, Dk, kf);
                 kt->fa_qk(Dk, R, Rp, nj, qT, kf, (size_t)Dk, sT);
                 if (softcap > 0.0f) fa_softcap(sT, nj, R, Rp, scale, softcap);
-                kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
+                if (mZ) {
+                    fa_alibi(sT, nj, R, Rp, G, g, H, softcap > 0.0f ? 1.0f : scale, lay->max_bias, mT, ms);
+                    kt->fa_softmax(nj, Rp, G, 1.0f, mZ, ms, sT, M, S, f);
+                } else {
+                    kt->fa_softmax(nj, Rp, G, softcap > 0.0f ? 1.0f : scale, mT, ms, sT, M, S, f);
+                }
                 fa_tile_rows(kt, v, (const char *)v->data + (size_t)g * v->nb[2], j0, nj, Dv, vf);
                 kt->fa_pv(nj, R, Rp, Dv, sT, f, vf, (size_t)Dv, acc, (size_t)Dv);
             }
@@ -502,10 +535,11 @@ static void fa_items_trans(const loom_compute_params *p, loom_tensor *dst, const
             for (int64_t hi = 0; hi < G; hi++) {
                 float *s = st + (size_t)hi * sstride, *sv = sc + hi * FA_TILE;
                 float mx[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+                const float slope = lay->max_bias > 0.0f ? loom_alibi_slope(lay->max_bias, g * G + hi, H) : 1.0f;
                 if (softcap > 0.0f) kt->tanh_f32(nj, sv, sv, pre, softcap);
                 for (int64_t j = 0; j < nj; j++) {
                     const float sj = softcap > 0.0f ? sv[j] : sv[j] * scale;
-                    const float x = mrow[j] == -INFINITY ? -INFINITY : sj + mrow[j];
+                    const float x = mrow[j] == -INFINITY ? -INFINITY : sj + slope * mrow[j];
                     sv[j] = x;
                     if (x > mx[j & 7]) mx[j & 7] = x;
                 }

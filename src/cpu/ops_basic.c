@@ -238,6 +238,7 @@ void loom_cpu_op_mean(const loom_compute_params *p, loom_tensor *dst) { reduce_k
 void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *a = dst->src[0], *m = dst->src[1];
     float scale = loom_get_op_param_f32(dst, 0);
+    const float max_bias = loom_get_op_param_f32(dst, 1); /* ALiBi: the mask times the head's slope */
     int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
     const loom_kernels *kt = loom_kernels_get();
     const bool fast = a->type == LOOM_TYPE_F32 && a->nb[0] == sizeof(float) &&
@@ -252,6 +253,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         const char *rm = m ? loom_row_ptr(m, i1, i2 % m->ne[2], i3 % m->ne[3]) : NULL;
         /* attention sink: one more logit per head (dim 2) in the normaliser only */
         const float *snk = dst->src[2] ? (const float *)dst->src[2]->data + i2 : NULL;
+        const float slope = rm && max_bias > 0.0f ? loom_alibi_slope(max_bias, i2, ne2) : 1.0f;
         float mx = snk ? *snk : -INFINITY;
         if (fast) {
             /* contiguous F32 row, F32/F16 mask: in chunks, the mask through the table's
@@ -272,6 +274,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
                 if (!rm) memset(t, 0, (size_t)n * sizeof(float));
                 else if (m->type == LOOM_TYPE_F16) kt->f16_to_f32(n, (const uint16_t *)rm + i0, t);
                 else memcpy(t, (const float *)rm + i0, (size_t)n * sizeof(float));
+                if (slope != 1.0f) kt->scale_f32(n, t, slope); /* -inf stays -inf (slope > 0) */
                 kt->axpy_f32(n, scale, xx, t); /* t += scale * x (SIMD levels: one rounding) */
                 if (inplace) memcpy(dd, mk, (size_t)n * sizeof(float));
                 mx = kt->max_f32(n, dd, mx);
@@ -279,7 +282,7 @@ void loom_cpu_op_soft_max(const loom_compute_params *p, loom_tensor *dst) {
         } else {
             for (int64_t i = 0; i < ne0; i++) {
                 float v = loom_ld_f(ra + i * a->nb[0], LOOM_TYPE_F32) * scale;
-                if (rm) v += loom_ld_f(rm + i * m->nb[0], m->type);
+                if (rm) v += slope * loom_ld_f(rm + i * m->nb[0], m->type);
                 d[i] = v;
                 if (v > mx) mx = v;
             }

@@ -561,6 +561,7 @@ static size_t fa_work(const loom_tensor *t) {
 static bool fa_supported(const loom_vk_dev *d, const loom_tensor *t) {
     const loom_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
     if (q->type != LOOM_TYPE_F32 || k->type != v->type || fa_shader(k->type) < 0) return false;
+    if (loom_get_op_param_f32(t, 2) > 0.0f) return false; /* ALiBi: CPU only */
     const loom_tensor *sk = t->src[4]; /* sinks F32 [H] (loom_flash_attn_ext) */
     if (sk && (sk->type != LOOM_TYPE_F32 || !fits(d, sk) || !loom_tensor_is_contiguous(sk))) return false;
     if (q->ne[0] > FA_DMAX || v->ne[0] > FA_DMAX || q->nb[0] != 4) return false;
@@ -664,6 +665,7 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
     case LOOM_OP_SOFT_MAX:
         if (t->src[0]->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
         if (t->src[2]) return false; /* attention sinks: CPU only */
+        if (loom_get_op_param_f32(t, 1) > 0.0f) return false; /* ALiBi: CPU only */
         if (t->src[1] && ((t->src[1]->type != LOOM_TYPE_F32 && t->src[1]->type != LOOM_TYPE_F16) ||
                           t->src[1]->nb[0] != loom_type_size(t->src[1]->type)))
             return false;
