@@ -141,14 +141,14 @@ static loom_status apertus_bind(loom_model *m, loom_error *err) {
 }
 
 /* Baichuan 2 (baichuan): the llama block; the 13B (40 layers, llama.cpp's rule) has ALiBi
- * in place of rope, which Loom does not run. */
+ * (max bias 8) in place of rope. */
 static loom_status baichuan_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
-    (void)g;
-    (void)hx;
-    if (hp->n_layer == 40)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: baichuan with 40 layers (Baichuan 13B) uses ALiBi, "
-                              "which is not supported");
-    return LOOM_OK;
+    return hp->n_layer == 40 ? llm_alibi_keys(g, hp, hx, 8.0, err) : LOOM_OK;
+}
+
+/* Refact (refact): the llama block with ALiBi (max bias 8) in place of rope */
+static loom_status refact_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    return llm_alibi_keys(g, hp, hx, 8.0, err);
 }
 
 /* Qwen 1 (qwen): fused q|k|v with its bias, feed_forward_length twice the MLP's width */
@@ -254,6 +254,7 @@ static const llm_arch k_archs[] = {
     {"xverse", LOOM_ROPE_NORMAL, NULL, llm_bind_llama, llm_build_llama, false},
     {"baichuan", LOOM_ROPE_NORMAL, baichuan_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen", LOOM_ROPE_NEOX, NULL, qwen_bind, llm_build_llama, false},
+    {"refact", LOOM_ROPE_NORMAL, refact_hparams, llm_bind_llama, llm_build_llama, false},
     {"orion", LOOM_ROPE_NEOX, orion_hparams, orion_bind, llm_build_llama, false},
     {"exaone", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false}, /* EXAONE 3.x: the llama block, neox rope */
     {"exaone4", LOOM_ROPE_NEOX, llm_exaone4_hparams, llm_exaone4_bind, llm_exaone4_build, false},
@@ -292,6 +293,9 @@ static const llm_arch k_archs[] = {
     {"gptneox", LOOM_ROPE_NEOX, llm_gptneox_hparams, llm_gptneox_bind, llm_gptneox_build, false},
     {"gpt2", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
     {"starcoder", LOOM_ROPE_NORMAL, llm_gpt2_hparams, llm_gpt2_bind, llm_gpt2_build, false},
+    {"bloom", LOOM_ROPE_NORMAL, llm_bloom_hparams, llm_bloom_bind, llm_alibi_build, false},
+    {"mpt", LOOM_ROPE_NORMAL, llm_mpt_hparams, llm_mpt_bind, llm_alibi_build, false},
+    {"jais", LOOM_ROPE_NORMAL, llm_jais_hparams, llm_jais_bind, llm_alibi_build, false},
     {"stablelm", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build, false},
     {"nemotron", LOOM_ROPE_NEOX, llm_ln_hparams, llm_stablelm_bind, llm_stablelm_build, false},
     {"starcoder2", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build, false},

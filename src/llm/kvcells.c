@@ -191,7 +191,7 @@ void llm_kv_cells_mask(const llm_kv_cells *c, const loom_batch *b, int64_t start
                 else
                     for (int32_t k = 0; k < ns && !vis; k++) vis = llm_kv_cell_has(c, i, ids[k]);
             }
-            row[j] = vis ? 0.0f : -INFINITY;
+            row[j] = !vis ? -INFINITY : c->alibi ? -(float)(p - q) : 0.0f; /* q <= p */
         }
     }
 }

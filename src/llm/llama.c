@@ -90,7 +90,8 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
         loom_tensor *kc, *vc;
         llm_kv_get(ctx, kv, il, &kc, &vc);
-        loom_tensor *a = named(loom_sdpa(ctx, q, kc, vc, llm_kv_layer_mask(kv, masks, il), kq_scale), "kqv", il);
+        const loom_attn_opts ao = {.max_bias = m->hx.alibi_bias}; /* refact, Baichuan 13B: ALiBi */
+        loom_tensor *a = named(loom_sdpa_opts(ctx, q, kc, vc, llm_kv_layer_mask(kv, masks, il), kq_scale, &ao), "kqv", il);
         int64_t ne_a[2] = {DV * H, T};
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);

@@ -49,15 +49,22 @@ static loom_tensor *split_heads(loom_ctx *ctx, loom_tensor *y, int64_t off, int6
 
 void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
                  loom_tensor **q, loom_tensor **k, loom_tensor **v) {
+    llm_qkv_clamped(ctx, hp, ly, x, T, 0.0f, q, k, v);
+}
+
+static loom_tensor *clamp_kqv(loom_ctx *ctx, loom_tensor *x, float c) { return c > 0.0f ? loom_clamp(ctx, x, -c, c) : x; }
+
+void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
+                     float clamp, loom_tensor **q, loom_tensor **k, loom_tensor **v) {
     const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
     if (!ly->wqkv) {
         int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
-        *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
-        *v = loom_reshape(ctx, llm_linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+        *q = loom_reshape(ctx, clamp_kqv(ctx, llm_linear(ctx, ly->wq, ly->bq, x), clamp), 3, ne_q);
+        *k = loom_reshape(ctx, clamp_kqv(ctx, llm_linear(ctx, ly->wk, ly->bk, x), clamp), 3, ne_k);
+        *v = loom_reshape(ctx, clamp_kqv(ctx, llm_linear(ctx, ly->wv, ly->bv, x), clamp), 3, ne_v);
         return;
     }
-    loom_tensor *y = llm_linear(ctx, ly->wqkv, ly->bqkv, x);
+    loom_tensor *y = clamp_kqv(ctx, llm_linear(ctx, ly->wqkv, ly->bqkv, x), clamp);
     *q = split_heads(ctx, y, 0, DK, H);
     *k = split_heads(ctx, y, H * DK, DK, HKV);
     *v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
@@ -297,7 +304,8 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
     llm_kv_get(ctx, kv, il, &kc, &vc);
     /* soft-capped scores (gemma2) and sinks (gpt-oss) are parameters of the fused kernel,
      * or of the explicit nodes without flash attention (loom_sdpa_ext) */
-    a = loom_sdpa_ext(ctx, q, kc, vc, mask, kq_scale, softcap > 0.0f ? softcap : 0.0f, sinks);
+    const loom_attn_opts o = {.softcap = softcap > 0.0f ? softcap : 0.0f, .sinks = sinks, .max_bias = m->hx.alibi_bias};
+    a = loom_sdpa_opts(ctx, q, kc, vc, mask, kq_scale, &o);
     int64_t ne_a[2] = {DV * H, T};
     return loom_reshape(ctx, llm_named(a, "kqv", il), 2, ne_a);
 }

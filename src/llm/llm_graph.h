@@ -42,6 +42,10 @@ void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer 
  * (+ bqkv; rows q | k | v) or from wq / wk / wv (+ biases), as the layer has them. */
 void llm_qkv_any(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
                  loom_tensor **q, loom_tensor **k, loom_tensor **v);
+/* The same with the projections clamped to [-clamp, clamp] before the split (llama.cpp's
+ * attention.clamp_kqv; 0: none). */
+void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T,
+                     float clamp, loom_tensor **q, loom_tensor **k, loom_tensor **v);
 /* The llama block after attention x (residual r): on the last layer only the rows outs of
  * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm
  * (a layer with a router: the mixture of experts on n, softmax, top-k renormalised). */

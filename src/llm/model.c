@@ -507,6 +507,11 @@ static void fmt_memory(const loom_backend *be, char *buf, size_t size) {
     loom_backend_memory_free(&mem);
 }
 
+/* ALiBi models: their masks carry -|distance| where a key is visible */
+static void kv_alibi(loom_model *m) {
+    for (int g = 0; g < m->kv.n_groups; g++) m->kv.grp[g].cells.alibi = m->hx.alibi_bias > 0.0f;
+}
+
 static loom_status set_sizes(loom_model *m, int n_ctx, int n_batch, int n_seq, loom_error *err) {
     if (n_ctx < 0 || n_batch < 0 || n_seq < 0)
         return loom_error_set(err, LOOM_ERR_INVALID_ARG, "model: negative n_ctx/n_batch/n_seq_max");
@@ -549,6 +554,7 @@ loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, in
     if (!s) s = llm_bind_weights(m, err);
     if (!s) s = set_sizes(m, n_ctx, n_batch, n_seq_max, err);
     if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch, cache_type, err);
+    if (!s) kv_alibi(m);
     if (!s && !loom_backend_is_dry_run(be)) {
         m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
         if (!m->out_ids) s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_model_plan: out of memory");
@@ -624,6 +630,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch,
                          params->cache_type, err)))
         goto fail;
+    kv_alibi(m);
     m->ctx_shift = params->ctx_shift;
     m->n_keep = params->n_keep < 0 ? 0 : params->n_keep;
 

@@ -15,6 +15,8 @@ typedef struct llm_layer {
     loom_tensor *wq, *wk, *wv, *wo;
     loom_tensor *bq, *bk, *bv, *bo;   /* optional biases */
     loom_tensor *q_norm, *k_norm;     /* qwen3 */
+    loom_tensor *q_norm_b, *k_norm_b; /* mpt: LayerNorms of all of q / k (weights q_norm / k_norm) */
+    loom_tensor *ffn_act;             /* mpt: AWQ activation scales, the MLP's activation / ffn_act */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
     loom_tensor *attn_sub_norm, *ffn_sub_norm; /* bitnet: norms before Wo and before Wdown */
     loom_tensor *bitnet_scale[7];     /* bitnet: optional per-matrix scales (q, k, v, o, gate, up, down) */
@@ -118,6 +120,7 @@ typedef struct llm_kv_cells {
     int n_seq;         /* sequence ids 0..n_seq-1 */
     int nw;            /* 64-bit words of a cell's sequence set */
     int32_t window, chunk;
+    bool alibi;        /* ALiBi: a visible key's mask value is -|p - q| (else 0) */
     int32_t *pos;      /* [n] position, -1 = empty */
     int32_t *tok;      /* [n] token id of the cell (prefix reuse) */
     uint64_t *seq;     /* [n * nw] sequence sets */
@@ -279,6 +282,8 @@ typedef struct llm_hparams_x {
     float attn_temp_offset;  /* llama4: temperature of floor((pos + offset) / floor) */
     int moe_step;            /* llama4 interleave_moe_layer_step */
     bool qk_l2;              /* llama4: weightless RMS norm of q and k after rope */
+    float alibi_bias;        /* ALiBi max_bias (bloom, mpt, jais, refact, Baichuan 13B; 0: none): the
+                                masks carry -|distance|, each head adds slope(h) times it */
 } llm_hparams_x;
 
 struct llm_arch;

@@ -17,7 +17,7 @@ here block by block.
         granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
-        rwkv6 minicpm3 xverse baichuan qwen orion
+        rwkv6 minicpm3 xverse baichuan qwen orion bloom mpt mpt-full jais refact baichuan13
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2402,6 +2402,115 @@ def orion(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def bloom(m, NV):
+    # BLOOM-560m-like: 48 wide, 6 heads of 8 (not a power of two: ALiBi's second slope
+    # series), 3 layers, LayerNorms with biases and one on the embeddings
+    # (token_embd_norm), fused q|k|v with bias (the converter reorders BLOOM's per-head
+    # interleave into q | k | v), GELU MLP of 4 x 48 with biases, tied output; no rope or
+    # ALiBi keys (llama.cpp fixes the max bias at 8). F32
+    E, H, D, NL = 48, 6, 8, 3
+    F = 4 * E
+    ln_common(m, E, NL, H, H, F, 2048)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.norm("token_embd_norm.weight", E)
+    m.bias("token_embd_norm.bias", [E])
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_qkv.weight", E, 3 * E)
+        m.bias(b + "attn_qkv.bias", [3 * E])
+        m.mat(b + "attn_output.weight", E, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        m.mat(b + "ffn_up.weight", E, F)
+        m.bias(b + "ffn_up.bias", [F])
+        m.mat(b + "ffn_down.weight", F, E)
+        m.bias(b + "ffn_down.bias", [E])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+
+
+def mpt(m, NV, full=False):
+    # MPT-7B-like: 48 wide, 4 heads of 12, 3 layers, no biases (no_bias), LayerNorm
+    # weights only, fused q|k|v clamped at attention.clamp_kqv (clip_qkv; 0.6 here so
+    # that it bites), attention.max_alibi_bias 8, GELU MLP of 4 x 48, tied output.
+    # full (the optional pieces llama.cpp loads): learned positions (position_embd),
+    # biases everywhere, AWQ activation scales (ffn.act.scales), no clamp. (Not q/k
+    # LayerNorms: llama.cpp's mpt graph aborts reshaping the fused q|k|v views for them.) F32
+    E, H, D, NL = 48, 4, 12, 3
+    F = 4 * E
+    ctx = 512 if full else 2048  # the position_embd rows
+    ln_common(m, E, NL, H, H, F, ctx)
+    m.kv("attention.max_alibi_bias", T_F32, 8.0)
+    if not full:
+        m.kv("attention.clamp_kqv", T_F32, 0.6)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    if full:
+        m.add("position_embd.weight", [E, ctx], 0.2)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_qkv.weight", E, 3 * E)
+        m.mat(b + "attn_output.weight", E, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        if full:
+            for n, k in (("attn_norm.bias", E), ("attn_qkv.bias", 3 * E), ("attn_output.bias", E),
+                         ("ffn_norm.bias", E), ("ffn_up.bias", F), ("ffn_down.bias", E)):
+                m.bias(b + n, [k])
+            m.add(b + "ffn.act.scales", [F], 0.1, 1.0)
+    m.norm("output_norm.weight", E)
+    if full:
+        m.bias("output_norm.bias", [E])
+
+
+def jais(m, NV):
+    # Jais-13B-like: 40 wide, 5 heads of 8 (not a power of two), 3 layers, LayerNorms with
+    # biases, fused q|k|v with bias, SwiGLU MLP of 96 with biases (ffn_gate, ffn_up,
+    # ffn_down; the converter folds the muP embedding and width scales into the weights),
+    # attention.max_alibi_bias 8, a separate output. F32
+    E, H, D, F, NL = 40, 5, 8, 96, 3
+    ln_common(m, E, NL, H, H, F, 2048)
+    m.kv("attention.max_alibi_bias", T_F32, 8.0)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.bias(b + "attn_norm.bias", [E])
+        m.mat(b + "attn_qkv.weight", E, 3 * E)
+        m.bias(b + "attn_qkv.bias", [3 * E])
+        m.mat(b + "attn_output.weight", E, E)
+        m.bias(b + "attn_output.bias", [E])
+        m.norm(b + "ffn_norm.weight", E)
+        m.bias(b + "ffn_norm.bias", [E])
+        for n, a, c in (("ffn_gate", E, F), ("ffn_up", E, F), ("ffn_down", F, E)):
+            m.mat(b + n + ".weight", a, c)
+            m.bias(b + n + ".bias", [c])
+    m.norm("output_norm.weight", E)
+    m.bias("output_norm.bias", [E])
+    m.mat("output.weight", E, NV)
+
+
+def refact(m, NV):
+    # Refact-1.6B-like: the llama block without rope (ALiBi, max bias 8 fixed by
+    # llama.cpp), multi-query (1 KV head), 48 wide, 6 heads of 8, 3 layers, MLP of 96,
+    # separate output. F32
+    llama_like(m, NV, 48, 6, 1, 8, 96, 3, 2048)
+    m.kvs = [kv for kv in m.kvs if ".rope." not in kv[0]]
+
+
+def baichuan13(m, NV):
+    # Baichuan-13B-like: the llama writer with 40 layers (llama.cpp's rule for the 13B:
+    # ALiBi, max bias 8, no rope), 16 wide, 2 heads of 8, MLP of 32. F32
+    llama_like(m, NV, 16, 2, 2, 8, 32, 40, 4096)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2412,11 +2521,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -2424,7 +2533,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "mpt-full": "mpt", "baichuan13": "baichuan"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -2451,6 +2560,8 @@ def main():
         falcon(m, NV, True)
     elif arch == "gptneox-seq":
         gptneox(m, NV, True)
+    elif arch == "mpt-full":
+        mpt(m, NV, True)
     elif arch == "rwkv7":
         rwkv7(m, NV, seed)
     elif arch in ("hunyuan-dense", "hunyuan-moe"):
