@@ -103,7 +103,8 @@ loom_tensor *emb_attention(loom_embedder *e, loom_ctx *ctx, loom_tensor *q, loom
     const int64_t D = e->hp.head_dim, H = e->hp.n_head;
     /* with flash attention loom_sdpa takes V as [D, H, T]; without, as [T, D, H] (PermutedV) */
     loom_tensor *vp = loom_ctx_flash_attn(ctx) ? v : loom_cont(ctx, loom_permute(ctx, v, 1, 2, 0, 3));
-    loom_tensor *a = loom_sdpa(ctx, q, k, vp, mask, 1.0f / sqrtf((float)D));
+    const loom_attn_opts o = {.max_bias = e->hp.alibi_bias}; /* jina-bert-v2: ALiBi */
+    loom_tensor *a = loom_sdpa_opts(ctx, q, k, vp, mask, 1.0f / sqrtf((float)D), &o);
     int64_t ne_a[2] = {D * H, T};
     return loom_reshape(ctx, a, 2, ne_a);
 }
@@ -373,7 +374,10 @@ loom_status loom_embed_compute(loom_embedder *e, const int32_t *const *tokens, c
             for (int r = 0; r < n_tokens[k]; r++, t++) {
                 float *row = e->mask + (size_t)t * (size_t)T;
                 const int hi = e->hp.causal ? t + 1 : s0 + n_tokens[k];
-                for (int c = 0; c < T; c++) row[c] = c >= s0 && c < hi ? 0.0f : -INFINITY;
+                /* ALiBi (jina-bert-v2): a visible key's value is -|distance| */
+                const bool alibi = e->hp.alibi_bias > 0.0f;
+                for (int c = 0; c < T; c++)
+                    row[c] = c >= s0 && c < hi ? (alibi ? -(float)abs(c - t) : 0.0f) : -INFINITY;
                 if (!e->mask_swa) continue;
                 float *rw = e->mask_swa + (size_t)t * (size_t)T;
                 for (int c = 0; c < T; c++) rw[c] = row[c] == 0.0f && abs(c - t) <= half ? 0.0f : -INFINITY;

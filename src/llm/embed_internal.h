@@ -10,7 +10,7 @@
 
 #include "loom_embed.h"
 
-/* EMB_DECODER: a decoder's layers (llama, mistral, qwen2, qwen3 files with a
+/* EMB_BERT also covers jina-bert-v2 (hp.alibi_bias > 0). EMB_DECODER: a decoder's layers (llama, mistral, qwen2, qwen3 files with a
  * `<arch>.pooling_type`: Qwen3-Embedding, e5-mistral ...); EMB_GEMMA:
  * gemma-embedding (EmbeddingGemma). */
 typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3 } emb_arch;
@@ -27,6 +27,10 @@ typedef struct emb_layer {
     loom_tensor *attn_norm, *q_norm, *k_norm, *attn_post_norm, *ffn_norm, *ffn_post_norm, *rope_freqs;
     bool swa; /* gemma-embedding: a sliding-window layer */
     loom_tensor *ffn_gate_inp, *ffn_up_exps, *ffn_down_exps; /* nomic-bert-moe expert layers */
+    /* jina-bert-v2: LayerNorms over all of q and of k (weights q_norm / k_norm), a second
+     * residual LayerNorm after attn_out_norm, ffn_up twice ffn wide (GEGLU) or ffn_gate */
+    loom_tensor *q_norm_b, *k_norm_b, *attn_norm_2, *attn_norm_2_b;
+    bool geglu;
 } emb_layer;
 
 typedef struct emb_hparams {
@@ -48,6 +52,8 @@ typedef struct emb_hparams {
     bool gelu_ffn;
     int moe_every, n_expert, n_expert_used;
     float expert_weights_scale;
+    /* jina-bert-v2: ALiBi (max bias; 0: none) instead of position embeddings */
+    float alibi_bias;
 } emb_hparams;
 
 /* One graph's worth of tokens: T tokens of n_seq whole sequences. */

@@ -67,7 +67,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     static const char *const dec[] = {"llama", "mistral", "qwen2", "qwen3"};
     emb_arch a;
     if (!arch) return false;
-    if (!strcmp(arch, "bert")) a = EMB_BERT;
+    if (!strcmp(arch, "bert") || !strcmp(arch, "jina-bert-v2")) a = EMB_BERT;
     else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe")) a = EMB_NOMIC_BERT;
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
     else {
@@ -162,6 +162,14 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
                               eps);
     if ((s = key_float(g, arch, "rope.freq_base", 10000.0, &base, err))) return s;
     if (!(base > 1)) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.freq_base = %g is out of range", arch, base);
+    if (!strcmp(arch, "jina-bert-v2")) { /* ALiBi; llama.cpp fixes the max bias at 8 */
+        double mb;
+        if ((s = key_float(g, arch, "attention.max_alibi_bias", 8.0, &mb, err))) return s;
+        if (!(mb > 0 && mb <= 64))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.max_alibi_bias = %g is out of range (0, 64]",
+                                  arch, mb);
+        hp->alibi_bias = (float)mb;
+    }
     hp->n_embd = (int)E;
     hp->n_layer = (int)L;
     hp->n_head = (int)H;
@@ -282,7 +290,7 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
      * llama.cpp's llama-embedding --pooling) */
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, nomic-bert(-moe), "
+                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2, nomic-bert(-moe), "
                               "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
@@ -331,12 +339,13 @@ static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
     int64_t n_types = tt ? loom_tensor_ne(tt, 1) : 1;
     if (n_types < 1) n_types = 1;
     e->type_embd = bind(be, false, E, n_types, err, &st, "token_types.weight", 0);
-    if (bert) e->pos_embd = bind(be, true, E, hp->n_ctx_train, err, &st, "position_embd.weight", 0);
+    const bool jina = hp->alibi_bias > 0.0f; /* jina-bert-v2: no positions (ALiBi) */
+    if (bert && !jina) e->pos_embd = bind(be, true, E, hp->n_ctx_train, err, &st, "position_embd.weight", 0);
     e->tok_norm = bind(be, true, E, 1, err, &st, "token_embd_norm.weight", 0);
     e->tok_norm_b = bind(be, true, E, 1, err, &st, "token_embd_norm.bias", 0);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         emb_layer *L = &e->layers[il];
-        if (bert || !loom_backend_get_tensor(be, "blk.0.attn_qkv.weight")) {
+        if ((bert && !jina) || !loom_backend_get_tensor(be, "blk.0.attn_qkv.weight")) {
             L->wq = bind(be, true, E, E, err, &st, "blk.%d.attn_q.weight", il);
             L->wk = bind(be, true, E, E, err, &st, "blk.%d.attn_k.weight", il);
             L->wv = bind(be, true, E, E, err, &st, "blk.%d.attn_v.weight", il);
@@ -351,7 +360,25 @@ static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
         L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
         L->attn_out_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.weight", il);
         L->attn_out_norm_b = bind(be, true, E, 1, err, &st, "blk.%d.attn_output_norm.bias", il);
-        if (hp->moe_every > 0 && il % hp->moe_every == 1) { /* nomic-bert-moe expert layer */
+        if (jina) {
+            L->q_norm = bind(be, false, E, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
+            if (L->q_norm) L->q_norm_b = bind(be, false, E, 1, err, &st, "blk.%d.attn_q_norm.bias", il);
+            L->k_norm = bind(be, false, E, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+            if (L->k_norm) L->k_norm_b = bind(be, false, E, 1, err, &st, "blk.%d.attn_k_norm.bias", il);
+            L->attn_norm_2 = bind(be, false, E, 1, err, &st, "blk.%d.attn_norm_2.weight", il);
+            if (L->attn_norm_2) L->attn_norm_2_b = bind(be, false, E, 1, err, &st, "blk.%d.attn_norm_2.bias", il);
+            L->ffn_gate = bind(be, false, E, F, err, &st, "blk.%d.ffn_gate.weight", il);
+            /* without a gate, ffn_up may hold both halves of a GEGLU (llama.cpp's rule) */
+            char nm[64];
+            snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", il);
+            const loom_tensor *up = loom_backend_get_tensor(be, nm);
+            L->geglu = !L->ffn_gate && up && loom_tensor_ne(up, 1) == 2 * F;
+            const int64_t UF = L->geglu ? 2 * F : F;
+            L->ffn_up = bind(be, true, E, UF, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_up_b = bind(be, false, UF, 1, err, &st, "blk.%d.ffn_up.bias", il);
+            L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+            L->ffn_down_b = bind(be, true, E, 1, err, &st, "blk.%d.ffn_down.bias", il);
+        } else if (hp->moe_every > 0 && il % hp->moe_every == 1) { /* nomic-bert-moe expert layer */
             L->ffn_gate_inp = bind(be, true, E, hp->n_expert, err, &st, "blk.%d.ffn_gate_inp.weight", il);
             L->ffn_up_exps = bind3(be, E, F, hp->n_expert, err, &st, "blk.%d.ffn_up_exps.weight", il);
             L->ffn_down_exps = bind3(be, F, E, hp->n_expert, err, &st, "blk.%d.ffn_down_exps.weight", il);
@@ -359,8 +386,8 @@ static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
             L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
         }
-        if (L->ffn_gate_inp) {
-            /* experts: no biases, no gate */
+        if (L->ffn_gate_inp || jina) {
+            /* experts: no biases, no gate; jina: bound above */
         } else if (bert || hp->gelu_ffn) {
             L->ffn_up_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_up.bias", il);
             L->ffn_down_b = bind(be, false, E, 1, err, &st, "blk.%d.ffn_down.bias", il);

@@ -7,7 +7,7 @@ its keys, Gaussian weights from Python's random module, and the first NV tokens 
 the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
 has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn OUT.gguf [NV DIM CTX]
 
 nomic-bert-moe (nomic-embed-text-v2-moe's layout): 4 layers, every 2nd (1 and 3) a
 mixture of 4 GELU experts (top 2, no biases, softmax router), the others GELU MLPs with
@@ -20,6 +20,14 @@ key_length 16 != dim/heads, q/k norms, rope neox base 1e6, tied output), llama
 symmetric window of 6 (|i - j| <= 3), layer 1 full; rope base 1e6 full / 10000
 window; gemma norms stored with their +1; dense_2 [dim -> 2 dim] and dense_3
 [2 dim -> dim] after pooling).
+
+jina-bert-v2 (jina-embeddings-v2-base-en's layout: ALiBi instead of positions, no
+position_embd; Q/K/V with biases; a GEGLU MLP: ffn_up [dim, 2 ffn] without bias, the
+first half through GELU times the second, ffn_down with bias; pooling mean; 2 heads).
+jina-bert-v2-qkn (the optional pieces llama.cpp loads: LayerNorms over all of q and of k
+with biases, attn_norm_2 (a second residual LayerNorm), a separate ffn_gate with ffn_up
+and its bias (gelu(gate) * up); dim 48 in 3 heads, so ALiBi's second slope series
+applies; pooling cls).
 
 Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
 """
@@ -96,6 +104,8 @@ def main():
         return decoder(vocab, arch, out)
     if arch == "nomic-bert-moe":
         return nomic_moe(vocab, out)
+    if arch in ("jina-bert-v2", "jina-bert-v2-qkn"):
+        return jina(vocab, out, arch.endswith("qkn"))
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -169,6 +179,59 @@ def vocab_kvs(vocab):
             v = (v[0], v[1][:NV])
         kvs.append((k, t, v))
     return kvs
+
+
+def jina(vocab, out, qkn):
+    arch = "jina-bert-v2"
+    dim, heads = (DIM * 3 // 2, 3) if qkn else (DIM, HEADS)
+    rng = random.Random(20261207 + (1 if qkn else 0))
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch),
+           (a + "block_count", T_U32, LAYERS), (a + "context_length", T_U32, CTX),
+           (a + "embedding_length", T_U32, dim), (a + "feed_forward_length", T_U32, FFN),
+           (a + "attention.head_count", T_U32, heads), (a + "attention.layer_norm_epsilon", T_F32, 1e-12),
+           ("general.file_type", T_U32, 0), (a + "attention.causal", T_BOOL, False),
+           (a + "pooling_type", T_U32, 2 if qkn else 1)] + vocab_kvs(vocab)
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [dim, NV], 1.0)
+    add("token_types.weight", [dim, 2], 0.5)
+    add("token_embd_norm.weight", [dim], 0.1, 1.0)
+    add("token_embd_norm.bias", [dim], 0.1)
+    w = dim ** -0.5
+    for i in range(LAYERS):
+        b = "blk.%d." % i
+        for x in ("q", "k", "v"):
+            add(b + "attn_%s.weight" % x, [dim, dim], w)
+            add(b + "attn_%s.bias" % x, [dim], 0.1)
+        if qkn:
+            for x in ("q", "k"):
+                add(b + "attn_%s_norm.weight" % x, [dim], 0.1, 1.0)
+                add(b + "attn_%s_norm.bias" % x, [dim], 0.1)
+        add(b + "attn_output.weight", [dim, dim], w)
+        add(b + "attn_output.bias", [dim], 0.1)
+        add(b + "attn_output_norm.weight", [dim], 0.1, 1.0)
+        add(b + "attn_output_norm.bias", [dim], 0.1)
+        if qkn:
+            add(b + "attn_norm_2.weight", [dim], 0.1, 1.0)
+            add(b + "attn_norm_2.bias", [dim], 0.1)
+            add(b + "ffn_gate.weight", [dim, FFN], w)
+            add(b + "ffn_up.weight", [dim, FFN], w)
+            add(b + "ffn_up.bias", [FFN], 0.1)
+        else:
+            add(b + "ffn_up.weight", [dim, 2 * FFN], w)
+        add(b + "ffn_down.weight", [FFN, dim], FFN ** -0.5)
+        add(b + "ffn_down.bias", [dim], 0.1)
+        add(b + "layer_output_norm.weight", [dim], 0.1, 1.0)
+        add(b + "layer_output_norm.bias", [dim], 0.1)
+    write(out, kvs, tensors)
 
 
 def nomic_moe(vocab, out):
