@@ -267,6 +267,7 @@ static void test_rows(void) {
 typedef struct sm_arg {
     float scale;
     bool mask, mask16, neg_row;
+    float max_bias; /* > 0: ALiBi (the mask holds -distance) */
 } sm_arg;
 
 static loom_tensor *b_softmax(loom_ctx *ctx, loom_tensor **in, const void *arg) {
@@ -279,7 +280,8 @@ static loom_tensor *b_softmax(loom_ctx *ctx, loom_tensor **in, const void *arg) 
             m = loom_cpy(ctx, m, m16);
         }
     }
-    return loom_softmax_ext(ctx, in[0], m, s->scale);
+    return s->max_bias > 0.0f ? loom_softmax_ext_alibi(ctx, in[0], m, s->scale, s->max_bias)
+                              : loom_softmax_ext(ctx, in[0], m, s->scale);
 }
 
 static void test_softmax(void) {
@@ -289,16 +291,26 @@ static void test_softmax(void) {
     for (int t = 0; t < T; t++)
         for (int j = 0; j < L; j++) mask[t * L + j] = j <= 50 + t ? 0.0f : -INFINITY;
     for (int v = 0; v < 3; v++) {
-        sm_arg a = {0.125f, v > 0, v == 2, false};
+        sm_arg a = {0.125f, v > 0, v == 2, false, 0.0f};
         leaf_spec s[2] = {{LOOM_TYPE_F32, 3, {L, T, 4}, NULL, -8, 8}, {LOOM_TYPE_F32, 2, {L, T}, mask, 0, 0}};
         run_both(v == 0 ? "softmax scale" : v == 1 ? "softmax + f32 mask" : "softmax + f16 mask", b_softmax, &a, 2, s,
                  1e-6, false);
     }
     static float dead[L * T];
     for (int i = 0; i < L * T; i++) dead[i] = i < L ? -INFINITY : 0.0f;
-    sm_arg a = {1.0f, true, false, true};
+    sm_arg a = {1.0f, true, false, true, 0.0f};
     leaf_spec s[2] = {{LOOM_TYPE_F32, 2, {L, T}, NULL, -8, 8}, {LOOM_TYPE_F32, 2, {L, T}, dead, 0, 0}};
     run_both("softmax with an all -inf row (zeros)", b_softmax, &a, 2, s, 1e-6, false);
+    /* ALiBi: 12 heads (both slope series), distances in the mask; F32 and F16 masks
+     * (the GPU's pow against the CPU's powf: a few ulps of a slope) */
+    static float dist[L * T];
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < L; j++) dist[t * L + j] = j <= 50 + t ? -(float)(50 + t - j) : -INFINITY;
+    for (int v = 0; v < 2; v++) {
+        sm_arg al = {0.125f, true, v == 1, false, 8.0f};
+        leaf_spec sa[2] = {{LOOM_TYPE_F32, 3, {L, T, 12}, NULL, -8, 8}, {LOOM_TYPE_F32, 2, {L, T}, dist, 0, 0}};
+        run_both(v ? "softmax ALiBi, f16 mask" : "softmax ALiBi, f32 mask", b_softmax, &al, 2, sa, 1e-6, false);
+    }
 }
 
 typedef struct rope_arg {
@@ -468,6 +480,7 @@ typedef struct fa_arg {
     bool mask, mask16, transposed_v;
     float softcap; /* > 0: soft-capped scores */
     bool sinks;    /* in[4]: one sink logit per head */
+    float max_bias; /* > 0: ALiBi (the mask holds -distance) */
 } fa_arg;
 
 static loom_tensor *b_fa(loom_ctx *ctx, loom_tensor **in, const void *arg) {
@@ -481,33 +494,41 @@ static loom_tensor *b_fa(loom_ctx *ctx, loom_tensor **in, const void *arg) {
     loom_tensor *qp = loom_permute(ctx, q, 0, 2, 1, 3);
     loom_tensor *kp = loom_permute(ctx, k, 0, 2, 1, 3);
     loom_tensor *vp = f->transposed_v ? loom_transpose(ctx, v) : loom_permute(ctx, v, 0, 2, 1, 3);
-    return loom_flash_attn_ext(ctx, qp, kp, vp, m, 1.0f / sqrtf((float)f->D), f->softcap, f->sinks ? in[4] : NULL);
+    const loom_attn_opts o = {.softcap = f->softcap, .sinks = f->sinks ? in[4] : NULL, .max_bias = f->max_bias};
+    return loom_flash_attn_opts(ctx, qp, kp, vp, m, 1.0f / sqrtf((float)f->D), &o);
 }
 
 static void test_flash_attn(void) {
     const fa_arg cases[] = {
-        {1, 300, 8, 2, 64, LOOM_TYPE_F16, true, true, false, 0.0f, false},   /* decode, split-K */
-        {37, 96, 4, 4, 32, LOOM_TYPE_F16, true, false, false, 0.0f, false},  /* prompt, f32 mask */
-        {5, 40, 6, 3, 80, LOOM_TYPE_F32, false, false, false, 0.0f, false},  /* no mask, odd D */
-        {3, 64, 4, 2, 64, LOOM_TYPE_BF16, true, true, false, 0.0f, false},
-        {2, 300, 4, 1, 64, LOOM_TYPE_Q8_0, true, true, false, 0.0f, false},
-        {9, 64, 2, 2, 128, LOOM_TYPE_Q4_0, true, true, false, 0.0f, false},
-        {1, 128, 8, 4, 16, LOOM_TYPE_F16, true, false, true, 0.0f, false},   /* non-flash decode: PermutedV transposed */
-        {1, 96, 4, 4, 8, LOOM_TYPE_F32, true, false, true, 0.0f, false},
+        {1, 300, 8, 2, 64, LOOM_TYPE_F16, true, true, false, 0.0f, false, 0.0f},   /* decode, split-K */
+        {37, 96, 4, 4, 32, LOOM_TYPE_F16, true, false, false, 0.0f, false, 0.0f},  /* prompt, f32 mask */
+        {5, 40, 6, 3, 80, LOOM_TYPE_F32, false, false, false, 0.0f, false, 0.0f},  /* no mask, odd D */
+        {3, 64, 4, 2, 64, LOOM_TYPE_BF16, true, true, false, 0.0f, false, 0.0f},
+        {2, 300, 4, 1, 64, LOOM_TYPE_Q8_0, true, true, false, 0.0f, false, 0.0f},
+        {9, 64, 2, 2, 128, LOOM_TYPE_Q4_0, true, true, false, 0.0f, false, 0.0f},
+        {1, 128, 8, 4, 16, LOOM_TYPE_F16, true, false, true, 0.0f, false, 0.0f},   /* non-flash decode: PermutedV transposed */
+        {1, 96, 4, 4, 8, LOOM_TYPE_F32, true, false, true, 0.0f, false, 0.0f},
         /* soft cap and sinks: decode split-K (sinks in the combine), prompt, v^T, and a
          * first token that sees no key (its rows: all sink, 0) */
-        {1, 300, 8, 2, 64, LOOM_TYPE_F16, true, true, false, 0.5f, true},
-        {37, 96, 4, 4, 32, LOOM_TYPE_F32, true, false, false, 0.3f, true},
-        {9, 64, 2, 2, 128, LOOM_TYPE_Q8_0, true, true, false, 0.0f, true},
-        {5, 40, 6, 3, 80, LOOM_TYPE_F32, false, false, false, 0.4f, false},
-        {1, 128, 8, 4, 16, LOOM_TYPE_F32, true, false, true, 0.5f, true},
+        {1, 300, 8, 2, 64, LOOM_TYPE_F16, true, true, false, 0.5f, true, 0.0f},
+        {37, 96, 4, 4, 32, LOOM_TYPE_F32, true, false, false, 0.3f, true, 0.0f},
+        {9, 64, 2, 2, 128, LOOM_TYPE_Q8_0, true, true, false, 0.0f, true, 0.0f},
+        {5, 40, 6, 3, 80, LOOM_TYPE_F32, false, false, false, 0.4f, false, 0.0f},
+        {1, 128, 8, 4, 16, LOOM_TYPE_F32, true, false, true, 0.5f, true, 0.0f},
+        /* ALiBi (12 heads: both slope series): decode split-K, prompt, v^T */
+        {1, 300, 12, 4, 64, LOOM_TYPE_F16, true, true, false, 0.0f, false, 8.0f},
+        {37, 96, 12, 3, 32, LOOM_TYPE_F32, true, false, false, 0.0f, false, 8.0f},
+        {1, 128, 12, 12, 16, LOOM_TYPE_F16, true, false, true, 0.0f, false, 8.0f},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const fa_arg *f = &cases[c];
         const int64_t L = f->L, T = f->T, D = f->D;
         float *mask = malloc((size_t)(L * T) * sizeof *mask);
         for (int64_t t = 0; t < T; t++)
-            for (int64_t j = 0; j < L; j++) mask[t * L + j] = j <= L - T + t && !(f->sinks && t == 0 && T > 1) ? 0.0f : -INFINITY;
+            for (int64_t j = 0; j < L; j++)
+                mask[t * L + j] = j <= L - T + t && !(f->sinks && t == 0 && T > 1)
+                                      ? (f->max_bias > 0.0f ? -(float)(L - T + t - j) : 0.0f)
+                                      : -INFINITY;
         /* K/V: random F32 converted (quantized through the reference quantizer) */
         size_t rb = 0;
         loom_type_row_bytes(f->kv, D, &rb);
@@ -532,9 +553,9 @@ static void test_flash_attn(void) {
             loom_type_row_bytes(f->kv, L, &rb);
         }
         char w[80];
-        snprintf(w, sizeof w, "flash_attn %s T%d L%d H%d/%d D%d%s%s%s", loom_type_name(f->kv), f->T, f->L, f->H,
+        snprintf(w, sizeof w, "flash_attn %s T%d L%d H%d/%d D%d%s%s%s%s", loom_type_name(f->kv), f->T, f->L, f->H,
                  f->Hkv, f->D, f->transposed_v ? " v^T" : "", f->softcap > 0.0f ? " softcap" : "",
-                 f->sinks ? " sinks" : "");
+                 f->sinks ? " sinks" : "", f->max_bias > 0.0f ? " ALiBi" : "");
         /* same conversions as the CPU (q to k's type, p to v's type for v^T); the
          * rest is summation order and exp, except that an F16 v^T rounds p = exp(s - m)
          * with m the running max of 128-key tiles here and 64-key tiles on the CPU */
@@ -573,6 +594,59 @@ static void test_sdpa_prompt(void) {
      * 3.07e-5 in the other 4. Its own seed, so tests added before it change nothing. */
     g_vk_rng = 0x9E3779B97F4A7C15ull;
     run_both("sdpa prompt (matmul, softmax, matmul, cont)", b_sdpa, NULL, 4, s, 6e-5, true);
+}
+
+/* ------------------------------------------------------------------ scheduler */
+
+/* A view of a host node read by 40 device nodes of one run: the scheduler stages the
+ * node once and points each reader at its own view of the staged copy. Those views
+ * must stay where the readers point while the run executes (they once lived in an array
+ * that grew by realloc past 16, leaving the first readers on freed memory: a model's 40
+ * attention layers reading a view of one mask made on the CPU). */
+static void test_staged_views(void) {
+    enum { N = 40, W = 32 };
+    loom_ctx *g = NULL, *c = NULL;
+    loom_error e = {0};
+    CHECK(loom_backend_ctx_new(g_be, 0, &g, &e) == LOOM_OK && loom_ctx_new(NULL, &c, &e) == LOOM_OK);
+    if (!g || !c) {
+        loom_ctx_free(g);
+        loom_ctx_free(c);
+        return;
+    }
+    static float x[2 * W], w[W];
+    for (int i = 0; i < 2 * W; i++) x[i] = vk_rnd();
+    for (int i = 0; i < W; i++) w[i] = vk_rnd();
+    const int64_t nex[1] = {2 * W}, new_[1] = {W}, nv[1] = {W};
+    loom_tensor *out[2];
+    for (int k = 0; k < 2; k++) {
+        loom_ctx *ctx = k ? c : g, *dev = k ? c : loom_ctx_layer(g, 0);
+        /* a node computed on the CPU (as a model's mask: an F32 -> F16 copy), then a view */
+        loom_ctx *in = loom_ctx_input(ctx);
+        loom_tensor *hx = loom_scale(in, loom_from_f32(in, x, 2 * W, 1, nex), 1.0f);
+        loom_tensor *row = loom_view(in, hx, W * sizeof(float), 1, nv);
+        loom_tensor *acc = loom_from_f32(dev, w, W, 1, new_);
+        for (int i = 0; i < N; i++) acc = loom_add(dev, loom_mul(dev, acc, row), acc); /* acc (1 + row), 40 reads */
+        out[k] = acc;
+        loom_ctx_forward(ctx, acc);
+    }
+    loom_status sg = loom_ctx_compute(g, 1, &out[0]), sc = loom_ctx_compute(c, 1, &out[1]);
+    CHECK_MSG(sg == LOOM_OK && sc == LOOM_OK, "staged views: gpu %s (%s), cpu %s", loom_status_name(sg),
+              loom_ctx_error(g), loom_status_name(sc));
+    if (sg == LOOM_OK && sc == LOOM_OK) {
+        float a[W], b[W];
+        CHECK(loom_tensor_read_f32(out[0], a, W) == LOOM_OK && loom_tensor_read_f32(out[1], b, W) == LOOM_OK);
+        double d = 0, mref = 0;
+        for (int i = 0; i < W; i++) {
+            d = fmax(d, fabs((double)a[i] - b[i]));
+            mref = fmax(mref, fabs((double)b[i]));
+        }
+        const loom_tensor *ob = loom_tensor_base(out[0]);
+        printf("  %-44s max rel diff %.3g (device %d)\n", "a staged view read by 40 device nodes", d / mref,
+               ob->sched_dev);
+        CHECK_MSG(d <= 1e-6 * mref && ob->sched_dev > 0, "staged views: diff %g, output on device %d", d, ob->sched_dev);
+    }
+    loom_ctx_free(g);
+    loom_ctx_free(c);
 }
 
 /* ------------------------------------------------------------------ MoE */
@@ -626,6 +700,7 @@ int main(void) {
     test_flash_attn();
     test_sdpa_prompt();
     test_mul_mat_id();
+    test_staged_views();
     int64_t rep = loom_backend_vk_reports(g_be);
     CHECK_MSG(rep == 0, "validation layers reported %lld messages", (long long)rep);
     loom_backend_close(g_be);

@@ -429,8 +429,28 @@ static bool abort_fn(void *u) {
     return a->cb ? a->cb(a->user) : false;
 }
 
-/* Point node->src[k] at the staging copy (or a view of it) while the run executes. */
+/* The staging copy of src's base in the run, or NULL. */
+static sched_copy *run_copy(be_sched *s, const sched_run *run, const loom_tensor *b) {
+    sched_copy *cp = NULL;
+    for (int64_t ci = run->copy0; ci < run->copy1; ci++)
+        if (s->copies[ci].base == b) cp = &s->copies[ci];
+    return cp;
+}
+
+/* Point node->src[k] at the staging copy (or a view of it) while the run executes. The
+ * views array is sized for the whole run first: nodes point into it, so it must not
+ * move while they do (a run with more views than its capacity, e.g. 40 layers'
+ * attention reading views of one staged mask, left the first ones dangling). */
 static loom_status substitute(be_sched *s, loom_graph *g, sched_run *run) {
+    int64_t n_view = 0;
+    for (int64_t i = run->start; i < run->end; i++) {
+        const loom_tensor *t = g->nodes[i];
+        if (t->op == LOOM_OP_VIEW) continue;
+        for (int k = 0; k < LOOM_MAX_SRC; k++)
+            if (t->src[k] && t->src[k] != loom_tensor_base(t->src[k]) && run_copy(s, run, loom_tensor_base(t->src[k])))
+                n_view++;
+    }
+    if (!grow((void **)&s->views, &s->cap_views, s->n_views + n_view, sizeof *s->views)) return LOOM_ERR_NOMEM;
     for (int64_t i = run->start; i < run->end; i++) {
         loom_tensor *t = g->nodes[i];
         if (t->op == LOOM_OP_VIEW) continue;
@@ -438,15 +458,11 @@ static loom_status substitute(be_sched *s, loom_graph *g, sched_run *run) {
             loom_tensor *src = t->src[k];
             if (!src) continue;
             loom_tensor *b = loom_tensor_base(src);
-            sched_copy *cp = NULL;
-            for (int64_t ci = run->copy0; ci < run->copy1; ci++)
-                if (s->copies[ci].base == b) cp = &s->copies[ci];
+            sched_copy *cp = run_copy(s, run, b);
             if (!cp) continue;
             loom_tensor *rep = &cp->desc;
             if (src != b) {
-                if (!grow((void **)&s->views, &s->cap_views, s->n_views + 1, sizeof *s->views))
-                    return LOOM_ERR_NOMEM;
-                rep = &s->views[s->n_views++];
+                rep = &s->views[s->n_views++]; /* room made above */
                 *rep = *src;
                 rep->view_src = &cp->desc;
                 rep->data = (char *)cp->desc.data + src->view_offs;

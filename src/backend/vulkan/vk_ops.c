@@ -455,6 +455,20 @@ static bool rec_norm(vk_rec *r, loom_tensor *t) {
     return vk_dispatch(r, &x);
 }
 
+/* ALiBi's slope series for max_bias over n_head heads (loom_alibi_slope: slope(h) =
+ * m0^(h+1) for h < nlog2, else m1^(2 (h - nlog2) + 1)) into pc[0..2]: m0, m1, nlog2 (0:
+ * none, every slope 1). */
+static void alibi_pc(float max_bias, int64_t n_head, uint32_t *pc) {
+    pc[0] = pc[1] = fbits(1.0f);
+    pc[2] = 0;
+    if (!(max_bias > 0.0f) || n_head < 1) return;
+    int64_t n = 1;
+    while (n * 2 <= n_head) n *= 2;
+    pc[0] = fbits(powf(2.0f, -max_bias / (float)n));
+    pc[1] = fbits(powf(2.0f, -(max_bias / 2.0f) / (float)n));
+    pc[2] = (uint32_t)n;
+}
+
 static bool rec_softmax(vk_rec *r, loom_tensor *t) {
     const loom_tensor *a = t->src[0], *m = t->src[1];
     vk_disp x = {.shader = VKS_SOFTMAX};
@@ -463,12 +477,13 @@ static bool rec_softmax(vk_rec *r, loom_tensor *t) {
     set_bind(&x, 4, t, true);
     if (!vk_bind(r, &x)) return false;
     const int64_t rows = loom_nrows(t);
-    uint32_t pc[22] = {(uint32_t)t->ne[0], (uint32_t)t->ne[1], (uint32_t)t->ne[2], (uint32_t)rows,
+    uint32_t pc[25] = {(uint32_t)t->ne[0], (uint32_t)t->ne[1], (uint32_t)t->ne[2], (uint32_t)rows,
                        (uint32_t)a->nb[0], (uint32_t)a->nb[1], (uint32_t)a->nb[2], (uint32_t)a->nb[3],
                        m ? (uint32_t)m->nb[1] : 0, m ? (uint32_t)m->nb[2] : 0, m ? (uint32_t)m->nb[3] : 0,
                        m ? (uint32_t)m->ne[2] : 1, m ? (uint32_t)m->ne[3] : 1, (uint32_t)t->nb[1], (uint32_t)t->nb[2],
                        (uint32_t)t->nb[3], x.off[0], x.off[1], x.off[4], m ? 1u : 0u,
                        m ? (uint32_t)m->type : 0u, fbits(f32_of(t, 0))};
+    alibi_pc(m ? f32_of(t, 1) : 0.0f, t->ne[2], pc + 22);
     memcpy(x.pc, pc, sizeof pc);
     vk_groups_1d((uint64_t)rows, 1, x.groups);
     return vk_dispatch(r, &x);
@@ -561,7 +576,6 @@ static size_t fa_work(const loom_tensor *t) {
 static bool fa_supported(const loom_vk_dev *d, const loom_tensor *t) {
     const loom_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2], *m = t->src[3];
     if (q->type != LOOM_TYPE_F32 || k->type != v->type || fa_shader(k->type) < 0) return false;
-    if (loom_get_op_param_f32(t, 2) > 0.0f) return false; /* ALiBi: CPU only */
     const loom_tensor *sk = t->src[4]; /* sinks F32 [H] (loom_flash_attn_ext) */
     if (sk && (sk->type != LOOM_TYPE_F32 || !fits(d, sk) || !loom_tensor_is_contiguous(sk))) return false;
     if (q->ne[0] > FA_DMAX || v->ne[0] > FA_DMAX || q->nb[0] != 4) return false;
@@ -602,13 +616,14 @@ static bool rec_flash_attn(vk_rec *r, loom_tensor *t) {
     if (!vk_bind(r, &x)) return false;
     const int64_t H = q->ne[2], T = q->ne[1];
     const bool v_rows = loom_tensor_is_contiguous_rows(v);
-    uint32_t pc[28] = {(uint32_t)q->ne[0], (uint32_t)v->ne[0], (uint32_t)T, (uint32_t)H, (uint32_t)k->ne[1],
+    uint32_t pc[31] = {(uint32_t)q->ne[0], (uint32_t)v->ne[0], (uint32_t)T, (uint32_t)H, (uint32_t)k->ne[1],
                        (uint32_t)(H / k->ne[2]), (uint32_t)q->nb[1], (uint32_t)q->nb[2], (uint32_t)k->nb[1],
                        (uint32_t)k->nb[2], (uint32_t)v->nb[0], (uint32_t)v->nb[1], (uint32_t)v->nb[2],
                        m ? (uint32_t)m->nb[1] : 0, x.off[0], x.off[1], x.off[2], x.off[3], x.off[4], m ? 1u : 0u,
                        m ? (uint32_t)m->type : 0u, (uint32_t)nc, (uint32_t)cl, v_rows ? 1u : 0u,
                        fbits(f32_of(t, 0)), fbits(f32_of(t, 1)), sk && nc == 1 ? 1u : 0u,
                        sk && nc == 1 ? x.off[5] : 0u};
+    alibi_pc(m ? f32_of(t, 2) : 0.0f, H, pc + 28);
     memcpy(x.pc, pc, sizeof pc);
     x.groups[0] = (uint32_t)H;
     x.groups[1] = (uint32_t)T;
@@ -665,7 +680,6 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
     case LOOM_OP_SOFT_MAX:
         if (t->src[0]->type != LOOM_TYPE_F32 || t->nb[0] != 4) return false;
         if (t->src[2]) return false; /* attention sinks: CPU only */
-        if (loom_get_op_param_f32(t, 1) > 0.0f) return false; /* ALiBi: CPU only */
         if (t->src[1] && ((t->src[1]->type != LOOM_TYPE_F32 && t->src[1]->type != LOOM_TYPE_F16) ||
                           t->src[1]->nb[0] != loom_type_size(t->src[1]->type)))
             return false;

@@ -33,6 +33,8 @@ layout(push_constant) uniform PC {
     uint tm, n_chunks, chunk_len, v_rows; /* v_rows: v's rows (dim 0) are contiguous */
     float scale, softcap;
     uint has_s, off_s;
+    float m0, m1; /* ALiBi (nlog2 > 0): head h adds slope(h) * mask, loom_alibi_slope's series */
+    uint nlog2;
 } p;
 
 shared float qs[DMAX];
@@ -108,6 +110,7 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint g = h / p.G;
     const float NEG_INF = -1.0 / 0.0;
+    const float slope = p.nlog2 == 0u ? 1.0 : h < p.nlog2 ? pow(p.m0, float(h + 1u)) : pow(p.m1, float(2u * (h - p.nlog2) + 1u));
     /* q row, rounded as the CPU converts it */
     const uint qo = (p.off_q + t * p.nbq1 + h * p.nbq2) >> 2;
     for (uint d = tid; d < p.Dk; d += WG) {
@@ -149,7 +152,7 @@ void main() {
                 /* tanh's argument clamped: tanh(15) is 1 in float, and a large argument
                  * may overflow an exp-based tanh to inf / inf */
                 x = p.softcap > 0.0 ? p.softcap * tanh(clamp(x * (p.scale / p.softcap), -15.0, 15.0)) : x * p.scale;
-                s = x + mv;
+                s = x + slope * mv;
             }
         }
         const float mt = reduce(s, true);

@@ -1,5 +1,6 @@
 #version 450
-/* SOFT_MAX: softmax(a * scale + mask) along ne0, one workgroup per row. a F32, mask
+/* SOFT_MAX: softmax(a * scale + slope * mask) along ne0, one workgroup per row (slope 1, or
+ * ALiBi's slope of the row's head i2). a F32, mask
  * F32/F16 [ne0, >= ne1] broadcast over dims 2, 3 (modulo its extents), dst F32
  * contiguous rows. A row that is all -inf gives zeros (as the CPU reference). */
 #extension GL_GOOGLE_include_directive : require
@@ -16,13 +17,17 @@ layout(push_constant) uniform PC {
     uint off_a, off_m, off_d, has_m;
     uint tm;
     float scale;
+    float m0, m1; /* ALiBi (nlog2 > 0): row head i2 scales the mask by slope(i2) (loom_alibi_slope) */
+    uint nlog2;
 } p;
+
+float g_slope = 1.0;
 
 shared float red[WG];
 
 float val(uint oa, uint om, uint e) {
     float v = s0_f32[(oa + e * p.nba0) >> 2] * p.scale;
-    if (p.has_m != 0u) v += p.tm == TY_F16 ? float(s1_f16[(om >> 1) + e]) : s1_f32[(om >> 2) + e];
+    if (p.has_m != 0u) v += g_slope * (p.tm == TY_F16 ? float(s1_f16[(om >> 1) + e]) : s1_f32[(om >> 2) + e]);
     return v;
 }
 
@@ -31,6 +36,7 @@ void main() {
     if (r >= p.n_rows) return;
     const uint tid = gl_LocalInvocationID.x;
     const uint i1 = r % p.ne1, i2 = (r / p.ne1) % p.ne2, i3 = r / (p.ne1 * p.ne2);
+    if (p.nlog2 != 0u) g_slope = i2 < p.nlog2 ? pow(p.m0, float(i2 + 1u)) : pow(p.m1, float(2u * (i2 - p.nlog2) + 1u));
     const uint oa = p.off_a + i1 * p.nba1 + i2 * p.nba2 + i3 * p.nba3;
     const uint om = p.off_m + i1 * p.nbm1 + (i2 % p.mne2) * p.nbm2 + (i3 % p.mne3) * p.nbm3;
     const uint od = (p.off_d + i1 * p.nbd1 + i2 * p.nbd2 + i3 * p.nbd3) >> 2;
