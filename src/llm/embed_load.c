@@ -68,7 +68,8 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     emb_arch a;
     if (!arch) return false;
     if (!strcmp(arch, "bert") || !strcmp(arch, "jina-bert-v2")) a = EMB_BERT;
-    else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe")) a = EMB_NOMIC_BERT;
+    else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe") || !strcmp(arch, "jina-bert-v3"))
+        a = EMB_NOMIC_BERT; /* jina-bert-v3 (jina-embeddings-v3): nomic-bert's rope with a GELU MLP */
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
     else {
         size_t i = 0;
@@ -130,7 +131,8 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     if (E % H)
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
                               (long long)E, (long long)H);
-    if (!strcmp(arch, "nomic-bert-moe") && (s = moe_keys(hp, g, arch, err))) return s;
+    if ((!strcmp(arch, "nomic-bert-moe") || !strcmp(arch, "jina-bert-v3")) && (s = moe_keys(hp, g, arch, err)))
+        return s;
     int64_t hkv;
     if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, 65536, &hkv, err))) return s;
     if (hkv != H)
@@ -290,7 +292,7 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
      * llama.cpp's llama-embedding --pooling) */
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2, nomic-bert(-moe), "
+                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, nomic-bert(-moe), "
                               "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);

@@ -7,7 +7,7 @@ its keys, Gaussian weights from Python's random module, and the first NV tokens 
 the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
 has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn|jina-bert-v3 OUT.gguf [NV DIM CTX]
 
 nomic-bert-moe (nomic-embed-text-v2-moe's layout): 4 layers, every 2nd (1 and 3) a
 mixture of 4 GELU experts (top 2, no biases, softmax router), the others GELU MLPs with
@@ -28,6 +28,11 @@ jina-bert-v2-qkn (the optional pieces llama.cpp loads: LayerNorms over all of q 
 with biases, attn_norm_2 (a second residual LayerNorm), a separate ffn_gate with ffn_up
 and its bias (gelu(gate) * up); dim 48 in 3 heads, so ALiBi's second slope series
 applies; pooling cls).
+
+jina-bert-v3 (jina-embeddings-v3's base model, the XLM-RoBERTa converter's layout for it:
+fused attn_qkv with bias (mixer.Wqkv), neox rope (rope.freq_base 20000), no position
+embeddings, a GELU MLP with biases, tokenizer.ggml.token_type_count 1 with one token
+type row; pooling mean; 4 heads).
 
 Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
 """
@@ -106,6 +111,8 @@ def main():
         return nomic_moe(vocab, out)
     if arch in ("jina-bert-v2", "jina-bert-v2-qkn"):
         return jina(vocab, out, arch.endswith("qkn"))
+    if arch == "jina-bert-v3":
+        return jina3(vocab, out)
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -231,6 +238,50 @@ def jina(vocab, out, qkn):
         add(b + "ffn_down.bias", [dim], 0.1)
         add(b + "layer_output_norm.weight", [dim], 0.1, 1.0)
         add(b + "layer_output_norm.bias", [dim], 0.1)
+    write(out, kvs, tensors)
+
+
+def jina3(vocab, out):
+    arch, heads = "jina-bert-v3", 4
+    rng = random.Random(20261208)
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch),
+           (a + "block_count", T_U32, LAYERS), (a + "context_length", T_U32, CTX),
+           (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+           (a + "attention.head_count", T_U32, heads), (a + "attention.layer_norm_epsilon", T_F32, 1e-5),
+           (a + "rope.freq_base", T_F32, 20000.0),
+           ("general.file_type", T_U32, 0), (a + "attention.causal", T_BOOL, False),
+           (a + "pooling_type", T_U32, 1)] + vocab_kvs(vocab)
+    kvs = [kv for kv in kvs if kv[0] != "tokenizer.ggml.token_type_count"]
+    kvs.append(("tokenizer.ggml.token_type_count", T_U32, 1))
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [DIM, NV], 1.0)
+    add("token_types.weight", [DIM, 1], 0.5)
+    add("token_embd_norm.weight", [DIM], 0.1, 1.0)
+    add("token_embd_norm.bias", [DIM], 0.1)
+    w = DIM ** -0.5
+    for i in range(LAYERS):
+        b = "blk.%d." % i
+        add(b + "attn_qkv.weight", [DIM, 3 * DIM], w)
+        add(b + "attn_qkv.bias", [3 * DIM], 0.1)
+        add(b + "attn_output.weight", [DIM, DIM], w)
+        add(b + "attn_output.bias", [DIM], 0.1)
+        add(b + "attn_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "attn_output_norm.bias", [DIM], 0.1)
+        add(b + "ffn_up.weight", [DIM, FFN], w)
+        add(b + "ffn_up.bias", [FFN], 0.1)
+        add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+        add(b + "ffn_down.bias", [DIM], 0.1)
+        add(b + "layer_output_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "layer_output_norm.bias", [DIM], 0.1)
     write(out, kvs, tensors)
 
 
