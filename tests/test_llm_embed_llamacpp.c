@@ -66,9 +66,12 @@ static float *read_ref(const char *name, const char *pool, int *n, int *E) {
 }
 
 static double g_min_cos = 1.0, g_max_nrmse = 0.0;
-/* jina-bert-v2 / v3: measured nrmse 1.8e-7 .. 6.3e-6 (GELU-table flips), 1 - cosine <= 5.7e-12 */
-#define JINA_NRMSE 2e-5
-#define JINA_COS (1 - 1e-10)
+/* jina-bert-v2 / v3, modern-bert (GELU through llama.cpp's F16 table, as nomic-bert-moe:
+ * a flip where summation orders differ moves one element by a table step): measured
+ * nrmse 1.8e-7 .. 6.3e-6, modern-bert with flash attention 1.4e-5 (its last-token vector
+ * 1 - 2.5e-9); nomic-bert-moe's tolerances */
+#define JINA_NRMSE 5e-5
+#define JINA_COS (1 - 1e-8)
 
 static void check_model_tol(const char *path, const char *name, const seqs *s, bool fa, double tol_nrmse,
                             double tol_cos) {
@@ -162,6 +165,10 @@ static void bad_files(void) {
          "blk.1.ffn_down.bias"},
         {"jina-bert-v2-qkn", "missing layer output norm", {.drop = "blk.0.layer_output_norm.bias"}, LOOM_ERR_NOT_FOUND,
          "blk.0.layer_output_norm.bias"},
+        {"modern-bert", "an ungated ReLU", {.str_key = "modern-bert.hidden_activation", .str_val = "relu"},
+         LOOM_ERR_UNSUPPORTED, "hidden_activation 'relu'"},
+        {"modern-bert", "layer 1 without its attention norm", {.drop = "blk.1.attn_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.attn_norm.weight"},
         {"nomic-bert-moe", "missing experts", {.drop = "blk.1.ffn_up_exps.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.1.ffn_up_exps.weight"},
         {"nomic-bert-moe", "no expert count", {.drop = "nomic-bert-moe.expert_count"}, LOOM_ERR_NOT_FOUND,
@@ -243,11 +250,12 @@ int main(void) {
     snprintf(ip, sizeof ip, "%s", test_path("tests/data/embed/indep-nomic-bert-moe.gguf"));
     check_model_tol(ip, "indep-nomic-bert-moe", &indep, false, 5e-5, 1 - 1e-8);
     check_model_tol(ip, "indep-nomic-bert-moe", &indep, true, 5e-5, 1 - 1e-8);
-    /* jina-bert-v2 (ALiBi, GEGLU; q/k LayerNorms, attn_norm_2, a separate gate) and
-     * jina-bert-v3 (rope, fused q|k|v, GELU MLP): GELU through llama.cpp's F16 table as
-     * nomic-bert-moe's */
-    static const char *const jina[] = {"indep-jina-bert-v2", "indep-jina-bert-v2-qkn", "indep-jina-bert-v3"};
-    for (int i = 0; i < 3; i++) {
+    /* jina-bert-v2 (ALiBi, GEGLU; q/k LayerNorms, attn_norm_2, a separate gate),
+     * jina-bert-v3 (rope, fused q|k|v, GELU MLP) and modern-bert (pre-norm, GEGLU or
+     * SwiGLU, symmetric window layers with their own rope base) */
+    static const char *const jina[] = {"indep-jina-bert-v2", "indep-jina-bert-v2-qkn", "indep-jina-bert-v3",
+                                       "indep-modern-bert", "indep-modern-bert-silu"};
+    for (int i = 0; i < 5; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "tests/data/embed/%s.gguf", jina[i]);
         snprintf(ip, sizeof ip, "%s", test_path(rel));

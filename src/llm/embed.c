@@ -123,6 +123,7 @@ static loom_status build(loom_embedder *e, const emb_batch *b, loom_ctx **ctx_ou
     if (s) return s;
     loom_tensor *h = e->hp.arch == EMB_BERT         ? emb_build_bert(e, ctx, b)
                      : e->hp.arch == EMB_NOMIC_BERT ? emb_build_nomic_bert(e, ctx, b)
+                     : e->hp.arch == EMB_MODERN     ? emb_build_modern_bert(e, ctx, b)
                                                     : emb_build_decoder(e, ctx, b);
     loom_ctx_forward(ctx, h);
     s = loom_ctx_status(ctx);

@@ -13,7 +13,10 @@
 /* EMB_BERT also covers jina-bert-v2 (hp.alibi_bias > 0). EMB_DECODER: a decoder's layers (llama, mistral, qwen2, qwen3 files with a
  * `<arch>.pooling_type`: Qwen3-Embedding, e5-mistral ...); EMB_GEMMA:
  * gemma-embedding (EmbeddingGemma). */
-typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3 } emb_arch;
+typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3, EMB_MODERN = 4 } emb_arch;
+
+/* modern-bert's gated MLP: act(first half of ffn_up's rows) * second half */
+typedef enum emb_glu { EMB_GLU_GELU = 0, EMB_GLU_SILU = 1, EMB_GLU_RELU = 2 } emb_glu;
 
 /* Weights of one encoder layer (borrowed from the backend; NULL = absent). */
 typedef struct emb_layer {
@@ -54,6 +57,10 @@ typedef struct emb_hparams {
     float expert_weights_scale;
     /* jina-bert-v2: ALiBi (max bias; 0: none) instead of position embeddings */
     float alibi_bias;
+    /* modern-bert: window layers il % swa_period != 0 (the first of each period is
+     * global), the MLP's gate activation */
+    bool swa_dense_first;
+    emb_glu glu;
 } emb_hparams;
 
 /* One graph's worth of tokens: T tokens of n_seq whole sequences. */
@@ -96,6 +103,7 @@ struct loom_embedder {
 loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_decoder(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
+loom_tensor *emb_build_modern_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 
 /* embed_load.c: hyperparameters (e->hp, e->pooling: kept when set on entry, the
  * pooling asked for) and weights of e->be's file. */

@@ -71,6 +71,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe") || !strcmp(arch, "jina-bert-v3"))
         a = EMB_NOMIC_BERT; /* jina-bert-v3 (jina-embeddings-v3): nomic-bert's rope with a GELU MLP */
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
+    else if (!strcmp(arch, "modern-bert")) a = EMB_MODERN;
     else {
         size_t i = 0;
         while (i < sizeof dec / sizeof dec[0] && strcmp(arch, dec[i])) i++;
@@ -122,7 +123,41 @@ static loom_status moe_keys(emb_hparams *hp, const loom_gguf *g, const char *arc
     return LOOM_OK;
 }
 
-/* bert / nomic-bert / nomic-bert-moe */
+/* modern-bert: a symmetric window on all but every sliding_window_pattern-th layer (the
+ * first of each period global), rope.freq_base_swa on those (llama.cpp's default 10000),
+ * hidden_activation naming the MLP's gate (llama.cpp's table: gelu / geglu, silu / swish /
+ * swiglu, reglu; absent or another name: GELU). */
+static loom_status modern_keys(emb_hparams *hp, const loom_gguf *g, const char *arch, loom_error *err) {
+    int64_t n_swa, period;
+    double base_swa;
+    loom_status s;
+    if ((s = key_int(g, arch, "attention.sliding_window", false, 0, 0, 1 << 24, &n_swa, err))) return s;
+    if ((s = key_int(g, arch, "attention.sliding_window_pattern", false, 3, 0, 1 << 16, &period, err))) return s;
+    if ((s = key_float(g, arch, "rope.freq_base_swa", 10000.0, &base_swa, err))) return s;
+    if (!(base_swa > 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.rope.freq_base_swa = %g is out of range", arch, base_swa);
+    hp->n_swa = (int)n_swa;
+    hp->swa_period = n_swa > 0 ? (int)period : -1;
+    hp->swa_dense_first = true;
+    hp->rope_base_swa = (float)base_swa;
+    hp->glu = EMB_GLU_GELU;
+    char key[160];
+    snprintf(key, sizeof key, "%s.hidden_activation", arch);
+    loom_gguf_str act;
+    if (loom_gguf_get_str(g, key, &act) == LOOM_OK) {
+        static const struct { const char *name; emb_glu glu; } acts[] = {
+            {"gelu", EMB_GLU_GELU}, {"geglu", EMB_GLU_GELU}, {"silu", EMB_GLU_SILU}, {"swish", EMB_GLU_SILU},
+            {"swiglu", EMB_GLU_SILU}, {"reglu", EMB_GLU_RELU}};
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+            if (act.len == strlen(acts[i].name) && !memcmp(act.ptr, acts[i].name, act.len)) hp->glu = acts[i].glu;
+        if (act.len == 4 && !memcmp(act.ptr, "relu", 4)) /* llama.cpp: an ungated ReLU on a gated ffn_up */
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s hidden_activation 'relu' (ungated) is not "
+                                  "supported", arch);
+    }
+    return LOOM_OK;
+}
+
+/* bert / nomic-bert / nomic-bert-moe / jina-bert-v2 / jina-bert-v3 / modern-bert */
 static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const char *arch, loom_error *err) {
     emb_hparams *hp = &e->hp;
     int64_t E, L, H, F, ctx_train, pool, rot;
@@ -172,6 +207,7 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
                                   arch, mb);
         hp->alibi_bias = (float)mb;
     }
+    if (hp->arch == EMB_MODERN && (s = modern_keys(hp, g, arch, err))) return s;
     hp->n_embd = (int)E;
     hp->n_layer = (int)L;
     hp->n_head = (int)H;
@@ -292,11 +328,12 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
      * llama.cpp's llama-embedding --pooling) */
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, nomic-bert(-moe), "
+                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, modern-bert, nomic-bert(-moe), "
                               "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
     hp->swa_period = -1;
+    hp->swa_dense_first = false;
     const bool dec = hp->arch == EMB_DECODER || hp->arch == EMB_GEMMA;
     const loom_pooling asked = e->pooling;
     loom_status s = dec ? decoder_hparams(e, g, arch, err) : encoder_hparams(e, g, arch, err);
@@ -306,7 +343,8 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
     if (!e->layers) return loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of memory");
     /* window layers: il % period < period - 1 (llama.cpp's set_swa_pattern) */
     for (int il = 0; il < hp->n_layer && hp->swa_period >= 0; il++) {
-        e->layers[il].swa = hp->swa_period == 0 || il % hp->swa_period < hp->swa_period - 1;
+        e->layers[il].swa = hp->swa_period == 0 ||
+                            (hp->swa_dense_first ? il % hp->swa_period != 0 : il % hp->swa_period < hp->swa_period - 1);
         if (e->layers[il].swa) e->any_swa = true;
     }
     return LOOM_OK;
@@ -460,6 +498,34 @@ static loom_status decoder_weights(loom_embedder *e, loom_error *err) {
     return st;
 }
 
+/* modern-bert: LayerNorm weights only (none before layer 0's attention), fused q|k|v,
+ * no biases, ffn_up twice ffn wide (the gated pair), a final output_norm. */
+static loom_status modern_weights(loom_embedder *e, loom_error *err) {
+    const loom_backend *be = e->be;
+    emb_hparams *hp = &e->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    loom_status st = LOOM_OK;
+    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
+    int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
+    hp->n_vocab = (int32_t)V;
+    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    e->tok_norm = bind(be, true, E, 1, err, &st, "token_embd_norm.weight", 0);
+    e->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        emb_layer *L = &e->layers[il];
+        L->attn_norm = bind(be, il > 0, E, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->wqkv = bind(be, true, E, 3 * E, err, &st, "blk.%d.attn_qkv.weight", il);
+        L->wo = bind(be, true, E, E, err, &st, "blk.%d.attn_output.weight", il);
+        L->ffn_norm = bind(be, true, E, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_up = bind(be, true, E, 2 * F, err, &st, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+    }
+    return st;
+}
+
 loom_status emb_bind_weights(loom_embedder *e, loom_error *err) {
+    if (e->hp.arch == EMB_MODERN) return modern_weights(e, err);
     return e->hp.arch == EMB_DECODER || e->hp.arch == EMB_GEMMA ? decoder_weights(e, err) : encoder_weights(e, err);
 }

@@ -7,7 +7,7 @@ its keys, Gaussian weights from Python's random module, and the first NV tokens 
 the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
 has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn|jina-bert-v3 OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn|jina-bert-v3|modern-bert|modern-bert-silu OUT.gguf [NV DIM CTX]
 
 nomic-bert-moe (nomic-embed-text-v2-moe's layout): 4 layers, every 2nd (1 and 3) a
 mixture of 4 GELU experts (top 2, no biases, softmax router), the others GELU MLPs with
@@ -33,6 +33,14 @@ jina-bert-v3 (jina-embeddings-v3's base model, the XLM-RoBERTa converter's layou
 fused attn_qkv with bias (mixer.Wqkv), neox rope (rope.freq_base 20000), no position
 embeddings, a GELU MLP with biases, tokenizer.ggml.token_type_count 1 with one token
 type row; pooling mean; 4 heads).
+
+modern-bert (ModernBERT's layout: pre-LayerNorms without biases, none before layer 0's
+attention, fused attn_qkv and attn_output without biases, a GEGLU MLP (ffn_up 2 ffn
+wide), a final output_norm; neox rope with rope.freq_base 160000 on the global layers and
+rope.freq_base_swa 10000 on the window layers; sliding_window 6 (symmetric: |i - j| <=
+3) with sliding_window_pattern 3: layers 1 and 2 of 3 slide, layer 0 is global; pooling
+mean). modern-bert-silu: hidden_activation "silu" (SwiGLU, as IBM Granite Embedding R2),
+pooling cls.
 
 Used for tests/data/embed/indep-*.gguf (README.md); F32 tensors, alignment 32.
 """
@@ -113,6 +121,8 @@ def main():
         return jina(vocab, out, arch.endswith("qkn"))
     if arch == "jina-bert-v3":
         return jina3(vocab, out)
+    if arch in ("modern-bert", "modern-bert-silu"):
+        return modern(vocab, out, arch.endswith("silu"))
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -282,6 +292,46 @@ def jina3(vocab, out):
         add(b + "ffn_down.bias", [DIM], 0.1)
         add(b + "layer_output_norm.weight", [DIM], 0.1, 1.0)
         add(b + "layer_output_norm.bias", [DIM], 0.1)
+    write(out, kvs, tensors)
+
+
+def modern(vocab, out, silu):
+    arch, heads, nl = "modern-bert", 4, 3
+    rng = random.Random(20261209 + (1 if silu else 0))
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch),
+           (a + "block_count", T_U32, nl), (a + "context_length", T_U32, CTX),
+           (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+           (a + "attention.head_count", T_U32, heads), (a + "attention.layer_norm_epsilon", T_F32, 1e-5),
+           (a + "rope.freq_base", T_F32, 160000.0), (a + "rope.freq_base_swa", T_F32, 10000.0),
+           (a + "attention.sliding_window", T_U32, 6), (a + "attention.sliding_window_pattern", T_U32, 3),
+           (a + "rope.scaling.type", T_STR, "none"),
+           ("general.file_type", T_U32, 0), (a + "attention.causal", T_BOOL, False),
+           (a + "pooling_type", T_U32, 2 if silu else 1)] + vocab_kvs(vocab)
+    if silu:
+        kvs.append((a + "hidden_activation", T_STR, "silu"))
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [DIM, NV], 1.0)
+    add("token_embd_norm.weight", [DIM], 0.1, 1.0)
+    w = DIM ** -0.5
+    for i in range(nl):
+        b = "blk.%d." % i
+        if i:
+            add(b + "attn_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "attn_qkv.weight", [DIM, 3 * DIM], w)
+        add(b + "attn_output.weight", [DIM, DIM], w)
+        add(b + "ffn_norm.weight", [DIM], 0.1, 1.0)
+        add(b + "ffn_up.weight", [DIM, 2 * FFN], w)
+        add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+    add("output_norm.weight", [DIM], 0.1, 1.0)
     write(out, kvs, tensors)
 
 

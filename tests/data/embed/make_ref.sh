@@ -38,6 +38,8 @@ python3 "$here/make_model.py" "$vocab" nomic-bert-moe "$here/indep-nomic-bert-mo
 python3 "$here/make_model.py" "$vocab" jina-bert-v2 "$here/indep-jina-bert-v2.gguf"
 python3 "$here/make_model.py" "$vocab" jina-bert-v2-qkn "$here/indep-jina-bert-v2-qkn.gguf"
 python3 "$here/make_model.py" "$vocab" jina-bert-v3 "$here/indep-jina-bert-v3.gguf"
+python3 "$here/make_model.py" "$vocab" modern-bert "$here/indep-modern-bert.gguf"
+python3 "$here/make_model.py" "$vocab" modern-bert-silu "$here/indep-modern-bert-silu.gguf"
 for arch in qwen3 llama gemma-embedding; do
   python3 "$here/make_model.py" "$vocab" $arch "$here/indep-$arch.gguf"
 done
@@ -67,6 +69,8 @@ mk "$here/indep-nomic-bert-moe.gguf" indep-nomic-bert-moe "$here/tokens-indep.tx
 mk "$here/indep-jina-bert-v2.gguf" indep-jina-bert-v2 "$here/tokens-indep.txt"
 mk "$here/indep-jina-bert-v2-qkn.gguf" indep-jina-bert-v2-qkn "$here/tokens-indep.txt"
 mk "$here/indep-jina-bert-v3.gguf" indep-jina-bert-v3 "$here/tokens-indep.txt"
+mk "$here/indep-modern-bert.gguf" indep-modern-bert "$here/tokens-indep.txt"
+mk "$here/indep-modern-bert-silu.gguf" indep-modern-bert-silu "$here/tokens-indep.txt"
 # decoder embedding models: one llama_decode per sequence, F32 K/V cache (README.md)
 for arch in qwen3 llama gemma-embedding; do
   mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
