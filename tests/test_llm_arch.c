@@ -337,6 +337,7 @@ static void bad_files(void) {
     /* the independent files of the other architectures with one thing wrong */
     static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1};
     static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
+    static const uint32_t pat4[5] = {4, 4, 4, 4, 4};
     static const struct {
         const char *file, *what;
         gguf_change c;
@@ -512,6 +513,16 @@ static void bad_files(void) {
         {"mpt", "a string for the clamp", {.str_key = "mpt.attention.clamp_kqv", .str_val = "x"}, LOOM_ERR_FORMAT,
          "mpt.attention.clamp_kqv"},
         {"jais", "missing MLP gate bias", {.drop = "blk.1.ffn_gate.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_gate.bias"},
+        {"deepseek", "no shared expert count", {.drop = "deepseek.expert_shared_count"}, LOOM_ERR_NOT_FOUND,
+         "deepseek.expert_shared_count"},
+        {"deepseek", "missing shared expert", {.drop = "blk.2.ffn_down_shexp.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.ffn_down_shexp.weight"},
+        {"smallthinker", "no router function", {.drop = "smallthinker.expert_gating_func"}, LOOM_ERR_NOT_FOUND,
+         "smallthinker.expert_gating_func"},
+        {"smallthinker", "a router function llama.cpp lacks", {.u32_key = "smallthinker.expert_gating_func", .u32_val = 4},
+         LOOM_ERR_UNSUPPORTED, "expert_gating_func = 4"},
+        {"smallthinker-swa", "a window pattern of many values", {.u32s_key = "smallthinker.attention.sliding_window_pattern",
+         .u32s = pat4, .n_u32s = 5}, LOOM_ERR_UNSUPPORTED, "sliding_window_pattern"},
         {"refact", "missing k projection", {.drop = "blk.0.attn_k.weight"}, LOOM_ERR_NOT_FOUND, "blk.0.attn_k.weight"},
         {"qwen", "an odd MLP width", {.u32_key = "qwen.feed_forward_length", .u32_val = 191}, LOOM_ERR_FORMAT,
          "feed_forward_length 191 must be even"},

@@ -130,6 +130,9 @@ loom_status llm_falcon_bind(loom_model *m, loom_error *err);
 loom_status llm_gpt2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_gpt2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_gpt2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_smallthinker_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_smallthinker_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_smallthinker_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_alibi.c: bloom, mpt, jais; llm_alibi_keys sets the max bias (attention.max_alibi_bias,
  * def when absent; out of [0, 64] is LOOM_ERR_FORMAT) and turns rope off. */
 loom_status llm_alibi_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, double def,

@@ -12,6 +12,11 @@
  * bailingmoe2 (inclusionAI Ling 2.0 / Ring 2.0, as llama.cpp's bailingmoe2 graph): the dots1
  * form (ffn_norm, per-head q/k norms required, the router function key required) with a
  * fused q|k|v and shared experts expert_shared_feed_forward_length wide when given.
+ * deepseek (DeepSeek-LLM / DeepSeek-MoE 16B, DeepSeek v1, as llama.cpp's deepseek graph):
+ * the llama attention (normal rope, no biases, no q/k norms) with the FFN norm named
+ * ffn_norm and DeepSeek-MoE experts: leading dense layers, a softmax router (unless
+ * expert_gating_func says otherwise), weights as routed (times expert_weights_scale),
+ * expert_shared_count shared experts (the key required).
  *
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
  *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
@@ -28,6 +33,7 @@
 static bool is_dots1(const loom_model_hparams *hp) {
     return !strcmp(hp->arch, "dots1") || !strcmp(hp->arch, "bailingmoe2");
 }
+static bool is_deepseek(const loom_model_hparams *hp) { return !strcmp(hp->arch, "deepseek"); }
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s;
@@ -37,7 +43,13 @@ loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
         if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", true, 0, &v, err))) return s;
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
-    if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s; /* llama.cpp: sigmoid unless stated */
+    if (is_deepseek(hp)) {
+        int64_t v;
+        if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
+    }
+    /* llama.cpp: sigmoid unless stated (deepseek v1: softmax) */
+    if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) ? 1 : 2, err))) return s;
+    if (is_deepseek(hp)) hx->expert_weights_norm = false; /* llama.cpp's deepseek graph never normalises */
     if (!strcmp(hp->arch, "bailingmoe2")) { /* shared experts' width (default: the experts') */
         int64_t v;
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
@@ -63,7 +75,9 @@ loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
         llm_bind_qk_norm(be, hp, L, il, is_dots1(hp), err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st,
-                                      is_dots1(hp) ? "blk.%d.ffn_norm.weight" : "blk.%d.post_attention_norm.weight", il);
+                                      is_dots1(hp) || is_deepseek(hp) ? "blk.%d.ffn_norm.weight"
+                                                                       : "blk.%d.post_attention_norm.weight",
+                                      il);
         llm_ds_bind_ffn(be, hp, &m->hx, L, il, err, &st);
     }
     return st;

@@ -232,6 +232,9 @@ bool llm_layer_has_rope(const loom_model *m, int il) {
     /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
     if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
     /* cohere2, exaone4 with a window: only the sliding-window layers rotate */
+    /* smallthinker with a window: every fourth layer (il % 4 == 0) is NoPE, unless the
+     * model has exactly 4 layers (llama.cpp's n_no_rope_layer_step == n_layer test) */
+    if (!strcmp(m->hp.arch, "smallthinker")) return m->hx.n_swa <= 0 || m->hp.n_layer == 4 || il % 4 != 0;
     const bool swa_only = !strcmp(m->hp.arch, "cohere2") || (!strcmp(m->hp.arch, "exaone4") && m->hx.n_swa > 0);
     return !swa_only || llm_layer_is_swa(&m->hx, il);
 }
@@ -326,8 +329,18 @@ loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int
 
 loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                              llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il) {
+    const llm_moe_opts o = {.gating = gating, .norm_w = norm_w, .w_scale = w_scale, .swiglu_limit = swiglu_limit};
+    return llm_moe_ffn_opts(ctx, ly, x, n_expert, n_used, &o, il);
+}
+
+loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                              const llm_moe_opts *o, int il) {
+    const llm_moe_gating gating = o->gating;
+    const bool norm_w = o->norm_w;
+    const float w_scale = o->w_scale, swiglu_limit = o->swiglu_limit;
     const int64_t E = loom_tensor_ne(x, 0), T = loom_tensor_ne(x, 1), K = n_used;
-    loom_tensor *logits = llm_named(llm_linear(ctx, ly->ffn_gate_inp, ly->ffn_gate_inp_b, x), "ffn_moe_logits", il);
+    loom_tensor *logits = llm_named(llm_linear(ctx, ly->ffn_gate_inp, ly->ffn_gate_inp_b, o->router_in ? o->router_in : x),
+                                    "ffn_moe_logits", il);
     const bool before = gating == LLM_MOE_LLAMA4;
     loom_tensor *probs = gating == LLM_MOE_SOFTMAX                       ? loom_softmax(ctx, logits)
                          : gating == LLM_MOE_SIGMOID || before ? loom_sigmoid(ctx, logits)
@@ -401,6 +414,8 @@ loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x,
         act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
     } else if (!gate) { /* experts without a gate (nemotron_h_moe): relu(up)^2 */
         act = loom_sqr(ctx, loom_relu(ctx, up));
+    } else if (o->reglu) { /* smallthinker: relu(gate) * up */
+        act = loom_mul(ctx, loom_relu(ctx, gate), up);
     } else {
         act = loom_swiglu(ctx, gate, up);
     }

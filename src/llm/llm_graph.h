@@ -105,6 +105,17 @@ typedef enum llm_moe_gating {
  * relu(up)^2). As llama.cpp's build_moe_ffn. */
 loom_tensor *llm_moe_ffn_ext(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                              llm_moe_gating gating, bool norm_w, float w_scale, float swiglu_limit, int il);
+/* The same with every option: router_in (NULL: x) is what the router reads (smallthinker:
+ * the layer's input before its attention norm); reglu: experts relu(gate) * up. */
+typedef struct llm_moe_opts {
+    llm_moe_gating gating;
+    bool norm_w;
+    float w_scale, swiglu_limit;
+    loom_tensor *router_in;
+    bool reglu;
+} llm_moe_opts;
+loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
+                              const llm_moe_opts *o, int il);
 loom_tensor *llm_moe_ffn(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                          llm_moe_gating gating, bool norm_w, float swiglu_limit, int il);
 
