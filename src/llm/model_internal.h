@@ -17,6 +17,7 @@ typedef struct llm_layer {
     loom_tensor *q_norm, *k_norm;     /* qwen3 */
     loom_tensor *q_norm_b, *k_norm_b; /* mpt: LayerNorms of all of q / k (weights q_norm / k_norm) */
     loom_tensor *ffn_act;             /* mpt: AWQ activation scales, the MLP's activation / ffn_act */
+    loom_tensor *attn_gate;           /* afmoe: sigmoid(Wgate x) gates the attention output before Wo */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
     loom_tensor *attn_sub_norm, *ffn_sub_norm; /* bitnet: norms before Wo and before Wdown */
     loom_tensor *bitnet_scale[7];     /* bitnet: optional per-matrix scales (q, k, v, o, gate, up, down) */
