@@ -17,6 +17,12 @@
  * ffn_norm and DeepSeek-MoE experts: leading dense layers, a softmax router (unless
  * expert_gating_func says otherwise), weights as routed (times expert_weights_scale),
  * expert_shared_count shared experts (the key required).
+ * exaone-moe (K-EXAONE, as llama.cpp's exaone-moe graph): the dots1 form (ffn_norm,
+ * per-head q/k norms required, the router function key required, the selection bias
+ * optional) with one shared expert expert_shared_feed_forward_length wide (default the
+ * experts') in every MoE layer, optional rope_freqs, and attention.sliding_window
+ * (required) on all but every sliding_window_pattern-th layer (4): only the window layers
+ * rotate, with the global rope base (llama.cpp's graph passes freq_base to them).
  *
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
  *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
@@ -34,14 +40,15 @@ static bool is_dots1(const loom_model_hparams *hp) {
     return !strcmp(hp->arch, "dots1") || !strcmp(hp->arch, "bailingmoe2");
 }
 static bool is_deepseek(const loom_model_hparams *hp) { return !strcmp(hp->arch, "deepseek"); }
+static bool is_exaone_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "exaone-moe"); }
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s;
     if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
-    if (is_dots1(hp)) { /* llama.cpp has no default router function for dots1 */
+    if (is_dots1(hp) || is_exaone_moe(hp)) { /* llama.cpp has no default router function for these */
         int64_t v;
         if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", true, 0, &v, err))) return s;
-        if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
+        if (!is_exaone_moe(hp) && (s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
     if (is_deepseek(hp)) {
         int64_t v;
@@ -50,7 +57,13 @@ loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     /* llama.cpp: sigmoid unless stated (deepseek v1: softmax) */
     if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) ? 1 : 2, err))) return s;
     if (is_deepseek(hp)) hx->expert_weights_norm = false; /* llama.cpp's deepseek graph never normalises */
-    if (!strcmp(hp->arch, "bailingmoe2")) { /* shared experts' width (default: the experts') */
+    if (is_exaone_moe(hp)) {
+        if ((s = llm_arch_swa_keys(g, hp, hx, true, 0, 4, err))) return s;
+        hx->rope_base_swa = hp->rope_base; /* the window layers rotate with the global base */
+        hx->rope_scale_swa = hp->rope_freq_scale;
+        hx->n_expert_shared = 1; /* one shared FFN expert_shared_feed_forward_length wide */
+    }
+    if (!strcmp(hp->arch, "bailingmoe2") || is_exaone_moe(hp)) { /* shared experts' width (default: the experts') */
         int64_t v;
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
         if (v < 0 || v > ((int64_t)1 << 24))
@@ -73,11 +86,13 @@ loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
         llm_layer *L = &m->layers[il];
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
-        llm_bind_qk_norm(be, hp, L, il, is_dots1(hp), err, &st);
+        llm_bind_qk_norm(be, hp, L, il, is_dots1(hp) || is_exaone_moe(hp), err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st,
-                                      is_dots1(hp) || is_deepseek(hp) ? "blk.%d.ffn_norm.weight"
-                                                                       : "blk.%d.post_attention_norm.weight",
+                                      is_dots1(hp) || is_deepseek(hp) || is_exaone_moe(hp)
+                                          ? "blk.%d.ffn_norm.weight"
+                                          : "blk.%d.post_attention_norm.weight",
                                       il);
+        if (is_exaone_moe(hp)) llm_bind_rope_freqs(be, &m->hp, L, il, err, &st);
         llm_ds_bind_ffn(be, hp, &m->hx, L, il, err, &st);
     }
     return st;
@@ -99,8 +114,13 @@ loom_tensor *llm_glm4moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
         llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
         if (ly->q_norm) q = loom_rms_norm(ctx, q, ly->q_norm, eps);
         if (ly->k_norm) k = loom_rms_norm(ctx, k, ly->k_norm, eps);
-        q = llm_named(llm_rope(m, ctx, q, in.pos, il, NULL), "q", il);
-        k = llm_named(llm_rope(m, ctx, k, in.pos, il, NULL), "k", il);
+        if (llm_layer_has_rope(m, il)) { /* exaone-moe: the window layers only */
+            loom_tensor *ff = llm_layer_rope_factors(m, ctx, il);
+            q = llm_rope(m, ctx, q, in.pos, il, ff);
+            k = llm_rope(m, ctx, k, in.pos, il, ff);
+        }
+        llm_named(q, "q", il);
+        llm_named(k, "k", il);
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
         x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
         if (il == hp->n_layer - 1) {
