@@ -281,6 +281,7 @@ static const llm_arch k_archs[] = {
     {"bailingmoe2", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"glm4moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"dots1", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
+    {"bailingmoe", LOOM_ROPE_NORMAL, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"exaone-moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"deepseek", LOOM_ROPE_NORMAL, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"afmoe", LOOM_ROPE_NEOX, llm_afmoe_hparams, llm_afmoe_bind, llm_afmoe_build, false},

@@ -17,6 +17,9 @@
  * ffn_norm and DeepSeek-MoE experts: leading dense layers, a softmax router (unless
  * expert_gating_func says otherwise), weights as routed (times expert_weights_scale),
  * expert_shared_count shared experts (the key required).
+ * bailingmoe (Ling-lite / Ling-plus 1.x, as llama.cpp's bailingmoe graph): deepseek's form
+ * with every layer routed (leading_dense_block_count is not used by llama.cpp's graph),
+ * expert_weights_norm honoured, heads rope.dimension_count wide.
  * exaone-moe (K-EXAONE, as llama.cpp's exaone-moe graph): the dots1 form (ffn_norm,
  * per-head q/k norms required, the router function key required, the selection bias
  * optional) with one shared expert expert_shared_feed_forward_length wide (default the
@@ -40,6 +43,7 @@ static bool is_dots1(const loom_model_hparams *hp) {
     return !strcmp(hp->arch, "dots1") || !strcmp(hp->arch, "bailingmoe2");
 }
 static bool is_deepseek(const loom_model_hparams *hp) { return !strcmp(hp->arch, "deepseek"); }
+static bool is_bailing1(const loom_model_hparams *hp) { return !strcmp(hp->arch, "bailingmoe"); }
 static bool is_exaone_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "exaone-moe"); }
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
@@ -50,13 +54,20 @@ loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
         if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", true, 0, &v, err))) return s;
         if (!is_exaone_moe(hp) && (s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
-    if (is_deepseek(hp)) {
+    if (is_deepseek(hp) || is_bailing1(hp)) {
         int64_t v;
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
-    /* llama.cpp: sigmoid unless stated (deepseek v1: softmax) */
-    if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) ? 1 : 2, err))) return s;
+    /* llama.cpp: sigmoid unless stated (deepseek v1, bailingmoe: softmax) */
+    if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) || is_bailing1(hp) ? 1 : 2, err))) return s;
     if (is_deepseek(hp)) hx->expert_weights_norm = false; /* llama.cpp's deepseek graph never normalises */
+    if (is_bailing1(hp)) {
+        hx->n_dense_lead = 0; /* every layer routed */
+        hx->expert_gating = 0; /* softmax, whatever the file says */
+        if (hp->n_rot != hp->head_dim_k || hp->head_dim_v != hp->head_dim_k)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: bailingmoe with rope.dimension_count %d other than "
+                                  "the head width %d", hp->n_rot, hp->head_dim_k);
+    }
     if (is_exaone_moe(hp)) {
         if ((s = llm_arch_swa_keys(g, hp, hx, true, 0, 4, err))) return s;
         hx->rope_base_swa = hp->rope_base; /* the window layers rotate with the global base */
@@ -88,7 +99,7 @@ loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
         llm_bind_qk_norm(be, hp, L, il, is_dots1(hp) || is_exaone_moe(hp), err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st,
-                                      is_dots1(hp) || is_deepseek(hp) || is_exaone_moe(hp)
+                                      is_dots1(hp) || is_deepseek(hp) || is_exaone_moe(hp) || is_bailing1(hp)
                                           ? "blk.%d.ffn_norm.weight"
                                           : "blk.%d.post_attention_norm.weight",
                                       il);
