@@ -11,8 +11,11 @@
  *     n = layer_norm(h) * ffn_norm + ffn_norm_b
  *     h = h + Wdown gelu(Wup n + bup) + bdown
  *   logits = Woutput (layer_norm(h) * output_norm + output_norm_b)   (output may be tied)
+ * jais2 (Jais 2, as llama.cpp's jais2 graph): the same block with a squared-ReLU MLP,
+ * h = h + Wdown relu(Wup n + bup)^2 + bdown.
  */
 #include <math.h>
+#include <string.h>
 
 #include "arch.h"
 
@@ -21,6 +24,7 @@ loom_status llm_starcoder2_bind(loom_model *m, loom_error *err) { return llm_ln_
 
 loom_tensor *llm_starcoder2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
+    const bool jais2 = !strcmp(hp->arch, "jais2");
     const int64_t T = b->n_tokens;
     const float eps = hp->rms_eps;
     llm_inputs in;
@@ -43,7 +47,14 @@ loom_tensor *llm_starcoder2_build(loom_model *m, loom_ctx *ctx, const llm_batch 
         }
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         n = llm_named(loom_layer_norm(ctx, h, ly->ffn_norm, ly->ffn_norm_b, eps), "ffn_norm", il);
-        h = llm_named(loom_add(ctx, llm_ln_gelu_mlp(ctx, ly, n), h), "l_out", il);
+        loom_tensor *f;
+        if (jais2) { /* relu(Wup n + bup)^2, then Wdown + bdown */
+            f = loom_sqr(ctx, loom_relu(ctx, llm_linear(ctx, ly->ffn_up, ly->ffn_up_b, n)));
+            f = llm_linear(ctx, ly->ffn_down, ly->ffn_down_b, f);
+        } else {
+            f = llm_ln_gelu_mlp(ctx, ly, n);
+        }
+        h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
     }
     return llm_ln_output(m, ctx, h);
 }
