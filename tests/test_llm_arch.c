@@ -536,6 +536,7 @@ static void bad_files(void) {
         {"bailingmoe", "heads narrower than the rope", {.u32_key = "bailingmoe.rope.dimension_count", .u32_val = 8},
          LOOM_ERR_UNSUPPORTED, "rope.dimension_count 8"},
         {"jais2", "missing MLP up bias", {.drop = "blk.1.ffn_up.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_up.bias"},
+        {"codeshell", "missing output norm bias", {.drop = "output_norm.bias"}, LOOM_ERR_NOT_FOUND, "output_norm.bias"},
         {"refact", "missing k projection", {.drop = "blk.0.attn_k.weight"}, LOOM_ERR_NOT_FOUND, "blk.0.attn_k.weight"},
         {"qwen", "an odd MLP width", {.u32_key = "qwen.feed_forward_length", .u32_val = 191}, LOOM_ERR_FORMAT,
          "feed_forward_length 191 must be even"},

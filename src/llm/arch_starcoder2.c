@@ -12,7 +12,8 @@
  *     h = h + Wdown gelu(Wup n + bup) + bdown
  *   logits = Woutput (layer_norm(h) * output_norm + output_norm_b)   (output may be tied)
  * jais2 (Jais 2, as llama.cpp's jais2 graph): the same block with a squared-ReLU MLP,
- * h = h + Wdown relu(Wup n + bup)^2 + bdown.
+ * h = h + Wdown relu(Wup n + bup)^2 + bdown. codeshell (CodeShell 7B, as llama.cpp's
+ * codeshell graph): the starcoder2 block with a fused q|k|v (grouped KV heads).
  */
 #include <math.h>
 #include <string.h>
