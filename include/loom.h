@@ -365,6 +365,21 @@ loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_
                             loom_tensor *w, loom_tensor *state, loom_tensor *seq);
 loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
                             loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq);
+/* In-place forms of the four state updates above (same arguments and errors): the new
+ * states are written into `state` itself, for the slots that have a token only (the
+ * others are neither read nor written), and the result is the outputs alone, F32
+ * [rows, T]. What a decode step needs: no copy of every slot's state into the result
+ * and back. The node must run where `state`'s memory is (the CPU: these ops have no
+ * device kernels, so `state` must be host memory) and nothing else in the graph may read
+ * `state`. At most 256 slots (LOOM_ERR_SHAPE beyond). */
+loom_tensor *loom_gated_delta_inplace(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                                      loom_tensor *state, loom_tensor *seq, float eps);
+loom_tensor *loom_ssm_scan_inplace(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                                   loom_tensor *state, loom_tensor *seq);
+loom_tensor *loom_rwkv_wkv6_inplace(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                                    loom_tensor *w, loom_tensor *state, loom_tensor *seq);
+loom_tensor *loom_rwkv_wkv7_inplace(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                                    loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq);
 
 /* Attention. q [Dk,H,T], k [Dk,Hkv,L]; v is [Dv,Hkv,L] when flash attention is on,
  * or PermutedV [L,Dv,Hkv] when off; mask [L,Tpad] (F16 for flash, F32/F16 otherwise)

@@ -408,6 +408,104 @@ static void test_errors(void) {
     loom_ctx_free(ctx);
 }
 
+/* The in-place forms against the copy forms: the same outputs, bit for bit; the states
+ * of the slots with a token updated where the state tensor holds them, equal to the copy
+ * form's new states; the other slots untouched. 4 slots, tokens in slots 2 and 0 only. */
+enum { IP_T = 5, IP_S = 4 };
+static const int32_t k_ip_seq[IP_T] = {2, 0, 2, 2, 0};
+
+typedef loom_tensor *(*ip_build)(loom_ctx *ctx, loom_tensor *state, loom_tensor *seq, bool ip);
+
+static float g_ip_in[8][4096];
+
+static loom_tensor *ip_in(loom_ctx *ctx, int i, int n, int nd, const int64_t *ne) {
+    return loom_from_f32(loom_ctx_input(ctx), g_ip_in[i], (size_t)n, nd, ne);
+}
+
+static loom_tensor *ip_delta(loom_ctx *ctx, loom_tensor *st, loom_tensor *seq, bool ip) {
+    const int64_t nqk[3] = {5, 4, IP_T}, nv[3] = {4, 4, IP_T}, ng[2] = {4, IP_T};
+    loom_tensor *qk = ip_in(ctx, 0, 5 * 4 * IP_T, 3, nqk), *v = ip_in(ctx, 1, 16 * IP_T, 3, nv);
+    loom_tensor *g = ip_in(ctx, 2, 4 * IP_T, 2, ng), *b = ip_in(ctx, 3, 4 * IP_T, 2, ng);
+    return ip ? loom_gated_delta_inplace(ctx, qk, v, g, b, st, seq, 1e-6f) : loom_gated_delta(ctx, qk, v, g, b, st, seq, 1e-6f);
+}
+
+static loom_tensor *ip_scan(loom_ctx *ctx, loom_tensor *st, loom_tensor *seq, bool ip) {
+    const int64_t nx[3] = {3, 4, IP_T}, ndt[2] = {4, IP_T}, na[2] = {6, 4}, nbc[3] = {6, 4, IP_T};
+    loom_tensor *x = ip_in(ctx, 0, 12 * IP_T, 3, nx), *dt = ip_in(ctx, 1, 4 * IP_T, 2, ndt);
+    loom_tensor *A = ip_in(ctx, 2, 24, 2, na), *bc = ip_in(ctx, 3, 24 * IP_T, 3, nbc);
+    return ip ? loom_ssm_scan_inplace(ctx, x, dt, A, bc, st, seq) : loom_ssm_scan(ctx, x, dt, A, bc, st, seq);
+}
+
+static loom_tensor *ip_wkv7(loom_ctx *ctx, loom_tensor *st, loom_tensor *seq, bool ip) {
+    const int64_t n3[3] = {4, 3, IP_T};
+    loom_tensor *a[6];
+    for (int i = 0; i < 6; i++) a[i] = ip_in(ctx, i, 12 * IP_T, 3, n3);
+    return ip ? loom_rwkv_wkv7_inplace(ctx, a[0], a[1], a[2], a[3], a[4], a[5], st, seq)
+              : loom_rwkv_wkv7(ctx, a[0], a[1], a[2], a[3], a[4], a[5], st, seq);
+}
+
+static loom_tensor *ip_wkv6(loom_ctx *ctx, loom_tensor *st, loom_tensor *seq, bool ip) {
+    const int64_t n3[3] = {4, 3, IP_T}, nu[2] = {4, 3};
+    loom_tensor *k = ip_in(ctx, 0, 12 * IP_T, 3, n3), *v = ip_in(ctx, 1, 12 * IP_T, 3, n3);
+    loom_tensor *r = ip_in(ctx, 2, 12 * IP_T, 3, n3), *u = ip_in(ctx, 3, 12, 2, nu), *w = ip_in(ctx, 4, 12 * IP_T, 3, n3);
+    return ip ? loom_rwkv_wkv6_inplace(ctx, k, v, r, u, w, st, seq) : loom_rwkv_wkv6(ctx, k, v, r, u, w, st, seq);
+}
+
+static void test_inplace(int nth) {
+    static const struct {
+        const char *name;
+        ip_build build;
+        int64_t per, rows; /* state floats per slot, output rows */
+    } ops[4] = {{"gated_delta", ip_delta, 4 * 5 * 4, 16}, {"ssm_scan", ip_scan, 6 * 3 * 4, 12},
+                {"rwkv_wkv7", ip_wkv7, 4 * 4 * 3, 12}, {"rwkv_wkv6", ip_wkv6, 4 * 4 * 3, 12}};
+    for (int o = 0; o < 4; o++) {
+        for (int i = 0; i < 8; i++) fill_rnd(g_ip_in[i], 4096, 0.5f);
+        if (o == 0)
+            for (int i = 0; i < 4 * IP_T; i++) g_ip_in[2][i] = -0.5f * (float)rnd_u(); /* log decay */
+        if (o == 1)
+            for (int i = 0; i < 24; i++) g_ip_in[2][i] = -(float)rnd_u(); /* A < 0 */
+        const int64_t per = ops[o].per, rows = ops[o].rows;
+        float st0[4 * 96];
+        fill_rnd(st0, (size_t)(per * IP_S), 0.5f);
+        float copy[16 * IP_T + 4 * 96], ipo[16 * IP_T], ips[4 * 96];
+        const int64_t nst[2] = {per, IP_S}, nq[1] = {IP_T};
+        loom_status sc, si;
+        { /* the copy form */
+            loom_ctx *ctx = nn_ctx(nth, false);
+            loom_tensor *st = loom_from_f32(loom_ctx_input(ctx), st0, (size_t)(per * IP_S), 2, nst);
+            loom_tensor *r = ops[o].build(ctx, st, loom_from_i32(loom_ctx_input(ctx), k_ip_seq, IP_T, 1, nq), false);
+            sc = nn_run(ctx, r, copy, (size_t)(rows * IP_T + per * IP_S));
+            loom_ctx_free(ctx);
+        }
+        { /* in place */
+            loom_ctx *ctx = nn_ctx(nth, false);
+            loom_tensor *st = loom_from_f32(loom_ctx_input(ctx), st0, (size_t)(per * IP_S), 2, nst);
+            loom_tensor *r = ops[o].build(ctx, st, loom_from_i32(loom_ctx_input(ctx), k_ip_seq, IP_T, 1, nq), true);
+            CHECK_EQ_INT(loom_tensor_ne(r, 1), IP_T);
+            si = nn_run(ctx, r, ipo, (size_t)(rows * IP_T));
+            if (!si) si = loom_tensor_read_f32(st, ips, (size_t)(per * IP_S));
+            loom_ctx_free(ctx);
+        }
+        CHECK_MSG(sc == LOOM_OK && si == LOOM_OK, "%s in place (%d threads): %s / %s", ops[o].name, nth,
+                  loom_status_name(sc), loom_status_name(si));
+        if (sc || si) continue;
+        CHECK_MSG(!memcmp(copy, ipo, (size_t)(rows * IP_T) * sizeof(float)), "%s in place: outputs differ", ops[o].name);
+        for (int s = 0; s < IP_S; s++) {
+            const float *want = s == 0 || s == 2 ? copy + rows * IP_T + s * per : st0 + s * per;
+            CHECK_MSG(!memcmp(ips + s * per, want, (size_t)per * sizeof(float)), "%s in place: slot %d's state %s",
+                      ops[o].name, s, s == 0 || s == 2 ? "differs from the copy form's" : "was touched");
+        }
+    }
+    /* more slots than the in-place kernels list: a shape error */
+    loom_ctx *ctx = nn_ctx(1, false);
+    static float big[48 * 300];
+    const int64_t nst[2] = {48, 300}, nq[1] = {IP_T};
+    loom_tensor *r = ip_wkv6(ctx, loom_from_f32(loom_ctx_input(ctx), big, 48 * 300, 2, nst),
+                             loom_from_i32(loom_ctx_input(ctx), k_ip_seq, IP_T, 1, nq), true);
+    CHECK(loom_tensor_is_poison(r) && loom_ctx_status(ctx) == LOOM_ERR_SHAPE);
+    loom_ctx_free(ctx);
+}
+
 int main(void) {
     for (int nth = 1; nth <= 2; nth++) {
         test_softplus(nth);
@@ -420,6 +518,7 @@ int main(void) {
         test_wkv7(nth);
         test_wkv6(nth);
         test_xielu(nth);
+        test_inplace(nth);
     }
     test_conv_strided();
     test_errors();

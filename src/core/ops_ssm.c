@@ -48,6 +48,22 @@ static loom_tensor *seq_check(loom_ctx *ctx, loom_op op, loom_tensor *seq, int64
     return seq;
 }
 
+/* The result of a recurrent op: rows x (T outputs + cols per slot of every slot's new
+ * state), or in place (ip) rows x T with the states written into `state` itself: op
+ * param 15 marks it; at most REC_IP_MAX_SLOTS slots (the kernels list the used ones). */
+#define REC_IP_MAX_SLOTS 256
+static loom_tensor *rec_node(loom_ctx *ctx, loom_op op, int64_t rows, int64_t T, int64_t cols, loom_tensor *state,
+                             int n, loom_tensor **args, bool ip) {
+    const int64_t S = state->ne[1];
+    if (ip && S > REC_IP_MAX_SLOTS)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, NULL, "in place: at most %d state slots (state has %lld)",
+                             REC_IP_MAX_SLOTS, (long long)S);
+    int64_t ne[4] = {rows, ip ? T : T + cols * S, 1, 1};
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, n, args);
+    if (ip) loom_set_op_param_i32(t, 15, 1);
+    return t;
+}
+
 loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
     const loom_op op = LOOM_OP_SSM_CONV;
     loom_tensor *args[4] = {x, w, state, seq};
@@ -69,8 +85,8 @@ loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_t
     return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 4, args);
 }
 
-loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
-                              loom_tensor *state, loom_tensor *seq, float eps) {
+static loom_tensor *gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                                loom_tensor *state, loom_tensor *seq, float eps, bool ip) {
     const loom_op op = LOOM_OP_GATED_DELTA;
     loom_tensor *args[6] = {qk, v, g, beta, state, seq};
     if (!loom_op_check(ctx, op, 6, args)) return loom_ctx_poison(ctx);
@@ -91,15 +107,13 @@ loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, lo
                              (long long)(Dv * Dk * Hv));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
     if (!(eps >= 0.0f) || !isfinite(eps)) return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, op, qk, NULL, "bad eps");
-    const int64_t S = state->ne[1];
-    int64_t ne[4] = {Dv * Hv, T + Dk * S, 1, 1};
-    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 6, args);
-    loom_set_op_param_f32(t, 0, eps);
+    loom_tensor *t = rec_node(ctx, op, Dv * Hv, T, Dk, state, 6, args, ip);
+    if (!loom_tensor_is_poison(t)) loom_set_op_param_f32(t, 0, eps);
     return t;
 }
 
-loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
-                           loom_tensor *state, loom_tensor *seq) {
+static loom_tensor *ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                             loom_tensor *state, loom_tensor *seq, bool ip) {
     const loom_op op = LOOM_OP_SSM_SCAN;
     loom_tensor *args[6] = {x, dt, A, bc, state, seq};
     if (!loom_op_check(ctx, op, 6, args)) return loom_ctx_poison(ctx);
@@ -123,13 +137,11 @@ loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, x, "state must be contiguous F32 [N * Dh * H = %lld, S]",
                              (long long)(N * Dh * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
-    const int64_t S = state->ne[1];
-    int64_t ne[4] = {Dh * H, T + N * S, 1, 1};
-    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 6, args);
+    return rec_node(ctx, op, Dh * H, T, N, state, 6, args, ip);
 }
 
-loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
-                            loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq) {
+static loom_tensor *rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                              loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq, bool ip) {
     const loom_op op = LOOM_OP_RWKV_WKV7;
     loom_tensor *args[8] = {r, w, k, v, a, b, state, seq};
     if (!loom_op_check(ctx, op, 8, args)) return loom_ctx_poison(ctx);
@@ -145,13 +157,11 @@ loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
                              (long long)(D * D * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
-    const int64_t S = state->ne[1];
-    int64_t ne[4] = {D * H, T + D * S, 1, 1};
-    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 8, args);
+    return rec_node(ctx, op, D * H, T, D, state, 8, args, ip);
 }
 
-loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
-                            loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
+static loom_tensor *rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                              loom_tensor *w, loom_tensor *state, loom_tensor *seq, bool ip) {
     const loom_op op = LOOM_OP_RWKV_WKV6;
     loom_tensor *args[7] = {k, v, r, u, w, state, seq};
     if (!loom_op_check(ctx, op, 7, args)) return loom_ctx_poison(ctx);
@@ -171,7 +181,38 @@ loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, k, "state must be contiguous F32 [D * D * H = %lld, S]",
                              (long long)(D * D * H));
     if (seq_check(ctx, op, seq, T) != seq) return loom_ctx_poison(ctx);
-    const int64_t S = state->ne[1];
-    int64_t ne[4] = {D * H, T + D * S, 1, 1};
-    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 7, args);
+    return rec_node(ctx, op, D * H, T, D, state, 7, args, ip);
+}
+
+loom_tensor *loom_gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                              loom_tensor *state, loom_tensor *seq, float eps) {
+    return gated_delta(ctx, qk, v, g, beta, state, seq, eps, false);
+}
+loom_tensor *loom_gated_delta_inplace(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, loom_tensor *g, loom_tensor *beta,
+                                      loom_tensor *state, loom_tensor *seq, float eps) {
+    return gated_delta(ctx, qk, v, g, beta, state, seq, eps, true);
+}
+loom_tensor *loom_ssm_scan(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                           loom_tensor *state, loom_tensor *seq) {
+    return ssm_scan(ctx, x, dt, A, bc, state, seq, false);
+}
+loom_tensor *loom_ssm_scan_inplace(loom_ctx *ctx, loom_tensor *x, loom_tensor *dt, loom_tensor *A, loom_tensor *bc,
+                                   loom_tensor *state, loom_tensor *seq) {
+    return ssm_scan(ctx, x, dt, A, bc, state, seq, true);
+}
+loom_tensor *loom_rwkv_wkv7(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                            loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq) {
+    return rwkv_wkv7(ctx, r, w, k, v, a, b, state, seq, false);
+}
+loom_tensor *loom_rwkv_wkv7_inplace(loom_ctx *ctx, loom_tensor *r, loom_tensor *w, loom_tensor *k, loom_tensor *v,
+                                    loom_tensor *a, loom_tensor *b, loom_tensor *state, loom_tensor *seq) {
+    return rwkv_wkv7(ctx, r, w, k, v, a, b, state, seq, true);
+}
+loom_tensor *loom_rwkv_wkv6(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                            loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
+    return rwkv_wkv6(ctx, k, v, r, u, w, state, seq, false);
+}
+loom_tensor *loom_rwkv_wkv6_inplace(loom_ctx *ctx, loom_tensor *k, loom_tensor *v, loom_tensor *r, loom_tensor *u,
+                                    loom_tensor *w, loom_tensor *state, loom_tensor *seq) {
+    return rwkv_wkv6(ctx, k, v, r, u, w, state, seq, true);
 }

@@ -58,6 +58,47 @@ static bool slots_ok(const loom_compute_params *p, const loom_tensor *seq, int64
     return true;
 }
 
+/* The (slot, head) work of a state update: every slot, each copied into the result after
+ * the outputs, or in place (the constructor's op param 15) the slots with a token,
+ * ascending, updated where `state` holds them (so a decode step of one sequence in a
+ * cache of many touches one slot's state, once). */
+#define REC_IP_MAX_SLOTS 256
+typedef struct rec_items {
+    bool ip;
+    int64_t n;                       /* slots worked on */
+    int32_t list[REC_IP_MAX_SLOTS]; /* in place: those slots */
+} rec_items;
+
+static bool rec_items_init(const loom_compute_params *p, const loom_tensor *dst, const loom_tensor *seq, int64_t T,
+                           int64_t S, rec_items *it) {
+    it->ip = loom_get_op_param_i32(dst, 15) != 0;
+    it->n = S;
+    if (!it->ip) return true;
+    if (S > REC_IP_MAX_SLOTS) { /* the constructor refuses it */
+        loom_cpu_fail(p, LOOM_ERR_INTERNAL);
+        return false;
+    }
+    uint8_t seen[REC_IP_MAX_SLOTS] = {0};
+    for (int64_t t = 0; t < T; t++) seen[((const int32_t *)seq->data)[t]] = 1; /* in range: slots_ok */
+    it->n = 0;
+    for (int64_t s = 0; s < S; s++)
+        if (seen[s]) it->list[it->n++] = (int32_t)s;
+    return true;
+}
+
+/* Head h of item slot i's state: in `state` (in place) or its copy in the result (ns),
+ * copied there first. */
+static float *rec_state(const rec_items *it, int64_t i, int64_t h, int64_t H, size_t per, const loom_tensor *st,
+                        float *ns, int64_t *slot) {
+    const int64_t s = it->ip ? it->list[i] : i;
+    float *src = (float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per;
+    *slot = s;
+    if (it->ip) return src;
+    float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
+    memcpy(M, src, per * sizeof(float));
+    return M;
+}
+
 void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *x = dst->src[0], *w = dst->src[1], *st = dst->src[2], *seq = dst->src[3];
     const int64_t C = x->ne[0], T = x->ne[1], K = w->ne[0], S = st->ne[1];
@@ -115,19 +156,20 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *st = dst->src[4], *seq = dst->src[5];
     const int64_t Dk = qk->ne[0], Hk = qk->ne[1] / 2, T = qk->ne[2], Dv = v->ne[0], Hv = v->ne[1], S = st->ne[1];
     const float eps = loom_get_op_param_f32(dst, 0), scale = 1.0f / sqrtf((float)Dk);
-    if (!slots_ok(p, seq, T, S)) return;
+    rec_items it;
+    if (!slots_ok(p, seq, T, S) || !rec_items_init(p, dst, seq, T, S, &it)) return;
     float *out = (float *)dst->data;                /* [Dv * Hv, T] */
-    float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] */
+    float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] (not in place) */
     const size_t per = (size_t)(Dv * Dk);
     const loom_kernels *kt = loom_kernels_get();
     float *qn = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)(2 * Dk) * sizeof(float) + 64));
     float *kn = qn + Dk;
     int64_t r0, r1;
-    loom_cpu_split(Hv * S, p->ith, p->nth, &r0, &r1);
+    loom_cpu_split(Hv * it.n, p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t h = r % Hv, s = r / Hv, hk = h % Hk;
-        float *M = ns + ((size_t)s * (size_t)Hv + (size_t)h) * per;
-        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)Hv + (size_t)h) * per, per * sizeof(float));
+        const int64_t h = r % Hv, hk = h % Hk;
+        int64_t s;
+        float *M = rec_state(&it, r / Hv, h, Hv, per, st, ns, &s);
         for (int64_t t = 0; t < T; t++) {
             if (slot_of(seq, t, S) != s) continue;
             const char *qkt = (const char *)qk->data + t * qk->nb[2];
@@ -155,19 +197,20 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *x = dst->src[0], *dt = dst->src[1], *A = dst->src[2], *bc = dst->src[3];
     const loom_tensor *st = dst->src[4], *seq = dst->src[5];
     const int64_t Dh = x->ne[0], H = x->ne[1], T = x->ne[2], N = bc->ne[0], G = bc->ne[1] / 2, S = st->ne[1];
-    if (!slots_ok(p, seq, T, S)) return;
+    rec_items it;
+    if (!slots_ok(p, seq, T, S) || !rec_items_init(p, dst, seq, T, S, &it)) return;
     float *out = (float *)dst->data;               /* [Dh * H, T] */
-    float *ns = out + (size_t)(Dh * H) * (size_t)T; /* [N * Dh * H, S] */
+    float *ns = out + (size_t)(Dh * H) * (size_t)T; /* [N * Dh * H, S] (not in place) */
     const size_t per = (size_t)(N * Dh);            /* one head's state */
     const float *a = (const float *)A->data;
     const bool per_state = loom_tensor_nelements(A) != H; /* Mamba-1: A [N, H] */
     const loom_kernels *kt = loom_kernels_get();
     int64_t r0, r1;
-    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    loom_cpu_split(H * it.n, p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t h = r % H, s = r / H, g = h / (H / G);
-        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
-        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        const int64_t h = r % H, g = h / (H / G);
+        int64_t s;
+        float *M = rec_state(&it, r / H, h, H, per, st, ns, &s);
         for (int64_t t = 0; t < T; t++) {
             if (slot_of(seq, t, S) != s) continue;
             const float d = softplus1(((const float *)dt->data)[t * H + h]);
@@ -206,17 +249,18 @@ void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *tr = dst->src[0], *tw = dst->src[1], *tk = dst->src[2], *tv = dst->src[3];
     const loom_tensor *ta = dst->src[4], *tb = dst->src[5], *st = dst->src[6], *seq = dst->src[7];
     const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
-    if (!slots_ok(p, seq, T, S)) return;
+    rec_items it;
+    if (!slots_ok(p, seq, T, S) || !rec_items_init(p, dst, seq, T, S, &it)) return;
     float *out = (float *)dst->data;              /* [D * H, T] */
-    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
+    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] (not in place) */
     const size_t per = (size_t)(D * D);            /* one head's state */
     float *dec = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)D * sizeof(float) + 64));
     int64_t r0, r1;
-    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    loom_cpu_split(H * it.n, p->ith, p->nth, &r0, &r1);
     for (int64_t rr = r0; rr < r1; rr++) {
-        const int64_t h = rr % H, s = rr / H;
-        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
-        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        const int64_t h = rr % H;
+        int64_t s;
+        float *M = rec_state(&it, rr / H, h, H, per, st, ns, &s);
         for (int64_t t = 0; t < T; t++) {
             if (slot_of(seq, t, S) != s) continue;
 #define WKV_ROW(tt) ((const float *)((const char *)(tt)->data + t * (tt)->nb[2] + h * (tt)->nb[1]))
@@ -249,17 +293,18 @@ void loom_cpu_op_rwkv_wkv6(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *tk = dst->src[0], *tv = dst->src[1], *tr = dst->src[2], *tu = dst->src[3];
     const loom_tensor *tw = dst->src[4], *st = dst->src[5], *seq = dst->src[6];
     const int64_t D = tk->ne[0], H = tk->ne[1], T = tk->ne[2], S = st->ne[1];
-    if (!slots_ok(p, seq, T, S)) return;
+    rec_items it;
+    if (!slots_ok(p, seq, T, S) || !rec_items_init(p, dst, seq, T, S, &it)) return;
     float *out = (float *)dst->data;              /* [D * H, T] */
-    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] */
+    float *ns = out + (size_t)(D * H) * (size_t)T; /* [D * D * H, S] (not in place) */
     const size_t per = (size_t)(D * D);
     float *dec = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)D * sizeof(float) + 64));
     int64_t r0, r1;
-    loom_cpu_split(H * S, p->ith, p->nth, &r0, &r1);
+    loom_cpu_split(H * it.n, p->ith, p->nth, &r0, &r1);
     for (int64_t rr = r0; rr < r1; rr++) {
-        const int64_t h = rr % H, s = rr / H;
-        float *M = ns + ((size_t)s * (size_t)H + (size_t)h) * per;
-        memcpy(M, (const float *)st->data + ((size_t)s * (size_t)H + (size_t)h) * per, per * sizeof(float));
+        const int64_t h = rr % H;
+        int64_t s;
+        float *M = rec_state(&it, rr / H, h, H, per, st, ns, &s);
         const float *u = (const float *)tu->data + h * D;
         for (int64_t t = 0; t < T; t++) {
             if (slot_of(seq, t, S) != s) continue;

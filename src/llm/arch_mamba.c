@@ -192,10 +192,13 @@ static loom_tensor *mamba1_layer(loom_model *m, loom_ctx *ctx, const llm_inputs 
     }
     dt = loom_add(ctx, loom_mul_mat(ctx, ly->ssm_dt, dt), ly->ssm_dt_b); /* [I, T] */
     const int64_t ne_x[3] = {1, I, T};
-    loom_tensor *y = llm_named(loom_ssm_scan(ctx, loom_reshape(ctx, c, 3, ne_x), dt, ly->ssm_a, bc, rs, in->seq),
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *cx = loom_reshape(ctx, c, 3, ne_x);
+    loom_tensor *y = llm_named(ip ? loom_ssm_scan_inplace(ctx, cx, dt, ly->ssm_a, bc, rs, in->seq)
+                                  : loom_ssm_scan(ctx, cx, dt, ly->ssm_a, bc, rs, in->seq),
                                "ssm_scan", il);
     const int64_t nss = N * I * S;
-    if (real)
+    if (real && !ip)
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)I * (size_t)T * sizeof(float), 1, &nss),
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ay[3] = {I, (int64_t)loom_tensor_nb(y, 1), T};

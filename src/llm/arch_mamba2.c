@@ -96,9 +96,12 @@ loom_tensor *llm_mamba2_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in
     const int64_t axs[5] = {Dh, Dh * es, H, nbc, T}, abc[5] = {N, N * es, 2 * G, nbc, T};
     loom_tensor *xs = loom_view(ctx, c, 0, 5, axs);
     loom_tensor *bc = loom_view(ctx, c, (size_t)(I * es), 5, abc);
-    loom_tensor *y = llm_named(loom_ssm_scan(ctx, xs, dt, ly->ssm_a, bc, rs, in->seq), "ssm_scan", il);
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *y = llm_named(ip ? loom_ssm_scan_inplace(ctx, xs, dt, ly->ssm_a, bc, rs, in->seq)
+                                  : loom_ssm_scan(ctx, xs, dt, ly->ssm_a, bc, rs, in->seq),
+                               "ssm_scan", il);
     const int64_t nss = N * I * S;
-    if (real)
+    if (real && !ip)
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)I * (size_t)T * sizeof(float), 1, &nss),
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ay[5] = {Dh, Dh * es, H, (int64_t)loom_tensor_nb(y, 1), T};

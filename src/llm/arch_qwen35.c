@@ -25,7 +25,9 @@
  *
  * The recurrent states live in the cache (kvcache.c: rs_conv / rs_ssm per layer, a slot
  * per sequence); the sequence operations keep them consistent (seq.c) and refuse what a
- * state cannot do (drop part of a sequence).
+ * state cannot do (drop part of a sequence). On the CPU the delta rule updates the states
+ * of the batch's sequences in place (loom_gated_delta_inplace, llm_rs_in_place); a layer on
+ * a device keeps the copy form (every slot's state through the result and back).
  */
 #include <math.h>
 #include <stdio.h>
@@ -242,9 +244,12 @@ static loom_tensor *delta_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *
         qk = loom_reshape(ctx, loom_repeat(ctx, loom_cont(ctx, loom_view(ctx, c, 0, 7, a4)), 1, (int)R), 3, ne_e);
     }
     loom_tensor *v = loom_view(ctx, c, (size_t)(2 * Dk * Hk) * sizeof(float), 5, av);
-    loom_tensor *gd = llm_named(loom_gated_delta(ctx, qk, v, gdec, beta, rs, in->seq, eps), "ssm_delta", il);
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *gd = llm_named(ip ? loom_gated_delta_inplace(ctx, qk, v, gdec, beta, rs, in->seq, eps)
+                                   : loom_gated_delta(ctx, qk, v, gdec, beta, rs, in->seq, eps),
+                                "ssm_delta", il);
     const int64_t nss = Dk * Dk * Hv * S;
-    if (real)
+    if (real && !ip)
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, gd, (size_t)(Dk * Hv) * (size_t)T * sizeof(float), 1, &nss),
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ao[5] = {Dk, (int64_t)(Dk * sizeof(float)), Hv, (int64_t)loom_tensor_nb(gd, 1), T};

@@ -276,14 +276,14 @@ static loom_tensor *wkv_state(loom_model *m, loom_ctx *ctx, int il, bool *real) 
     return *real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_s);
 }
 
-/* the wkv result y [E, T + D S]: its new states back to rs, the outputs [E, T] through the
- * group norm (one group per head, eps 64e-5) * ln + ln_b */
-static loom_tensor *wkv_out(loom_model *m, loom_ctx *ctx, int il, loom_tensor *y, loom_tensor *rs, bool real) {
+/* the wkv result y [E, T + D S] (in place, ip: [E, T]): its new states back to rs, the
+ * outputs [E, T] through the group norm (one group per head, eps 64e-5) * ln + ln_b */
+static loom_tensor *wkv_out(loom_model *m, loom_ctx *ctx, int il, loom_tensor *y, loom_tensor *rs, bool real, bool ip) {
     const llm_layer *ly = &m->layers[il];
     const int64_t E = m->hp.n_embd, D = m->hx.rwkv_head, H = E / D, S = m->kv.n_seq;
-    const int64_t T = loom_tensor_ne(y, 1) - D * S;
+    const int64_t T = loom_tensor_ne(y, 1) - (ip ? 0 : D * S);
     const int64_t nss = E * D * S;
-    if (real)
+    if (real && !ip)
         loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)E * (size_t)T * sizeof(float), 1, &nss),
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ne_y[2] = {E, T}, vy[3] = {E, E * (int64_t)sizeof(float), T}, n3[3] = {D, H, T};
@@ -326,10 +326,12 @@ static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in,
     loom_tensor *rs = wkv_state(m, ctx, il, &real);
     loom_tensor *r3 = loom_reshape(ctx, r, 3, n3), *k3 = loom_reshape(ctx, k, 3, n3);
     loom_tensor *v3 = loom_reshape(ctx, v, 3, n3), *a3 = loom_reshape(ctx, a, 3, n3);
-    loom_tensor *y = llm_named(loom_rwkv_wkv7(ctx, r3, loom_reshape(ctx, w, 3, n3), k3, v3, loom_neg(ctx, kk),
-                                              loom_mul(ctx, kk, a3), rs, in->seq),
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *w3 = loom_reshape(ctx, w, 3, n3), *na = loom_neg(ctx, kk), *kka = loom_mul(ctx, kk, a3);
+    loom_tensor *y = llm_named(ip ? loom_rwkv_wkv7_inplace(ctx, r3, w3, k3, v3, na, kka, rs, in->seq)
+                                  : loom_rwkv_wkv7(ctx, r3, w3, k3, v3, na, kka, rs, in->seq),
                                "wkv7", il);
-    loom_tensor *o = wkv_out(m, ctx, il, y, rs, real);
+    loom_tensor *o = wkv_out(m, ctx, il, y, rs, real, ip);
     const int64_t ne_y[2] = {E, T}, nrk[2] = {D, H};
     loom_tensor *rk = loom_sum_rows(ctx, loom_mul(ctx, loom_mul(ctx, k3, r3), loom_reshape(ctx, ly->rwkv.r_k, 2, nrk)));
     o = loom_add(ctx, o, loom_reshape(ctx, loom_mul(ctx, v3, rk), 2, ne_y));
@@ -361,9 +363,12 @@ static loom_tensor *time_mix6(loom_model *m, loom_ctx *ctx, const llm_inputs *in
                               ly->rwkv.decay); /* the decay is exp(-exp(w)), in the op */
     bool real;
     loom_tensor *rs = wkv_state(m, ctx, il, &real);
-    loom_tensor *y = llm_named(loom_rwkv_wkv6(ctx, k, v, r, ly->rwkv.first, loom_reshape(ctx, w, 3, n3), rs, in->seq),
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *w3 = loom_reshape(ctx, w, 3, n3);
+    loom_tensor *y = llm_named(ip ? loom_rwkv_wkv6_inplace(ctx, k, v, r, ly->rwkv.first, w3, rs, in->seq)
+                                  : loom_rwkv_wkv6(ctx, k, v, r, ly->rwkv.first, w3, rs, in->seq),
                                "wkv6", il);
-    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, wkv_out(m, ctx, il, y, rs, real), g));
+    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, wkv_out(m, ctx, il, y, rs, real, ip), g));
 }
 
 /* both versions' graphs: v6 (RWKV-6) or 7 */

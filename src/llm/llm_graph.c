@@ -293,6 +293,12 @@ loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_t
     return loom_rope(ctx, x, pos, m->hp.n_rot, base, scale, &ro);
 }
 
+/* ------------------------------------------------------------------ recurrent states */
+
+bool llm_rs_in_place(const loom_model *m, int il) {
+    return m->kv.rs_ssm && m->kv.rs_ssm[il] && loom_backend_layer_device(m->be, il) == 0;
+}
+
 /* ------------------------------------------------------------------ attention */
 
 loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,

@@ -82,6 +82,11 @@ int llm_layer_n_rot(const loom_model *m, int il);
 /* Where the rotated dims start in a cached key (deepseek2: after the others; else 0). */
 int llm_rope_key_offset(const loom_model *m);
 
+/* Whether layer il's recurrent state update runs in place (loom_*_inplace): a real cache
+ * (not a dry run) on the CPU, where the state ops run. Else the op's result carries every
+ * slot's new state and a copy writes them back. */
+bool llm_rs_in_place(const loom_model *m, int il);
+
 /* Attention of layer il: stores k [Dk, Hkv, T] and v [Dv, Hkv, T] in the cache, reads the
  * L visible cells and returns [Dv*H, T]. softcap > 0 caps the scaled scores; sinks
  * (F32 [H]) joins the softmax normaliser. mask: in->mask or in->mask_swa. */
