@@ -90,10 +90,7 @@ loom_tensor *llm_afmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
                                        NULL);
         a = loom_mul(ctx, a, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->attn_gate, x)));
         x = llm_named(loom_rms_norm(ctx, loom_mul_mat(ctx, ly->wo, a), ly->attn_post_norm, eps), "attn_out", il);
-        if (il == hp->n_layer - 1) {
-            x = loom_get_rows(ctx, x, in.outs);
-            r = loom_get_rows(ctx, r, in.outs);
-        }
+        llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *f = loom_rms_norm(ctx, llm_ds_ffn(ctx, &m->hx, ly, n, il), ly->ffn_post_norm, eps);

@@ -153,10 +153,7 @@ loom_tensor *llm_alibi_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         llm_named(k, "k", il);
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
         loom_tensor *x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
-        if (il == hp->n_layer - 1) {
-            x = loom_get_rows(ctx, x, in.outs);
-            h = loom_get_rows(ctx, h, in.outs);
-        }
+        llm_last_rows(ctx, m, &in, il, &x, &h);
         loom_tensor *f = llm_named(loom_add(ctx, x, h), "ffn_inp", il);
         loom_tensor *mi = llm_named(loom_layer_norm(ctx, f, ly->ffn_norm, ly->ffn_norm_b, eps), "ffn_norm", il), *y;
         if (ly->ffn_gate) { /* jais: SwiGLU with biases */

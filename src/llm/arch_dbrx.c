@@ -70,10 +70,7 @@ loom_tensor *llm_dbrx_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
                                        NULL);
         x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
-        if (il == hp->n_layer - 1) {
-            x = loom_get_rows(ctx, x, in.outs);
-            r = loom_get_rows(ctx, r, in.outs);
-        }
+        llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_layer_norm(ctx, h, ly->ffn_norm, NULL, eps), "ffn_norm", il);
         loom_tensor *f = llm_moe_ffn_ext(ctx, ly, n, m->hx.n_expert, m->hx.n_expert_used, LLM_MOE_SOFTMAX, true,

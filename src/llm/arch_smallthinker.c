@@ -97,10 +97,7 @@ loom_tensor *llm_smallthinker_build(loom_model *m, loom_ctx *ctx, const llm_batc
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)hp->head_dim_k), 0.0f,
                                        NULL);
         x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
-        if (il == hp->n_layer - 1) {
-            x = loom_get_rows(ctx, x, in.outs);
-            r = loom_get_rows(ctx, r, in.outs);
-        }
+        llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
         const llm_moe_opts o = {.gating = m->hx.expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX,

@@ -363,18 +363,25 @@ static loom_tensor *bind3(const loom_backend *be, int64_t ne0, int64_t ne1, int6
     return llm_bind_tensor(be, true, ne0, ne1, ne2, err, st, fmt, il);
 }
 
+/* token_embd.weight [n_embd, V]: the vocabulary size from its rows */
+static loom_status bind_tok_embd(loom_embedder *e, loom_error *err) {
+    loom_tensor *te = loom_backend_get_tensor(e->be, "token_embd.weight");
+    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
+    const int64_t V = loom_tensor_ne(te, 1);
+    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
+    e->hp.n_vocab = (int32_t)V;
+    loom_status st = LOOM_OK;
+    e->tok_embd = bind(e->be, true, e->hp.n_embd, V, err, &st, "token_embd.weight", 0);
+    return st;
+}
+
 static loom_status encoder_weights(loom_embedder *e, loom_error *err) {
     const loom_backend *be = e->be;
     emb_hparams *hp = &e->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff;
     const bool bert = hp->arch == EMB_BERT;
     loom_status st = LOOM_OK;
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int32_t)V;
-    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    if ((st = bind_tok_embd(e, err))) return st;
     loom_tensor *tt = loom_backend_get_tensor(be, "token_types.weight");
     int64_t n_types = tt ? loom_tensor_ne(tt, 1) : 1;
     if (n_types < 1) n_types = 1;
@@ -454,12 +461,7 @@ static loom_status decoder_weights(loom_embedder *e, loom_error *err) {
     const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim;
     const int64_t QD = (int64_t)hp->n_head * D, KD = (int64_t)hp->n_head_kv * D;
     loom_status st = LOOM_OK;
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int32_t)V;
-    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    if ((st = bind_tok_embd(e, err))) return st;
     e->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
     if (hp->dense_ff > 0) {
         e->dense_2 = bind(be, true, E, hp->dense_ff, err, &st, "dense_2.weight", 0);
@@ -505,12 +507,7 @@ static loom_status modern_weights(loom_embedder *e, loom_error *err) {
     emb_hparams *hp = &e->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff;
     loom_status st = LOOM_OK;
-    loom_tensor *te = loom_backend_get_tensor(be, "token_embd.weight");
-    if (!te) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: tensor 'token_embd.weight' is missing");
-    int64_t V = loom_tensor_ne(te, 1);
-    if (V < 1 || V > INT32_MAX) return loom_error_set(err, LOOM_ERR_FORMAT, "embed: bad vocabulary size %lld", (long long)V);
-    hp->n_vocab = (int32_t)V;
-    e->tok_embd = bind(be, true, E, V, err, &st, "token_embd.weight", 0);
+    if ((st = bind_tok_embd(e, err))) return st;
     e->tok_norm = bind(be, true, E, 1, err, &st, "token_embd_norm.weight", 0);
     e->output_norm = bind(be, true, E, 1, err, &st, "output_norm.weight", 0);
     for (int il = 0; il < hp->n_layer && !st; il++) {

@@ -295,6 +295,12 @@ loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_t
 
 /* ------------------------------------------------------------------ recurrent states */
 
+void llm_last_rows(loom_ctx *ctx, const loom_model *m, const llm_inputs *in, int il, loom_tensor **x, loom_tensor **r) {
+    if (il != m->hp.n_layer - 1) return;
+    *x = loom_get_rows(ctx, *x, in->outs);
+    *r = loom_get_rows(ctx, *r, in->outs);
+}
+
 bool llm_rs_in_place(const loom_model *m, int il) {
     return m->kv.rs_ssm && m->kv.rs_ssm[il] && loom_backend_layer_device(m->be, il) == 0;
 }

@@ -87,6 +87,10 @@ int llm_rope_key_offset(const loom_model *m);
  * slot's new state and a copy writes them back. */
 bool llm_rs_in_place(const loom_model *m, int il);
 
+/* Past the last layer's attention only the output rows go on: on that layer x and r
+ * become their rows in->outs (elsewhere unchanged). */
+void llm_last_rows(loom_ctx *ctx, const loom_model *m, const llm_inputs *in, int il, loom_tensor **x, loom_tensor **r);
+
 /* Attention of layer il: stores k [Dk, Hkv, T] and v [Dv, Hkv, T] in the cache, reads the
  * L visible cells and returns [Dv*H, T]. softcap > 0 caps the scaled scores; sinks
  * (F32 [H]) joins the softmax normaliser. mask: in->mask or in->mask_swa. */
