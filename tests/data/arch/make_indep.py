@@ -18,7 +18,7 @@ here block by block.
         falcon-40b gpt2 starcoder bailingmoe2 mamba falcon-mamba mamba2 jamba rwkv7
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
         rwkv6 minicpm3 xverse baichuan qwen orion bloom mpt mpt-full jais refact baichuan13 deepseek
-        smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx
+        smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2809,6 +2809,59 @@ def dbrx(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def plamo2(m, NV):
+    # PLaMo-2-1B-like: 48 wide, 4 layers, layers 1 and 3 Mamba, 0 and 2 attention
+    # (head_count and head_count_kv arrays with 0 for the Mamba layers, as the converter
+    # writes them; the converter's mamba_step 2 puts Mamba first, which llama.cpp cannot
+    # run: it takes n_rot from the first layer's head count, 0, and its rope never ends), attention 4 heads of 12 (key/value_length 12), 2 KV heads,
+    # a fused attn_qkv, per-head q/k norm weights [12, heads], neox rope; Mamba: 4 heads of
+    # 12 (inner 48), state 8, kernel 4, group_count 0, dt width max(64, 48 / 16) = 64,
+    # dt/B/C norms, the z | x pairs interleaved per head in ssm_in; sandwich norms (no
+    # ".weight" on post_attention_norm / post_ffw_norm / ssm_* norms, llama.cpp's names);
+    # SwiGLU MLP of 96 from a fused ffn_up [48, 192]; tied output. F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 4
+    MH, N, K = 4, 8, 4
+    I, DT = MH * D, 64
+    mamba = [i % 2 == 1 for i in range(NL)]
+    common(m, E, NL, H, HKV, F, 2048, 1e-6, D, FT_F32)
+    m.kvs = [(k, T_ARR, (T_U32, [0 if mb else (HKV if k.endswith("_kv") else H) for mb in mamba]))
+             if k.endswith(".attention.head_count_kv") or k.endswith(".attention.head_count") else (k, t, v)
+             for (k, t, v) in m.kvs]
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("ssm.state_size", T_U32, N)
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("ssm.time_step_rank", T_U32, MH)
+    m.kv("ssm.inner_size", T_U32, I)
+    m.kv("ssm.group_count", T_U32, 0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if mamba[i]:
+            m.mat(b + "ssm_in.weight", E, 2 * I)
+            m.add(b + "ssm_conv1d.weight", [K, I], 0.5)
+            m.mat(b + "ssm_x.weight", I, DT + 2 * N)
+            m.mat(b + "ssm_dt.weight", DT, MH)
+            m.bias(b + "ssm_dt.bias", [MH])
+            m.add_vals(b + "ssm_a", [-0.5 - 0.25 * j for j in range(MH)])
+            m.add(b + "ssm_d", [MH], 0.5, 1.0)
+            m.mat(b + "ssm_out.weight", I, E)
+            m.add(b + "ssm_dt_norm", [DT], 0.1, 1.0)
+            m.add(b + "ssm_b_norm", [N], 0.1, 1.0)
+            m.add(b + "ssm_c_norm", [N], 0.1, 1.0)
+        else:
+            m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+            m.add(b + "attn_q_norm.weight", [D, H], 0.1, 1.0)
+            m.add(b + "attn_k_norm.weight", [D, HKV], 0.1, 1.0)
+            m.mat(b + "attn_output.weight", H * D, E)
+        m.add(b + "post_attention_norm", [E], 0.1, 1.0)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_up.weight", E, 2 * F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.add(b + "post_ffw_norm", [E], 0.1, 1.0)
+    m.norm("output_norm.weight", E)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2819,11 +2872,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
