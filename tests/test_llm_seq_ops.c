@@ -389,13 +389,26 @@ static void test_bad_input(const char *tag) {
  * tol relative. learned (or a model with learned absolute positions: gpt2, starcoder,
  * mpt with position_embd) rotates nothing (as llama.cpp): its shifted keys must equal
  * those decoded at 0..11, exactly. */
-static void test_shift_keys(const char *path, const char *tag, int n_layers, double tol, bool learned) {
+/* a cache's keys as floats (a quantized cache dequantized) */
+static loom_status read_keys(const loom_tensor *k, float *out, size_t n) {
+    if (loom_tensor_type(k) == LOOM_TYPE_F32) return loom_tensor_read_f32(k, out, n);
+    const size_t nb = loom_tensor_nbytes(k);
+    unsigned char *raw = malloc(nb);
+    if (!raw) return LOOM_ERR_NOMEM;
+    loom_status s = loom_tensor_read(k, raw, nb);
+    if (!s) loom_dequantize_row(loom_tensor_type(k), raw, out, (int64_t)n);
+    free(raw);
+    return s;
+}
+
+static void test_shift_keys_t(const char *path, const char *tag, int n_layers, double tol, bool learned,
+                              loom_type cache) {
     loom_model_params p = g_p;
     p.path = path;
     p.n_seq_max = 1;
     p.n_ctx = 64;
-    p.cache_type = LOOM_TYPE_F32;
-    p.flash_attn = false;
+    p.cache_type = cache;
+    p.flash_attn = cache == LOOM_TYPE_Q8_0; /* quantized caches need flash attention */
     loom_model *a = NULL, *b = NULL;
     loom_error err = {0};
     CHECK_MSG(loom_model_open(&p, &a, &err) == LOOM_OK && loom_model_open(&p, &b, &err) == LOOM_OK, "%s: %s", tag,
@@ -447,7 +460,7 @@ static void test_shift_keys(const char *path, const char *tag, int n_layers, dou
         const size_t per = (size_t)loom_tensor_ne(ka, 0) * (size_t)loom_tensor_ne(ka, 1);
         const size_t n = per * (size_t)loom_tensor_ne(ka, 2);
         float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-        if (x && y && !loom_tensor_read_f32(ka, x, n) && !loom_tensor_read_f32(kb, y, n)) {
+        if (x && y && !read_keys(ka, x, n) && !read_keys(kb, y, n)) {
             double num = 0, den = 0;
             for (int64_t c = 0; c < ca->n && c < cb->n; c++) {
                 if (ca->pos[c] < 0 || ca->pos[c] != cb->pos[c] + dpos) continue;
@@ -467,6 +480,10 @@ static void test_shift_keys(const char *path, const char *tag, int n_layers, dou
     CHECK_MSG(compared >= 12 && worst <= tol, "%s: shifted keys differ by %g (%d cells)", tag, worst, compared);
     loom_model_close(a);
     loom_model_close(b);
+}
+
+static void test_shift_keys(const char *path, const char *tag, int n_layers, double tol, bool learned) {
+    test_shift_keys_t(path, tag, n_layers, tol, learned, LOOM_TYPE_F32);
 }
 
 int main(void) {
@@ -538,6 +555,32 @@ int main(void) {
                         rounds ? 5e-4 : gelu ? 3e-5 : 2e-6, false);
     }
     if (f) fclose(f);
+    /* a quantized cache (keys read back as F32 rows, rotated, quantized again) whose
+     * layers have different KV head counts (deci: 2, 4 and 1): each layer's row ids
+     * (cell * its heads + head); Q8_0 rounding twice, measured 1.2e-2 (rows of the group's largest head count: 1.04) */
+    {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", test_path("tests/data/arch/indep-deci-gqa.gguf"));
+        test_shift_keys_t(path, "deci-gqa q8_0", 1 << 20, 2e-2, false, LOOM_TYPE_Q8_0);
+        /* compaction and prefix reuse there: each layer's rows move as that layer's
+         * quantized blocks (a copy by the group's widest rows would move other cells' keys) */
+        g_p.path = path;
+        g_p.cache_type = LOOM_TYPE_Q8_0;
+        g_p.flash_attn = true;
+        loom_model *d = open_m(1, 16);
+        CHECK(d != NULL);
+        if (d) {
+            g_nv = loom_model_n_vocab(d);
+            loom_model_close(d);
+            free(g_ref);
+            g_ref = malloc((size_t)g_nv * sizeof *g_ref);
+            for (int i = 0; i < 32; i++) {
+                g_P[i] = 1 + g_P[i] % (g_nv - 1);
+                g_Q[i] = 1 + g_Q[i] % (g_nv - 1);
+            }
+            if (g_ref) test_defrag_reuse("deci-gqa q8_0");
+        }
+    }
     free(g_ref);
     return test_finish("test_llm_seq_ops");
 }

@@ -7,10 +7,11 @@
  *   heads, no KV heads:   "linear attention", h + Wo rms_norm(h) * attn_norm
  *   no heads:             no attention (the layer starts with its FFN on h itself)
  *   feed_forward_length:  the SwiGLU MLP's width for this layer (optional biases)
- * Not supported (UNSUPPORTED, naming the layer): attention layers with other head or KV
- * head counts than the model's largest (varying GQA), and layers with attention but no
- * FFN (Nemotron Ultra: llama.cpp drops such a layer's attention output, which is not
- * the model's computation).
+ * Attention layers may have their own KV head count (the search's n_heads_in_group: the
+ * cache keeps each layer's shape). Not supported (UNSUPPORTED, naming the layer):
+ * attention layers with another head count than the model's largest, and layers with
+ * attention but no FFN (Nemotron Ultra: llama.cpp drops such a layer's attention output,
+ * which is not the model's computation).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,16 +30,20 @@ loom_status llm_deci_bind(loom_model *m, loom_error *err) {
         if ((st = llm_get_layer_int(g, hp->arch, "attention.head_count", il, hp->n_layer, hp->n_head, &h, err))) break;
         if ((st = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il, hp->n_layer, h, &kv, err))) break;
         if ((st = llm_get_layer_int(g, hp->arch, "feed_forward_length", il, hp->n_layer, hp->n_ff, &ff, err))) break;
-        if ((h != 0 && h != hp->n_head) || (kv != 0 && kv != hp->n_head_kv) || (h == 0 && kv != 0) || ff < 0)
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s layer %d: %lld heads, %lld KV heads (the other "
-                                  "attention layers have %d and %d; 0 for none)", hp->arch, il, (long long)h,
-                                  (long long)kv, hp->n_head, hp->n_head_kv);
+        if ((h != 0 && h != hp->n_head) || kv < 0 || (kv > 0 && h % kv) || (h == 0 && kv != 0) || ff < 0)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s layer %d: %lld heads, %lld KV heads (attention "
+                                  "layers have %d heads and a divisor of them as KV heads; 0 for none)", hp->arch, il,
+                                  (long long)h, (long long)kv, hp->n_head);
         if (h > 0 && ff == 0)
             return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s layer %d: attention without a feed-forward "
                                   "network is not supported", hp->arch, il);
         if (h > 0) L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         if (h > 0 && kv > 0) {
-            llm_bind_attn_qkv(be, hp, L, il, err, &st);
+            const int64_t D = hp->head_dim_k;
+            L->wq = llm_bind_tensor(be, true, E, h * D, 1, err, &st, "blk.%d.attn_q.weight", il);
+            L->wk = llm_bind_tensor(be, true, E, kv * D, 1, err, &st, "blk.%d.attn_k.weight", il);
+            L->wv = llm_bind_tensor(be, true, E, kv * hp->head_dim_v, 1, err, &st, "blk.%d.attn_v.weight", il);
+            m->kv_types[il].hkv = (int32_t)kv; /* this layer's KV heads (the cache keeps its shape) */
             L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, &st,
                                     "blk.%d.attn_output.weight", il);
         } else if (h > 0) {

@@ -76,13 +76,17 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     kv->hkv = hp->n_head_kv;
     kv->layer_group = loom_calloc((size_t)kv->n_layer, sizeof *kv->layer_group);
     kv->share = loom_calloc((size_t)kv->n_layer, sizeof *kv->share);
-    if (!kv->layer_group || !kv->share) {
+    kv->ldk = loom_calloc((size_t)kv->n_layer, sizeof *kv->ldk);
+    kv->ldv = loom_calloc((size_t)kv->n_layer, sizeof *kv->ldv);
+    kv->lhkv = loom_calloc((size_t)kv->n_layer, sizeof *kv->lhkv);
+    if (!kv->layer_group || !kv->share || !kv->ldk || !kv->ldv || !kv->lhkv) {
         llm_kv_free(kv);
         return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory");
     }
 
-    /* groups: one per distinct layer type, in order of first appearance; a group's
-     * layers have one K/V shape; a sharing layer reads an earlier layer of its group */
+    /* groups: one per distinct layer type, in order of first appearance; each layer keeps
+     * its own K/V shape (grp[].dk/dv/hkv: the largest); a sharing layer reads an earlier
+     * layer of its group with the same shape */
     llm_kv_layer_type gt[LLM_KV_MAX_GROUPS];
     for (int il = 0; il < kv->n_layer; il++) {
         llm_kv_layer_type t = types ? types[il] : (llm_kv_layer_type){0};
@@ -107,20 +111,24 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
                                       LLM_KV_MAX_GROUPS);
             }
             gt[kv->n_groups++] = t;
-            kv->grp[g].dk = dk;
-            kv->grp[g].dv = dv;
-            kv->grp[g].hkv = hkv;
-        } else if (kv->grp[g].dk != dk || kv->grp[g].dv != dv || kv->grp[g].hkv != hkv) {
-            llm_kv_free(kv);
-            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                                  "layer %d: K/V shape %lld/%lld x %lld differs from its attention type's", il,
-                                  (long long)dk, (long long)dv, (long long)hkv);
         }
+        if (dk < 1 || dv < 1 || hkv < 1 || dk > (1 << 20) || dv > (1 << 20) || hkv > (1 << 20)) {
+            llm_kv_free(kv);
+            return loom_error_set(err, LOOM_ERR_FORMAT, "layer %d: bad K/V shape %lld/%lld x %lld", il, (long long)dk,
+                                  (long long)dv, (long long)hkv);
+        }
+        if (dk > kv->grp[g].dk) kv->grp[g].dk = dk;
+        if (dv > kv->grp[g].dv) kv->grp[g].dv = dv;
+        if (hkv > kv->grp[g].hkv) kv->grp[g].hkv = hkv;
+        kv->ldk[il] = (int32_t)dk;
+        kv->ldv[il] = (int32_t)dv;
+        kv->lhkv[il] = (int32_t)hkv;
         kv->layer_group[il] = g;
         kv->share[il] = il;
         if (t.share > 0) {
             int src = t.share - 1;
-            if (src >= il || kv->share[src] != src || kv->layer_group[src] != g) {
+            if (src >= il || kv->share[src] != src || kv->layer_group[src] != g || kv->ldk[src] != dk ||
+                kv->ldv[src] != dv || kv->lhkv[src] != hkv) {
                 llm_kv_free(kv);
                 return loom_error_set(err, LOOM_ERR_FORMAT,
                                       "layer %d: cannot share layer %d's cache (an earlier layer of its type with "
@@ -167,15 +175,15 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
                 loom_backend_account_cache(be, il, ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
             if (kv->layer_group[il] < 0 || kv->share[il] != il) continue;
             const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
-            int64_t cells = gr->cells.n;
+            int64_t cells = gr->cells.n, dk, dv, hkv;
+            llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
             size_t krow = 0, vrow = 0;
-            if (loom_type_row_bytes(type, gr->dk, &krow) ||
-                loom_type_row_bytes(type, kv->cfg.permuted_v ? cells : gr->dv, &vrow)) {
+            if (loom_type_row_bytes(type, dk, &krow) || loom_type_row_bytes(type, kv->cfg.permuted_v ? cells : dv, &vrow)) {
                 llm_kv_free(kv);
                 return loom_error_set(err, LOOM_ERR_INTERNAL, "KV cache: bad row size");
             }
-            uint64_t kb = (uint64_t)krow * (uint64_t)gr->hkv * (uint64_t)cells;
-            uint64_t vb = (uint64_t)vrow * (uint64_t)gr->hkv * (uint64_t)(kv->cfg.permuted_v ? gr->dv : cells);
+            uint64_t kb = (uint64_t)krow * (uint64_t)hkv * (uint64_t)cells;
+            uint64_t vb = (uint64_t)vrow * (uint64_t)hkv * (uint64_t)(kv->cfg.permuted_v ? dv : cells);
             kb = (kb + 31) / 32 * 32;
             vb = (vb + 31) / 32 * 32;
             loom_backend_account_cache(be, il, kb + vb);
@@ -219,11 +227,12 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             continue;
         }
         const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
-        int64_t cells = gr->cells.n;
+        int64_t cells = gr->cells.n, dk, dv, hkv;
+        llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
         loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
-        int64_t kne[3] = {gr->dk, gr->hkv, cells};
-        int64_t vne_p[3] = {cells, gr->dv, gr->hkv};
-        int64_t vne[3] = {gr->dv, gr->hkv, cells};
+        int64_t kne[3] = {dk, hkv, cells};
+        int64_t vne_p[3] = {cells, dv, hkv};
+        int64_t vne[3] = {dv, hkv, cells};
         kv->k[il] = loom_zeros(lc, type, 3, kne);
         kv->v[il] = loom_zeros(lc, type, 3, kv->cfg.permuted_v ? vne_p : vne);
         char name[LOOM_MAX_NAME];
@@ -250,6 +259,9 @@ void llm_kv_free(llm_kv_cache *kv) {
     loom_free(kv->v);
     loom_free(kv->layer_group);
     loom_free(kv->share);
+    loom_free(kv->ldk);
+    loom_free(kv->ldv);
+    loom_free(kv->lhkv);
     loom_free(kv->rs_conv);
     loom_free(kv->rs_ssm);
     for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) {
@@ -351,23 +363,24 @@ void llm_kv_put(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor *k_cur, loo
                 loom_tensor **store) {
     loom_tensor *K = kv->k[il], *V = kv->v[il];
     const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
-    int64_t T = loom_tensor_ne(k_cur, 2);
+    int64_t T = loom_tensor_ne(k_cur, 2), dk, dv, hkv;
+    llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
     size_t k_off, v_off;
     llm_kv_store_offsets(kv, il, gr->cells.loc, &k_off, &v_off);
     /* K: 1-D view of T cells starting at cell loc. */
-    int64_t kn = gr->dk * gr->hkv * T;
+    int64_t kn = dk * hkv * T;
     loom_tensor *kview = loom_view(ctx, K, k_off, 1, &kn);
     loom_tensor *kcpy = loom_cpy(ctx, k_cur, kview);
     loom_ctx_forward(ctx, kcpy);
     loom_tensor *vview, *vcpy;
     if (kv->cfg.permuted_v) {
         /* value [dv,hkv,T] -> [T,dv,hkv]; target 2-D view [T, dv*hkv] with row stride cells. */
-        int64_t args[3] = {T, (int64_t)loom_tensor_nb(V, 1), gr->dv * gr->hkv};
+        int64_t args[3] = {T, (int64_t)loom_tensor_nb(V, 1), dv * hkv};
         vview = loom_view(ctx, V, v_off, 3, args);
         loom_tensor *vp = loom_permute(ctx, v_cur, 1, 2, 0, 3);
         vcpy = loom_cpy(ctx, vp, vview);
     } else {
-        int64_t vn = gr->dv * gr->hkv * T;
+        int64_t vn = dv * hkv * T;
         vview = loom_view(ctx, V, v_off, 1, &vn);
         vcpy = loom_cpy(ctx, v_cur, vview);
     }
@@ -385,15 +398,17 @@ void llm_kv_get(loom_ctx *ctx, llm_kv_cache *kv, int il, loom_tensor **k, loom_t
     const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
     const llm_kv_cells *c = &gr->cells;
     const int64_t L = c->L;
+    int64_t dk, dv, hkv;
+    llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
     size_t k_off, v_off;
     llm_kv_store_offsets(kv, il, c->start, &k_off, &v_off);
-    int64_t kargs[5] = {gr->dk, (int64_t)loom_tensor_nb(K, 1), gr->hkv, (int64_t)loom_tensor_nb(K, 2), L};
+    int64_t kargs[5] = {dk, (int64_t)loom_tensor_nb(K, 1), hkv, (int64_t)loom_tensor_nb(K, 2), L};
     *k = loom_view(ctx, K, k_off, 5, kargs);
     if (kv->cfg.permuted_v) {
-        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), gr->dv, (int64_t)loom_tensor_nb(V, 2), gr->hkv};
+        int64_t vargs[5] = {L, (int64_t)loom_tensor_nb(V, 1), dv, (int64_t)loom_tensor_nb(V, 2), hkv};
         *v = loom_view(ctx, V, v_off, 5, vargs);
     } else {
-        int64_t vargs[5] = {gr->dv, (int64_t)loom_tensor_nb(V, 1), gr->hkv, (int64_t)loom_tensor_nb(V, 2), L};
+        int64_t vargs[5] = {dv, (int64_t)loom_tensor_nb(V, 1), hkv, (int64_t)loom_tensor_nb(V, 2), L};
         *v = loom_view(ctx, V, v_off, 5, vargs);
     }
 }
@@ -458,9 +473,9 @@ loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const i
     if (batch > 4096) batch = 4096;
     bool q = quantized(kv->type);
     int32_t *ids = NULL;
-    const int64_t hkv = kv->grp[g].hkv, dk = kv->grp[g].dk, dv = kv->grp[g].dv;
+    const int64_t hkv_max = kv->grp[g].hkv; /* the layers' shapes may differ: each its own */
     if (q) {
-        ids = loom_malloc((size_t)batch * (size_t)hkv * sizeof *ids);
+        ids = loom_malloc((size_t)batch * (size_t)hkv_max * sizeof *ids);
         if (!ids) return loom_error_set(err, LOOM_ERR_NOMEM, "KV cache: out of host memory (cell copies)");
     }
     loom_status s = LOOM_OK;
@@ -471,14 +486,18 @@ loom_status llm_kv_copy_cells(llm_kv_cache *kv, loom_backend *be, int g, const i
         s = loom_backend_ctx_new(be, 0, &ctx, err);
         if (s) break;
         loom_tensor *ids_t = NULL;
-        if (q) {
-            for (int64_t i = 0; i < cnt; i++)
-                for (int64_t h = 0; h < hkv; h++) ids[i * hkv + h] = (int32_t)(src[off + i] * hkv + h);
-            int64_t ne = cnt * hkv;
-            ids_t = loom_from_i32(loom_ctx_input(ctx), ids, (size_t)ne, 1, &ne);
-        }
+        int64_t ids_h = 0; /* the KV head count ids_t was made for */
         for (int il = 0; il < kv->n_layer; il++) {
             if (kv->layer_group[il] != g || kv->share[il] != il) continue;
+            int64_t dk, dv, hkv;
+            llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
+            if (q && hkv != ids_h) { /* rows of [d0, hkv * cells]: cell * hkv + h */
+                for (int64_t i = 0; i < cnt; i++)
+                    for (int64_t h = 0; h < hkv; h++) ids[i * hkv + h] = (int32_t)(src[off + i] * hkv + h);
+                int64_t ne = cnt * hkv;
+                ids_t = loom_from_i32(loom_ctx_input(ctx), ids, (size_t)ne, 1, &ne);
+                ids_h = hkv;
+            }
             loom_tensor *K = kv->k[il], *V = kv->v[il];
             for (int64_t i = 0; i < cnt; i++) {
                 int64_t a = src[off + i], d = dst[off + i];

@@ -31,7 +31,8 @@ loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tens
 
 void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer *ly, loom_tensor *x, int64_t T, int il,
                    loom_tensor **q, loom_tensor **k, loom_tensor **v) {
-    const int64_t H = hp->n_head, HKV = hp->n_head_kv, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t H = hp->n_head, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int64_t HKV = ly->wk ? loom_tensor_ne(ly->wk, 1) / DK : hp->n_head_kv; /* the layer's (deci: per layer) */
     int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
     *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
     *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
@@ -311,7 +312,7 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
                            loom_tensor *q, loom_tensor *k, loom_tensor *v, loom_tensor *mask, float kq_scale,
                            float softcap, loom_tensor *sinks) {
     llm_kv_cache *kv = &m->kv;
-    const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->grp[kv->layer_group[il]].dv;
+    const int64_t H = loom_tensor_ne(q, 1), T = loom_tensor_ne(q, 2), DV = kv->ldv[il];
     (void)mask; /* the cache gives each layer the mask of its type (full or window) */
     mask = llm_kv_layer_mask(kv, in->masks, il);
     /* a layer sharing an earlier layer's cache (k, v NULL) only reads it */

@@ -191,7 +191,9 @@ typedef struct llm_kv_cache {
     int n_layer;
     int n_seq, n_ctx, n_batch;
     loom_type type;
-    int64_t dk, dv, hkv;    /* the model's; a layer's are its group's (grp[].dk ...) */
+    int64_t dk, dv, hkv;    /* the model's; a layer's: ldk / ldv / lhkv (groups hold layers of one
+                               window type, their K/V shapes may differ: deci's per-layer GQA) */
+    int32_t *ldk, *ldv, *lhkv; /* [n_layer] each layer's K/V shape (0 for a layer without K/V) */
     loom_cache_config cfg;
     int n_groups;
     llm_kv_group grp[LLM_KV_MAX_GROUPS];
@@ -421,6 +423,12 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err);
 /* kvcache.c */
 /* n_ctx tokens per sequence, n_seq sequences, batches up to n_batch; types [n_layer]
  * (NULL = all full). */
+/* Layer il's K/V shape: key width, value width, KV heads. */
+static inline void llm_kv_layer_dims(const llm_kv_cache *kv, int il, int64_t *dk, int64_t *dv, int64_t *hkv) {
+    *dk = kv->ldk[il];
+    *dv = kv->ldv[il];
+    *hkv = kv->lhkv[il];
+}
 loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hparams *hp,
                         const llm_kv_layer_type *types, int n_ctx, int n_seq, int n_batch,
                         loom_type type, loom_error *err);

@@ -149,16 +149,14 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     int64_t max_runs = (loom_backend_max_nodes(m->be) - 64) / per_run;
     if (max_runs < 1) max_runs = 1;
     int32_t *pos = loom_malloc((size_t)n_cells * sizeof *pos);
-    const int64_t hkv = kv->grp[g].hkv, dk = kv->grp[g].dk;
-    int32_t *rows = loom_malloc((size_t)n_cells * (size_t)hkv * sizeof *rows);
+    const int64_t hkv_max = kv->grp[g].hkv; /* each layer's own shape below */
+    int32_t *rows = loom_malloc((size_t)n_cells * (size_t)hkv_max * sizeof *rows);
     if (!pos || !rows) {
         loom_free(pos);
         loom_free(rows);
         return loom_error_set(err, LOOM_ERR_NOMEM, "shift: out of host memory");
     }
     for (int64_t i = 0; i < n_cells; i++) pos[i] = delta;
-    for (int64_t i = 0; i < n_cells; i++)
-        for (int64_t h = 0; h < hkv; h++) rows[i * hkv + h] = (int32_t)(cells[i] * hkv + h);
     const int64_t off = llm_rope_key_offset(m);
     /* keys normed after rope (hunyuan: w * rms_norm(rope(k))): rotating them needs the
      * weights divided out first and multiplied back after (the rms factor is the same
@@ -183,13 +181,17 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
             int64_t len = j - i, c0 = cells[i];
             int64_t ne1 = len;
             loom_tensor *pt = loom_from_i32(in, pos + i, (size_t)len, 1, &ne1);
-            loom_tensor *rt = NULL;
-            if (q) {
-                int64_t nr = len * hkv;
-                rt = loom_from_i32(in, rows + i * hkv, (size_t)nr, 1, &nr);
-            }
             for (int il = 0; il < hp->n_layer; il++) {
                 if (kv->layer_group[il] != g || kv->share[il] != il || !llm_layer_has_rope(m, il)) continue;
+                int64_t dk, dv, hkv;
+                llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
+                loom_tensor *rt = NULL;
+                if (q) { /* the run's key rows: cell * hkv + h of [dk, hkv * cells] */
+                    for (int64_t c = 0; c < len; c++)
+                        for (int64_t h = 0; h < hkv; h++) rows[c * hkv + h] = (int32_t)((c0 + c) * hkv + h);
+                    int64_t nr = len * hkv;
+                    rt = loom_from_i32(in, rows, (size_t)nr, 1, &nr);
+                }
                 /* the layer's rope (base, scale, YaRN angles, factors) as a pure
                  * rotation: the magnitude factor was applied when the key was made
                  * (the kernel multiplies by 1 + 0.1 ln(1/scale) when YaRN is on) */
