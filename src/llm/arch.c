@@ -112,6 +112,40 @@ static loom_status hunyuan_bind(loom_model *m, loom_error *err) {
     return s;
 }
 
+/* PLaMo 1 (plamo): the llama block run in parallel (attention and MLP both on the
+ * attention norm's output; no FFN norm), neox rope */
+static loom_status plamo_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    (void)g, (void)hp, (void)err;
+    hx->par_res = true;
+    return LOOM_OK;
+}
+
+/* openPangu-Embedded (pangu-embedded): the llama block with the attention output's bias
+ * required; llama.cpp loads rope_freqs but never applies them, nor does Loom. */
+static loom_status pangu_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err);
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        llm_layer *L = &m->layers[il];
+        L->bo = llm_bind_tensor(m->be, true, m->hp.n_embd, 1, 1, err, &s, "blk.%d.attn_output.bias", il);
+        L->rope_freqs = NULL;
+    }
+    m->hp.has_rope_freqs = false;
+    return s;
+}
+
+/* Nanbeige (nanbeige): the llama block. Looped files (num_loops > 1: the block_count
+ * layers run num_loops times, sharing weights, each run with its own cache) are refused.
+ * (llama.cpp's nanbeige graph reads no attention.scale: 1/sqrt(head_dim), as here.) */
+static loom_status nanbeige_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    (void)hx;
+    int64_t loops;
+    loom_status s = llm_get_int_key(g, hp->arch, "num_loops", false, 1, &loops, err);
+    if (!s && loops != 1)
+        s = loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.num_loops = %lld (looped layers) is not supported",
+                           hp->arch, (long long)loops);
+    return s;
+}
+
 /* Apertus (Swiss AI): the llama block with qwen3's per-head q/k norms before rope and an
  * MLP without gate whose activation is xIELU, its four parameters per layer in the
  * un-prefixed keys xielu.alpha_n / alpha_p / beta / eps (one value or one per layer, as
@@ -268,6 +302,10 @@ static const llm_arch k_archs[] = {
     {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama, false},
     {"hunyuan-dense", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
     {"hunyuan-moe", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
+    {"maincoder", LOOM_ROPE_NORMAL, NULL, hunyuan_bind, llm_build_llama, false}, /* post-rope q/k norms */
+    {"pangu-embedded", LOOM_ROPE_NEOX, NULL, pangu_bind, llm_build_llama, false},
+    {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
+    {"plamo", LOOM_ROPE_NEOX, plamo_hparams, llm_bind_llama, llm_build_llama, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */
     {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama, false},

@@ -6,7 +6,9 @@
  * multi-section rope (as frequency factors), internlm2, ernie4_5, seed_oss, arcee,
  * hunyuan-dense / hunyuan-moe (q/k norms after rope; experts beside a shared expert),
  * xverse, baichuan (7B: rope), qwen (Qwen 1: fused q|k|v with bias, an MLP half of
- * feed_forward_length) and orion (LayerNorms with biases).
+ * feed_forward_length), orion (LayerNorms with biases), maincoder (hunyuan's post-rope
+ * q/k norms, normal rope), pangu-embedded (attention output bias), nanbeige and plamo (PLaMo 1: a parallel block, attention and MLP both on the
+ * attention norm's output: h = h + Wo a + mlp(x)).
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
@@ -70,10 +72,16 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         const llm_layer *ly = &m->layers[il];
         loom_tensor *r = h;
         loom_tensor *x = named(llm_llama_norm(m, ctx, h, ly->attn_norm, ly->attn_norm_b), "attn_norm", il);
+        loom_tensor *n = x;
 
         loom_tensor *q, *k, *v;
-        if (ly->wqkv) llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v); /* qwen (1): fused, with its bias */
-        else llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
+        if (ly->wqkv) { /* fused q|k|v (qwen 1; any llama-family file, as llama.cpp loads them) */
+            llm_qkv_any(ctx, hp, ly, x, T, &q, &k, &v);
+            if (ly->q_norm) q = named(loom_rms_norm(ctx, q, ly->q_norm, hp->rms_eps), "q_norm", il);
+            if (ly->k_norm) k = named(loom_rms_norm(ctx, k, ly->k_norm, hp->rms_eps), "k_norm", il);
+        } else {
+            llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
+        }
         if (llm_layer_has_rope(m, il)) {
             ro.factors = mrope ? mrope : ly->rope_freqs;
             q = loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
@@ -96,7 +104,18 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
 
-        h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
+        if (m->hx.par_res) { /* plamo: h + attention(n) + mlp(n), n the one attention norm */
+            if (il == hp->n_layer - 1) {
+                x = loom_get_rows(ctx, x, outs);
+                r = loom_get_rows(ctx, r, outs);
+                n = loom_get_rows(ctx, n, outs);
+            }
+            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, n), *u = loom_mul_mat(ctx, ly->ffn_up, n);
+            loom_tensor *f = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+            h = named(loom_add(ctx, loom_add(ctx, f, x), r), "l_out", il);
+        } else {
+            h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
+        }
     }
     (void)E;
     return llm_llama_output(m, ctx, h);

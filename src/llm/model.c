@@ -447,13 +447,22 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
                               hp->arch);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
-        llm_bind_attn(be, hp, L, il, err, &st);
-        L->bq = bind(be, qwen2, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
-        L->bk = bind(be, qwen2, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
-        L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
+        /* q, k, v apart or fused into attn_qkv (llama.cpp loads either for these graphs) */
+        L->wqkv = bind(be, false, E, HQ + HK + HV, err, &st, "blk.%d.attn_qkv.weight", il);
+        if (L->wqkv) {
+            L->attn_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_norm.weight", il);
+            L->wo = bind(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, err, &st, "blk.%d.attn_output.weight", il);
+            L->bqkv = bind(be, qwen2, HQ + HK + HV, 1, err, &st, "blk.%d.attn_qkv.bias", il);
+        } else {
+            llm_bind_attn(be, hp, L, il, err, &st);
+            L->bq = bind(be, qwen2, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
+            L->bk = bind(be, qwen2, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
+            L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
+        }
         L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
         llm_bind_qk_norm(be, hp, L, il, qwen3, err, &st);
-        L->ffn_norm = bind(be, true, E, 1, err, &st, ffn_norm, il);
+        /* plamo's parallel block has one norm (m->hx.par_res) */
+        if (!m->hx.par_res) L->ffn_norm = bind(be, true, E, 1, err, &st, ffn_norm, il);
         if (NE > 0) {
             llm_bind_experts(be, L, il, E, F, NE, err, &st);
         } else {
