@@ -170,6 +170,14 @@ const loom_tensor *loom_tensor_src(const loom_tensor *t, int i); /* NULL if none
 /* Names (for debugging, callbacks, weights). Truncated to LOOM_MAX_NAME-1. */
 loom_tensor *loom_tensor_set_name(loom_tensor *t, const char *name);
 const char *loom_tensor_name(const loom_tensor *t);
+/* A weight's output scale (the "<name>.scale" tensors of NVFP4 and BitNet GGUF files):
+ * graphs built afterwards compute loom_mul_mat(ctx, w, x) as (w x) * scale, and
+ * loom_mul_mat_id(ctx, w, x, ids) with expert e's products times scale[e]. scale: F32,
+ * contiguous, one value (for any w) or one per expert (a 3-D w's ne2), read when the graph
+ * runs (it may be a weight not loaded yet); borrowed: it must outlive the graphs using w.
+ * NULL clears it. Views of w do not carry it. Not thread-safe against graphs being built
+ * on w. LOOM_ERR_INVALID_ARG: w NULL or poisoned, scale of another type or size. */
+loom_status loom_tensor_set_matmul_scale(loom_tensor *w, loom_tensor *scale);
 
 /* Read the bytes of a computed output (or of any allocated tensor), in logical
  * order for contiguous tensors. nbytes must equal loom_tensor_nbytes(t).

@@ -84,7 +84,8 @@ static loom_tensor *mul_mat_impl(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, 
     loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, mask ? 3 : 2, args);
     loom_set_op_param_i32(t, 0, full_prec ? 1 : 0);
     loom_set_op_param_i32(t, 1, mask ? role : LOOM_MM_MASK_NONE);
-    return t;
+    /* a weight with an output scale (loom_tensor_set_matmul_scale) */
+    return a->mm_scale ? loom_mul(ctx, t, a->mm_scale) : t;
 }
 
 loom_tensor *loom_mul_mat(loom_ctx *ctx, loom_tensor *a, loom_tensor *b) {
@@ -120,7 +121,28 @@ loom_tensor *loom_mul_mat_id(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, loom
     if (a->ne[2] > INT32_MAX)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, NULL, "too many experts");
     int64_t ne[4] = {a->ne[1], ids->ne[0], ids->ne[1], 1};
-    return loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 3, args);
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, ne, 3, args);
+    if (a->mm_scale && loom_tensor_nelements(a->mm_scale) == 1) {
+        t = loom_mul(ctx, t, a->mm_scale);
+    } else if (a->mm_scale) { /* expert e's products times scale[e] (loom_tensor_set_matmul_scale) */
+        const int64_t ne_s[2] = {1, a->ne[2]}, ne_i[1] = {ids->ne[0] * ids->ne[1]}, ne_k[3] = {1, ids->ne[0], ids->ne[1]};
+        loom_tensor *sel = loom_reshape(ctx, loom_tensor_is_contiguous(ids) ? ids : loom_cont(ctx, ids), 1, ne_i);
+        loom_tensor *sc = loom_get_rows(ctx, loom_reshape(ctx, a->mm_scale, 2, ne_s), sel);
+        t = loom_mul(ctx, t, loom_reshape(ctx, sc, 3, ne_k));
+    }
+    return t;
+}
+
+loom_status loom_tensor_set_matmul_scale(loom_tensor *w, loom_tensor *scale) {
+    if (!w || (w->flags & LOOM_TF_POISON)) return LOOM_ERR_INVALID_ARG;
+    if (scale) {
+        const int64_t n = loom_tensor_nelements(scale);
+        if ((scale->flags & LOOM_TF_POISON) || scale->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(scale) ||
+            (n != 1 && (n != w->ne[2] || w->ne[3] != 1)))
+            return LOOM_ERR_INVALID_ARG;
+    }
+    w->mm_scale = scale;
+    return LOOM_OK;
 }
 
 /* -------------------------------------------------------------------- sorting */

@@ -63,6 +63,7 @@ struct loom_tensor {
     int layer;                             /* -1 input/none, else layer of a layer() ctx */
     loom_ctx *owner;                       /* root context of the family owning it */
     char name[LOOM_MAX_NAME];
+    loom_tensor *mm_scale;                 /* a weight's output scale (F32 [1], or [ne2] per expert; NULL: none) */
 
     /* ---- scratch for graph building / planning / scheduling (single-threaded users) */
     uint64_t visit;     /* free scratch (not used by the core) */

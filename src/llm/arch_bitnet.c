@@ -3,7 +3,8 @@
  * graph: the llama block with two more RMS norms ("sub norms") and the output tied to
  * the embeddings. The converter writes the ternary weights already scaled (F16/F32;
  * llama-quantize makes TQ1_0 / TQ2_0 of them); a file may instead carry one scale per
- * matrix (blk.N.<name>.scale, one float), which multiplies the product.
+ * matrix (blk.N.<name>.scale, one float), which multiplies the product (model.c's
+ * llm_bind_matmul_scales, for every architecture).
  *
  *   per layer: x = rms_norm(h) * attn_norm;  q, k, v = Wq x, Wk x, Wv x (rope neox)
  *     a = rms_norm(attention(q, k, v)) * attn_sub_norm;  h = h + Wo a
@@ -15,9 +16,6 @@
 #include <stdio.h>
 
 #include "arch.h"
-
-/* the names of the seven matrices, in llm_layer's bitnet_scale order */
-static const char *const k_mats[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
 
 loom_status llm_bitnet_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
@@ -39,20 +37,9 @@ loom_status llm_bitnet_bind(loom_model *m, loom_error *err) {
         L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
         L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
-        for (int i = 0; i < 7; i++) {
-            char fmt[64];
-            snprintf(fmt, sizeof fmt, "blk.%%d.%s.scale", k_mats[i]);
-            L->bitnet_scale[i] = llm_bind_tensor(be, false, 1, 1, 1, err, &st, fmt, il);
-        }
     }
     if (!st && !m->output) st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: tensor 'token_embd.weight' is missing");
     return st;
-}
-
-/* W x, times W's scale when the file has one */
-static loom_tensor *mm(loom_ctx *ctx, loom_tensor *w, loom_tensor *s, loom_tensor *x) {
-    loom_tensor *y = loom_mul_mat(ctx, w, x);
-    return s ? loom_mul(ctx, y, s) : y;
 }
 
 loom_tensor *llm_bitnet_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
@@ -64,27 +51,26 @@ loom_tensor *llm_bitnet_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
     loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
-        loom_tensor *const *s = ly->bitnet_scale;
         loom_tensor *r = h;
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
         const int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        loom_tensor *q = loom_reshape(ctx, mm(ctx, ly->wq, s[0], x), 3, ne_q);
-        loom_tensor *k = loom_reshape(ctx, mm(ctx, ly->wk, s[1], x), 3, ne_k);
-        loom_tensor *v = loom_reshape(ctx, mm(ctx, ly->wv, s[2], x), 3, ne_v);
+        loom_tensor *q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq, x), 3, ne_q);
+        loom_tensor *k = loom_reshape(ctx, loom_mul_mat(ctx, ly->wk, x), 3, ne_k);
+        loom_tensor *v = loom_reshape(ctx, loom_mul_mat(ctx, ly->wv, x), 3, ne_v);
         q = llm_rope(m, ctx, q, in.pos, il, NULL);
         k = llm_rope(m, ctx, k, in.pos, il, NULL);
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
         a = llm_named(loom_rms_norm(ctx, a, ly->attn_sub_norm, eps), "attn_sub_norm", il);
-        x = mm(ctx, ly->wo, s[3], a);
+        x = loom_mul_mat(ctx, ly->wo, a);
         if (il == hp->n_layer - 1) {
             x = loom_get_rows(ctx, x, in.outs);
             r = loom_get_rows(ctx, r, in.outs);
         }
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *u = loom_swiglu(ctx, mm(ctx, ly->ffn_gate, s[4], x), mm(ctx, ly->ffn_up, s[5], x));
+        loom_tensor *u = loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate, x), loom_mul_mat(ctx, ly->ffn_up, x));
         u = llm_named(loom_rms_norm(ctx, u, ly->ffn_sub_norm, eps), "ffn_sub_norm", il);
-        h = llm_named(loom_add(ctx, mm(ctx, ly->ffn_down, s[6], u), h), "l_out", il);
+        h = llm_named(loom_add(ctx, loom_mul_mat(ctx, ly->ffn_down, u), h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);
 }

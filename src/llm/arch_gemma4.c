@@ -178,7 +178,7 @@ loom_status llm_gemma4_bind(loom_model *m, loom_error *err) {
                 L->ffn_up_exps = llm_bind_tensor(be, true, E, FE, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
             }
             L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
-            L->ffn_down_exps_s = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.ffn_down_exps.scale", il);
+            /* blk.N.ffn_down_exps.scale (per expert): model.c's llm_bind_matmul_scales */
         }
         if (st) break;
         /* the cache: this layer's shape; shared layers read their source's */
@@ -227,11 +227,6 @@ static loom_tensor *gemma4_moe(const loom_model *m, loom_ctx *ctx, const llm_lay
         u = loom_mul_mat_id(ctx, ly->ffn_up_exps, xr, sel);
     }
     loom_tensor *y = loom_mul_mat_id(ctx, ly->ffn_down_exps, loom_mul(ctx, loom_gelu_f16(ctx, g), u), sel); /* [E, K, T] */
-    if (ly->ffn_down_exps_s) {
-        const int64_t ne_s[2] = {1, NE}, ne_f[1] = {K * T};
-        loom_tensor *sc = loom_get_rows(ctx, loom_reshape(ctx, ly->ffn_down_exps_s, 2, ne_s), loom_reshape(ctx, sel, 1, ne_f));
-        y = loom_mul(ctx, y, loom_reshape(ctx, sc, 3, ne_1kt));
-    }
     y = loom_mul(ctx, y, w);
     loom_tensor *out = NULL;
     for (int64_t e = 0; e < K; e++) {

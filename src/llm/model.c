@@ -395,8 +395,35 @@ void llm_bind_qk_norm(const loom_backend *be, const loom_model_hparams *hp, llm_
     L->k_norm = llm_bind_tensor(be, required, hp->head_dim_k, 1, 1, err, st, "blk.%d.attn_k_norm.weight", il);
 }
 
+/* Every "<name>.scale" beside a "<name>.weight" of one value, or of one per expert of a
+ * 3-D weight, scales that weight's products (loom_tensor_set_matmul_scale): NVFP4 files
+ * (the converter keeps ModelOpt's per-tensor scale2 apart), BitNet's per-matrix scales,
+ * gemma4's per-expert down scales; llama.cpp applies them through its generic ".scale"
+ * pass. Other ".scale" tensors (gemma4's router input scale [n_embd]) are the
+ * architecture's. */
+static loom_status llm_bind_matmul_scales(loom_model *m, loom_error *err) {
+    const loom_gguf *g = loom_model_gguf(m);
+    const int64_t n = loom_gguf_tensor_count(g);
+    for (int64_t i = 0; i < n; i++) {
+        const loom_gguf_tensor_info *ti = loom_gguf_tensor(g, i);
+        const size_t len = ti ? strlen(ti->name) : 0;
+        if (len < 7 || strcmp(ti->name + len - 6, ".scale")) continue;
+        char wname[LOOM_GGUF_MAX_NAME + 8];
+        snprintf(wname, sizeof wname, "%.*s.weight", (int)(len - 6), ti->name);
+        loom_tensor *w = loom_backend_get_tensor(m->be, wname), *sc = loom_backend_get_tensor(m->be, ti->name);
+        if (!w || !sc) continue;
+        const int64_t ne = loom_tensor_nelements(sc);
+        if (ne != 1 && (loom_tensor_n_dims(w) != 3 || ne != loom_tensor_ne(w, 2))) continue;
+        if (loom_tensor_type(sc) != LOOM_TYPE_F32 || loom_tensor_set_matmul_scale(w, sc))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: tensor '%s' (the scale of '%s') must be F32 (is %s)",
+                                  ti->name, wname, loom_type_name(loom_tensor_type(sc)));
+    }
+    return LOOM_OK;
+}
+
 loom_status llm_bind_weights(loom_model *m, loom_error *err) {
     loom_status s = m->arch->bind(m, err);
+    if (!s) s = llm_bind_matmul_scales(m, err);
     /* grouped routing on every layer with a router */
     const int G = m->hx.n_expert_groups;
     if (!s && G > 1) {

@@ -20,7 +20,6 @@ typedef struct llm_layer {
     loom_tensor *attn_gate;           /* afmoe: sigmoid(Wgate x) gates the attention output before Wo */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
     loom_tensor *attn_sub_norm, *ffn_sub_norm; /* bitnet: norms before Wo and before Wdown */
-    loom_tensor *bitnet_scale[7];     /* bitnet: optional per-matrix scales (q, k, v, o, gate, up, down) */
     bool xielu_on;                    /* apertus: the MLP is Wdown xielu(Wup x) with these */
     float xielu[4];                   /* alpha_n, alpha_p, beta, eps (as the file stores them) */
     loom_tensor *rope_freqs;          /* optional */
@@ -44,9 +43,8 @@ typedef struct llm_layer {
     loom_tensor *ffn_gate_inp_shexp;                     /* qwen2moe: the shared expert's gate [n_embd] */
     /* gemma4: per-layer input (gate, projection, norm), output scale, layer shapes */
     loom_tensor *pl_inp_gate, *pl_proj, *pl_post_norm, *out_scale;
-    /* gemma4 experts beside the MLP: router input scale, norms, fused gate|up, down scales */
-    loom_tensor *ffn_gate_inp_s, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *ffn_gate_up_exps,
-        *ffn_down_exps_s;
+    /* gemma4 experts beside the MLP: router input scale, norms, fused gate|up */
+    loom_tensor *ffn_gate_inp_s, *ffn_pre_norm_2, *ffn_post_norm_1, *ffn_post_norm_2, *ffn_gate_up_exps;
     /* gemma3n: AltUp (predict / correct coefficients, router), LAuReL */
     loom_tensor *altup_correct_coef, *altup_correct_scale, *altup_predict_coef, *altup_router, *altup_router_norm;
     loom_tensor *laurel_l, *laurel_r, *laurel_post_norm;

@@ -19,7 +19,7 @@ here block by block.
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
         rwkv6 minicpm3 xverse baichuan qwen orion bloom mpt mpt-full jais refact baichuan13 deepseek
         smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa
-        maincoder pangu-embedded nanbeige plamo llama-qkv
+        maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -122,7 +122,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "embed"))
 from make_model import (T_ARR, T_BOOL, T_F32, T_I32, T_STR, T_U32, read_kvs, wstr, wval)  # noqa: E402
 
-GGML_F32, GGML_F16, GGML_BF16, GGML_MXFP4 = 0, 1, 30, 39
+GGML_F32, GGML_F16, GGML_BF16, GGML_MXFP4, GGML_NVFP4 = 0, 1, 30, 39, 40
 FT_F32, FT_F16, FT_BF16, FT_MXFP4_MOE = 0, 1, 32, 38
 
 
@@ -191,6 +191,21 @@ class Model:
             out.append(e0 + self.rng.randint(-1, 1))
             out += bytes(self.rng.randint(0, 255) for _ in range(16))
         self.tensors.append((name, [n_in, n_out, n3], GGML_MXFP4, bytes(out)))
+
+    def nvfp4(self, name, n_in, n_out, scale2):
+        # block_nvfp4 (64 values): four UE4M3 sub-block scales (value: byte's float / 2),
+        # then 32 bytes of nibbles, sub-block s in bytes 8s..8s+7 (element j low nibble of
+        # byte j, element j + 8 the high one); value = kvalue * scale with the MXFP4
+        # kvalues. Scales near 1, and the converter's per-tensor scale2 (name.scale, F32
+        # [1]) and input_scale (unused by the graphs) beside it.
+        assert n_in % 64 == 0
+        out = bytearray()
+        for _ in range(n_in * n_out // 64):
+            out += bytes(self.rng.randint(0x36, 0x3A) for _ in range(4))
+            out += bytes(self.rng.randint(0, 255) for _ in range(32))
+        self.tensors.append((name, [n_in, n_out], GGML_NVFP4, bytes(out)))
+        self.add_vals(name.replace(".weight", ".scale"), [scale2], [1])
+        self.add_vals(name.replace(".weight", ".input_scale"), [self.rng.uniform(0.5, 2.0)], [1])
 
     def write(self, vocab, path):
         for k, t, v in read_kvs(vocab) if vocab else []:
@@ -2935,6 +2950,29 @@ def llama_qkv(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def llama_nvfp4(m, NV):
+    # an NVFP4 llama (the converter's ModelOpt repack, e.g. NVIDIA's *-NVFP4 checkpoints):
+    # 64 wide, 4 heads of 16, 2 KV heads, 2 layers, MLP of 128; the seven layer matrices
+    # NVFP4, each with its per-tensor scale2 (name.scale, which multiplies the product:
+    # ~1 / (2.9 sqrt(n_in)) for unit-variance rows) and input_scale; embeddings, norms
+    # and output F32
+    E, H, HKV, D, F, NL = 64, 4, 2, 16, 128, 2
+    common(m, E, NL, H, HKV, F, 8192, 1e-5, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        for x, n_in, n_out in (("attn_q", E, H * D), ("attn_k", E, HKV * D), ("attn_v", E, HKV * D),
+                               ("attn_output", H * D, E)):
+            m.nvfp4(b + x + ".weight", n_in, n_out, m.rng.uniform(0.5, 1.5) / (2.9 * n_in ** 0.5))
+        m.norm(b + "ffn_norm.weight", E)
+        for x, n_in, n_out in (("ffn_gate", E, F), ("ffn_up", E, F), ("ffn_down", F, E)):
+            m.nvfp4(b + x + ".weight", n_in, n_out, m.rng.uniform(0.5, 1.5) / (2.9 * n_in ** 0.5))
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2945,11 +2983,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -2957,7 +2995,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama", "llama-nvfp4": "llama"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -2996,6 +3034,8 @@ def main():
         pangu_embedded(m, NV)
     elif arch == "llama-qkv":
         llama_qkv(m, NV)
+    elif arch == "llama-nvfp4":
+        llama_nvfp4(m, NV)
     elif arch == "rwkv7":
         rwkv7(m, NV, seed)
     elif arch in ("hunyuan-dense", "hunyuan-moe"):
