@@ -306,6 +306,8 @@ static const llm_arch k_archs[] = {
     {"pangu-embedded", LOOM_ROPE_NEOX, NULL, pangu_bind, llm_build_llama, false},
     {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
     {"plamo", LOOM_ROPE_NEOX, plamo_hparams, llm_bind_llama, llm_build_llama, false},
+    {"muse-glimmer", LOOM_ROPE_NORMAL, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
+    {"talkie", LOOM_ROPE_NEOX, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */
     {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama, false},

@@ -232,11 +232,12 @@ bool llm_layer_has_rope(const loom_model *m, int il) {
     if (m->hx.rope_off) return false;
     /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
     if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
-    /* cohere2, exaone4 with a window: only the sliding-window layers rotate */
+    /* cohere2, exaone4 with a window, muse-glimmer: only the sliding-window layers rotate */
     /* smallthinker with a window: every fourth layer (il % 4 == 0) is NoPE, unless the
      * model has exactly 4 layers (llama.cpp's n_no_rope_layer_step == n_layer test) */
     if (!strcmp(m->hp.arch, "smallthinker")) return m->hx.n_swa <= 0 || m->hp.n_layer == 4 || il % 4 != 0;
     const bool swa_only = !strcmp(m->hp.arch, "cohere2") || !strcmp(m->hp.arch, "exaone-moe") ||
+                          !strcmp(m->hp.arch, "muse-glimmer") ||
                           (!strcmp(m->hp.arch, "exaone4") && m->hx.n_swa > 0);
     return !swa_only || llm_layer_is_swa(&m->hx, il);
 }

@@ -19,7 +19,7 @@ here block by block.
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
         rwkv6 minicpm3 xverse baichuan qwen orion bloom mpt mpt-full jais refact baichuan13 deepseek
         smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa
-        maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4
+        maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4 muse-glimmer talkie
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2973,6 +2973,69 @@ def llama_nvfp4(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def muse_glimmer(m, NV):
+    # Muse-Glimmer-like: 48 wide, 4 heads of 12, 2 KV heads, 4 layers (sliding, sliding,
+    # sliding, full: the converter's one boolean per layer), window 5, rope (normal) on the
+    # sliding layers only with rope.freq_base_swa 10000 (global 1e6, unused), q/k norms,
+    # attention gate, sandwich norms (the converter's +1 already in), logit_scale 0.7,
+    # final softcap 30, separate output. F32
+    E, H, HKV, D, F, NL = 48, 4, 2, 12, 96, 4
+    common(m, E, NL, H, HKV, F, 8192, 1e-6, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 1000000.0)
+    m.kv("rope.freq_base_swa", T_F32, 10000.0)
+    m.kv("attention.sliding_window", T_U32, 5)
+    m.kv("attention.sliding_window_pattern", T_ARR, (T_BOOL, [True, True, True, False]))
+    m.kv("final_logit_softcapping", T_F32, 30.0)
+    m.kv("logit_scale", T_F32, 0.7)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, HKV * D)
+        m.mat(b + "attn_v.weight", E, HKV * D)
+        m.norm(b + "attn_q_norm.weight", D)
+        m.norm(b + "attn_k_norm.weight", D)
+        m.mat(b + "attn_gate.weight", E, H * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "post_attention_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.norm(b + "post_ffw_norm.weight", E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
+def talkie(m, NV):
+    # Talkie-like: 48 wide, 4 heads of 12 (no GQA), 3 layers, no norm weights (F32's
+    # epsilon, as the converter writes it), neox rope, a gain per query head
+    # (attn_q_norm [1, 4]), the attention and MLP gains as attn_output.scale /
+    # ffn_down.scale [1], the embedding skip's layer_output_scale [1] per layer,
+    # logit_scale 1.3, separate output. F32
+    E, H, D, F, NL = 48, 4, 12, 96, 3
+    common(m, E, NL, H, H, F, 2048, 1.1920928955078125e-07, None, FT_F32)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("logit_scale", T_F32, 1.3)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.mat(b + "attn_q.weight", E, H * D)
+        m.mat(b + "attn_k.weight", E, H * D)
+        m.mat(b + "attn_v.weight", E, H * D)
+        m.add(b + "attn_q_norm.weight", [1, H], 0.2, 1.5)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.add_vals(b + "attn_output.scale", [m.rng.uniform(0.5, 1.5)], [1])
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+        m.add_vals(b + "ffn_down.scale", [m.rng.uniform(0.5, 1.5)], [1])
+        m.add_vals(b + "layer_output_scale.weight", [m.rng.uniform(0.2, 0.6)], [1])
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -2983,11 +3046,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -3036,6 +3099,8 @@ def main():
         llama_qkv(m, NV)
     elif arch == "llama-nvfp4":
         llama_nvfp4(m, NV)
+    elif arch == "muse-glimmer":
+        muse_glimmer(m, NV)
     elif arch == "rwkv7":
         rwkv7(m, NV, seed)
     elif arch in ("hunyuan-dense", "hunyuan-moe"):
