@@ -63,8 +63,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     llm_kv_build_masks(ctx, kv, (int)T, b->reserve, masks, b->io);
 
     const float kq_scale = 1.0f / sqrtf((float)DK);
-    loom_rope_opts ro = loom_rope_default_opts();
-    ro.mode = hp->rope_mode;
+    loom_rope_opts ro;
 
     loom_tensor *mrope = llm_mrope_factors(m, ctx); /* qwen2vl / qwen3vl text positions */
     loom_tensor *h = named(loom_get_rows(ctx, m->tok_embd, tok), "inp_embd", -1);
@@ -82,10 +81,11 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         } else {
             llm_llama_qkv(ctx, hp, ly, x, T, il, &q, &k, &v);
         }
-        if (llm_layer_has_rope(m, il)) {
-            ro.factors = mrope ? mrope : ly->rope_freqs;
-            q = loom_rope(ctx, q, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
-            k = loom_rope(ctx, k, pos, hp->n_rot, hp->rope_base, hp->rope_freq_scale, &ro);
+        if (llm_layer_has_rope(m, il)) { /* YaRN (Qwen 2.5 / 3 long-context files) as llm_rope_layer says */
+            float base, scale;
+            llm_rope_layer(m, il, mrope ? mrope : ly->rope_freqs, &ro, &base, &scale);
+            q = loom_rope(ctx, q, pos, hp->n_rot, base, scale, &ro);
+            k = loom_rope(ctx, k, pos, hp->n_rot, base, scale, &ro);
         }
         if (ly->q_norm_post) { /* hunyuan */
             q = named(loom_rms_norm(ctx, q, ly->q_norm_post, hp->rms_eps), "q_norm", il);

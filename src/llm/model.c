@@ -261,9 +261,9 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if (!(af > 0 && af < 1e3))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scaling.attn_factor = %g is out of range", arch, af);
     hx->rope_attn_factor = (float)af;
-    if ((hx->yarn || hx->longrope) && ad->build == llm_build_llama)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.rope.scaling.type '%s' is not supported for %s",
-                              arch, hx->yarn ? "yarn" : "longrope", arch);
+    if (hx->longrope && ad->build == llm_build_llama)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.rope.scaling.type 'longrope' is not supported for %s",
+                              arch, arch);
     return ad->hparams ? ad->hparams(g, hp, hx, err) : LOOM_OK;
 }
 
