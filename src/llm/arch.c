@@ -332,6 +332,7 @@ static const llm_arch k_archs[] = {
     {"minimax-m2", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},
     {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build, false},
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
+    {"mellum", LOOM_ROPE_NEOX, llm_mellum_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"qwen3vlmoe", LOOM_ROPE_NEOX, qwen3vlmoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"phi3", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
     {"phimoe", LOOM_ROPE_NEOX, llm_phi3_hparams, llm_phi3_bind, llm_phi3_build, false},
@@ -443,6 +444,41 @@ loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, 
     hx->n_expert = (int)ne;
     hx->n_expert_used = (int)nu;
     hx->n_ff_exp = (int)nf;
+    return LOOM_OK;
+}
+
+/* attention.sliding_window_pattern: a period p (layer il slides iff p == 0 or
+ * il % p < p - 1, as llama.cpp's set_swa_pattern: p = 1, none) or one boolean / integer
+ * per layer; absent: no sliding layer */
+loom_status llm_arch_swa_layers(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", hp->arch);
+    memset(hx->swa_bits, 0, sizeof hx->swa_bits);
+    hx->swa_listed = true;
+    const int64_t ki = loom_gguf_find_key(g, key);
+    if (ki < 0) return LOOM_OK;
+    int64_t p = 0;
+    if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
+        loom_gguf_vtype et;
+        const void *data;
+        uint64_t n;
+        if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
+        for (int il = 0; il < hp->n_layer; il++) {
+            int64_t v = 0;
+            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
+            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
+            if (v) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
+        }
+        return LOOM_OK;
+    }
+    if (loom_gguf_kv_int(g, ki, &p) || p < 0 || p > 4096)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a period in [0, 4096] or one value per layer",
+                              key);
+    for (int il = 0; il < hp->n_layer; il++)
+        if (p == 0 || il % p < p - 1) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
     return LOOM_OK;
 }
 

@@ -24,6 +24,11 @@ loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, 
  * (default period); a window < 1 is an error naming the key. */
 loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
                               int64_t def, int period, loom_error *err);
+/* The sliding layers from attention.sliding_window_pattern (swa_listed bits): a period p
+ * (layer il slides iff p == 0 or il % p < p - 1) or one boolean / integer per layer;
+ * absent: none (llama.cpp's reading for muse-glimmer and mellum). The window is the
+ * caller's. */
+loom_status llm_arch_swa_layers(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 
 /* rope.dimension_sections (required; 3 or 4 counts of rotary pairs, a t/h/w section, at
  * most head_dim pairs): multi-section rope, interleaved (qwen3vl) or not. */
@@ -74,6 +79,7 @@ loom_status llm_olmoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
 loom_status llm_olmoe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 
+loom_status llm_mellum_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_qwen3moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_qwen3moe_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_qwen3moe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

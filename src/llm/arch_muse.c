@@ -32,40 +32,6 @@
 
 #include "arch.h"
 
-/* attention.sliding_window_pattern: a period p (layer il slides iff p == 0 or
- * il % p < p - 1) or one boolean / integer per layer; absent: no sliding layer */
-static loom_status swa_layers(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
-    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", hp->arch);
-    memset(hx->swa_bits, 0, sizeof hx->swa_bits);
-    hx->swa_listed = true;
-    const int64_t ki = loom_gguf_find_key(g, key);
-    if (ki < 0) return LOOM_OK;
-    int64_t p = 0;
-    if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
-        loom_gguf_vtype et;
-        const void *data;
-        uint64_t n;
-        if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
-        for (int il = 0; il < hp->n_layer; il++) {
-            int64_t v = 0;
-            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
-            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-            if (v) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        }
-        return LOOM_OK;
-    }
-    if (loom_gguf_kv_int(g, ki, &p) || p < 0 || p > 4096)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a period in [0, 4096] or one value per layer",
-                              key);
-    for (int il = 0; il < hp->n_layer; il++)
-        if (p <= 1 || il % p < p - 1) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
-    return LOOM_OK;
-}
-
 static loom_status logit_scale_key(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
                                    loom_error *err) {
     double v;
@@ -88,7 +54,7 @@ loom_status llm_muse_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range",
                               hp->arch, (long long)w);
     hx->n_swa = (int)w;
-    if ((s = swa_layers(g, hp, hx, err))) return s;
+    if ((s = llm_arch_swa_layers(g, hp, hx, err))) return s;
     if ((s = llm_get_float_key(g, hp->arch, "final_logit_softcapping", 0.0, &d, NULL, err))) return s;
     if (!(d >= 0 && d < 1e6))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.final_logit_softcapping = %g is out of range", hp->arch, d);

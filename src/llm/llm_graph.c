@@ -226,6 +226,10 @@ void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope
     ro->attn_factor = llm_rope_attn_factor(m);
     *base = swa ? hx->rope_base_swa : hp->rope_base;
     *scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
+    if (swa && hx->swa_rope_plain) {
+        ro->ext_factor = 0.0f;
+        ro->attn_factor = 1.0f;
+    }
 }
 
 bool llm_layer_has_rope(const loom_model *m, int il) {

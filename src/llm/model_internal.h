@@ -259,6 +259,7 @@ typedef struct llm_hparams_x {
     float clamp_kqv;         /* olmo attention.clamp_kqv: q, k, v clamped to [-c, c] (0: none) */
     bool par_res;            /* gptneox use_parallel_residual */
     bool ln_norms;           /* orion: the llama block's norms are LayerNorms with biases */
+    bool swa_rope_plain;     /* mellum: sliding layers rotate without YaRN (ext factor 0, magnitude 1) */
     int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
     int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
     bool swa_listed;         /* sliding layers given one by one (gemma4): swa_bits */
