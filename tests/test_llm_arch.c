@@ -567,6 +567,8 @@ static void bad_files(void) {
         {"mellum", "a window with sliding layers of another count",
          {.flags_key = "mellum.attention.sliding_window_pattern", .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT,
          "sliding_window_pattern"},
+        {"arctic", "missing experts' norm", {.drop = "blk.1.ffn_norm_exps.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.ffn_norm_exps.weight"},
         {"mellum", "missing router", {.drop = "blk.2.ffn_gate_inp.weight"}, LOOM_ERR_NOT_FOUND, "blk.2.ffn_gate_inp.weight"},
         {"talkie", "missing embedding skip scale", {.drop = "blk.2.layer_output_scale.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.2.layer_output_scale.weight"},

@@ -146,6 +146,28 @@ static loom_status nanbeige_hparams(const loom_gguf *g, loom_model_hparams *hp, 
     return s;
 }
 
+/* Snowflake Arctic (arctic): the llama block whose dense MLP (embedding_length wide) runs
+ * beside experts (feed_forward_length wide, softmax router, weights renormalised) that
+ * read the layer input through their own norm (ffn_norm_exps): h = h + a + mlp + moe */
+static loom_status arctic_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_arch_moe_keys(g, hp, hx, err);
+    hx->n_ff_exp = hp->n_ff;
+    return s;
+}
+
+static loom_status arctic_bind(loom_model *m, loom_error *err) {
+    loom_status s = llm_bind_llama(m, err); /* experts [E, n_ff, n_expert] */
+    const int64_t E = m->hp.n_embd;
+    for (int il = 0; il < m->hp.n_layer && !s; il++) {
+        llm_layer *L = &m->layers[il];
+        L->ffn_gate = llm_bind_tensor(m->be, true, E, E, 1, err, &s, "blk.%d.ffn_gate.weight", il);
+        L->ffn_up = llm_bind_tensor(m->be, true, E, E, 1, err, &s, "blk.%d.ffn_up.weight", il);
+        L->ffn_down = llm_bind_tensor(m->be, true, E, E, 1, err, &s, "blk.%d.ffn_down.weight", il);
+        L->ffn_norm_exps = llm_bind_tensor(m->be, true, E, 1, 1, err, &s, "blk.%d.ffn_norm_exps.weight", il);
+    }
+    return s;
+}
+
 /* Apertus (Swiss AI): the llama block with qwen3's per-head q/k norms before rope and an
  * MLP without gate whose activation is xIELU, its four parameters per layer in the
  * un-prefixed keys xielu.alpha_n / alpha_p / beta / eps (one value or one per layer, as
@@ -306,6 +328,7 @@ static const llm_arch k_archs[] = {
     {"pangu-embedded", LOOM_ROPE_NEOX, NULL, pangu_bind, llm_build_llama, false},
     {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
     {"plamo", LOOM_ROPE_NEOX, plamo_hparams, llm_bind_llama, llm_build_llama, false},
+    {"arctic", LOOM_ROPE_NORMAL, arctic_hparams, arctic_bind, llm_build_llama, false},
     {"muse-glimmer", LOOM_ROPE_NORMAL, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"talkie", LOOM_ROPE_NEOX, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */

@@ -7,7 +7,8 @@
  * hunyuan-dense / hunyuan-moe (q/k norms after rope; experts beside a shared expert),
  * xverse, baichuan (7B: rope), qwen (Qwen 1: fused q|k|v with bias, an MLP half of
  * feed_forward_length), orion (LayerNorms with biases), maincoder (hunyuan's post-rope
- * q/k norms, normal rope), pangu-embedded (attention output bias), nanbeige and plamo (PLaMo 1: a parallel block, attention and MLP both on the
+ * q/k norms, normal rope), pangu-embedded (attention output bias), nanbeige, arctic (a
+ * dense MLP beside experts that read the layer input) and plamo (PLaMo 1: a parallel block, attention and MLP both on the
  * attention norm's output: h = h + Wo a + mlp(x)).
  *
  *   h = token_embd[tokens]                                     [E, T]
@@ -113,6 +114,18 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, n), *u = loom_mul_mat(ctx, ly->ffn_up, n);
             loom_tensor *f = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
             h = named(loom_add(ctx, loom_add(ctx, f, x), r), "l_out", il);
+        } else if (ly->ffn_norm_exps) { /* arctic: h + a + mlp(ffn_norm(h + a)) + moe(ffn_norm_exps(h)) */
+            if (il == hp->n_layer - 1) {
+                x = loom_get_rows(ctx, x, outs);
+                r = loom_get_rows(ctx, r, outs);
+            }
+            loom_tensor *hi = named(loom_add(ctx, x, r), "ffn_inp", il);
+            loom_tensor *fn = loom_rms_norm(ctx, hi, ly->ffn_norm, hp->rms_eps);
+            loom_tensor *f = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate, fn),
+                                                                        loom_mul_mat(ctx, ly->ffn_up, fn)));
+            loom_tensor *e = llm_moe_ffn(ctx, ly, loom_rms_norm(ctx, r, ly->ffn_norm_exps, hp->rms_eps), m->hx.n_expert,
+                                         m->hx.n_expert_used, LLM_MOE_SOFTMAX, true, 0.0f, il);
+            h = named(loom_add(ctx, loom_add(ctx, f, hi), e), "l_out", il);
         } else {
             h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
         }

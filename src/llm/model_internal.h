@@ -18,6 +18,7 @@ typedef struct llm_layer {
     loom_tensor *q_norm_b, *k_norm_b; /* mpt: LayerNorms of all of q / k (weights q_norm / k_norm) */
     loom_tensor *ffn_act;             /* mpt: AWQ activation scales, the MLP's activation / ffn_act */
     loom_tensor *attn_gate;           /* afmoe: sigmoid(Wgate x) gates the attention output before Wo */
+    loom_tensor *ffn_norm_exps;       /* arctic: the experts' own norm (of the layer input) */
     loom_tensor *q_norm_post, *k_norm_post; /* hunyuan: the same per-head norms after rope */
     loom_tensor *attn_sub_norm, *ffn_sub_norm; /* bitnet: norms before Wo and before Wdown */
     bool xielu_on;                    /* apertus: the MLP is Wdown xielu(Wup x) with these */
