@@ -340,6 +340,7 @@ static void bad_files(void) {
     /* the independent files of the other architectures with one thing wrong */
     static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1};
     static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
+    static const uint32_t elm_kv[4] = {1, 3, 2, 3}; /* layer 1: 4 heads, 3 KV heads */
     static const uint32_t pat4[5] = {4, 4, 4, 4, 4};
     static const struct {
         const char *file, *what;
@@ -567,6 +568,9 @@ static void bad_files(void) {
         {"mellum", "a window with sliding layers of another count",
          {.flags_key = "mellum.attention.sliding_window_pattern", .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT,
          "sliding_window_pattern"},
+        {"openelm", "heads not a multiple of the layer's KV heads", {.u32s_key = "openelm.attention.head_count_kv",
+         .u32s = elm_kv, .n_u32s = 4}, LOOM_ERR_FORMAT, "openelm layer 1: 4 heads, 3 KV heads"},
+        {"openelm", "missing fused q|k|v", {.drop = "blk.2.attn_qkv.weight"}, LOOM_ERR_NOT_FOUND, "blk.2.attn_qkv.weight"},
         {"arctic", "missing experts' norm", {.drop = "blk.1.ffn_norm_exps.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.1.ffn_norm_exps.weight"},
         {"mellum", "missing router", {.drop = "blk.2.ffn_gate_inp.weight"}, LOOM_ERR_NOT_FOUND, "blk.2.ffn_gate_inp.weight"},

@@ -329,6 +329,7 @@ static const llm_arch k_archs[] = {
     {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
     {"plamo", LOOM_ROPE_NEOX, plamo_hparams, llm_bind_llama, llm_build_llama, false},
     {"arctic", LOOM_ROPE_NORMAL, arctic_hparams, arctic_bind, llm_build_llama, false},
+    {"openelm", LOOM_ROPE_NEOX, NULL, llm_openelm_bind, llm_openelm_build, false},
     {"muse-glimmer", LOOM_ROPE_NORMAL, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"talkie", LOOM_ROPE_NEOX, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */

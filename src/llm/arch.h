@@ -142,6 +142,9 @@ loom_tensor *llm_plamo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_dbrx_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_dbrx_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_dbrx_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+/* arch_openelm.c */
+loom_status llm_openelm_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_openelm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_muse.c: muse-glimmer, talkie */
 loom_status llm_muse_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_muse_bind(loom_model *m, loom_error *err);

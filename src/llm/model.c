@@ -161,8 +161,9 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if ((s = llm_get_int_key(g, arch, "nextn_predict_layers", false, 0, &nextn, err))) return s;
     if ((s = check_range("nextn_predict_layers", nextn, 0, n_layer - 1, err))) return s;
     n_layer -= nextn;
-    /* deci gives head_count per layer (0: no attention): the largest here */
-    if ((s = get_int_key(g, arch, "attention.head_count", !ad->no_attn, 1, !strcmp(arch, "deci") || !strcmp(arch, "plamo2"),
+    /* deci and openelm give head_count per layer (deci: 0, no attention): the largest here */
+    if ((s = get_int_key(g, arch, "attention.head_count", !ad->no_attn, 1,
+                         !strcmp(arch, "deci") || !strcmp(arch, "plamo2") || !strcmp(arch, "openelm"),
                          &n_head, err)))
         return s;
     if (ad->no_attn) n_head = 1; /* the converters write 0 */
@@ -171,7 +172,7 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
      * each layer's in its binding */
     const bool per_layer = !strcmp(arch, "gemma4") || !strcmp(arch, "granitehybrid") || !strncmp(arch, "nemotron_h", 10) ||
                            !strncmp(arch, "lfm2", 4) || !strcmp(arch, "jamba") || !strcmp(arch, "deci") ||
-                           !strcmp(arch, "plamo2");
+                           !strcmp(arch, "plamo2") || !strcmp(arch, "openelm");
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if (ad->no_attn) n_head_kv = 1;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;
