@@ -1,6 +1,7 @@
 /* AVX2 + FMA + F16C kernels. Integer formats: signed int8 products through the
  * abs/sign trick (maddubs), exact int32 per block, then one float FMA per block. */
 #include "cpu/kernels_internal.h"
+#include "cpu/x86_fp4.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -98,42 +99,21 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
  * nibbles hold two 16-value sub-blocks (sub-block s: bytes 8s..8s+7, values 0-7 the low
  * nibbles, 8-15 the high ones), reordered to the Q8_0 block's value order; dot_s8 sums
  * sub-block 2h+0 into lanes 0-3 and 2h+1 into lanes 4-7, each lane group with its scale. */
-/* loom_ue4m3_half of four scale bytes at once: (1 + m/8) 2^(e-8) as f32 bits, m 2^-10
- * for e == 0 (bit 7 ignored), 0 for the byte 0x7F (0xFF is not zero, as ggml) */
-static inline __m128 ue4m3_half_x4(const uint8_t *d) {
-    uint32_t w;
-    memcpy(&w, d, 4);
-    const __m128i x = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)w));
-    const __m128i e = _mm_and_si128(_mm_srli_epi32(x, 3), _mm_set1_epi32(15)), m = _mm_and_si128(x, _mm_set1_epi32(7));
-    const __m128 nrm = _mm_castsi128_ps(
-        _mm_or_si128(_mm_slli_epi32(_mm_add_epi32(e, _mm_set1_epi32(119)), 23), _mm_slli_epi32(m, 20)));
-    const __m128 sub = _mm_mul_ps(_mm_cvtepi32_ps(m), _mm_set1_ps(1.0f / 1024));
-    const __m128 v = _mm_blendv_ps(nrm, sub, _mm_castsi128_ps(_mm_cmpeq_epi32(e, _mm_setzero_si128())));
-    return _mm_andnot_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, _mm_set1_epi32(0x7F))), v);
-}
-
 static void vd_nvfp4(int64_t n, float *s, const void *vx, const void *vy) {
     const block_nvfp4 *x = vx;
     const block_q8_0 *y = vy;
-    const __m128i lut = _mm_loadu_si128((const __m128i *)loom_mxfp4_kv), m4 = _mm_set1_epi8(0x0F);
+    const __m128i lut = _mm_loadu_si128((const __m128i *)loom_mxfp4_kv);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_NVFP4; i++) {
         LOOM_PF0((const char *)(x + i) + LOOM_VD_PF);
         const block_q8_0 *yb = y + 2 * i;
         /* the four sub-block scales times their Q8_0 block's scale */
         const __m128 dy = _mm_set_ps(H2F(yb[1].d), H2F(yb[1].d), H2F(yb[0].d), H2F(yb[0].d));
-        const __m128 sc = _mm_mul_ps(ue4m3_half_x4(x[i].d), dy);
-        const __m128i t0 = _mm_loadu_si128((const __m128i *)x[i].qs), t1 = _mm_loadu_si128((const __m128i *)(x[i].qs + 16));
-        const __m128i lo0 = _mm_shuffle_epi8(lut, _mm_and_si128(t0, m4));
-        const __m128i hi0 = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(t0, 4), m4));
-        const __m128i lo1 = _mm_shuffle_epi8(lut, _mm_and_si128(t1, m4));
-        const __m128i hi1 = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(t1, 4), m4));
-        const __m256i q0 = _mm256_set_m128i(_mm_unpackhi_epi64(lo0, hi0), _mm_unpacklo_epi64(lo0, hi0));
-        const __m256i q1 = _mm256_set_m128i(_mm_unpackhi_epi64(lo1, hi1), _mm_unpacklo_epi64(lo1, hi1));
-        const __m256 s0 = _mm256_set_m128(_mm_shuffle_ps(sc, sc, 0x55), _mm_shuffle_ps(sc, sc, 0x00));
-        const __m256 s1 = _mm256_set_m128(_mm_shuffle_ps(sc, sc, 0xFF), _mm_shuffle_ps(sc, sc, 0xAA));
-        acc0 = _mm256_fmadd_ps(s0, _mm256_cvtepi32_ps(dot_s8(q0, _mm256_loadu_si256((const __m256i *)yb[0].qs))), acc0);
-        acc1 = _mm256_fmadd_ps(s1, _mm256_cvtepi32_ps(dot_s8(q1, _mm256_loadu_si256((const __m256i *)yb[1].qs))), acc1);
+        const __m128 sc = _mm_mul_ps(loom_ue4m3_half_x4(x[i].d), dy);
+        const __m256i p0 = dot_s8(loom_nvfp4_half(x[i].qs, 0, lut), _mm256_loadu_si256((const __m256i *)yb[0].qs));
+        const __m256i p1 = dot_s8(loom_nvfp4_half(x[i].qs, 1, lut), _mm256_loadu_si256((const __m256i *)yb[1].qs));
+        acc0 = _mm256_fmadd_ps(loom_nvfp4_half_scales(sc, 0), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(loom_nvfp4_half_scales(sc, 1), _mm256_cvtepi32_ps(p1), acc1);
     }
     *s = hsum8(_mm256_add_ps(acc0, acc1));
 }

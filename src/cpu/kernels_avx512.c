@@ -243,7 +243,7 @@ void loom_kernels_fill_avx512(loom_kernels *k) {
     k->axpy_f32 = axpy_f32;
     k->scale_f32 = scale_f32;
     k->max_f32 = max_f32;
-    k->gemm = gemm_avx512; /* F16/BF16 tiles, then MXFP4 (AVX2 tiles) */
+    k->gemm = gemm_avx512; /* F16/BF16 tiles, then MXFP4 / NVFP4 (AVX2 tiles) */
     loom_kernels_fill_gemm_packed_avx512(k); /* F16/BF16 prompt products (kernels_gemm_packed_avx512.c) */
     loom_kernels_fill_fa_avx512(k); /* flash-attention p.V (kernels_fa_avx512.c) */
 }

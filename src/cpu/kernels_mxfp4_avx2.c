@@ -1,4 +1,7 @@
-/* AVX2 gemm tiles for MXFP4 weights x Q8_0 activations (kernels.h gemm contract).
+/* AVX2 gemm tiles for MXFP4 and NVFP4 weights x Q8_0 activations (kernels.h gemm
+ * contract). NVFP4 (below): the same codes and offset, a Q8_0 block spanning half an
+ * NVFP4 block, its two 16-value sub-blocks' UE4M3 scales in lanes 0-3 and 4-7.
+ *
  *
  * A block's 32 E2M1 codes map through vpshufb to u = 2 * value + 12 (0..24, the
  * integers of loom_mxfp4_kv plus 12), so vpmaddubsw(u, y) is exact (pairs at most
@@ -11,6 +14,7 @@
  * activations fit the 16 ymm registers); decode (one column) prefetches the next
  * tile's rows like the VNNI tiles (kernels_avx512vnni.c). */
 #include "cpu/kernels_internal.h"
+#include "cpu/x86_fp4.h"
 
 #include <immintrin.h>
 
@@ -66,8 +70,73 @@ static ALWAYS_INLINE void tile_mx(int RB, int CB, int64_t nb, const uint8_t *w, 
         for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
 }
 
+static ALWAYS_INLINE void tile_nv(int RB, int CB, int64_t nb, const uint8_t *w, size_t ws, const uint8_t *a,
+                                  size_t as, float *c, size_t ldc, int64_t i, int64_t j) {
+    __m256 acc[4][2];
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) acc[r][cc] = _mm256_setzero_ps();
+    const __m128i lut = _mm_loadu_si128((const __m128i *)k_lut12);
+    const __m256i twelve = _mm256_set1_epi8(12), ones16 = _mm256_set1_epi16(1);
+    for (int64_t bw = 0; bw < nb / 2; bw++) { /* NVFP4 blocks; Q8_0 blocks 2 bw + h */
+        __m128 sc[4]; /* each row's four sub-block scales, converted once per block */
+        LOOM_UNROLL
+        for (int r = 0; r < RB; r++) {
+            const block_nvfp4 *xb = (const block_nvfp4 *)(w + (size_t)(i + r) * ws) + bw;
+            if (CB == 1) LOOM_PF0((const char *)(xb + 2) + (size_t)MX_PF_ROWS * ws);
+            sc[r] = loom_ue4m3_half_x4(xb->d);
+        }
+        for (int h = 0; h < 2; h++) {
+            const int64_t b = 2 * bw + h;
+            __m256i u[4];
+            LOOM_UNROLL
+            for (int r = 0; r < RB; r++)
+                u[r] = loom_nvfp4_half(((const block_nvfp4 *)(w + (size_t)(i + r) * ws) + bw)->qs, h, lut);
+            LOOM_UNROLL
+            for (int cc = 0; cc < CB; cc++) {
+                const block_q8_0 *yb = (const block_q8_0 *)(a + (size_t)(j + cc) * as) + b;
+                const __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);
+                const __m256i corr = _mm256_madd_epi16(_mm256_maddubs_epi16(twelve, yv), ones16);
+                const __m128 dy = _mm_set1_ps(_cvtsh_ss(yb->d));
+                LOOM_UNROLL
+                for (int r = 0; r < RB; r++) {
+                    const __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u[r], yv), ones16), corr);
+                    const __m256 d = loom_nvfp4_half_scales(_mm_mul_ps(sc[r], dy), h);
+                    acc[r][cc] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r][cc]);
+                }
+            }
+        }
+    }
+    LOOM_UNROLL
+    for (int r = 0; r < RB; r++)
+        LOOM_UNROLL
+        for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
+}
+
+static void gemm_nv(int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as, float *c, size_t ldc,
+                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t nb = k / 32;
+    for (int64_t j = j0; j < j1; j += 2) {
+        const bool two = j1 - j >= 2;
+        int64_t i = i0;
+        for (; i + 4 <= i1; i += 4) {
+            if (two) tile_nv(4, 2, nb, W, ws, A, as, c, ldc, i, j);
+            else tile_nv(4, 1, nb, W, ws, A, as, c, ldc, i, j);
+        }
+        for (; i < i1; i++) {
+            if (two) tile_nv(1, 2, nb, W, ws, A, as, c, ldc, i, j);
+            else tile_nv(1, 1, nb, W, ws, A, as, c, ldc, i, j);
+        }
+    }
+}
+
 bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    if (wt == LOOM_TYPE_NVFP4) {
+        gemm_nv(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
+        return true;
+    }
     if (wt != LOOM_TYPE_MXFP4) return false;
     const uint8_t *W = w, *A = a;
     const int64_t nb = k / 32;
