@@ -114,43 +114,26 @@ static ALWAYS_INLINE void tile_nv(int RB, int CB, int64_t nb, const uint8_t *w, 
         for (int cc = 0; cc < CB; cc++) c[(size_t)(j + cc) * ldc + (size_t)(i + r)] = hsum8(acc[r][cc]);
 }
 
-static void gemm_nv(int64_t k, const uint8_t *W, size_t ws, const uint8_t *A, size_t as, float *c, size_t ldc,
-                    int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nb = k / 32;
-    for (int64_t j = j0; j < j1; j += 2) {
-        const bool two = j1 - j >= 2;
-        int64_t i = i0;
-        for (; i + 4 <= i1; i += 4) {
-            if (two) tile_nv(4, 2, nb, W, ws, A, as, c, ldc, i, j);
-            else tile_nv(4, 1, nb, W, ws, A, as, c, ldc, i, j);
-        }
-        for (; i < i1; i++) {
-            if (two) tile_nv(1, 2, nb, W, ws, A, as, c, ldc, i, j);
-            else tile_nv(1, 1, nb, W, ws, A, as, c, ldc, i, j);
-        }
-    }
-}
-
 bool loom_gemm_mxfp4_avx2(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                           size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    if (wt == LOOM_TYPE_NVFP4) {
-        gemm_nv(k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
-        return true;
-    }
-    if (wt != LOOM_TYPE_MXFP4) return false;
+    if (wt != LOOM_TYPE_MXFP4 && wt != LOOM_TYPE_NVFP4) return false;
+    const bool nv = wt == LOOM_TYPE_NVFP4;
     const uint8_t *W = w, *A = a;
-    const int64_t nb = k / 32;
+    const int64_t nb = k / 32; /* Q8_0 blocks */
+#define FP4_TILE(RB, CB, ii)                                                                          \
+    (nv ? tile_nv(RB, CB, nb, W, ws, A, as, c, ldc, ii, j) : tile_mx(RB, CB, nb, W, ws, A, as, c, ldc, ii, j))
     for (int64_t j = j0; j < j1; j += 2) {
         const bool two = j1 - j >= 2;
         int64_t i = i0;
         for (; i + 4 <= i1; i += 4) {
-            if (two) tile_mx(4, 2, nb, W, ws, A, as, c, ldc, i, j);
-            else tile_mx(4, 1, nb, W, ws, A, as, c, ldc, i, j);
+            if (two) FP4_TILE(4, 2, i);
+            else FP4_TILE(4, 1, i);
         }
         for (; i < i1; i++) {
-            if (two) tile_mx(1, 2, nb, W, ws, A, as, c, ldc, i, j);
-            else tile_mx(1, 1, nb, W, ws, A, as, c, ldc, i, j);
+            if (two) FP4_TILE(1, 2, i);
+            else FP4_TILE(1, 1, i);
         }
     }
+#undef FP4_TILE
     return true;
 }
