@@ -107,6 +107,37 @@ static void vd_mxfp4(int64_t n, float *s, const void *vx, const void *vy) {
     *s = vaddvq_f32(acc);
 }
 
+/* NVFP4 sub-blocks 2h and 2h+1 of a block (bytes 16h..16h+15: low nibbles values 0-7,
+ * high 8-15 of each 8-byte sub-block) through lut, in value order */
+static inline void nvfp4_half(const uint8_t *qs, int h, int8x16_t lut, int8x16_t *qa, int8x16_t *qb) {
+    uint8x16_t lo, hi;
+    unpack_nibbles(qs + 16 * h, &lo, &hi);
+    *qa = vqtbl1q_s8(lut, vcombine_u8(vget_low_u8(lo), vget_low_u8(hi)));
+    *qb = vqtbl1q_s8(lut, vcombine_u8(vget_high_u8(lo), vget_high_u8(hi)));
+}
+
+/* NVFP4 x Q8_0: each 16-value sub-block's exact int32 sum scaled by its UE4M3 scale
+ * times the Q8_0 block's (two sub-blocks per Q8_0 block) */
+static void vd_nvfp4(int64_t n, float *s, const void *vx, const void *vy) {
+    const block_nvfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    const int8x16_t lut = vld1q_s8(loom_mxfp4_kv);
+    float32x4_t acc0 = vdupq_n_f32(0.f), acc1 = vdupq_n_f32(0.f);
+    for (int64_t i = 0; i < n / QK_NVFP4; i++) {
+        for (int h = 0; h < 2; h++) {
+            const block_q8_0 *yb = &y[2 * i + h];
+            int8x16_t qa, qb;
+            nvfp4_half(x[i].qs, h, lut, &qa, &qb);
+            const float dy = h2f(yb->d);
+            acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(ndot(vdupq_n_s32(0), qa, vld1q_s8(yb->qs))),
+                               loom_ue4m3_half(x[i].d[2 * h]) * dy);
+            acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(ndot(vdupq_n_s32(0), qb, vld1q_s8(yb->qs + 16))),
+                               loom_ue4m3_half(x[i].d[2 * h + 1]) * dy);
+        }
+    }
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
 static void vd_q5_0(int64_t n, float *s, const void *vx, const void *vy) {
     const block_q5_0 *x = vx;
     const block_q8_0 *y = vy;
@@ -609,6 +640,7 @@ void NEON_FILL(loom_kernels *k) {
     k->dot[LOOM_TYPE_Q5_1].vec_dot = vd_q5_1;
     k->dot[LOOM_TYPE_Q8_0].vec_dot = vd_q8_0;
     k->dot[LOOM_TYPE_MXFP4].vec_dot = vd_mxfp4;
+    k->dot[LOOM_TYPE_NVFP4].vec_dot = vd_nvfp4;
     k->dot[LOOM_TYPE_Q2_K].vec_dot = vd_q2_K;
     k->dot[LOOM_TYPE_Q3_K].vec_dot = vd_q3_K;
     k->dot[LOOM_TYPE_Q4_K].vec_dot = vd_q4_K;
@@ -623,5 +655,5 @@ void NEON_FILL(loom_kernels *k) {
     k->f16_to_f32 = f16_to_f32;
     k->exp_sum_f32 = exp_sum_f32;
     k->tanh_f32 = tanh_f32;
-    k->gemm = neon_gemm; /* MXFP4 tiles (kernels_neon_mxfp4.h), F16/BF16 tiles of 16+ columns; declines the rest */
+    k->gemm = neon_gemm; /* MXFP4 / NVFP4 tiles (kernels_neon_mxfp4.h), F16/BF16 tiles of 16+ columns; declines the rest */
 }
