@@ -995,12 +995,12 @@ static bool gemm_vnni(loom_type wt, int64_t k, const void *w, size_t ws, const v
      * 25.4-27.4) */
     default: /* F16 / BF16 tiles of the avx512 level (kernels_gemm_avx512.c), the IQ / TQ
               * 16-row tiles (kernels_iq16_avx512vnni.c), the TQ tiles
-              * (kernels_iq_gemm_avx512vnni.c), NVFP4's AVX2 tiles (kernels_mxfp4_avx2.c);
+              * (kernels_iq_gemm_avx512vnni.c), NVFP4's tiles (kernels_nvfp4_avx512vnni.c);
               * false otherwise */
         return loom_gemm_float_avx512(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
                loom_gemm_iq16_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
                loom_gemm_iq_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1) ||
-               (wt == LOOM_TYPE_NVFP4 && loom_gemm_mxfp4_avx2(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1));
+               loom_gemm_nvfp4_avx512vnni(wt, k, w, ws, a, as, c, ldc, i0, i1, j0, j1);
     }
 }
 

@@ -254,6 +254,9 @@ bool loom_gemm_lg8_avxvnni(loom_type wt, int64_t k, const void *w, size_t ws, co
 /* The same gemm on 512-bit vectors with AVX-512 VNNI (kernels_iq_gemm_avx512vnni.c) and
  * without (kernels_iq_gemm_avx512.c): float results identical to loom_gemm_iq_avx2's;
  * declines in the same cases. */
+/* NVFP4 x Q8_0 tiles with 512-bit vpdpbusd (kernels_nvfp4_avx512vnni.c); false for other types */
+bool loom_gemm_nvfp4_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
+                                size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 bool loom_gemm_iq_avx512vnni(loom_type wt, int64_t k, const void *w, size_t ws, const void *a, size_t as, float *c,
                              size_t ldc, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 /* The AVX2 tile with AVX-VNNI (kernels_iq_gemm_avxvnni.c), and the avxvnni level's table

@@ -18,11 +18,12 @@ static LOOM_ALWAYS_INLINE __m128 loom_ue4m3_half_x4(const uint8_t *d) {
     uint32_t w;
     memcpy(&w, d, 4);
     const __m128i x = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)w));
-    const __m128i e = _mm_and_si128(_mm_srli_epi32(x, 3), _mm_set1_epi32(15)), m = _mm_and_si128(x, _mm_set1_epi32(7));
-    const __m128 nrm = _mm_castsi128_ps(
-        _mm_or_si128(_mm_slli_epi32(_mm_add_epi32(e, _mm_set1_epi32(119)), 23), _mm_slli_epi32(m, 20)));
-    const __m128 sub = _mm_mul_ps(_mm_cvtepi32_ps(m), _mm_set1_ps(1.0f / 1024));
-    const __m128 v = _mm_blendv_ps(nrm, sub, _mm_castsi128_ps(_mm_cmpeq_epi32(e, _mm_setzero_si128())));
+    /* e m (7 bits) << 20 is the f32 exponent and mantissa fields less the bias 119 */
+    const __m128i em = _mm_and_si128(x, _mm_set1_epi32(0x7F));
+    const __m128 nrm = _mm_castsi128_ps(_mm_add_epi32(_mm_slli_epi32(em, 20), _mm_set1_epi32(119 << 23)));
+    const __m128 sub = _mm_mul_ps(_mm_cvtepi32_ps(em), _mm_set1_ps(1.0f / 1024)); /* e == 0: em = m */
+    const __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(x, _mm_set1_epi32(0x78)), _mm_setzero_si128());
+    const __m128 v = _mm_blendv_ps(nrm, sub, _mm_castsi128_ps(e0));
     return _mm_andnot_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, _mm_set1_epi32(0x7F))), v);
 }
 
