@@ -31,7 +31,7 @@ def main():
     E, NL, H, HKV, F = 2048, args.layers, 32, 4, 5632
     D = E // H
     m = mi.Model("llama", 1, mi.GGML_F16)
-    mi.common(m, E, NL, H, HKV, F, 4096, 1e-5, None, 0)
+    mi.common(m, E, NL, H, HKV, F, 4096, 1e-5, None, 39)  # general.file_type: LLAMA_FTYPE_MOSTLY_NVFP4
     m.kv("rope.dimension_count", T_U32, D)
     NV = mi.n_vocab_of(args.vocab_file)
     tab = bytes(0x36 + (b % 5) for b in range(256))  # scale bytes 0x36..0x3A: 0.75..1.25 (x 1/2)
