@@ -13,6 +13,7 @@
  *   - synthetic llama models (loom_synth) for the K-quants (rows of 256), within the
  *     noise of 8-bit activations on random weights (see test_synth);
  *   - tiny gemma2 and gpt-oss models (soft cap, sinks in the flash-attention shader);
+ *   - weights with output scales (bitnet's per-matrix, gemma4's per-expert .scale tensors);
  *   - the validation layers (with synchronization validation) report nothing.
  * Skips (77) without a Vulkan device. */
 #include "backend/backend_internal.h"
@@ -491,6 +492,29 @@ static void test_arch_extras(void) {
     unlink(path);
 }
 
+/* weights with output scales (model.c's "<name>.scale", loom_tensor_set_matmul_scale):
+ * the multiply by the scale tensor, and per expert through get_rows, on the device. The
+ * independent bitnet file (per-matrix scales on its seven matrices) and gemma4's MoE
+ * file (per-expert down scales), every layer on the device against the CPU. */
+static void test_weight_scales(void) {
+    static const char *const files[] = {"tests/data/arch/indep-bitnet.gguf", "tests/data/arch/indep-gemma4moe.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", test_path(files[i]));
+        size_t n0 = 0, n1 = 0;
+        float *cpu = logits_run(path, 0, 0, true, &n0);
+        float *gpu = logits_run(path, 99, 0, true, &n1);
+        CHECK_MSG(cpu && gpu && n0 == n1, "%s: runs failed", files[i]);
+        if (cpu && gpu && n0 == n1) {
+            const double err = nrmse(gpu, cpu, n0);
+            printf("  %-40s logits nrmse device vs CPU %.2e (tol 1e-4)\n", files[i] + 16, err);
+            CHECK_MSG(err <= 1e-4, "%s: nrmse %.3g > 1e-4", files[i], err);
+        }
+        free(cpu);
+        free(gpu);
+    }
+}
+
 #include <time.h>
 static double now_s(void) {
     struct timespec ts;
@@ -511,6 +535,7 @@ int main(void) {
     double t3 = now_s();
     test_synth();
     test_arch_extras();
+    test_weight_scales();
     printf("  seconds: stories %.1f, chunks+plan %.1f, quantized stories %.1f, synth %.1f\n", t1 - t0, t2 - t1,
            t3 - t2, now_s() - t3);
     printf("  validation layer messages: %lld\n", (long long)g_reports);
