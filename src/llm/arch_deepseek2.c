@@ -136,17 +136,13 @@ void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const
     if (FS > 0) llm_bind_shared_expert(be, L, il, E, FS, err, st);
 }
 
-static loom_tensor *swiglu_ffn(loom_ctx *ctx, loom_tensor *g, loom_tensor *u, loom_tensor *d, loom_tensor *x) {
-    return loom_mul_mat(ctx, d, loom_swiglu(ctx, loom_mul_mat(ctx, g, x), loom_mul_mat(ctx, u, x)));
-}
-
 loom_tensor *llm_ds_ffn(loom_ctx *ctx, const llm_hparams_x *hx, const llm_layer *ly, loom_tensor *n, int il) {
-    if (il < hx->n_dense_lead) return swiglu_ffn(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
+    if (il < hx->n_dense_lead) return llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
     loom_tensor *f = llm_moe_ffn_ext(ctx, ly, n, hx->n_expert, hx->n_expert_used,
                                      hx->expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX, hx->expert_weights_norm,
                                      hx->expert_weights_scale, 0.0f, il);
     if (ly->ffn_gate_shexp)
-        f = loom_add(ctx, f, swiglu_ffn(ctx, ly->ffn_gate_shexp, ly->ffn_up_shexp, ly->ffn_down_shexp, n));
+        f = loom_add(ctx, f, llm_swiglu_mlp(ctx, ly->ffn_gate_shexp, ly->ffn_up_shexp, ly->ffn_down_shexp, n));
     return f;
 }
 

@@ -94,10 +94,6 @@ loom_status llm_muse_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-static loom_tensor *mlp(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x) {
-    return loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate, x), loom_mul_mat(ctx, ly->ffn_up, x)));
-}
-
 loom_tensor *llm_muse_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     const int64_t T = b->n_tokens, H = hp->n_head;
@@ -138,7 +134,7 @@ loom_tensor *llm_muse_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         llm_last_rows(ctx, m, &in, il, &x, &r);
         if (talkie && il == hp->n_layer - 1) e = loom_get_rows(ctx, e, in.outs);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
-        loom_tensor *f = mlp(ctx, ly, llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il));
+        loom_tensor *f = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il));
         if (!talkie) f = loom_rms_norm(ctx, f, ly->ffn_post_norm, post_eps);
         h = loom_add(ctx, llm_named(f, "ffn_out", il), h);
         if (talkie) h = loom_add(ctx, h, loom_mul(ctx, e, ly->out_scale));

@@ -85,8 +85,7 @@ loom_tensor *llm_openelm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
         llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        loom_tensor *f = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate, n),
-                                                                    loom_mul_mat(ctx, ly->ffn_up, n)));
+        loom_tensor *f = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
         h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);

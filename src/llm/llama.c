@@ -111,8 +111,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
                 r = loom_get_rows(ctx, r, outs);
                 n = loom_get_rows(ctx, n, outs);
             }
-            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, n), *u = loom_mul_mat(ctx, ly->ffn_up, n);
-            loom_tensor *f = named(loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u)), "ffn_out", il);
+            loom_tensor *f = named(llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n), "ffn_out", il);
             h = named(loom_add(ctx, loom_add(ctx, f, x), r), "l_out", il);
         } else if (ly->ffn_norm_exps) { /* arctic: h + a + mlp(ffn_norm(h + a)) + moe(ffn_norm_exps(h)) */
             if (il == hp->n_layer - 1) {
@@ -121,8 +120,7 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
             }
             loom_tensor *hi = named(loom_add(ctx, x, r), "ffn_inp", il);
             loom_tensor *fn = loom_rms_norm(ctx, hi, ly->ffn_norm, hp->rms_eps);
-            loom_tensor *f = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, loom_mul_mat(ctx, ly->ffn_gate, fn),
-                                                                        loom_mul_mat(ctx, ly->ffn_up, fn)));
+            loom_tensor *f = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, fn);
             loom_tensor *e = llm_moe_ffn(ctx, ly, loom_rms_norm(ctx, r, ly->ffn_norm_exps, hp->rms_eps), m->hx.n_expert,
                                          m->hx.n_expert_used, LLM_MOE_SOFTMAX, true, 0.0f, il);
             h = named(loom_add(ctx, loom_add(ctx, f, hi), e), "l_out", il);

@@ -71,6 +71,10 @@ void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_laye
     *v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
 }
 
+loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x) {
+    return loom_mul_mat(ctx, down, loom_swiglu(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x)));
+}
+
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
                            loom_tensor *outs, int il) {
     const loom_model_hparams *hp = &m->hp;
@@ -97,9 +101,7 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
     } else if (!ly->ffn_gate) { /* arcee: Wdown relu(Wup x)^2 */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_sqr(ctx, loom_relu(ctx, loom_mul_mat(ctx, ly->ffn_up, x))));
     } else {
-        loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x);
-        loom_tensor *u = loom_mul_mat(ctx, ly->ffn_up, x);
-        x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+        x = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, x);
     }
     x = llm_named(x, "ffn_out", il);
     return llm_named(loom_add(ctx, x, h), "l_out", il);

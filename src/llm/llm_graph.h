@@ -49,6 +49,9 @@ void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_laye
 /* The llama block after attention x (residual r): on the last layer only the rows outs of
  * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm
  * (a layer with a router: the mixture of experts on n, softmax, top-k renormalised). */
+/* The dense SwiGLU MLP: Wdown (silu(Wgate x) * (Wup x)) */
+loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x);
+
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
                            loom_tensor *outs, int il);
 /* logits = Woutput (rms_norm(h) * output_norm) (+ output bias), named result_norm / result_output. */
