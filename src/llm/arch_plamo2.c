@@ -18,6 +18,14 @@
  *     h = h + rms_norm(Wdown (silu(u1) * u2)) * post_ffw_norm,  u1 | u2 = Wup (rms_norm(h) * ffn_norm)
  *   logits = Woutput (rms_norm(h) * output_norm)     (tied without output.weight)
  * The norms and A / D have no ".weight" in their names (llama.cpp's tensor names).
+ *
+ * PLaMo 3 (general.architecture "plamo3": pfnet PLaMo-3 2B / 8B / 31B), llama.cpp's
+ * plamo3 graph: the attention layer above on every layer (q/k norm weights [D], shared
+ * by the heads; scale 1/sqrt(key_length)), the same sandwich norms and fused SwiGLU MLP.
+ * With attention.sliding_window > 0, sliding-window layers by
+ * attention.sliding_window_pattern (a period, default 8: layer il slides iff
+ * il % p < p - 1; Loom also takes one boolean per layer, which llama.cpp ignores), and
+ * those rotate with rope.freq_base_swa, else 10000, at scale 1 (llama.cpp's defaults).
  */
 #include <math.h>
 #include <stdio.h>
@@ -58,6 +66,36 @@ loom_status llm_plamo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
     return LOOM_OK;
 }
 
+loom_status llm_plamo3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    int64_t w;
+    double d;
+    loom_status s;
+    if ((s = llm_get_int_key(g, a, "attention.sliding_window", false, 0, &w, err))) return s;
+    if (w < 0 || w > ((int64_t)1 << 30))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
+                              (long long)w);
+    if (w == 0) return LOOM_OK; /* every layer full, with the global rope */
+    hx->n_swa = (int)w;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+    if (loom_gguf_find_key(g, key) >= 0) {
+        if ((s = llm_arch_swa_layers(g, hp, hx, err))) return s;
+    } else {
+        if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+        memset(hx->swa_bits, 0, sizeof hx->swa_bits);
+        hx->swa_listed = true;
+        for (int il = 0; il < hp->n_layer; il++)
+            if (il % 8 < 7) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
+    }
+    if ((s = llm_get_float_key(g, a, "rope.freq_base_swa", 10000.0, &d, NULL, err))) return s;
+    if (!(d > 1 && d < 1e12))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base_swa = %g is out of range", a, d);
+    hx->rope_base_swa = (float)d;
+    hx->rope_scale_swa = 1.0f;
+    return LOOM_OK;
+}
+
 loom_status llm_plamo2_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
@@ -65,6 +103,7 @@ loom_status llm_plamo2_bind(loom_model *m, loom_error *err) {
     const int64_t E = hp->n_embd, F = hp->n_ff, K = hx->ssm_conv_k, I = hx->ssm_inner, N = hx->ssm_n, H = hx->ssm_hv;
     const int64_t D = hp->head_dim_k, DV = hp->head_dim_v, DT = dt_dim(hp);
     const int64_t QKV = (int64_t)hp->n_head * D + (int64_t)hp->n_head_kv * (D + DV);
+    const bool p3 = !strcmp(hp->arch, "plamo3"); /* q/k norm weights shared by the heads */
     loom_status st = llm_bind_embd_output(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
@@ -86,8 +125,8 @@ loom_status llm_plamo2_bind(loom_model *m, loom_error *err) {
             t->rs_ssm = (int32_t)(N * I);
         } else {
             L->wqkv = llm_bind_tensor(be, true, E, QKV, 1, err, &st, "blk.%d.attn_qkv.weight", il);
-            L->q_norm = llm_bind_tensor(be, true, D, hp->n_head, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
-            L->k_norm = llm_bind_tensor(be, true, D, hp->n_head_kv, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+            L->q_norm = llm_bind_tensor(be, true, D, p3 ? 1 : hp->n_head, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
+            L->k_norm = llm_bind_tensor(be, true, D, p3 ? 1 : hp->n_head_kv, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
             L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         }
         L->attn_post_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.post_attention_norm", il);
@@ -158,7 +197,8 @@ static loom_tensor *attn_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b,
     k = loom_mul(ctx, loom_rms_norm(ctx, k, NULL, hp->rms_eps), ly->k_norm);
     q = llm_named(llm_rope(m, ctx, q, in->pos, il, NULL), "q", il);
     k = llm_named(llm_rope(m, ctx, k, in->pos, il, NULL), "k", il);
-    loom_tensor *a = llm_attention(m, ctx, b, in, il, q, k, v, in->mask, 1.0f / sqrtf((float)hp->head_dim_v), 0.0f, NULL);
+    const int64_t ds = strcmp(hp->arch, "plamo3") ? hp->head_dim_v : hp->head_dim_k;
+    loom_tensor *a = llm_attention(m, ctx, b, in, il, q, k, v, in->mask, 1.0f / sqrtf((float)ds), 0.0f, NULL);
     return loom_mul_mat(ctx, ly->wo, a);
 }
 
