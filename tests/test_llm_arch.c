@@ -342,6 +342,7 @@ static void bad_files(void) {
     static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
     static const uint32_t elm_kv[4] = {1, 3, 2, 3}; /* layer 1: 4 heads, 3 KV heads */
     static const uint32_t pat4[5] = {4, 4, 4, 4, 4};
+    static const uint32_t wide_secs[4] = {6, 6, 5, 0}; /* 17 pairs: ggml allows at most the head width (16) */
     static const struct {
         const char *file, *what;
         gguf_change c;
@@ -577,6 +578,12 @@ static void bad_files(void) {
         {"talkie", "missing embedding skip scale", {.drop = "blk.2.layer_output_scale.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.2.layer_output_scale.weight"},
         {"plamo", "missing MLP gate", {.drop = "blk.1.ffn_gate.weight"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_gate.weight"},
+        {"paddleocr", "no rope sections", {.drop = "paddleocr.rope.dimension_sections"}, LOOM_ERR_NOT_FOUND,
+         "paddleocr.rope.dimension_sections"},
+        {"hunyuan_vl", "sections of more pairs than the head width", {.u32s_key =
+         "hunyuan_vl.rope.dimension_sections", .u32s = wide_secs, .n_u32s = 4}, LOOM_ERR_FORMAT, "at most 16 pairs"},
+        {"hunyuan_vl", "missing q norm", {.drop = "blk.1.attn_q_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.attn_q_norm.weight"},
         {"plamo3", "missing post-MLP norm", {.drop = "blk.3.post_ffw_norm"}, LOOM_ERR_NOT_FOUND, "blk.3.post_ffw_norm"},
         {"plamo3", "sliding layers of another count", {.flags_key = "plamo3.attention.sliding_window_pattern",
          .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT, "sliding_window_pattern"},

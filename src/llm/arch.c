@@ -81,6 +81,15 @@ static loom_status hunyuan_hparams(const loom_gguf *g, loom_model_hparams *hp, l
                                       hp->arch, alpha);
             hp->rope_base = (float)((double)hp->rope_base * pow(alpha, d / (d - 2)));
         }
+        /* hunyuan_vl (HunyuanOCR): XD-RoPE, four sections of rotary pairs (a text token
+         * turns the t/h/w ones at its position, the fourth not at all); llama.cpp uses them
+         * when the t and h sections are both non-empty, else the plain neox rope */
+        char key[96];
+        snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch);
+        if (!strcmp(hp->arch, "hunyuan_vl") && loom_gguf_find_key(g, key) >= 0) {
+            if ((s = llm_arch_mrope_keys(g, hp, hx, false, err))) return s;
+            if (!(hx->rope_sections[0] > 0 && hx->rope_sections[1] > 0)) hx->mrope = 0;
+        }
         int64_t ne;
         if ((s = llm_get_int_key(g, hp->arch, "expert_count", false, 0, &ne, err))) return s;
         return ne > 1 ? loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s with %lld experts", hp->arch, (long long)ne)
@@ -108,6 +117,9 @@ static loom_status hunyuan_bind(loom_model *m, loom_error *err) {
         L->k_norm_post = L->k_norm;
         L->q_norm = L->k_norm = NULL;
         if (m->hx.n_expert > 0) llm_bind_shared_expert(m->be, L, il, m->hp.n_embd, m->hx.n_ff_shexp, err, &s);
+        if (!s && m->hx.mrope && L->rope_freqs)
+            s = loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: rope_freqs with rope.dimension_sections",
+                               m->hp.arch);
     }
     return s;
 }
@@ -324,6 +336,7 @@ static const llm_arch k_archs[] = {
     {"ernie4_5-moe", LOOM_ROPE_NORMAL, llm_ernie45moe_hparams, llm_ernie45moe_bind, llm_build_llama, false},
     {"hunyuan-dense", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
     {"hunyuan-moe", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false},
+    {"hunyuan_vl", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false}, /* + XD-RoPE sections */
     {"maincoder", LOOM_ROPE_NORMAL, NULL, hunyuan_bind, llm_build_llama, false}, /* post-rope q/k norms */
     {"pangu-embedded", LOOM_ROPE_NEOX, NULL, pangu_bind, llm_build_llama, false},
     {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
@@ -334,6 +347,8 @@ static const llm_arch k_archs[] = {
     {"talkie", LOOM_ROPE_NEOX, llm_muse_hparams, llm_muse_bind, llm_muse_build, false},
     {"seed_oss", LOOM_ROPE_NEOX, NULL, llm_bind_llama, llm_build_llama, false},    /* FFN norm named post_attention_norm */
     {"qwen2vl", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
+    /* PaddleOCR-VL text (ERNIE 4.5 0.3B): the qwen2vl block, its biases optional */
+    {"paddleocr", LOOM_ROPE_NEOX, qwen2vl_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen3vl", LOOM_ROPE_NEOX, qwen3vl_hparams, llm_bind_llama, llm_build_llama, false},
     {"qwen35", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build, false},
     {"qwen35moe", LOOM_ROPE_NEOX, llm_qwen35_hparams, llm_qwen35_bind, llm_qwen35_build, false},
