@@ -363,6 +363,7 @@ static const llm_arch k_archs[] = {
     {"bailingmoe", LOOM_ROPE_NORMAL, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"exaone-moe", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"deepseek", LOOM_ROPE_NORMAL, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
+    {"deepseek2-ocr", LOOM_ROPE_NEOX, llm_glm4moe_hparams, llm_glm4moe_bind, llm_glm4moe_build, false},
     {"plamo2", LOOM_ROPE_NEOX, llm_plamo2_hparams, llm_plamo2_bind, llm_plamo2_build, false},
     {"plamo3", LOOM_ROPE_NEOX, llm_plamo3_hparams, llm_plamo2_bind, llm_plamo2_build, false},
     {"dbrx", LOOM_ROPE_NEOX, llm_dbrx_hparams, llm_dbrx_bind, llm_dbrx_build, false},

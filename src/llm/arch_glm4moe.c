@@ -26,6 +26,11 @@
  * experts') in every MoE layer, optional rope_freqs, and attention.sliding_window
  * (required) on all but every sliding_window_pattern-th layer (4): only the window layers
  * rotate, with the global rope base (llama.cpp's graph passes freq_base to them).
+ * deepseek2-ocr (the text model of DeepSeek-OCR / -OCR-2, as llama.cpp's deepseek2 graph
+ * for it): deepseek's form without latent attention: multi-head attention (as many KV heads
+ * as heads; llama.cpp's graph supports no other), neox rope over the whole head whatever
+ * rope.dimension_count says (the converter writes qk_rope_head_dim, 0), no rope scaling;
+ * expert_weights_norm honoured.
  *
  *   per layer: x = rms_norm(h) * attn_norm; q, k, v = W x + b; (q, k = rms_norm per head
  *     * q/k_norm); rope(q, k); h += Wo attn(q, k, v)
@@ -45,6 +50,7 @@ static bool is_dots1(const loom_model_hparams *hp) {
 static bool is_deepseek(const loom_model_hparams *hp) { return !strcmp(hp->arch, "deepseek"); }
 static bool is_bailing1(const loom_model_hparams *hp) { return !strcmp(hp->arch, "bailingmoe"); }
 static bool is_exaone_moe(const loom_model_hparams *hp) { return !strcmp(hp->arch, "exaone-moe"); }
+static bool is_ds_ocr(const loom_model_hparams *hp) { return !strcmp(hp->arch, "deepseek2-ocr"); }
 
 loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s;
@@ -54,12 +60,22 @@ loom_status llm_glm4moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
         if ((s = llm_get_int_key(g, hp->arch, "expert_gating_func", true, 0, &v, err))) return s;
         if (!is_exaone_moe(hp) && (s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
-    if (is_deepseek(hp) || is_bailing1(hp)) {
+    if (is_deepseek(hp) || is_bailing1(hp) || is_ds_ocr(hp)) {
         int64_t v;
         if ((s = llm_get_int_key(g, hp->arch, "expert_shared_count", true, 0, &v, err))) return s;
     }
-    /* llama.cpp: sigmoid unless stated (deepseek v1, bailingmoe: softmax) */
-    if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) || is_bailing1(hp) ? 1 : 2, err))) return s;
+    if (is_ds_ocr(hp)) {
+        if (hp->n_head_kv != hp->n_head || hp->head_dim_v != hp->head_dim_k)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                  "model: deepseek2-ocr with %d KV heads for %d heads (value width %d, key %d): "
+                                  "llama.cpp's graph is multi-head", hp->n_head_kv, hp->n_head, hp->head_dim_v,
+                                  hp->head_dim_k);
+        hp->n_rot = hp->head_dim_k; /* llama.cpp rotates the whole head, at scale 1, without YaRN */
+        hp->rope_freq_scale = 1.0f;
+        hx->yarn = false;
+    }
+    /* llama.cpp: sigmoid unless stated (deepseek v1, bailingmoe, deepseek2-ocr: softmax) */
+    if ((s = llm_ds_moe_keys(g, hp, hx, is_deepseek(hp) || is_bailing1(hp) || is_ds_ocr(hp) ? 1 : 2, err))) return s;
     if (is_deepseek(hp)) hx->expert_weights_norm = false; /* llama.cpp's deepseek graph never normalises */
     if (is_bailing1(hp)) {
         hx->n_dense_lead = 0; /* every layer routed */
@@ -99,7 +115,8 @@ loom_status llm_glm4moe_bind(loom_model *m, loom_error *err) {
         llm_bind_attn_any(be, hp, L, il, false, err, &st);
         llm_bind_qk_norm(be, hp, L, il, is_dots1(hp) || is_exaone_moe(hp), err, &st);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st,
-                                      is_dots1(hp) || is_deepseek(hp) || is_exaone_moe(hp) || is_bailing1(hp)
+                                      is_dots1(hp) || is_deepseek(hp) || is_exaone_moe(hp) || is_bailing1(hp) ||
+                                              is_ds_ocr(hp)
                                           ? "blk.%d.ffn_norm.weight"
                                           : "blk.%d.post_attention_norm.weight",
                                       il);
