@@ -253,6 +253,7 @@ typedef struct llm_hparams_x {
     float attn_temp_scale;   /* mistral3 / llama4 query temperature (0: off) */
     int attn_temp_floor;     /* attention.temperature_length */
     float swiglu_limit;      /* gpt-oss clamped SwiGLU limit (0: plain SwiGLU) */
+    float attn_value_scale;  /* mimo2: attention.value_scale (1: none) */
     float residual_scale;    /* granite: block outputs * residual_scale before the add (0: none) */
     float logit_scale;       /* granite: logits / logit_scale; command-r/cohere2: logits * logit_scale
                                 (each as llama.cpp; 0: none) */
