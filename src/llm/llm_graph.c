@@ -71,6 +71,12 @@ void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_laye
     *v = split_heads(ctx, y, H * DK + HKV * DK, DV, HKV);
 }
 
+loom_tensor *llm_swiglu_limited(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float limit) {
+    if (!(limit > 0.0f)) return loom_swiglu(ctx, gate, up);
+    loom_tensor *g = loom_clamp(ctx, loom_silu(ctx, gate), -INFINITY, limit);
+    return loom_mul(ctx, g, loom_clamp(ctx, up, -limit, limit));
+}
+
 loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x) {
     return loom_mul_mat(ctx, down, loom_swiglu(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x)));
 }
@@ -435,6 +441,8 @@ loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x
         act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
     } else if (!gate) { /* experts without a gate (nemotron_h_moe): relu(up)^2 */
         act = loom_sqr(ctx, loom_relu(ctx, up));
+    } else if (o->silu_limit > 0.0f) { /* step35 (llama.cpp's swiglu_clamp_exp) */
+        act = llm_swiglu_limited(ctx, gate, up, o->silu_limit);
     } else if (o->reglu) { /* smallthinker: relu(gate) * up */
         act = loom_mul(ctx, loom_relu(ctx, gate), up);
     } else {

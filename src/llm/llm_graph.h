@@ -50,6 +50,8 @@ void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_laye
  * x and r; h = x + r; returns h + Wdown (silu(Wgate n) * (Wup n)), n = rms_norm(h) * ffn_norm
  * (a layer with a router: the mixture of experts on n, softmax, top-k renormalised). */
 /* The dense SwiGLU MLP: Wdown (silu(Wgate x) * (Wup x)) */
+/* min(silu(gate), limit) * clamp(up, -limit, limit); limit <= 0: silu(gate) * up */
+loom_tensor *llm_swiglu_limited(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float limit);
 loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x);
 
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
@@ -125,6 +127,7 @@ typedef struct llm_moe_opts {
     float w_scale, swiglu_limit;
     loom_tensor *router_in;
     bool reglu;
+    float silu_limit; /* step35: min(silu(gate), limit) * clamp(up, -limit, limit) (0: none) */
 } llm_moe_opts;
 loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                               const llm_moe_opts *o, int il);

@@ -70,6 +70,7 @@ typedef struct llm_layer {
         loom_tensor *lerp_x, *lerp5[5], *first, *decay, *decay_w1, *decay_w2, *gate, *cm_lerp_r, *cm_recept;
     } rwkv;
     int n_head, n_head_kv, n_ff, head_dim, n_rot; /* this layer's (0: the model's) */
+    float clamp_exp, clamp_shexp; /* step35: SwiGLU limits of the experts / the other MLPs (0: none) */
     /* grouped expert routing (expert_group_count > 1): the router first keeps the
      * n_groups_used groups of experts with the best two scores each (llm_moe_ffn_ext);
      * group_eye: the host identity [n_groups x n_groups] it picks rows from */

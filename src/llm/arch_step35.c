@@ -1,0 +1,257 @@
+/*
+ * arch_step35.c - StepFun Step-3.5 / 3.7 Flash (general.architecture "step35"), as
+ * llama.cpp's step35 graph: sliding-window and full-attention layers (one boolean per layer
+ * in attention.sliding_window_pattern), each with its own query and KV head counts
+ * (head_count / head_count_kv per layer), optional per-head q/k RMS norms, neox rope over
+ * the whole head on the window layers (rope.dimension_count_swa, default
+ * rope.dimension_count) and over half of rope.dimension_count on the full ones, which
+ * alone take the rope_freqs factors and rope.freq_base (the window layers
+ * rope.freq_base_swa, else 10000, at scale 1), an optional head-wise output gate
+ * sigmoid(Wgate x) per head, then a dense SwiGLU MLP on the layers without a router,
+ * elsewhere routed experts (expert_gating_func: sigmoid unless it says softmax; the
+ * selection bias exp_probs_b; expert_weights_norm / _scale) plus a shared expert
+ * expert_shared_feed_forward_length wide. swiglu_clamp_exp / swiglu_clamp_shexp (one
+ * limit per layer, 0: none) clamp the experts' / the other MLPs' SwiGLU:
+ * min(silu(gate), L) * clamp(up, -L, L).
+ *
+ *   per layer il (H_il heads, K_il KV heads, head width D, n_rot_il):
+ *     x = rms_norm(h) * attn_norm
+ *     q, k, v = Wq x, Wk x, Wv x;  q, k = rms_norm per head * q/k_norm;  rope(q, k)
+ *     a = attention(q, k, v; 1/sqrt(D)) (* sigmoid(Wgate x) per head);  h = h + Wo a
+ *     n = rms_norm(h) * ffn_norm;  h = h + (router ? moe(n) + shared(n) : mlp(n))
+ *   logits = Woutput (rms_norm(h) * output_norm)
+ * The MTP layers past block_count - nextn_predict_layers are not run; the per-layer
+ * arrays may cover them (the converter's) or not.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch.h"
+
+/* key's per-layer array length: the trunk's layers, or with the MTP layers */
+static bool array_len_ok(const loom_model_hparams *hp, uint64_t n, int n_all) {
+    return n == (uint64_t)hp->n_layer || n == (uint64_t)n_all;
+}
+
+/* a float per layer: one value for all, or an array covering the trunk (+ MTP layers) */
+static loom_status layer_float(const loom_gguf *g, const loom_model_hparams *hp, int n_all, const char *key, int il,
+                               float *out, loom_error *err) {
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", hp->arch, key);
+    const int64_t ki = loom_gguf_find_key(g, full);
+    *out = 0.0f;
+    if (ki < 0) return LOOM_OK;
+    double d;
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY) {
+        if (loom_gguf_kv_float(g, ki, &d))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a number or one per layer", full);
+    } else {
+        loom_gguf_vtype et;
+        const void *data;
+        uint64_t n;
+        if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || et != LOOM_GGUF_F32 || !array_len_ok(hp, n, n_all))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be F32 values, one per layer (%d or %d)",
+                                  full, hp->n_layer, n_all);
+        float f;
+        memcpy(&f, (const char *)data + (size_t)il * sizeof f, sizeof f);
+        d = f;
+    }
+    if (!(d >= 0 && d < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' layer %d = %g is out of range", full, il, d);
+    *out = (float)d;
+    return LOOM_OK;
+}
+
+/* the length llm_get_layer_int checks key's array against: its own when it covers the
+ * trunk or the trunk and the MTP layers (so that other lengths fail there, named) */
+static int arr_len(const loom_gguf *g, const loom_model_hparams *hp, const char *key, int n_all) {
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", hp->arch, key);
+    const int64_t ki = loom_gguf_find_key(g, full);
+    if (ki < 0 || loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY) return n_all;
+    const uint64_t n = loom_gguf_kv_array_len(g, ki);
+    return array_len_ok(hp, n, n_all) ? (int)n : n_all;
+}
+
+static int n_layer_all(const loom_gguf *g, const loom_model_hparams *hp) {
+    int64_t nextn = 0;
+    loom_error e = {0};
+    if (llm_get_int_key(g, hp->arch, "nextn_predict_layers", false, 0, &nextn, &e) || nextn < 0 || nextn > 64) nextn = 0;
+    return hp->n_layer + (int)nextn;
+}
+
+loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    const int na = n_layer_all(g, hp);
+    loom_status s;
+    int64_t v;
+    double d;
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+    /* window layers: one boolean per layer */
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+    const int64_t ki = loom_gguf_find_key(g, key);
+    loom_gguf_vtype et;
+    const void *data;
+    uint64_t n;
+    if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) ||
+        et != LOOM_GGUF_BOOL || !array_len_ok(hp, n, na))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one boolean per layer (%d or %d)", key,
+                              hp->n_layer, na);
+    memset(hx->swa_bits, 0, sizeof hx->swa_bits);
+    for (int il = 0; il < hp->n_layer; il++)
+        if (((const uint8_t *)data)[il]) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
+    hx->swa_listed = true;
+    if ((s = llm_get_int_key(g, a, "attention.sliding_window", true, 0, &v, err))) return s;
+    if (v < 1 || v > ((int64_t)1 << 30))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
+                              (long long)v);
+    hx->n_swa = (int)v;
+    if ((s = llm_get_float_key(g, a, "rope.freq_base_swa", 10000.0, &d, NULL, err))) return s;
+    if (!(d > 1 && d < 1e12))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base_swa = %g is out of range", a, d);
+    hx->rope_base_swa = (float)d;
+    hx->rope_scale_swa = 1.0f;
+    /* rope widths: the window layers' key (default the file's rope width), half of it on
+     * the full layers (llama.cpp's n_rot_full / 2) */
+    if ((s = llm_get_int_key(g, a, "rope.dimension_count_swa", false, hp->n_rot, &v, err))) return s;
+    if (v < 2 || v > hp->head_dim_k || v % 2 || hp->n_rot % 4)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: rope widths %lld (window layers) and %d / 2 (full "
+                              "layers) must be even and at most key_length %d", a, (long long)v, hp->n_rot,
+                              hp->head_dim_k);
+    hx->n_rot_swa = (int)v;
+    hp->n_rot /= 2;
+    /* experts */
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", true, 0, &v, err))) return s;
+    if (v < 1 || v > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              a, (long long)v);
+    hx->n_ff_shexp = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
+    if (v == 0) v = 2; /* llama.cpp: none means sigmoid for step35 */
+    if (v != 1 && v != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
+                              "are supported)", a, (long long)v);
+    hx->expert_gating = v == 2;
+    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
+    if (!(d >= 0 && d < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
+    hx->expert_weights_scale = (float)d;
+    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+    bool nw = false;
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
+    hx->expert_weights_norm = nw;
+    return llm_arch_yarn_keys(g, hp, hx, err);
+}
+
+loom_status llm_step35_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const loom_gguf *g = loom_model_gguf(m);
+    const int64_t E = hp->n_embd, F = hp->n_ff, NE = hx->n_expert, FE = hx->n_ff_exp, FS = hx->n_ff_shexp;
+    const int64_t DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const int na = n_layer_all(g, hp);
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        const bool swa = llm_layer_is_swa(hx, il);
+        int64_t h, kv;
+        if ((st = llm_get_layer_int(g, hp->arch, "attention.head_count", il, arr_len(g, hp, "attention.head_count", na),
+                                    hp->n_head, &h, err)) ||
+            (st = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il,
+                                    arr_len(g, hp, "attention.head_count_kv", na), h, &kv, err)))
+            break;
+        if (h < 1 || kv < 1 || h % kv) {
+            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: %s layer %d: %lld heads, %lld KV heads (heads must be a "
+                                "multiple of KV heads)", hp->arch, il, (long long)h, (long long)kv);
+            break;
+        }
+        L->n_head = (int)h;
+        L->n_head_kv = (int)kv;
+        L->n_rot = swa ? hx->n_rot_swa : hp->n_rot;
+        m->kv_types[il].hkv = (int32_t)kv; /* the cache keeps this layer's shape */
+        if ((st = layer_float(g, hp, na, "swiglu_clamp_exp", il, &L->clamp_exp, err)) ||
+            (st = layer_float(g, hp, na, "swiglu_clamp_shexp", il, &L->clamp_shexp, err)))
+            break;
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        L->wq = llm_bind_tensor(be, true, E, h * DK, 1, err, &st, "blk.%d.attn_q.weight", il);
+        L->wk = llm_bind_tensor(be, true, E, kv * DK, 1, err, &st, "blk.%d.attn_k.weight", il);
+        L->wv = llm_bind_tensor(be, true, E, kv * DV, 1, err, &st, "blk.%d.attn_v.weight", il);
+        L->wo = llm_bind_tensor(be, true, h * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+        L->q_norm = llm_bind_tensor(be, false, DK, 1, 1, err, &st, "blk.%d.attn_q_norm.weight", il);
+        L->k_norm = llm_bind_tensor(be, false, DK, 1, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
+        L->attn_gate = llm_bind_tensor(be, false, E, h, 1, err, &st, "blk.%d.attn_gate.weight", il);
+        if (!swa) llm_bind_rope_freqs(be, hp, L, il, err, &st); /* the full layers only */
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_gate_inp = llm_bind_tensor(be, false, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+        if (L->ffn_gate_inp) {
+            llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+            L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
+            llm_bind_shared_expert(be, L, il, E, FS, err, &st);
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        }
+    }
+    return st;
+}
+
+static loom_tensor *mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x, float limit) {
+    return loom_mul_mat(ctx, down, llm_swiglu_limited(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x), limit));
+}
+
+loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t T = b->n_tokens, DK = hp->head_dim_k, DV = hp->head_dim_v;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        const int64_t H = ly->n_head, HKV = ly->n_head_kv;
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        const int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
+        loom_tensor *q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq, x), 3, ne_q);
+        loom_tensor *k = loom_reshape(ctx, loom_mul_mat(ctx, ly->wk, x), 3, ne_k);
+        loom_tensor *v = loom_reshape(ctx, loom_mul_mat(ctx, ly->wv, x), 3, ne_v);
+        if (ly->q_norm) q = loom_rms_norm(ctx, q, ly->q_norm, eps);
+        if (ly->k_norm) k = loom_rms_norm(ctx, k, ly->k_norm, eps);
+        loom_rope_opts ro;
+        float base, scale;
+        llm_rope_layer(m, il, ly->rope_freqs, &ro, &base, &scale);
+        q = llm_named(loom_rope(ctx, q, in.pos, ly->n_rot, base, scale, &ro), "q", il);
+        k = llm_named(loom_rope(ctx, k, in.pos, ly->n_rot, base, scale, &ro), "k", il);
+        loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
+        if (ly->attn_gate) { /* one gate per head */
+            const int64_t ne_a[3] = {DV, H, T}, ne_g[3] = {1, H, T}, ne_f[2] = {DV * H, T};
+            loom_tensor *gt = loom_reshape(ctx, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->attn_gate, x)), 3, ne_g);
+            a = loom_reshape(ctx, loom_mul(ctx, loom_reshape(ctx, a, 3, ne_a), gt), 2, ne_f);
+        }
+        x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
+        llm_last_rows(ctx, m, &in, il, &x, &r);
+        h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+        loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        loom_tensor *f;
+        if (ly->ffn_gate_inp) {
+            const llm_moe_opts mo = {.gating = hx->expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX,
+                                     .norm_w = hx->expert_weights_norm,
+                                     .w_scale = hx->expert_weights_scale,
+                                     .silu_limit = ly->clamp_exp};
+            f = llm_moe_ffn_opts(ctx, ly, n, hx->n_expert, hx->n_expert_used, &mo, il);
+            f = loom_add(ctx, f, mlp(ctx, ly->ffn_gate_shexp, ly->ffn_up_shexp, ly->ffn_down_shexp, n, ly->clamp_shexp));
+        } else {
+            f = mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n, ly->clamp_shexp);
+        }
+        h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
+    }
+    return llm_llama_output(m, ctx, h);
+}
