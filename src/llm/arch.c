@@ -369,6 +369,7 @@ static const llm_arch k_archs[] = {
     {"dbrx", LOOM_ROPE_NEOX, llm_dbrx_hparams, llm_dbrx_bind, llm_dbrx_build, false},
     {"mimo2", LOOM_ROPE_NEOX, llm_mimo2_hparams, llm_mimo2_bind, llm_mimo2_build, false},
     {"step35", LOOM_ROPE_NEOX, llm_step35_hparams, llm_step35_bind, llm_step35_build, false},
+    {"hy_v3", LOOM_ROPE_NEOX, llm_hyv3_hparams, llm_hyv3_bind, llm_step35_build, false},
     {"afmoe", LOOM_ROPE_NEOX, llm_afmoe_hparams, llm_afmoe_bind, llm_afmoe_build, false},
     {"smallthinker", LOOM_ROPE_NEOX, llm_smallthinker_hparams, llm_smallthinker_bind, llm_smallthinker_build, false},
     {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},

@@ -22,6 +22,13 @@
  *   logits = Woutput (rms_norm(h) * output_norm)
  * The MTP layers past block_count - nextn_predict_layers are not run; the per-layer
  * arrays may cover them (the converter's) or not.
+ *
+ * hy_v3 (Tencent Hy3, as llama.cpp's hy_v3 graph): the same block without windows or
+ * gate: every layer full, its heads and rope the model's (llama.cpp loads no rope_freqs),
+ * q/k norms required, q|k|v separate or fused, an optional attention output bias, and on
+ * the layers with a router experts (separate or fused gate|up) plus a shared expert
+ * (expert_shared_feed_forward_length, default the experts' width), the selection bias
+ * named exp_probs_b (".bias" also taken), no SwiGLU limits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -202,6 +209,73 @@ loom_status llm_step35_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
+loom_status llm_hyv3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v;
+    double d;
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, hx->n_ff_exp, &v, err))) return s;
+    if (v < 1 || v > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              a, (long long)v);
+    hx->n_ff_shexp = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
+    if (v == 0) v = 2; /* llama.cpp: none means sigmoid for hy_v3 */
+    if (v != 1 && v != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
+                              "are supported)", a, (long long)v);
+    hx->expert_gating = v == 2;
+    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
+    if (!(d >= 0 && d < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
+    hx->expert_weights_scale = (float)d;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+    bool nw = false;
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
+    hx->expert_weights_norm = nw;
+    return llm_arch_yarn_keys(g, hp, hx, err);
+}
+
+loom_status llm_hyv3_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff, NE = hx->n_expert, FE = hx->n_ff_exp, FS = hx->n_ff_shexp;
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->n_head = hp->n_head;
+        L->n_head_kv = hp->n_head_kv;
+        L->n_rot = hp->n_rot;
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        llm_bind_attn_any(be, hp, L, il, false, err, &st);
+        llm_bind_qk_norm(be, hp, L, il, true, err, &st);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        L->ffn_gate_inp = llm_bind_tensor(be, false, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+        if (L->ffn_gate_inp) {
+            L->ffn_gate_up_exps = llm_bind_tensor(be, false, E, 2 * FE, NE, err, &st, "blk.%d.ffn_gate_up_exps.weight", il);
+            if (L->ffn_gate_up_exps) {
+                L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+            } else {
+                llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+            }
+            /* llama.cpp's name has no suffix; a ".bias" one is taken too */
+            L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.exp_probs_b", il);
+            if (!L->ffn_exp_probs_b)
+                L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
+            llm_bind_shared_expert(be, L, il, E, FS, err, &st);
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        }
+    }
+    return st;
+}
+
 static loom_tensor *mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x, float limit) {
     return loom_mul_mat(ctx, down, llm_swiglu_limited(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x), limit));
 }
@@ -219,10 +293,11 @@ loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
         const int64_t H = ly->n_head, HKV = ly->n_head_kv;
         loom_tensor *r = h;
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
-        const int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-        loom_tensor *q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq, x), 3, ne_q);
-        loom_tensor *k = loom_reshape(ctx, loom_mul_mat(ctx, ly->wk, x), 3, ne_k);
-        loom_tensor *v = loom_reshape(ctx, loom_mul_mat(ctx, ly->wv, x), 3, ne_v);
+        loom_model_hparams lhp = *hp; /* this layer's heads */
+        lhp.n_head = (int)H;
+        lhp.n_head_kv = (int)HKV;
+        loom_tensor *q, *k, *v;
+        llm_qkv_any(ctx, &lhp, ly, x, T, &q, &k, &v);
         if (ly->q_norm) q = loom_rms_norm(ctx, q, ly->q_norm, eps);
         if (ly->k_norm) k = loom_rms_norm(ctx, k, ly->k_norm, eps);
         loom_rope_opts ro;
@@ -236,7 +311,7 @@ loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
             loom_tensor *gt = loom_reshape(ctx, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->attn_gate, x)), 3, ne_g);
             a = loom_reshape(ctx, loom_mul(ctx, loom_reshape(ctx, a, 3, ne_a), gt), 2, ne_f);
         }
-        x = llm_named(loom_mul_mat(ctx, ly->wo, a), "attn_out", il);
+        x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
         llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
