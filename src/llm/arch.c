@@ -395,6 +395,7 @@ static const llm_arch k_archs[] = {
     {"codeshell", LOOM_ROPE_NEOX, llm_ln_hparams, llm_starcoder2_bind, llm_starcoder2_build, false},
     {"command-r", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
     {"cohere2", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
+    {"cohere2moe", LOOM_ROPE_NORMAL, llm_cohere_hparams, llm_cohere_bind, llm_cohere_build, false},
     {"deepseek2", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
     {"minicpm3", LOOM_ROPE_NEOX, llm_minicpm3_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
     {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},

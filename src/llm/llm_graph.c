@@ -248,6 +248,8 @@ bool llm_layer_has_rope(const loom_model *m, int il) {
     /* smallthinker with a window: every fourth layer (il % 4 == 0) is NoPE, unless the
      * model has exactly 4 layers (llama.cpp's n_no_rope_layer_step == n_layer test) */
     if (!strcmp(m->hp.arch, "smallthinker")) return m->hx.n_swa <= 0 || m->hp.n_layer == 4 || il % 4 != 0;
+    /* cohere2moe: the window layers and the leading dense ones */
+    if (!strcmp(m->hp.arch, "cohere2moe")) return llm_layer_is_swa(&m->hx, il) || il < m->hx.n_dense_lead;
     const bool swa_only = !strcmp(m->hp.arch, "cohere2") || !strcmp(m->hp.arch, "exaone-moe") ||
                           !strcmp(m->hp.arch, "muse-glimmer") ||
                           (!strcmp(m->hp.arch, "exaone4") && m->hx.n_swa > 0);
