@@ -30,6 +30,12 @@
  *     and h halves after every rescale_every_n_layers-th layer.
  *   Keys: wkv.head_size, time_mix_extra_dim, time_decay_extra_dim,
  *   rescale_every_n_layers (optional), attention.layer_norm_epsilon.
+ * ARWKV-7 (arwkv7: RWKV-7 time mixes distilled into a Qwen 2.5 body, ARWKV-7B), as
+ * llama.cpp's arwkv7 graph: RMS norms (attention.layer_norm_rms_epsilon; no embedding
+ * norm, no biases), the RWKV-7 time mix with its gate only when the file has
+ * gate_lora_rank > 0 (then six fused lerps, else five: r, w, k, v, a) and its group norm
+ * only when time_mix_ln is there, then a SwiGLU MLP (ffn_norm, ffn_gate / up / down)
+ * instead of the channel mix; token_shift_count 1 (one shift state per sequence).
  */
 #include <float.h>
 #include <stdio.h>
@@ -38,10 +44,13 @@
 #include "arch.h"
 #include "quant/alloc.h"
 
-/* wkv.head_size, token_shift_count (2), feed_forward_length and the LayerNorm epsilon */
+static bool is_arwkv(const loom_model_hparams *hp) { return !strcmp(hp->arch, "arwkv7"); }
+
+/* wkv.head_size, token_shift_count (2; arwkv7: 1), feed_forward_length and the LayerNorm
+ * epsilon (arwkv7: the RMS one, read with the common keys) */
 static loom_status rwkv_common_keys(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
-    loom_status s = llm_ln_hparams(g, hp, hx, err);
+    loom_status s = is_arwkv(hp) ? LOOM_OK : llm_ln_hparams(g, hp, hx, err);
     if (s) return s;
     int64_t D, shift;
     if ((s = llm_get_int_key(g, a, "wkv.head_size", true, 0, &D, err))) return s;
@@ -51,10 +60,11 @@ static loom_status rwkv_common_keys(const loom_gguf *g, loom_model_hparams *hp, 
     if ((int64_t)hp->n_embd * D > ((int64_t)1 << 28))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: a sequence's state of %d x %lld floats is too large", a,
                               hp->n_embd, (long long)D);
-    if ((s = llm_get_int_key(g, a, "token_shift_count", false, 2, &shift, err))) return s;
-    if (shift != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.token_shift_count = %lld (RWKV shifts 2)", a,
-                              (long long)shift);
+    const int64_t want = is_arwkv(hp) ? 1 : 2; /* arwkv7 shifts only into its time mix */
+    if ((s = llm_get_int_key(g, a, "token_shift_count", false, want, &shift, err))) return s;
+    if (shift != want)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.token_shift_count = %lld (%s shifts %lld)", a,
+                              (long long)shift, a, (long long)want);
     if (hp->n_ff < 1) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.feed_forward_length must be > 0", a);
     hx->rwkv_head = (int)D;
     hx->rope_off = true;
@@ -92,7 +102,7 @@ loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
                                         "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank"};
     for (int i = 0; i < 4; i++) {
         if ((s = llm_get_int_key(g, a, lora[i], true, 0, &r[i], err))) return s;
-        if (r[i] < 1 || r[i] > 65536)
+        if (r[i] < (i == 3 && is_arwkv(hp) ? 0 : 1) || r[i] > 65536) /* arwkv7: gate rank 0, no gate */
             return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %lld is out of range", a, lora[i],
                                   (long long)r[i]);
         hx->rwkv_lora[i] = (int)r[i];
@@ -205,6 +215,58 @@ loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
     return st ? st : init_shift(m, err);
 }
 
+loom_status llm_arwkv7_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
+    const int64_t RV = hx->rwkv_lora[2], RG = hx->rwkv_lora[3];
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+#define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, &st, "blk.%d." name, il)
+#define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, &st, "blk.%d." name, il)
+        T1(attn_norm, E, "attn_norm.weight");
+        T2(rwkv.key, E, E, "time_mix_key.weight");
+        T2(rwkv.value, E, E, "time_mix_value.weight");
+        T2(rwkv.recept, E, E, "time_mix_receptance.weight");
+        T2(rwkv.out, E, E, "time_mix_output.weight");
+        T1(rwkv.w0, E, "time_mix_w0.weight");
+        T2(rwkv.w1, E, RD, "time_mix_w1.weight");
+        T2(rwkv.w2, RD, E, "time_mix_w2.weight");
+        T1(rwkv.a0, E, "time_mix_a0.weight");
+        T2(rwkv.a1, E, RA, "time_mix_a1.weight");
+        T2(rwkv.a2, RA, E, "time_mix_a2.weight");
+        if (il > 0) {
+            T1(rwkv.v0, E, "time_mix_v0.weight");
+            T2(rwkv.v1, E, RV, "time_mix_v1.weight");
+            T2(rwkv.v2, RV, E, "time_mix_v2.weight");
+        }
+        if (RG > 0) {
+            T2(rwkv.g1, E, RG, "time_mix_g1.weight");
+            T2(rwkv.g2, RG, E, "time_mix_g2.weight");
+        }
+        L->rwkv.lerp = bind4(be, E, RG > 0 ? 6 : 5, err, &st, "blk.%d.time_mix_lerp_fused.weight", il);
+        T1(rwkv.k_k, E, "time_mix_k_k.weight");
+        T1(rwkv.k_a, E, "time_mix_k_a.weight");
+        T1(rwkv.r_k, E, "time_mix_r_k.weight");
+        /* the group norm only with both of its tensors (llama.cpp's test) */
+        L->rwkv.ln = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.weight", il);
+        L->rwkv.ln_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.bias", il);
+        if (!L->rwkv.ln || !L->rwkv.ln_b) L->rwkv.ln = L->rwkv.ln_b = NULL;
+        T1(ffn_norm, E, "ffn_norm.weight");
+        T2(ffn_gate, E, F, "ffn_gate.weight");
+        T2(ffn_up, E, F, "ffn_up.weight");
+        T2(ffn_down, F, E, "ffn_down.weight");
+#undef T1
+#undef T2
+        llm_kv_layer_type *t = &m->kv_types[il];
+        t->rs_conv = (int32_t)E;                    /* one token shift */
+        t->rs_ssm = (int32_t)(E * m->hx.rwkv_head); /* H heads of D x D */
+    }
+    return st ? st : init_shift(m, err);
+}
+
 loom_status llm_rwkv6_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
@@ -288,6 +350,7 @@ static loom_tensor *wkv_out(loom_model *m, loom_ctx *ctx, int il, loom_tensor *y
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ne_y[2] = {E, T}, vy[3] = {E, E * (int64_t)sizeof(float), T}, n3[3] = {D, H, T};
     loom_tensor *o = loom_cont(ctx, loom_view(ctx, y, 0, 3, vy));
+    if (!ly->rwkv.ln) return o; /* arwkv7 without the group norm */
     o = loom_reshape(ctx, loom_layer_norm(ctx, loom_reshape(ctx, o, 3, n3), NULL, NULL, 64e-5f), 2, ne_y);
     return loom_add(ctx, loom_mul(ctx, o, ly->rwkv.ln), ly->rwkv.ln_b);
 }
@@ -297,8 +360,9 @@ static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in,
     const llm_layer *ly = &m->layers[il];
     const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = m->hx.rwkv_head, H = E / D;
     loom_tensor *sx = loom_sub(ctx, prev, x);
-    loom_tensor *xs[6];
-    for (int i = 0; i < 6; i++) xs[i] = loom_add(ctx, loom_mul(ctx, sx, lerp_row(ctx, ly->rwkv.lerp, i)), x);
+    loom_tensor *xs[6] = {NULL};
+    const int nl = (int)loom_tensor_ne(ly->rwkv.lerp, 3); /* 6, or 5 without the gate (arwkv7) */
+    for (int i = 0; i < nl; i++) xs[i] = loom_add(ctx, loom_mul(ctx, sx, lerp_row(ctx, ly->rwkv.lerp, i)), x);
     loom_tensor *r = loom_mul_mat(ctx, ly->rwkv.recept, xs[0]);
     loom_tensor *w = loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.w2, loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.w1, xs[1]))),
                               ly->rwkv.w0);
@@ -312,7 +376,8 @@ static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in,
             ctx, loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.v2, loom_mul_mat(ctx, ly->rwkv.v1, xs[3])), ly->rwkv.v0));
         v = loom_add(ctx, v, loom_mul(ctx, loom_sub(ctx, *v_first, v), mix));
     }
-    loom_tensor *g = loom_mul_mat(ctx, ly->rwkv.g2, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->rwkv.g1, xs[5])));
+    loom_tensor *g = ly->rwkv.g1 ? loom_mul_mat(ctx, ly->rwkv.g2, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->rwkv.g1, xs[5])))
+                                 : NULL;
     loom_tensor *a = loom_sigmoid(
         ctx, loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.a2, loom_mul_mat(ctx, ly->rwkv.a1, xs[4])), ly->rwkv.a0));
     const int64_t n3[3] = {D, H, T};
@@ -335,7 +400,7 @@ static loom_tensor *time_mix(loom_model *m, loom_ctx *ctx, const llm_inputs *in,
     const int64_t ne_y[2] = {E, T}, nrk[2] = {D, H};
     loom_tensor *rk = loom_sum_rows(ctx, loom_mul(ctx, loom_mul(ctx, k3, r3), loom_reshape(ctx, ly->rwkv.r_k, 2, nrk)));
     o = loom_add(ctx, o, loom_reshape(ctx, loom_mul(ctx, v3, rk), 2, ne_y));
-    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, o, g));
+    return loom_mul_mat(ctx, ly->rwkv.out, g ? loom_mul(ctx, o, g) : o);
 }
 
 /* RWKV-6's time mix: the data-dependent lerps, decay LoRA, wkv6 with the bonus, the gate */
@@ -410,6 +475,31 @@ static loom_tensor *rwkv_build(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         if (version == 6 && m->hx.rwkv_rescale > 0 && (il + 1) % m->hx.rwkv_rescale == 0) h = loom_scale(ctx, h, 0.5f);
     }
     return llm_ln_output(m, ctx, h);
+}
+
+/* ARWKV-7: RMS norms, the RWKV-7 time mix, a SwiGLU MLP */
+loom_tensor *llm_arwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    llm_kv_cache *kv = &m->kv;
+    const float eps = hp->rms_eps;
+    const int64_t E = hp->n_embd, S = kv->n_seq;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    loom_tensor *v_first = NULL;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        const bool real = kv->rs_conv && kv->rs_conv[il];
+        const int64_t ne_rc[2] = {E, S};
+        loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        loom_tensor *prev = token_shift(m, ctx, &in, rc, real, 0, x, il);
+        h = llm_named(loom_add(ctx, time_mix(m, ctx, &in, il, x, prev, &v_first), h), "ffn_inp", il);
+        if (il == hp->n_layer - 1) h = loom_get_rows(ctx, h, in.outs);
+        x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        h = llm_named(loom_add(ctx, llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, x), h), "l_out", il);
+    }
+    return llm_llama_output(m, ctx, h);
 }
 
 loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) { return rwkv_build(m, ctx, b, 7); }

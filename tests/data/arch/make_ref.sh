@@ -51,7 +51,7 @@ for a in exaone gemma granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2 
   mixtral smollm3 internlm2 ernie4_5 seed_oss qwen2vl qwen3vl qwen3vlmoe glm4 olmoe glm4moe llama4 gemma4 gemma4moe gemma3n mistral4 granitemoe ernie4_5-moe exaone4 stablelm stablelm-12b minimax-m2 arcee dots1 chatglm qwen35 qwen35moe qwen3next qwen3next-legacy granitehybrid granitehybrid-dense nemotron_h nemotron_h_moe lfm2 lfm2moe falcon_h1 nemotron falcon falcon-40b gpt2 starcoder bailingmoe2 \
   mamba falcon-mamba mamba2 jamba rwkv7 hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci rwkv6 minicpm3 xverse baichuan qwen orion \
   bloom mpt mpt-full jais refact baichuan13 deepseek smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa \
-  maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4 muse-glimmer talkie qwen3-yarn mellum arctic openelm plamo3 paddleocr hunyuan_vl deepseek2-ocr mimo2 step35 hy_v3 cohere2moe; do
+  maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4 muse-glimmer talkie qwen3-yarn mellum arctic openelm plamo3 paddleocr hunyuan_vl deepseek2-ocr mimo2 step35 hy_v3 cohere2moe arwkv7; do
   python3 "$here/make_indep.py" "$here/../../../models/stories260K.gguf" "$a" "$here/indep-$a.gguf"
   run "indep-$a" "$here/indep-$a.gguf"
   case $a in
@@ -60,7 +60,7 @@ for a in exaone gemma granite olmo2 phi2 starcoder2 command-r cohere2 deepseek2 
     gemma4 | gemma4moe | gemma3n | falcon | falcon-40b | gpt2 | starcoder | gptneox | gptneox-seq | bloom | mpt | mpt-full | codeshell) echo "indep-$a 0.95 f32gelu" ;; # F32, many GELUs through llama.cpp's F16 table (test_llm_arch.c)
     exaone | gemma | granite | olmo2 | phi2 | starcoder2 | command-r | cohere2 | deepseek2 | deepseek2-lite | qwen2moe | \
       mixtral | smollm3 | internlm2 | ernie4_5 | seed_oss | qwen2vl | qwen3vl | glm4 | olmoe | glm4moe | llama4 | mistral4 | granitemoe | ernie4_5-moe | exaone4 | stablelm | stablelm-12b | minimax-m2 | arcee | dots1 | chatglm | qwen35 | qwen35moe | qwen3next | qwen3next-legacy | granitehybrid | granitehybrid-dense | nemotron_h | nemotron_h_moe | lfm2 | lfm2moe | falcon_h1 | nemotron | bailingmoe2 | \
-      mamba | falcon-mamba | mamba2 | jamba | rwkv7 | hunyuan-dense | hunyuan-moe | minicpm | olmo | phimoe | apertus | bitnet | deci | rwkv6 | minicpm3 | xverse | baichuan | qwen | orion | jais | refact | baichuan13 | deepseek | smallthinker | smallthinker-swa | afmoe | exaone-moe | bailingmoe | jais2 | dbrx | plamo2 | deci-gqa | maincoder | pangu-embedded | nanbeige | plamo | llama-qkv | muse-glimmer | talkie | qwen3-yarn | mellum | arctic | openelm | plamo3 | paddleocr | hunyuan_vl | deepseek2-ocr | mimo2 | step35 | hy_v3 | cohere2moe) echo "indep-$a 0.95 f32" ;; # F32 matrices: the tight check applies
+      mamba | falcon-mamba | mamba2 | jamba | rwkv7 | hunyuan-dense | hunyuan-moe | minicpm | olmo | phimoe | apertus | bitnet | deci | rwkv6 | minicpm3 | xverse | baichuan | qwen | orion | jais | refact | baichuan13 | deepseek | smallthinker | smallthinker-swa | afmoe | exaone-moe | bailingmoe | jais2 | dbrx | plamo2 | deci-gqa | maincoder | pangu-embedded | nanbeige | plamo | llama-qkv | muse-glimmer | talkie | qwen3-yarn | mellum | arctic | openelm | plamo3 | paddleocr | hunyuan_vl | deepseek2-ocr | mimo2 | step35 | hy_v3 | cohere2moe | arwkv7) echo "indep-$a 0.95 f32" ;; # F32 matrices: the tight check applies
     *) echo "indep-$a 0.95 float" ;;
   esac >>"$here/indep.txt"
 done
