@@ -404,6 +404,7 @@ static const llm_arch k_archs[] = {
     {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build, false},
     {"minicpm", LOOM_ROPE_NORMAL, llm_minicpm_hparams, llm_minicpm_bind, llm_granite_build, false},
     {"granitemoe", LOOM_ROPE_NORMAL, llm_granitemoe_hparams, llm_granite_bind, llm_granite_build, false},
+    {"granite_swa", LOOM_ROPE_NORMAL, llm_graniteswa_hparams, llm_graniteswa_bind, llm_granite_build, false},
     {"granitehybrid", LOOM_ROPE_NORMAL, llm_granitehybrid_hparams, llm_granitehybrid_bind, llm_granite_build, false},
     {"lfm2", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build, false},
     {"lfm2moe", LOOM_ROPE_NEOX, llm_lfm2_hparams, llm_lfm2_bind, llm_lfm2_build, false},

@@ -121,6 +121,8 @@ loom_tensor *llm_olmo_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_olmo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_olmo2_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_olmo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_graniteswa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_graniteswa_bind(loom_model *m, loom_error *err);
 loom_status llm_granite_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granitemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_granite_bind(loom_model *m, loom_error *err);

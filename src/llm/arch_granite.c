@@ -18,6 +18,14 @@
  * Mamba-2 mixers (arch_mamba2.c) in place of attention; the MLP dense or experts (with
  * an optional shared expert); logit_scale optional; rope.scaling.finetuned false turns
  * rope off (NoPE), as llama.cpp's granite-hybrid.
+ * granite_swa (IBM GraniteSWA / GraniteMoeSWA, Granite 4 Vision's text model, as llama.cpp's
+ * granite_swa graph): the granite block with window layers (attention.sliding_window and
+ * one boolean per layer in attention.sliding_window_pattern, both required), an attention
+ * sink per head on every layer, rope where attention.rope_pattern says (absent: everywhere),
+ * a dense MLP (optional biases) or, with expert_count, experts (gate|up fused or not;
+ * softmax, renormalised) plus an optional shared expert whose gate|up is one fused
+ * ffn_up_shexp [E, 2 F_shexp] (silu of the first half times the second). The deepstack
+ * mapping only routes image features: text tokens carry none.
  */
 #include <math.h>
 #include <stdio.h>
@@ -91,6 +99,99 @@ loom_status llm_granitehybrid_hparams(const loom_gguf *g, loom_model_hparams *hp
 }
 
 static loom_status no_mlp_bias(const loom_model *m, loom_error *err);
+
+loom_status llm_graniteswa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s = llm_granite_hparams(g, hp, hx, err);
+    if (s) return s;
+    hx->rope_off = false; /* the rope pattern decides */
+    int64_t v;
+    if ((s = llm_get_int_key(g, a, "expert_count", false, 0, &v, err))) return s;
+    if (v > 0) {
+        if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+        hx->n_ff_exp = hp->n_ff;
+        if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
+        if (v < 0 || v > ((int64_t)1 << 24))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of "
+                                  "range", a, (long long)v);
+        hx->n_ff_shexp = (int)v;
+    }
+    if ((s = llm_get_int_key(g, a, "attention.sliding_window", true, 0, &v, err))) return s;
+    if (v < 1 || v > ((int64_t)1 << 30))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
+                              (long long)v);
+    hx->n_swa = (int)v;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+    const int64_t ki = loom_gguf_find_key(g, key);
+    if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one boolean per layer", key);
+    if ((s = llm_arch_swa_layers(g, hp, hx, err))) return s;
+    hx->rope_base_swa = hp->rope_base; /* llama.cpp's graph: the global base and scale on every layer */
+    hx->rope_scale_swa = hp->rope_freq_scale;
+    /* layers without rope: a 0 in attention.rope_pattern (one value per layer) */
+    memset(hx->nope_bits, 0, sizeof hx->nope_bits);
+    snprintf(key, sizeof key, "%s.attention.rope_pattern", a);
+    const int64_t kr = loom_gguf_find_key(g, key);
+    if (kr >= 0) {
+        loom_gguf_vtype et;
+        const void *data;
+        uint64_t n;
+        if (loom_gguf_kv_type(g, kr) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, kr, &et, &data, &n) ||
+            n != (uint64_t)hp->n_layer)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key,
+                                  hp->n_layer);
+        for (int il = 0; il < hp->n_layer; il++) {
+            int64_t r = 0;
+            if (et == LOOM_GGUF_BOOL) r = ((const uint8_t *)data)[il];
+            else if (loom_gguf_kv_arr_int(g, kr, (uint64_t)il, &r))
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
+            if (!r) hx->nope_bits[il / 64] |= (uint64_t)1 << (il % 64);
+        }
+    }
+    return LOOM_OK;
+}
+
+loom_status llm_graniteswa_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff, NE = hx->n_expert, FS = hx->n_ff_shexp;
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        llm_bind_attn_any(be, hp, L, il, false, err, &st);
+        L->sinks = llm_bind_tensor(be, true, hp->n_head, 1, 1, err, &st, "blk.%d.attn_sinks.weight", il);
+        if (!st && loom_tensor_type(L->sinks) != LOOM_TYPE_F32)
+            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: tensor 'blk.%d.attn_sinks.weight' must be F32", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        llm_bind_rope_freqs(be, hp, L, il, err, &st);
+        llm_bind_longrope(be, hp, L, il, err, &st);
+        if (NE > 0) {
+            L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, &st, "blk.%d.ffn_gate_inp.weight", il);
+            L->ffn_gate_up_exps = llm_bind_tensor(be, false, E, 2 * F, NE, err, &st, "blk.%d.ffn_gate_up_exps.weight", il);
+            if (!L->ffn_gate_up_exps) {
+                L->ffn_gate_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_gate_exps.weight", il);
+                L->ffn_up_exps = llm_bind_tensor(be, true, E, F, NE, err, &st, "blk.%d.ffn_up_exps.weight", il);
+            }
+            L->ffn_down_exps = llm_bind_tensor(be, true, F, E, NE, err, &st, "blk.%d.ffn_down_exps.weight", il);
+            if (FS > 0) { /* gate | up fused */
+                L->ffn_up_shexp = llm_bind_tensor(be, true, E, 2 * FS, 1, err, &st, "blk.%d.ffn_up_shexp.weight", il);
+                L->ffn_down_shexp = llm_bind_tensor(be, true, FS, E, 1, err, &st, "blk.%d.ffn_down_shexp.weight", il);
+            }
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+            L->ffn_gate_b = llm_bind_tensor(be, false, F, 1, 1, err, &st, "blk.%d.ffn_gate.bias", il);
+            L->ffn_up_b = llm_bind_tensor(be, false, F, 1, 1, err, &st, "blk.%d.ffn_up.bias", il);
+            L->ffn_down_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.ffn_down.bias", il);
+        }
+    }
+    return st;
+}
 
 /* MiniCPM 1/2/4 (minicpm): the granite graph with its multipliers defaulting to MiniCPM's
  * (embedding 12, residual 1.4 / sqrt(block_count), logit 256 / n_embd: llama.cpp's
@@ -212,7 +313,7 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
             }
             llm_named(q, "q", il);
             llm_named(k, "k", il);
-            loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, NULL);
+            loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, kq_scale, 0.0f, ly->sinks);
             x = llm_linear(ctx, ly->wo, ly->bo, a);
         }
         x = llm_named(x, "attn_out", il);
@@ -228,10 +329,17 @@ loom_tensor *llm_granite_build(loom_model *m, loom_ctx *ctx, const llm_batch *b)
             if (ly->ffn_gate_shexp) {
                 loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate_shexp, n), *u = loom_mul_mat(ctx, ly->ffn_up_shexp, n);
                 x = loom_add(ctx, x, loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, g, u)));
+            } else if (ly->ffn_up_shexp) { /* granite_swa: gate | up in one matrix */
+                loom_tensor *gu = loom_mul_mat(ctx, ly->ffn_up_shexp, n); /* [2 FS, T] */
+                const int64_t FS = loom_tensor_ne(gu, 0) / 2, T2 = loom_tensor_ne(gu, 1);
+                const int64_t va[3] = {FS, (int64_t)loom_tensor_nb(gu, 1), T2};
+                loom_tensor *g = loom_cont(ctx, loom_view(ctx, gu, 0, 3, va));
+                loom_tensor *u = loom_cont(ctx, loom_view(ctx, gu, (size_t)FS * sizeof(float), 3, va));
+                x = loom_add(ctx, x, loom_mul_mat(ctx, ly->ffn_down_shexp, loom_swiglu(ctx, g, u)));
             }
         } else {
-            loom_tensor *g = loom_mul_mat(ctx, ly->ffn_gate, x), *u = loom_mul_mat(ctx, ly->ffn_up, x);
-            x = loom_mul_mat(ctx, ly->ffn_down, loom_swiglu(ctx, g, u));
+            loom_tensor *g = llm_linear(ctx, ly->ffn_gate, ly->ffn_gate_b, x), *u = llm_linear(ctx, ly->ffn_up, ly->ffn_up_b, x);
+            x = llm_linear(ctx, ly->ffn_down, ly->ffn_down_b, loom_swiglu(ctx, g, u));
         }
         x = llm_named(x, "ffn_out", il);
         h = llm_named(loom_add(ctx, residual(ctx, hx, x), h), "l_out", il);

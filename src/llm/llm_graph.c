@@ -244,6 +244,8 @@ bool llm_layer_has_rope(const loom_model *m, int il) {
     if (m->hx.rope_off) return false;
     /* smollm3 (llama.cpp's n_no_rope_layer_step): every step-th layer has none */
     if (m->hx.no_rope_step > 0 && (il + 1) % m->hx.no_rope_step == 0) return false;
+    /* granite_swa: attention.rope_pattern, one boolean per layer */
+    if (il >= 0 && il < 4096 && (m->hx.nope_bits[il / 64] >> (il % 64) & 1)) return false;
     /* cohere2, exaone4 with a window, muse-glimmer: only the sliding-window layers rotate */
     /* smallthinker with a window: every fourth layer (il % 4 == 0) is NoPE, unless the
      * model has exactly 4 layers (llama.cpp's n_no_rope_layer_step == n_layer test) */

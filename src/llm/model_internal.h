@@ -267,6 +267,7 @@ typedef struct llm_hparams_x {
     int mrope;               /* qwen2vl / qwen3vl multi-section rope: 0 none, 1 sections, 2 interleaved */
     bool swa_listed;         /* sliding layers given one by one (gemma4): swa_bits */
     uint64_t swa_bits[64];   /* bit il: layer il slides (LLM layers <= 4096) */
+    uint64_t nope_bits[64];  /* bit il: layer il has no rope (granite_swa's attention.rope_pattern) */
     int n_embd_pl;           /* gemma4 embedding_length_per_layer_input (0: none) */
     int n_kv_from_start;     /* gemma4: layers >= this share an earlier layer's cache (n_layer: none) */
     int head_dim_swa, n_rot_swa; /* gemma4 sliding layers' head dim and rotary dims */
