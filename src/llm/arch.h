@@ -147,6 +147,8 @@ loom_status llm_step35_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_hyv3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_hyv3_bind(loom_model *m, loom_error *err);
+loom_status llm_laguna_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_laguna_bind(loom_model *m, loom_error *err);
 /* arch_mimo2.c */
 loom_status llm_mimo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_mimo2_bind(loom_model *m, loom_error *err);

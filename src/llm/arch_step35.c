@@ -29,6 +29,17 @@
  * the layers with a router experts (separate or fused gate|up) plus a shared expert
  * (expert_shared_feed_forward_length, default the experts' width), the selection bias
  * named exp_probs_b (".bias" also taken), no SwiGLU limits.
+ *
+ * laguna (poolside Laguna XS.2 / M.1, as llama.cpp's laguna graph): the step35 block with
+ * its head counts per layer, q/k norms required, an output gate softplus(Wgate x) that is
+ * one value per head ([E, heads]) or per element ([E, heads x D]), the leading
+ * leading_dense_block_count layers dense and the others routed (sigmoid unless stated, the
+ * selection bias exp_probs_b.bias required, weights normalised / scaled as the keys say)
+ * plus a shared expert. With attention.sliding_window > 0 the window layers are all but
+ * every sliding_window_pattern-th from the first (a period, default 4; llama.cpp reads
+ * no per-layer array here) and they rotate rope.dimension_count_swa dims with
+ * rope.freq_base_swa (default the global base) without YaRN, the full layers
+ * rope.dimension_count dims with the file's rope scaling.
  */
 #include <math.h>
 #include <stdio.h>
@@ -276,6 +287,125 @@ loom_status llm_hyv3_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
+static bool is_laguna(const loom_model_hparams *hp) { return !strcmp(hp->arch, "laguna"); }
+
+loom_status llm_laguna_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v, shared;
+    double d;
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if ((s = llm_get_int_key(g, a, "leading_dense_block_count", true, 0, &v, err))) return s;
+    if (v < 0 || v > hp->n_layer)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.leading_dense_block_count = %lld is out of range", a,
+                              (long long)v);
+    hx->n_dense_lead = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_shared_count", false, 1, &shared, err))) return s;
+    if (shared < 0 || shared > 64)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_count = %lld is out of range", a,
+                              (long long)shared);
+    if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
+    if (v == 0) v = (int64_t)hx->n_ff_exp * shared; /* llama.cpp's default */
+    if (v < 1 || v > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              a, (long long)v);
+    hx->n_ff_shexp = (int)v;
+    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
+    if (v == 0) v = 2;
+    if (v != 1 && v != 2)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
+                              "are supported)", a, (long long)v);
+    hx->expert_gating = v == 2;
+    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
+    if (!(d >= 0 && d < 1e6))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
+    hx->expert_weights_scale = (float)d;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+    bool nw = false;
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
+    hx->expert_weights_norm = nw;
+    if ((s = llm_get_int_key(g, a, "attention.sliding_window", false, 0, &v, err))) return s;
+    if (v < 0 || v > ((int64_t)1 << 30))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
+                              (long long)v);
+    hx->n_swa = (int)v;
+    if (v > 0) {
+        if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+        int64_t p = 4;
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
+        const int64_t ki = loom_gguf_find_key(g, key);
+        if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY && (loom_gguf_kv_int(g, ki, &p) || p < 0 || p > 4096))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a period in [0, 4096]", key);
+        memset(hx->swa_bits, 0, sizeof hx->swa_bits);
+        hx->swa_listed = true;
+        for (int il = 0; il < hp->n_layer; il++) /* the full layer first in each period */
+            if (p == 0 || il % p != 0) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
+        if ((s = llm_get_float_key(g, a, "rope.freq_base_swa", hp->rope_base, &d, NULL, err))) return s;
+        if (!(d > 1 && d < 1e12))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base_swa = %g is out of range", a, d);
+        hx->rope_base_swa = (float)d;
+        hx->rope_scale_swa = 1.0f;
+        hx->swa_rope_plain = true; /* no YaRN on the window layers */
+        if ((s = llm_get_int_key(g, a, "rope.dimension_count_swa", false, hp->n_rot, &v, err))) return s;
+        if (v < 2 || v > hp->head_dim_k || v % 2)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.dimension_count_swa = %lld is out of range", a,
+                                  (long long)v);
+        hx->n_rot_swa = (int)v;
+    }
+    return llm_arch_yarn_keys(g, hp, hx, err);
+}
+
+loom_status llm_laguna_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const loom_gguf *g = loom_model_gguf(m);
+    const int64_t E = hp->n_embd, F = hp->n_ff, NE = hx->n_expert, FE = hx->n_ff_exp, FS = hx->n_ff_shexp;
+    const int64_t DV = hp->head_dim_v;
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        int64_t h, kv;
+        if ((st = llm_get_layer_int(g, hp->arch, "attention.head_count", il, hp->n_layer, hp->n_head, &h, err)) ||
+            (st = llm_get_layer_int(g, hp->arch, "attention.head_count_kv", il, hp->n_layer, hp->n_head_kv, &kv, err)))
+            break;
+        if (h < 1 || kv < 1 || h % kv) {
+            st = loom_error_set(err, LOOM_ERR_FORMAT, "model: %s layer %d: %lld heads, %lld KV heads (heads must be a "
+                                "multiple of KV heads)", hp->arch, il, (long long)h, (long long)kv);
+            break;
+        }
+        L->n_head = (int)h;
+        L->n_head_kv = (int)kv;
+        L->n_rot = llm_layer_is_swa(hx, il) ? hx->n_rot_swa : hp->n_rot;
+        m->kv_types[il].hkv = (int32_t)kv;
+        loom_model_hparams lhp = *hp;
+        lhp.n_head = (int)h;
+        lhp.n_head_kv = (int)kv;
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        llm_bind_attn_any(be, &lhp, L, il, false, err, &st);
+        llm_bind_qk_norm(be, hp, L, il, true, err, &st);
+        /* the output gate: one per head or one per element (by its width) */
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.attn_gate.weight", il);
+        const loom_tensor *gt = loom_backend_get_tensor(be, name);
+        const int64_t gw = gt && loom_tensor_ne(gt, 1) == h * DV ? h * DV : h;
+        L->attn_gate = llm_bind_tensor(be, true, E, gw, 1, err, &st, "blk.%d.attn_gate.weight", il);
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        if (il >= hx->n_dense_lead) {
+            llm_bind_experts(be, L, il, E, FE, NE, err, &st);
+            L->ffn_exp_probs_b = llm_bind_tensor(be, true, NE, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
+            llm_bind_shared_expert(be, L, il, E, FS, err, &st);
+        } else {
+            L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
+            L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
+            L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, &st, "blk.%d.ffn_down.weight", il);
+        }
+    }
+    return st;
+}
+
 static loom_tensor *mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x, float limit) {
     return loom_mul_mat(ctx, down, llm_swiglu_limited(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x), limit));
 }
@@ -285,6 +415,7 @@ loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
     const llm_hparams_x *hx = &m->hx;
     const int64_t T = b->n_tokens, DK = hp->head_dim_k, DV = hp->head_dim_v;
     const float eps = hp->rms_eps;
+    const bool laguna = is_laguna(hp);
     llm_inputs in;
     llm_graph_inputs(m, ctx, b, &in);
     loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
@@ -306,10 +437,16 @@ loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) 
         q = llm_named(loom_rope(ctx, q, in.pos, ly->n_rot, base, scale, &ro), "q", il);
         k = llm_named(loom_rope(ctx, k, in.pos, ly->n_rot, base, scale, &ro), "k", il);
         loom_tensor *a = llm_attention(m, ctx, b, &in, il, q, k, v, in.mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
-        if (ly->attn_gate) { /* one gate per head */
-            const int64_t ne_a[3] = {DV, H, T}, ne_g[3] = {1, H, T}, ne_f[2] = {DV * H, T};
-            loom_tensor *gt = loom_reshape(ctx, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->attn_gate, x)), 3, ne_g);
-            a = loom_reshape(ctx, loom_mul(ctx, loom_reshape(ctx, a, 3, ne_a), gt), 2, ne_f);
+        if (ly->attn_gate) { /* step35: sigmoid per head; laguna: softplus per head or per element */
+            loom_tensor *gl = loom_mul_mat(ctx, ly->attn_gate, x);
+            gl = laguna ? loom_softplus(ctx, gl) : loom_sigmoid(ctx, gl);
+            if (loom_tensor_ne(ly->attn_gate, 1) == H) {
+                const int64_t ne_a[3] = {DV, H, T}, ne_g[3] = {1, H, T}, ne_f[2] = {DV * H, T};
+                a = loom_reshape(ctx, loom_mul(ctx, loom_reshape(ctx, a, 3, ne_a), loom_reshape(ctx, gl, 3, ne_g)), 2,
+                                 ne_f);
+            } else {
+                a = loom_mul(ctx, a, gl);
+            }
         }
         x = llm_named(llm_linear(ctx, ly->wo, ly->bo, a), "attn_out", il);
         llm_last_rows(ctx, m, &in, il, &x, &r);
