@@ -337,7 +337,8 @@ loom_tensor *loom_xielu(loom_ctx *ctx, loom_tensor *a, float alpha_n, float alph
 loom_tensor *loom_ssm_conv(loom_ctx *ctx, loom_tensor *x, loom_tensor *w, loom_tensor *state, loom_tensor *seq);
 /* Gated delta rule: qk F32 [Dk, 2 Hk, T] (heads 0..Hk-1 the queries, Hk..2Hk-1 the
  * keys; rows contiguous), v F32 [Dv, Hv, T] (Hv a multiple of Hk: value head h reads
- * query/key head h % Hk), g F32 [Hv, T] (log decay), beta F32 [Hv, T], state F32
+ * query/key head h % Hk), g F32 [Hv, T] (log decay) or [Dk, Hv, T] (one per key dim:
+ * Kimi's KDA, column i of M decays by exp(g[i])), beta F32 [Hv, T], state F32
  * [Dv * Dk * Hv, S] (per slot and head a Dv x Dk matrix M, row j = value dim j). Per
  * token: q, k L2-normalised (1 / max(|x|, eps)); M *= exp(g); d = beta (v - M k);
  * M += d k^T; out = M q / sqrt(Dk). Result F32 [Dv * Hv, T + Dk * S]: the outputs

@@ -100,17 +100,16 @@ static void test_conv(int nth, loom_type wtype) {
     loom_ctx_free(ctx);
 }
 
-static void test_delta(int nth) {
+/* per_key: g [Dk, Hv, T], a log decay per key dim (Kimi's KDA) */
+static void test_delta(int nth, bool per_key) {
     enum { Dk = 5, Dv = 4, Hk = 2, Hv = 4, T = 9, S = 4 };
     const float eps = 1e-6f;
-    float qk[Dk * 2 * Hk * T], v[Dv * Hv * T], g[Hv * T], b[Hv * T], st[Dv * Dk * Hv * S];
+    float qk[Dk * 2 * Hk * T], v[Dv * Hv * T], g[Dk * Hv * T], b[Hv * T], st[Dv * Dk * Hv * S];
     fill_rnd(qk, sizeof qk / sizeof qk[0], 1.0f);
     fill_rnd(v, sizeof v / sizeof v[0], 1.0f);
     fill_rnd(st, sizeof st / sizeof st[0], 0.5f);
-    for (int i = 0; i < Hv * T; i++) {
-        g[i] = -0.5f * (float)rnd_u();        /* log decay in (-0.5, 0] */
-        b[i] = (float)rnd_u();                /* beta in [0, 1) */
-    }
+    for (int i = 0; i < Dk * Hv * T; i++) g[i] = -0.5f * (float)rnd_u(); /* log decay in (-0.5, 0] */
+    for (int i = 0; i < Hv * T; i++) b[i] = (float)rnd_u();              /* beta in [0, 1) */
     qk[0] = qk[1] = qk[2] = qk[3] = qk[4] = 0.0f; /* a zero query: the eps branch */
     double M[Dv * Dk * Hv * S], out[Dv * Hv * T];
     for (int i = 0; i < Dv * Dk * Hv * S; i++) M[i] = st[i];
@@ -127,11 +126,11 @@ static void test_delta(int nth) {
             nq = 1.0 / fmax(sqrt(nq), eps);
             nk = 1.0 / fmax(sqrt(nk), eps);
             double *m = M + (s * Hv + h) * Dv * Dk;
-            const double dec = exp((double)g[t * Hv + h]), beta = b[t * Hv + h];
+            const double beta = b[t * Hv + h];
             for (int j = 0; j < Dv; j++) {
                 double mk = 0;
                 for (int i = 0; i < Dk; i++) {
-                    m[j * Dk + i] *= dec;
+                    m[j * Dk + i] *= exp((double)(per_key ? g[(t * Hv + h) * Dk + i] : g[t * Hv + h]));
                     mk += m[j * Dk + i] * k[i] * nk;
                 }
                 const double d = (v[(t * Hv + h) * Dv + j] - mk) * beta;
@@ -146,8 +145,10 @@ static void test_delta(int nth) {
     loom_ctx *ctx = nn_ctx(nth, false);
     loom_ctx *in = loom_ctx_input(ctx);
     int64_t nqk[3] = {Dk, 2 * Hk, T}, nv[3] = {Dv, Hv, T}, ng[2] = {Hv, T}, nst[2] = {Dv * Dk * Hv, S}, nq1[1] = {T};
+    int64_t ngk[3] = {Dk, Hv, T};
+    loom_tensor *gt = per_key ? loom_from_f32(in, g, Dk * Hv * T, 3, ngk) : loom_from_f32(in, g, Hv * T, 2, ng);
     loom_tensor *r = loom_gated_delta(ctx, loom_from_f32(in, qk, sizeof qk / 4, 3, nqk),
-                                      loom_from_f32(in, v, sizeof v / 4, 3, nv), loom_from_f32(in, g, Hv * T, 2, ng),
+                                      loom_from_f32(in, v, sizeof v / 4, 3, nv), gt,
                                       loom_from_f32(in, b, Hv * T, 2, ng), loom_from_f32(in, st, sizeof st / 4, 2, nst),
                                       loom_from_i32(in, k_seq, T, 1, nq1), eps);
     enum { N = Dv * Hv * (T + Dk * S) };
@@ -156,7 +157,8 @@ static void test_delta(int nth) {
     double ref[N];
     for (int i = 0; i < Dv * Hv * T; i++) ref[i] = out[i];
     for (int i = 0; i < Dv * Dk * Hv * S; i++) ref[Dv * Hv * T + i] = M[i];
-    CHECK_MSG(max_rel(got, ref, N) < 2e-6, "gated_delta (%d threads): max rel %g", nth, max_rel(got, ref, N));
+    CHECK_MSG(max_rel(got, ref, N) < 2e-6, "gated_delta (%s, %d threads): max rel %g", per_key ? "per key" : "per head",
+              nth, max_rel(got, ref, N));
     CHECK(!memcmp(got + Dv * Hv * T + 3 * Dv * Dk * Hv, st + 3 * Dv * Dk * Hv, Dv * Dk * Hv * sizeof(float)));
     loom_ctx_free(ctx);
 }
@@ -375,6 +377,19 @@ static void test_conv_strided(void) {
 }
 
 static void test_errors(void) {
+    {   /* gated delta: g neither [Hv, T] nor [Dk, Hv, T] (Dk + 1 rows) */
+        loom_ctx *c = nn_ctx(1, false);
+        loom_ctx *ci = loom_ctx_input(c);
+        static float zz[256];
+        int64_t nqk[3] = {4, 2, 3}, nv[3] = {4, 1, 3}, ng[3] = {5, 1, 3}, nb[2] = {1, 3}, ns[2] = {16, 1}, nq1[1] = {3};
+        static const int32_t sq0[3] = {0, 0, 0};
+        loom_tensor *r = loom_gated_delta(c, loom_from_f32(ci, zz, 24, 3, nqk), loom_from_f32(ci, zz, 12, 3, nv),
+                                          loom_from_f32(ci, zz, 15, 3, ng), loom_from_f32(ci, zz, 3, 2, nb),
+                                          loom_from_f32(ci, zz, 16, 2, ns), loom_from_i32(ci, sq0, 3, 1, nq1), 1e-6f);
+        CHECK(loom_tensor_is_poison(r) && loom_ctx_status(c) == LOOM_ERR_SHAPE);
+        CHECK(strstr(*loom_ctx_error(c) ? loom_ctx_error(c) : "", "[Dk = 4, Hv, T]") != NULL);
+        loom_ctx_free(c);
+    }
     loom_ctx *ctx = nn_ctx(1, false);
     loom_ctx *in = loom_ctx_input(ctx);
     int64_t nx[2] = {4, 3}, nw[2] = {3, 5}, nst[2] = {8, 2}, nq[1] = {3};
@@ -512,7 +527,8 @@ int main(void) {
         test_conv(nth, LOOM_TYPE_F32);
         test_conv(nth, LOOM_TYPE_F16);
         test_conv(nth, LOOM_TYPE_BF16);
-        test_delta(nth);
+        test_delta(nth, false);
+        test_delta(nth, true);
         test_scan(nth, false);
         test_scan(nth, true);
         test_wkv7(nth);

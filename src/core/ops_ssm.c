@@ -96,12 +96,17 @@ static loom_tensor *gated_delta(loom_ctx *ctx, loom_tensor *qk, loom_tensor *v, 
     if (!rows_ok(v) || v->ne[2] != T || v->ne[3] != 1 || Hv < 1 || Hv % Hk)
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, v, qk, "v must be F32 [Dv, Hv, T = %lld], Hv a multiple of %lld",
                              (long long)T, (long long)Hk);
-    loom_tensor *gb[2] = {g, beta};
-    for (int i = 0; i < 2; i++)
-        if (gb[i]->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(gb[i]) || gb[i]->ne[0] != Hv ||
-            gb[i]->ne[1] != T || gb[i]->ne[2] != 1)
-            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, gb[i], v, "%s must be contiguous F32 [Hv = %lld, T = %lld]",
-                                 i ? "beta" : "g", (long long)Hv, (long long)T);
+    if (beta->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(beta) || beta->ne[0] != Hv || beta->ne[1] != T ||
+        beta->ne[2] != 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, beta, v, "beta must be contiguous F32 [Hv = %lld, T = %lld]",
+                             (long long)Hv, (long long)T);
+    /* g: one log decay per head [Hv, T], or one per key dim [Dk, Hv, T] (Kimi's KDA) */
+    const bool per_head = g->ne[0] == Hv && g->ne[1] == T && g->ne[2] == 1 && g->ne[3] == 1;
+    const bool per_key = g->ne[0] == Dk && g->ne[1] == Hv && g->ne[2] == T && g->ne[3] == 1;
+    if (g->type != LOOM_TYPE_F32 || !loom_tensor_is_contiguous(g) || !(per_head || per_key))
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, g, v,
+                             "g must be contiguous F32 [Hv = %lld, T = %lld] or [Dk = %lld, Hv, T]", (long long)Hv,
+                             (long long)T, (long long)Dk);
     if (!state_ok(state, Dv * Dk * Hv))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, state, v, "state must be contiguous F32 [Dv * Dk * Hv = %lld, S]",
                              (long long)(Dv * Dk * Hv));

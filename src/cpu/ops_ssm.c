@@ -140,7 +140,7 @@ void loom_cpu_op_ssm_conv(const loom_compute_params *p, loom_tensor *dst) {
 
 size_t loom_cpu_work_size_gated_delta(const loom_tensor *dst, int nth) {
     const int64_t Dk = dst->src[0]->ne[0];
-    return (size_t)nth * ((size_t)(2 * Dk) * sizeof(float) + 64);
+    return (size_t)nth * ((size_t)(3 * Dk) * sizeof(float) + 64);
 }
 
 /* x / max(|x|, eps) into out (llama.cpp's ggml_l2_norm: the sum in double) */
@@ -162,8 +162,9 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
     float *ns = out + (size_t)(Dv * Hv) * (size_t)T; /* [Dv * Dk * Hv, S] (not in place) */
     const size_t per = (size_t)(Dv * Dk);
     const loom_kernels *kt = loom_kernels_get();
-    float *qn = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)(2 * Dk) * sizeof(float) + 64));
-    float *kn = qn + Dk;
+    float *qn = (float *)((char *)p->wdata + (size_t)p->ith * ((size_t)(3 * Dk) * sizeof(float) + 64));
+    float *kn = qn + Dk, *dk = kn + Dk;
+    const bool per_key = g->ne[0] == Dk && g->ne[1] == Hv && g->ne[2] == T; /* KDA: a decay per key dim */
     int64_t r0, r1;
     loom_cpu_split(Hv * it.n, p->ith, p->nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -176,12 +177,18 @@ void loom_cpu_op_gated_delta(const loom_compute_params *p, loom_tensor *dst) {
             l2n((const float *)(qkt + hk * qk->nb[1]), Dk, eps, qn);
             l2n((const float *)(qkt + (Hk + hk) * qk->nb[1]), Dk, eps, kn);
             const float *vt = (const float *)((const char *)v->data + t * v->nb[2] + h * v->nb[1]);
-            const float decay = expf(((const float *)g->data)[t * Hv + h]);
+            const float *gt = (const float *)g->data + (per_key ? (size_t)(t * Hv + h) * (size_t)Dk : (size_t)(t * Hv + h));
+            const float decay = per_key ? 1.0f : expf(gt[0]);
+            if (per_key)
+                for (int64_t i = 0; i < Dk; i++) dk[i] = expf(gt[i]);
             const float b = ((const float *)beta->data)[t * Hv + h];
             float *o = out + (size_t)t * (size_t)(Dv * Hv) + (size_t)h * (size_t)Dv;
             for (int64_t j = 0; j < Dv; j++) { /* the level's f32 helpers (the scalar table: the reference) */
                 float *row = M + (size_t)j * (size_t)Dk;
-                kt->scale_f32(Dk, row, decay);
+                if (per_key)
+                    for (int64_t i = 0; i < Dk; i++) row[i] *= dk[i];
+                else
+                    kt->scale_f32(Dk, row, decay);
                 const float d = (vt[j] - kt->dot_f32(Dk, row, kn)) * b;
                 kt->axpy_f32(Dk, d, kn, row);
                 o[j] = kt->dot_f32(Dk, row, qn) * scale;
