@@ -53,6 +53,8 @@ typedef struct llm_layer {
      * qwen3next: beta | alpha fused per key head (ssm_ba), or q, k, v, z per key head (ssm_in,
      * older files) in place of wqkv and ssm_z */
     loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out, *ssm_ba, *ssm_in;
+    /* Kimi's KDA (arch_kimi.c): the k / v convolutions (ssm_conv: q's), decay and output-gate LoRAs */
+    loom_tensor *ssm_conv_k, *ssm_conv_v, *ssm_f_a, *ssm_f_b, *ssm_g_a, *ssm_g_b;
     /* Mamba-2 (with ssm_in, ssm_conv, ssm_dt, ssm_a, ssm_norm, ssm_out): conv bias, skip D */
     loom_tensor *ssm_conv_b, *ssm_d;
     /* Mamba-1 (ssm_dt is then the dt projection): x projection to dt | B | C, dt bias,

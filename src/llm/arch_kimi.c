@@ -1,0 +1,245 @@
+/*
+ * arch_kimi.c - Kimi Linear (general.architecture "kimi-linear": Kimi-Linear-48B-A3B), as
+ * llama.cpp's kimi-linear graph: Kimi Delta Attention layers (attention.head_count_kv 0)
+ * and multi-head latent attention layers without any rope, each followed by a SwiGLU MLP
+ * (the leading_dense_block_count first layers) or DeepSeek-style experts plus shared
+ * experts.
+ *
+ *   KDA layer (H heads of D = kda.head_dim, conv kernel K = ssm.conv_kernel):
+ *     q, k, v = silu(conv(Wq x)), silu(conv(Wk x)), silu(conv(Wv x))  (causal, per-sequence
+ *       states; kernels ssm_conv1d_q / _k / _v [K, 1, H D])
+ *     g = softplus(Wf_b Wf_a x + dt_bias) * ssm_a (ssm_a = -exp(A_log) per head, as the
+ *       converter stores it): a log decay per key dim [D, H, T]
+ *     beta = sigmoid(Wbeta x) [H, T]
+ *     o = delta rule (q, k L2-normalised with the RMS epsilon; per-sequence state)
+ *     out = Wo (rms_norm(o per head) * ssm_norm * sigmoid(Wg_b Wg_a x))
+ *   MLA layer: the DeepSeek absorbed form (attn_k_b / attn_v_b) of arch_deepseek2.c with
+ *     q_pe and k_pe left unrotated: Q = [Wk_b^T q_nope ; q_pe], K = [c ; k_pe], V = c,
+ *     scores 1 / sqrt(key_length_mla), then Wv_b per head and Wo
+ *   FFN: n = rms_norm(h) * ffn_norm; SwiGLU(n), or experts (expert_gating_func, the
+ *     selection bias, weights normalised and times expert_weights_scale) + shared SwiGLU(n)
+ *   logits = Woutput (rms_norm(h) * output_norm)
+ * Files with the legacy attn_kv_b only are refused: llama.cpp's graph for them puts k_pe
+ * before k_nope in the keys, q_pe after q_nope in the queries.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch.h"
+
+static bool recurrent(const llm_hparams_x *hx, int il) { return hx->recr_bits[il / 64] >> (il % 64) & 1; }
+
+loom_status llm_kimi_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v, k, vv, dh;
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+    memset(hx->recr_bits, 0, sizeof hx->recr_bits);
+    for (int il = 0; il < hp->n_layer; il++) {
+        if ((s = llm_arch_layer_kv_heads(g, hp, il, &v, err))) return s;
+        if (v == 0) hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
+    }
+    /* KDA */
+    if ((s = llm_get_int_key(g, a, "kda.head_dim", true, 0, &dh, err))) return s;
+    if ((s = llm_get_int_key(g, a, "ssm.conv_kernel", true, 0, &k, err))) return s;
+    if (dh < 1 || dh > 1024 || k < 2 || k > 16 || dh * dh * hp->n_head > ((int64_t)1 << 28))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.kda.head_dim = %lld / ssm.conv_kernel = %lld are out of "
+                              "range (head_dim 1..1024, kernel 2..16)", a, (long long)dh, (long long)k);
+    hx->ssm_dk = (int)dh;
+    hx->ssm_conv_k = (int)k;
+    /* MLA (the absorbed form) */
+    if ((s = llm_get_int_key(g, a, "attention.kv_lora_rank", true, 0, &v, err))) return s;
+    if (v < 1 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.kv_lora_rank is out of range", a);
+    hx->kv_lora = (int)v;
+    if ((s = llm_get_int_key(g, a, "attention.q_lora_rank", false, 0, &v, err))) return s;
+    if (v < 0 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.q_lora_rank is out of range", a);
+    hx->q_lora = (int)v;
+    if ((s = llm_get_int_key(g, a, "attention.key_length_mla", true, 0, &k, err))) return s;
+    if ((s = llm_get_int_key(g, a, "attention.value_length_mla", true, 0, &vv, err))) return s;
+    if (k <= hp->n_rot || vv < 1 || k > 65536 || vv > 65536 || hp->head_dim_k != hx->kv_lora + hp->n_rot)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s: key_length_mla %lld / value_length_mla %lld / key_length "
+                              "%d do not describe the latent cache (kv_lora_rank %d + rope %d)", a, (long long)k,
+                              (long long)vv, hp->head_dim_k, hx->kv_lora, hp->n_rot);
+    hx->mla = true;
+    hx->head_dim_k_mla = (int)k;
+    hx->head_dim_v_mla = (int)vv;
+    hx->rope_off = true; /* no rope anywhere (llama.cpp's graph) */
+    /* experts: the gating function is required (no default in llama.cpp) */
+    if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
+    if ((s = llm_get_int_key(g, a, "expert_gating_func", true, 0, &v, err))) return s;
+    if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s;
+    hx->expert_weights_norm = true; /* llama.cpp's graph always normalises */
+    if (hx->n_expert_shared < 1) hx->n_expert_shared = 1;
+    return LOOM_OK;
+}
+
+loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, H = hp->n_head, D = hx->ssm_dk, C = D * H, K = hx->ssm_conv_k;
+    const int64_t DK = hx->head_dim_k_mla, DV = hx->head_dim_v_mla, R = hp->n_rot, NOPE = DK - R, KVL = hx->kv_lora;
+    const int64_t QL = hx->q_lora;
+    loom_status st = llm_bind_embd_output(m, err);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+        llm_kv_layer_type *t = &m->kv_types[il];
+        L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
+        if (recurrent(hx, il)) {
+            static const char *const conv[3] = {"blk.%d.ssm_conv1d_q.weight", "blk.%d.ssm_conv1d_k.weight",
+                                                "blk.%d.ssm_conv1d_v.weight"};
+            loom_tensor **cw[3] = {&L->ssm_conv, &L->ssm_conv_k, &L->ssm_conv_v};
+            for (int i = 0; i < 3; i++) *cw[i] = llm_bind_tensor(be, true, K, 1, C, err, &st, conv[i], il);
+            L->wq = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_q.weight", il);
+            L->wk = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_k.weight", il);
+            L->wv = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_v.weight", il);
+            L->ssm_f_a = llm_bind_tensor(be, true, E, D, 1, err, &st, "blk.%d.ssm_f_a.weight", il);
+            L->ssm_f_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_f_b.weight", il);
+            L->ssm_beta = llm_bind_tensor(be, true, E, H, 1, err, &st, "blk.%d.ssm_beta.weight", il);
+            L->ssm_a = llm_bind_tensor(be, true, 1, H, 1, err, &st, "blk.%d.ssm_a", il);
+            L->ssm_dt = llm_bind_tensor(be, true, C, 1, 1, err, &st, "blk.%d.ssm_dt.bias", il);
+            L->ssm_g_a = llm_bind_tensor(be, true, E, D, 1, err, &st, "blk.%d.ssm_g_a.weight", il);
+            L->ssm_g_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_g_b.weight", il);
+            L->ssm_norm = llm_bind_tensor(be, true, D, 1, 1, err, &st, "blk.%d.ssm_norm.weight", il);
+            L->wo = llm_bind_tensor(be, true, C, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+            t->rs_conv = (int32_t)((K - 1) * 3 * C);
+            t->rs_ssm = (int32_t)(D * D * H);
+        } else {
+            if (QL > 0) {
+                L->wq_a = llm_bind_tensor(be, true, E, QL, 1, err, &st, "blk.%d.attn_q_a.weight", il);
+                L->q_a_norm = llm_bind_tensor(be, true, QL, 1, 1, err, &st, "blk.%d.attn_q_a_norm.weight", il);
+                L->wq_b = llm_bind_tensor(be, true, QL, H * DK, 1, err, &st, "blk.%d.attn_q_b.weight", il);
+            } else {
+                L->wq = llm_bind_tensor(be, true, E, H * DK, 1, err, &st, "blk.%d.attn_q.weight", il);
+            }
+            L->wkv_a_mqa = llm_bind_tensor(be, true, E, KVL + R, 1, err, &st, "blk.%d.attn_kv_a_mqa.weight", il);
+            L->kv_a_norm = llm_bind_tensor(be, true, KVL, 1, 1, err, &st, "blk.%d.attn_kv_a_norm.weight", il);
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.attn_k_b.weight", il);
+            if (!st && !loom_backend_get_tensor(be, name)) {
+                st = loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                                    "model: %s: tensor 'blk.%d.attn_k_b.weight' is missing (files with the legacy "
+                                    "attn_kv_b only are not supported: convert with a current converter)", hp->arch, il);
+                break;
+            }
+            L->wk_b = llm_bind_tensor(be, true, NOPE, KVL, H, err, &st, "blk.%d.attn_k_b.weight", il);
+            L->wv_b = llm_bind_tensor(be, true, KVL, DV, H, err, &st, "blk.%d.attn_v_b.weight", il);
+            L->wo = llm_bind_tensor(be, true, H * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+            t->dk = (int32_t)(KVL + R); /* the latent cache: [c ; k_pe], and c as the values */
+            t->dv = (int32_t)KVL;
+            t->hkv = 1;
+        }
+        L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        llm_ds_bind_ffn(be, hp, hx, L, il, err, &st);
+        if (!st && il >= hx->n_dense_lead && (!L->ffn_gate_shexp || !L->ffn_exp_probs_b))
+            st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: %s layer %d: the shared expert and the selection bias "
+                                "(blk.%d.exp_probs_b.bias) are required", hp->arch, il, il);
+    }
+    return st;
+}
+
+/* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
+static loom_tensor *head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n) {
+    const int64_t args[5] = {n, (int64_t)loom_tensor_nb(x, 1), loom_tensor_ne(x, 1), (int64_t)loom_tensor_nb(x, 2),
+                             loom_tensor_ne(x, 2)};
+    return loom_view(ctx, x, (size_t)off * loom_tensor_nb(x, 0), 5, args);
+}
+
+static loom_tensor *mla_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
+                              loom_tensor *x) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const llm_layer *ly = &m->layers[il];
+    const int64_t T = loom_tensor_ne(x, 1), H = hp->n_head, DK = hx->head_dim_k_mla, DV = hx->head_dim_v_mla;
+    const int64_t R = hp->n_rot, NOPE = DK - R, KVL = hx->kv_lora;
+    const float eps = hp->rms_eps;
+    loom_tensor *q = ly->wq_a ? loom_mul_mat(ctx, ly->wq_b, loom_rms_norm(ctx, loom_mul_mat(ctx, ly->wq_a, x), ly->q_a_norm, eps))
+                              : loom_mul_mat(ctx, ly->wq, x);
+    const int64_t ne_q[3] = {DK, H, T}, ne_kvp[3] = {KVL + R, 1, T};
+    q = loom_reshape(ctx, q, 3, ne_q);
+    loom_tensor *kvp = loom_reshape(ctx, loom_mul_mat(ctx, ly->wkv_a_mqa, x), 3, ne_kvp);
+    loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
+    loom_tensor *k_pe = loom_cont(ctx, head_part(ctx, kvp, KVL, R)); /* no rope */
+    loom_tensor *q_pe = loom_cont(ctx, head_part(ctx, q, NOPE, R));
+    loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, head_part(ctx, q, 0, NOPE), 0, 2, 1, 3)); /* [NOPE, T, H] */
+    loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3)); /* [KVL, H, T] */
+    loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);
+    loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);
+    loom_tensor *a = llm_attention(m, ctx, b, in, il, Q, K, c, in->mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
+    const int64_t ne_a[3] = {KVL, H, T}, ne_o[2] = {DV * H, T};
+    loom_tensor *ap = loom_cont(ctx, loom_permute(ctx, loom_reshape(ctx, a, 3, ne_a), 0, 2, 1, 3));
+    loom_tensor *o = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wv_b, ap), 0, 2, 1, 3));
+    return loom_mul_mat(ctx, ly->wo, loom_reshape(ctx, o, 2, ne_o));
+}
+
+static loom_tensor *kda_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const llm_layer *ly = &m->layers[il];
+    llm_kv_cache *kv = &m->kv;
+    const int64_t T = loom_tensor_ne(x, 1), H = hp->n_head, D = hx->ssm_dk, C = D * H, K = hx->ssm_conv_k;
+    const int64_t S = kv->n_seq;
+    const float eps = hp->rms_eps;
+    const bool real = kv->rs_conv && kv->rs_conv[il];
+    const int64_t ne_rc[2] = {(K - 1) * 3 * C, S}, ne_rs[2] = {D * D * H, S};
+    loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
+    loom_tensor *rs = real ? kv->rs_ssm[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rs);
+    /* q | k | v through one convolution: their kernels side by side [K, 3 C] */
+    loom_tensor *qkv = loom_concat(ctx, loom_concat(ctx, loom_mul_mat(ctx, ly->wq, x), loom_mul_mat(ctx, ly->wk, x), 0),
+                                   loom_mul_mat(ctx, ly->wv, x), 0); /* [3 C, T] */
+    const int64_t ne_w[2] = {K, C};
+    loom_tensor *w = loom_concat(ctx, loom_concat(ctx, loom_reshape(ctx, ly->ssm_conv, 2, ne_w),
+                                                  loom_reshape(ctx, ly->ssm_conv_k, 2, ne_w), 1),
+                                 loom_reshape(ctx, ly->ssm_conv_v, 2, ne_w), 1);
+    loom_tensor *cv = llm_named(loom_ssm_conv(ctx, qkv, w, rc, in->seq), "ssm_conv", il);
+    const int64_t ncs = (K - 1) * 3 * C * S;
+    if (real)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, cv, (size_t)(3 * C) * (size_t)T * sizeof(float), 1, &ncs),
+                                       loom_view(ctx, rc, 0, 1, &ncs)));
+    const int64_t a2[3] = {3 * C, (int64_t)loom_tensor_nb(cv, 1), T};
+    loom_tensor *cc = loom_silu(ctx, loom_cont(ctx, loom_view(ctx, cv, 0, 3, a2))); /* [3 C, T] */
+    const int64_t es = (int64_t)sizeof(float), nb = (int64_t)loom_tensor_nb(cc, 1);
+    const int64_t aqk[5] = {D, D * es, 2 * H, nb, T}, av[5] = {D, D * es, H, nb, T};
+    loom_tensor *qk = loom_view(ctx, cc, 0, 5, aqk);
+    loom_tensor *v = loom_view(ctx, cc, (size_t)(2 * C) * sizeof(float), 5, av);
+    /* the log decay per key dim and the mixing coefficient */
+    const int64_t ne_g[3] = {D, H, T}, ne_a[3] = {1, H, 1};
+    loom_tensor *gl = loom_add(ctx, loom_mul_mat(ctx, ly->ssm_f_b, loom_mul_mat(ctx, ly->ssm_f_a, x)), ly->ssm_dt);
+    gl = loom_mul(ctx, loom_reshape(ctx, loom_softplus(ctx, gl), 3, ne_g), loom_reshape(ctx, ly->ssm_a, 3, ne_a));
+    gl = loom_cont(ctx, gl);
+    loom_tensor *beta = loom_sigmoid(ctx, loom_mul_mat(ctx, ly->ssm_beta, x)); /* [H, T] */
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *gd = llm_named(ip ? loom_gated_delta_inplace(ctx, qk, v, gl, beta, rs, in->seq, eps)
+                                   : loom_gated_delta(ctx, qk, v, gl, beta, rs, in->seq, eps),
+                                "ssm_delta", il);
+    const int64_t nss = D * D * H * S;
+    if (real && !ip)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, gd, (size_t)C * (size_t)T * sizeof(float), 1, &nss),
+                                       loom_view(ctx, rs, 0, 1, &nss)));
+    const int64_t ao[5] = {D, D * es, H, (int64_t)loom_tensor_nb(gd, 1), T}, ne_o[2] = {C, T};
+    loom_tensor *o = loom_rms_norm(ctx, loom_cont(ctx, loom_view(ctx, gd, 0, 5, ao)), ly->ssm_norm, eps);
+    loom_tensor *g2 = loom_mul_mat(ctx, ly->ssm_g_b, loom_mul_mat(ctx, ly->ssm_g_a, x)); /* [C, T] */
+    o = loom_mul(ctx, o, loom_sigmoid(ctx, loom_reshape(ctx, g2, 3, ne_g)));
+    return loom_mul_mat(ctx, ly->wo, loom_reshape(ctx, o, 2, ne_o));
+}
+
+loom_tensor *llm_kimi_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const float eps = hp->rms_eps;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        loom_tensor *r = h;
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        x = llm_named(recurrent(hx, il) ? kda_layer(m, ctx, &in, il, x) : mla_layer(m, ctx, b, &in, il, x), "attn_out", il);
+        llm_last_rows(ctx, m, &in, il, &x, &r);
+        h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
+        loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        h = llm_named(loom_add(ctx, llm_named(llm_ds_ffn(ctx, hx, ly, n, il), "ffn_out", il), h), "l_out", il);
+    }
+    return llm_llama_output(m, ctx, h);
+}
