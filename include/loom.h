@@ -79,6 +79,7 @@ typedef enum loom_op {
     LOOM_OP_RWKV_WKV7,    /* RWKV-7 generalized delta rule over a batch of tokens with per-sequence state */
     LOOM_OP_RWKV_WKV6,    /* RWKV-6 state update over a batch of tokens with per-sequence state */
     LOOM_OP_XIELU,        /* xIELU activation (Apertus); op_params: alpha_n, alpha_p, beta, eps as applied */
+    LOOM_OP_EXP,          /* e^x */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -323,6 +324,8 @@ loom_tensor *loom_avg_pool2d(loom_ctx *ctx, loom_tensor *a, int k, int s, int p)
  *
  * log(1 + e^x), x itself above 20 (F32). */
 loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a);
+/* e^x, F32, elementwise (expf; RWKV-6's decay exp(-exp(w)) in graph form). */
+loom_tensor *loom_exp(loom_ctx *ctx, loom_tensor *a);
 /* xIELU (Apertus's activation), F32, elementwise, with an = beta + softplus(alpha_n) and
  * ap = softplus(alpha_p) (the parameters as the checkpoint stores them, as ggml_xielu
  * takes them): x > 0: ap x^2 + beta x; else (expm1(min(x, eps)) - x) an + beta x.

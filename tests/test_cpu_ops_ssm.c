@@ -26,6 +26,32 @@ static void test_softplus(int nth) {
     loom_ctx_free(ctx);
 }
 
+/* e^x against float64 over [-80, 80] on a strided (transposed) view, and its type error */
+static void test_exp(int nth) {
+    loom_ctx *ctx = nn_ctx(nth, false);
+    enum { R = 6, C = 7 };
+    float x[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = -80.0f + 160.0f * (float)i / (R * C - 1);
+    int64_t ne[2] = {C, R};
+    loom_tensor *xt = loom_transpose(ctx, loom_from_f32(loom_ctx_input(ctx), x, R * C, 2, ne)); /* [R, C] */
+    loom_tensor *y = loom_exp(ctx, xt);
+    float out[R * C];
+    CHECK(nn_run(ctx, y, out, R * C) == LOOM_OK);
+    double worst = 0;
+    for (int c = 0; c < C; c++)
+        for (int r = 0; r < R; r++) {
+            const double ref = exp((double)x[r * C + c]);
+            const double e = fabs(out[c * R + r] - ref) / ref;
+            if (e > worst) worst = e;
+        }
+    CHECK_MSG(worst < 1e-6, "exp rel error %g", worst);
+    int64_t n1[1] = {4};
+    static const int32_t ints[4] = {1, 2, 3, 4};
+    CHECK(loom_tensor_is_poison(loom_exp(ctx, loom_from_i32(loom_ctx_input(ctx), ints, 4, 1, n1))));
+    CHECK(loom_ctx_status(ctx) == LOOM_ERR_TYPE);
+    loom_ctx_free(ctx);
+}
+
 /* xIELU against float64 with the parameters transformed as ggml_xielu does */
 static void test_xielu(int nth) {
     loom_ctx *ctx = nn_ctx(nth, false);
@@ -524,6 +550,7 @@ static void test_inplace(int nth) {
 int main(void) {
     for (int nth = 1; nth <= 2; nth++) {
         test_softplus(nth);
+        test_exp(nth);
         test_conv(nth, LOOM_TYPE_F32);
         test_conv(nth, LOOM_TYPE_F16);
         test_conv(nth, LOOM_TYPE_BF16);

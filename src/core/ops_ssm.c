@@ -16,6 +16,13 @@ loom_tensor *loom_softplus(loom_ctx *ctx, loom_tensor *a) {
     return loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, &a);
 }
 
+loom_tensor *loom_exp(loom_ctx *ctx, loom_tensor *a) {
+    const loom_op op = LOOM_OP_EXP;
+    if (!loom_op_check(ctx, op, 1, &a)) return loom_ctx_poison(ctx);
+    if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "exp takes F32");
+    return loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, &a);
+}
+
 static float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
 loom_tensor *loom_xielu(loom_ctx *ctx, loom_tensor *a, float alpha_n, float alpha_p, float beta, float eps) {

@@ -55,6 +55,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_RWKV_WKV7: return loom_cpu_op_rwkv_wkv7;
     case LOOM_OP_RWKV_WKV6: return loom_cpu_op_rwkv_wkv6;
     case LOOM_OP_XIELU: return loom_cpu_op_xielu;
+    case LOOM_OP_EXP: return loom_cpu_op_exp;
     }
     return NULL;
 }

@@ -137,6 +137,7 @@ void loom_cpu_op_ssm_scan(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_rwkv_wkv7(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_rwkv_wkv6(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_xielu(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_exp(const loom_compute_params *p, loom_tensor *dst);
 
 /* Scratch bytes the nn kernels need for dst with nth threads (0 = none). */
 size_t loom_cpu_work_size_mul_mat(const loom_tensor *dst, int nth);

@@ -24,6 +24,19 @@ void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst) {
     }
 }
 
+void loom_cpu_op_exp(const loom_compute_params *p, loom_tensor *dst) {
+    const loom_tensor *a = dst->src[0];
+    const int64_t n0 = a->ne[0], rows = loom_nelements(a) / (n0 ? n0 : 1);
+    int64_t r0, r1;
+    loom_cpu_split(rows, p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % a->ne[1], i2 = (r / a->ne[1]) % a->ne[2], i3 = r / (a->ne[1] * a->ne[2]);
+        const char *src = (const char *)a->data + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
+        float *out = (float *)loom_row_ptr(dst, i1, i2, i3);
+        for (int64_t i = 0; i < n0; i++) out[i] = expf(*(const float *)(src + i * a->nb[0]));
+    }
+}
+
 void loom_cpu_op_xielu(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *a = dst->src[0];
     const float an = loom_get_op_param_f32(dst, 0), ap = loom_get_op_param_f32(dst, 1);

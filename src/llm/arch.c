@@ -417,6 +417,7 @@ static const llm_arch k_archs[] = {
     {"rwkv6", LOOM_ROPE_NORMAL, llm_rwkv6_hparams, llm_rwkv6_bind, llm_rwkv6_build, true},
     {"rwkv7", LOOM_ROPE_NORMAL, llm_rwkv7_hparams, llm_rwkv7_bind, llm_rwkv7_build, true},
     {"arwkv7", LOOM_ROPE_NORMAL, llm_rwkv7_hparams, llm_arwkv7_bind, llm_arwkv7_build, true},
+    {"rwkv6qwen2", LOOM_ROPE_NORMAL, llm_rwkv6qwen2_hparams, llm_rwkv6qwen2_bind, llm_rwkv6qwen2_build, true},
     {"nemotron_h", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build, false},
     {"nemotron_h_moe", LOOM_ROPE_NORMAL, llm_nemotronh_hparams, llm_nemotronh_bind, llm_nemotronh_build, false},
     {"gemma", LOOM_ROPE_NEOX, llm_gemma1_hparams, llm_gemma_bind, llm_gemma_build, false},

@@ -205,6 +205,9 @@ loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
 loom_status llm_rwkv7_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_rwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_arwkv7_bind(loom_model *m, loom_error *err);
+loom_status llm_rwkv6qwen2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_rwkv6qwen2_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_rwkv6qwen2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_tensor *llm_arwkv7_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_mamba.c: mamba, mamba2 and jamba */
 loom_status llm_mamba_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);

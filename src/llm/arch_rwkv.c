@@ -36,15 +36,25 @@
  * gate_lora_rank > 0 (then six fused lerps, else five: r, w, k, v, a) and its group norm
  * only when time_mix_ln is there, then a SwiGLU MLP (ffn_norm, ffn_gate / up / down)
  * instead of the channel mix; token_shift_count 1 (one shift state per sequence).
+ * QRWKV-6 (rwkv6qwen2: RWKV-6 time mixes in a Qwen 2.5 body, QRWKV6 / Qwerky), as
+ * llama.cpp's rwkv6qwen2 graph: RMS norms, one token shift, the RWKV-6 data-dependent
+ * lerps and decay LoRA, key / value heads grouped as attention.head_count_kv says (each
+ * repeated over its group), k *= 1 - decay, then gated linear attention (M = M decay +
+ * k v^T, y = M^T r / sqrt(D): loom_rwkv_wkv6 with r decay / sqrt(D) as the receptance and
+ * a unit bonus, corrected by v sum(r k (1 - decay)) / sqrt(D)), y * sigmoid(Wg x_g), Wo;
+ * no group norm, no bonus; a SwiGLU MLP.
  */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
 #include "quant/alloc.h"
 
-static bool is_arwkv(const loom_model_hparams *hp) { return !strcmp(hp->arch, "arwkv7"); }
+static bool is_arwkv(const loom_model_hparams *hp) {
+    return !strcmp(hp->arch, "arwkv7") || !strcmp(hp->arch, "rwkv6qwen2"); /* RMS norms, one token shift */
+}
 
 /* wkv.head_size, token_shift_count (2; arwkv7: 1), feed_forward_length and the LayerNorm
  * epsilon (arwkv7: the RMS one, read with the common keys) */
@@ -90,6 +100,20 @@ loom_status llm_rwkv6_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rescale_every_n_layers = %lld is out of range", hp->arch,
                               (long long)re);
     hx->rwkv_rescale = (int)re;
+    return LOOM_OK;
+}
+
+/* rwkv6qwen2: RWKV-6's keys, one token shift, the key / value heads */
+loom_status llm_rwkv6qwen2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_rwkv6_hparams(g, hp, hx, err);
+    if (s) return s;
+    int64_t kv;
+    if ((s = llm_get_int_key(g, hp->arch, "attention.head_count_kv", false, 0, &kv, err))) return s;
+    const int64_t H = hp->n_embd / hx->rwkv_head;
+    if (kv < 0 || (kv > 0 && (kv > H || H % kv)))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.head_count_kv = %lld does not divide the %lld "
+                              "heads", hp->arch, (long long)kv, (long long)H);
+    hx->rwkv_kv_heads = kv == 0 ? (int)H : (int)kv;
     return LOOM_OK;
 }
 
@@ -254,6 +278,47 @@ loom_status llm_arwkv7_bind(loom_model *m, loom_error *err) {
         L->rwkv.ln = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.weight", il);
         L->rwkv.ln_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.bias", il);
         if (!L->rwkv.ln || !L->rwkv.ln_b) L->rwkv.ln = L->rwkv.ln_b = NULL;
+        T1(ffn_norm, E, "ffn_norm.weight");
+        T2(ffn_gate, E, F, "ffn_gate.weight");
+        T2(ffn_up, E, F, "ffn_up.weight");
+        T2(ffn_down, F, E, "ffn_down.weight");
+#undef T1
+#undef T2
+        llm_kv_layer_type *t = &m->kv_types[il];
+        t->rs_conv = (int32_t)E;                    /* one token shift */
+        t->rs_ssm = (int32_t)(E * m->hx.rwkv_head); /* H heads of D x D */
+    }
+    return st ? st : init_shift(m, err);
+}
+
+loom_status llm_rwkv6qwen2_bind(loom_model *m, loom_error *err) {
+    const loom_backend *be = m->be;
+    const loom_model_hparams *hp = &m->hp;
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = hp->n_embd, F = hp->n_ff, D = hx->rwkv_head, D5 = hx->rwkv_lora[0], DD = hx->rwkv_lora[1];
+    const int64_t KV = (int64_t)hx->rwkv_kv_heads * D;
+    loom_status st = llm_bind_embd_output(m, err);
+    m->output_norm_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "output_norm.bias", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        llm_layer *L = &m->layers[il];
+#define T1(field, n, name) L->field = llm_bind_tensor(be, true, n, 1, 1, err, &st, "blk.%d." name, il)
+#define T2(field, n0, n1, name) L->field = llm_bind_tensor(be, true, n0, n1, 1, err, &st, "blk.%d." name, il)
+        T1(attn_norm, E, "attn_norm.weight");
+        T1(rwkv.lerp_x, E, "time_mix_lerp_x.weight");
+        T2(rwkv.w1, E, 5 * D5, "time_mix_w1.weight");
+        L->rwkv.w2 = llm_bind_tensor(be, true, D5, E, 5, err, &st, "blk.%d.time_mix_w2.weight", il);
+        L->rwkv.lerp = bind4(be, E, 5, err, &st, "blk.%d.time_mix_lerp_fused.weight", il);
+        T1(rwkv.decay, E, "time_mix_decay.weight");
+        T2(rwkv.decay_w1, E, DD, "time_mix_decay_w1.weight");
+        T2(rwkv.decay_w2, DD, E, "time_mix_decay_w2.weight");
+        T2(rwkv.key, E, KV, "time_mix_key.weight");
+        T2(rwkv.value, E, KV, "time_mix_value.weight");
+        T2(rwkv.recept, E, E, "time_mix_receptance.weight");
+        T2(rwkv.gate, E, E, "time_mix_gate.weight");
+        T2(rwkv.out, E, E, "time_mix_output.weight");
+        L->bk = llm_bind_tensor(be, false, KV, 1, 1, err, &st, "blk.%d.time_mix_key.bias", il);
+        L->bv = llm_bind_tensor(be, false, KV, 1, 1, err, &st, "blk.%d.time_mix_value.bias", il);
+        L->bq = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_receptance.bias", il);
         T1(ffn_norm, E, "ffn_norm.weight");
         T2(ffn_gate, E, F, "ffn_gate.weight");
         T2(ffn_up, E, F, "ffn_up.weight");
@@ -434,6 +499,92 @@ static loom_tensor *time_mix6(loom_model *m, loom_ctx *ctx, const llm_inputs *in
                                   : loom_rwkv_wkv6(ctx, k, v, r, ly->rwkv.first, w3, rs, in->seq),
                                "wkv6", il);
     return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, wkv_out(m, ctx, il, y, rs, real, ip), g));
+}
+
+/* QRWKV-6's time mix: RWKV-6's lerps and decay, grouped k / v, gated linear attention */
+static loom_tensor *time_mix_q(loom_model *m, loom_ctx *ctx, const llm_inputs *in, int il, loom_tensor *x,
+                               loom_tensor *prev) {
+    const llm_layer *ly = &m->layers[il];
+    const llm_hparams_x *hx = &m->hx;
+    const int64_t E = m->hp.n_embd, T = loom_tensor_ne(x, 1), D = hx->rwkv_head, H = E / D, D5 = hx->rwkv_lora[0];
+    const int64_t KVH = hx->rwkv_kv_heads;
+    loom_tensor *sx = loom_sub(ctx, prev, x);
+    loom_tensor *t5 = loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.w1, loom_add(ctx, loom_mul(ctx, sx, ly->rwkv.lerp_x), x)));
+    loom_tensor *xs[5]; /* w, k, v, r, g */
+    for (int i = 0; i < 5; i++) {
+        const int64_t va[3] = {D5, (int64_t)loom_tensor_nb(t5, 1), T};
+        const int64_t wa[3] = {D5, (int64_t)loom_tensor_nb(ly->rwkv.w2, 1), E};
+        loom_tensor *w2i = loom_view(ctx, ly->rwkv.w2, (size_t)i * loom_tensor_nb(ly->rwkv.w2, 2), 3, wa);
+        loom_tensor *mi = loom_mul_mat(ctx, w2i, loom_cont(ctx, loom_view(ctx, t5, (size_t)(i * D5) * sizeof(float), 3, va)));
+        xs[i] = loom_add(ctx, loom_mul(ctx, loom_add(ctx, mi, lerp_row(ctx, ly->rwkv.lerp, i)), sx), x);
+    }
+    const int64_t n3[3] = {D, H, T}, nkv[4] = {D, 1, KVH, T};
+    loom_tensor *r = llm_linear(ctx, ly->rwkv.recept, ly->bq, xs[3]);
+    loom_tensor *k = llm_linear(ctx, ly->rwkv.key, ly->bk, xs[1]);
+    loom_tensor *v = llm_linear(ctx, ly->rwkv.value, ly->bv, xs[2]);
+    loom_tensor *g = loom_sigmoid(ctx, loom_mul_mat(ctx, ly->rwkv.gate, xs[4]));
+    if (KVH != H) { /* each key / value head repeated over its group of H / KVH heads */
+        k = loom_repeat(ctx, loom_reshape(ctx, k, 4, nkv), 1, (int)(H / KVH));
+        v = loom_repeat(ctx, loom_reshape(ctx, v, 4, nkv), 1, (int)(H / KVH));
+    }
+    k = loom_reshape(ctx, loom_cont(ctx, k), 3, n3);
+    v = loom_reshape(ctx, loom_cont(ctx, v), 3, n3);
+    r = loom_reshape(ctx, r, 3, n3);
+    loom_tensor *wr = loom_add(ctx, loom_mul_mat(ctx, ly->rwkv.decay_w2, loom_tanh(ctx, loom_mul_mat(ctx, ly->rwkv.decay_w1, xs[0]))),
+                               ly->rwkv.decay); /* the decay is exp(-exp(wr)) */
+    loom_tensor *w3 = loom_reshape(ctx, wr, 3, n3);
+    loom_tensor *dec = loom_exp(ctx, loom_neg(ctx, loom_exp(ctx, w3))); /* [D, H, T] */
+    const float one = 1.0f, scale = 1.0f / sqrtf((float)D);
+    const int64_t ne1[1] = {1};
+    loom_tensor *c1 = loom_from_f32(loom_ctx_input(ctx), &one, 1, 1, ne1);
+    loom_tensor *omd = loom_add(ctx, loom_neg(ctx, dec), c1); /* 1 - decay */
+    k = loom_mul(ctx, k, omd);                   /* k (1 - decay) */
+    /* gated linear attention through wkv6: the receptance r decay / sqrt(D), a unit bonus,
+     * and the bonus's excess r k decay v removed: + v sum(r k (1 - decay)) / sqrt(D) */
+    loom_tensor *rq = loom_scale(ctx, loom_mul(ctx, r, dec), scale);
+    const int64_t nu[2] = {D, H};
+    loom_tensor *u = loom_add(ctx, loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, nu), c1);
+    bool real;
+    loom_tensor *rs = wkv_state(m, ctx, il, &real);
+    const bool ip = llm_rs_in_place(m, il);
+    loom_tensor *y = llm_named(ip ? loom_rwkv_wkv6_inplace(ctx, k, v, loom_cont(ctx, rq), u, w3, rs, in->seq)
+                                  : loom_rwkv_wkv6(ctx, k, v, loom_cont(ctx, rq), u, w3, rs, in->seq),
+                               "gla", il);
+    const int64_t S = m->kv.n_seq, nss = E * D * S;
+    if (real && !ip)
+        loom_ctx_forward(ctx, loom_cpy(ctx, loom_view(ctx, y, (size_t)E * (size_t)T * sizeof(float), 1, &nss),
+                                       loom_view(ctx, rs, 0, 1, &nss)));
+    const int64_t vy[3] = {E, E * (int64_t)sizeof(float), T}, ne_y[2] = {E, T};
+    loom_tensor *o = loom_reshape(ctx, loom_cont(ctx, loom_view(ctx, y, 0, 3, vy)), 3, n3);
+    loom_tensor *corr = loom_scale(ctx, loom_sum_rows(ctx, loom_mul(ctx, loom_mul(ctx, r, k), omd)), scale); /* [1, H, T] */
+    o = loom_reshape(ctx, loom_add(ctx, o, loom_mul(ctx, v, corr)), 2, ne_y);
+    return loom_mul_mat(ctx, ly->rwkv.out, loom_mul(ctx, o, g));
+}
+
+/* QRWKV-6: RMS norms, the time mix above, a SwiGLU MLP */
+loom_tensor *llm_rwkv6qwen2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
+    const loom_model_hparams *hp = &m->hp;
+    llm_kv_cache *kv = &m->kv;
+    const float eps = hp->rms_eps;
+    const int64_t E = hp->n_embd, S = kv->n_seq;
+    llm_inputs in;
+    llm_graph_inputs(m, ctx, b, &in);
+    loom_tensor *h = llm_named(loom_get_rows(ctx, m->tok_embd, in.tok), "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const llm_layer *ly = &m->layers[il];
+        const bool real = kv->rs_conv && kv->rs_conv[il];
+        const int64_t ne_rc[2] = {E, S};
+        loom_tensor *rc = real ? kv->rs_conv[il] : loom_zeros(loom_ctx_input(ctx), LOOM_TYPE_F32, 2, ne_rc);
+        loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
+        loom_tensor *prev = token_shift(m, ctx, &in, rc, real, 0, x, il);
+        h = llm_named(loom_add(ctx, time_mix_q(m, ctx, &in, il, x, prev), h), "ffn_inp", il);
+        if (il == hp->n_layer - 1) h = loom_get_rows(ctx, h, in.outs);
+        x = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
+        h = llm_named(loom_add(ctx, llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, x), h), "l_out", il);
+    }
+    h = loom_rms_norm(ctx, h, m->output_norm, eps);
+    if (m->output_norm_b) h = loom_add(ctx, h, m->output_norm_b);
+    return llm_named(loom_mul_mat(ctx, m->output, llm_named(h, "result_norm", -1)), "result_output", -1);
 }
 
 /* both versions' graphs: v6 (RWKV-6) or 7 */

@@ -21,7 +21,7 @@ here block by block.
         smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa
         maincoder pangu-embedded nanbeige plamo llama-qkv llama-nvfp4 muse-glimmer talkie qwen3-yarn
         mellum arctic openelm plamo3 paddleocr hunyuan_vl deepseek2-ocr mimo2 step35 hy_v3 cohere2moe
-        arwkv7 granite_swa granite_swa-dense laguna kimi-linear
+        arwkv7 granite_swa granite_swa-dense laguna kimi-linear rwkv6qwen2
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -3428,6 +3428,52 @@ def kimi_linear(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def rwkv6qwen2(m, NV, small=False):
+    # QRWKV6-like (RWKV-6 time mixes in a Qwen 2.5 body): 128 wide, 3 layers, 4 heads of 32
+    # over 2 key / value heads (head_count_kv 2: each k / v head serves two heads), RMS
+    # norms, the converter's five fused lerps, time_mix_extra_dim 8, time_decay_extra_dim 8,
+    # receptance / key / value biases (Qwen's q / k / v biases), no bonus (time_mix_first),
+    # a SwiGLU MLP of 256, token_shift_count 1, head_count 0, separate output. F32
+    # (small, for the fuzz seed: 32 wide, heads of 8)
+    E, NL, D, F, D5, DD = (32, 2, 8, 64, 4, 4) if small else (128, 3, 32, 256, 8, 8)
+    KVH = 2
+    basics(m, E, NL, 1048576)
+    m.kv("attention.layer_norm_rms_epsilon", T_F32, 1e-6)
+    m.kv("wkv.head_size", T_U32, D)
+    m.kv("time_mix_extra_dim", T_U32, D5)
+    m.kv("time_decay_extra_dim", T_U32, DD)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.kv("token_shift_count", T_U32, 1)
+    m.kv("attention.head_count_kv", T_U32, KVH)
+    m.kv("attention.head_count", T_U32, 0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.add_vals(b + "time_mix_lerp_x.weight", [m.rng.uniform(0, 1) for _ in range(E)], [E, 1, 1])
+        m.mat(b + "time_mix_w1.weight", E, 5 * D5)
+        m.add(b + "time_mix_w2.weight", [D5, E, 5], D5 ** -0.5)
+        m.add_vals(b + "time_mix_lerp_fused.weight", [m.rng.uniform(0, 1) for _ in range(5 * E)], [E, 1, 1, 5])
+        m.add(b + "time_mix_decay.weight", [E], 0.5, -1.0)
+        m.mat(b + "time_mix_decay_w1.weight", E, DD)
+        m.mat(b + "time_mix_decay_w2.weight", DD, E)
+        m.mat(b + "time_mix_key.weight", E, KVH * D)
+        m.mat(b + "time_mix_value.weight", E, KVH * D)
+        m.mat(b + "time_mix_receptance.weight", E, E)
+        m.bias(b + "time_mix_key.bias", [KVH * D])
+        m.bias(b + "time_mix_value.bias", [KVH * D])
+        m.bias(b + "time_mix_receptance.bias", [E])
+        m.mat(b + "time_mix_gate.weight", E, E)
+        m.mat(b + "time_mix_output.weight", E, E)
+        m.norm(b + "ffn_norm.weight", E)
+        m.mat(b + "ffn_gate.weight", E, F)
+        m.mat(b + "ffn_up.weight", E, F)
+        m.mat(b + "ffn_down.weight", F, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def maincoder(m, NV):
     # Maincoder-1B-like: the llama writer (normal rope), 48 wide, 4 heads of 16 (!= 48 / 4:
     # key_length and rope.dimension_count 16), 2 KV heads, 3 layers, per-head q/k norms
@@ -3673,11 +3719,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -3740,6 +3786,8 @@ def main():
         rwkv7(m, NV, seed)
     elif arch == "arwkv7":
         arwkv7(m, NV, seed)
+    elif arch == "rwkv6qwen2":
+        rwkv6qwen2(m, NV, seed)
     elif arch in ("hunyuan-dense", "hunyuan-moe"):
         hunyuan(m, NV, arch == "hunyuan-moe")
     elif arch == "falcon-mamba":
