@@ -5,7 +5,7 @@
  * mean, cls, last) of the same sequences decoded together: pooled vectors within
  * cosine 0.9999 of llama.cpp's, token-level hidden states within nrmse 1e-3. Also
  * Loom's tokenization of texts.txt equals llama.cpp's (tokens-bge.txt).
- * The decoder embedding models indep-{qwen3,llama,gemma-embedding}.gguf: llama.cpp
+ * The decoder embedding models indep-{qwen3,llama,gemma-embedding,llama-embed}.gguf: llama.cpp
  * decoded each sequence alone with an F32 K/V cache, so the tolerances are tight
  * (measured: nrmse <= 7.4e-7, pooled 1 - cosine <= 5.2e-12), with and without
  * flash attention (Loom's fused attention rounds K/V to F16: nrmse <= 6.4e-6). */
@@ -262,8 +262,8 @@ int main(void) {
         check_model_tol(ip, jina[i], &indep, false, JINA_NRMSE, JINA_COS);
         check_model_tol(ip, jina[i], &indep, true, JINA_NRMSE, JINA_COS);
     }
-    static const char *const dec[] = {"indep-qwen3", "indep-llama", "indep-gemma-embedding"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const dec[] = {"indep-qwen3", "indep-llama", "indep-gemma-embedding", "indep-llama-embed"};
+    for (int i = 0; i < 4; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "tests/data/embed/%s.gguf", dec[i]);
         snprintf(ip, sizeof ip, "%s", test_path(rel));

@@ -1,7 +1,7 @@
 /*
  * embed_load.c - hyperparameters and weights of the embedding models (loom_embed.h):
  * the BERT encoders (bert, nomic-bert) and the decoder-style ones (llama, mistral,
- * qwen2, qwen3 files with a `<arch>.pooling_type`; gemma-embedding). Every key and
+ * qwen2, qwen3 files with a `<arch>.pooling_type`; gemma-embedding; llama-embed). Every key and
  * shape is checked; errors name the key or tensor.
  */
 #include <math.h>
@@ -71,6 +71,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     else if (!strcmp(arch, "nomic-bert") || !strcmp(arch, "nomic-bert-moe") || !strcmp(arch, "jina-bert-v3"))
         a = EMB_NOMIC_BERT; /* jina-bert-v3 (jina-embeddings-v3): nomic-bert's rope with a GELU MLP */
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
+    else if (!strcmp(arch, "llama-embed")) a = EMB_DECODER; /* llama-embed-nemotron: always an embedding model */
     else if (!strcmp(arch, "modern-bert")) a = EMB_MODERN;
     else {
         size_t i = 0;
@@ -310,7 +311,8 @@ static loom_status decoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     hp->rope_base = (float)base;
     hp->rope_base_swa = (float)base_swa;
     hp->rope_freq_scale = (float)(1.0 / scale);
-    hp->rope_mode = !strcmp(arch, "llama") || !strcmp(arch, "mistral") ? LOOM_ROPE_NORMAL : LOOM_ROPE_NEOX;
+    hp->rope_mode = !strcmp(arch, "llama") || !strcmp(arch, "mistral") || !strcmp(arch, "llama-embed") ? LOOM_ROPE_NORMAL
+                                                                                                       : LOOM_ROPE_NEOX;
     hp->causal = causal;
     hp->n_swa = (int)n_swa;
     hp->swa_period = gemma ? (int)period : -1;
@@ -329,7 +331,7 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
                               "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, modern-bert, nomic-bert(-moe), "
-                              "gemma-embedding, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
+                              "gemma-embedding, llama-embed, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
     hp->swa_period = -1;

@@ -7,7 +7,7 @@ its keys, Gaussian weights from Python's random module, and the first NV tokens 
 the bert-bge WordPiece vocabulary (the tests give token ids, so the vocabulary only
 has to load).
 
-  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|jina-bert-v2|jina-bert-v2-qkn|jina-bert-v3|modern-bert|modern-bert-silu OUT.gguf [NV DIM CTX]
+  make_model.py VOCAB.gguf bert|nomic-bert|nomic-bert-moe|qwen3|llama|gemma-embedding|llama-embed|jina-bert-v2|jina-bert-v2-qkn|jina-bert-v3|modern-bert|modern-bert-silu OUT.gguf [NV DIM CTX]
 
 nomic-bert-moe (nomic-embed-text-v2-moe's layout): 4 layers, every 2nd (1 and 3) a
 mixture of 4 GELU experts (top 2, no biases, softmax router), the others GELU MLPs with
@@ -19,7 +19,8 @@ key_length 16 != dim/heads, q/k norms, rope neox base 1e6, tied output), llama
 (pooling mean, non-causal, 2 layers with sliding_window_pattern 2: layer 0 a
 symmetric window of 6 (|i - j| <= 3), layer 1 full; rope base 1e6 full / 10000
 window; gemma norms stored with their +1; dense_2 [dim -> 2 dim] and dense_3
-[2 dim -> dim] after pooling).
+[2 dim -> dim] after pooling), llama-embed (llama-embed-nemotron's layout: llama
+without biases, pooling mean, attention.causal false: bidirectional).
 
 jina-bert-v2 (jina-embeddings-v2-base-en's layout: ALiBi instead of positions, no
 position_embd; Q/K/V with biases; a GEGLU MLP: ffn_up [dim, 2 ffn] without bias, the
@@ -113,7 +114,7 @@ def main():
     if len(sys.argv) == 7:  # smaller files (the fuzzer's seeds)
         NV, DIM, CTX = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
         FFN = 2 * DIM
-    if arch in ("qwen3", "llama", "gemma-embedding"):
+    if arch in ("qwen3", "llama", "gemma-embedding", "llama-embed"):
         return decoder(vocab, arch, out)
     if arch == "nomic-bert-moe":
         return nomic_moe(vocab, out)
@@ -387,9 +388,11 @@ def nomic_moe(vocab, out):
 def decoder(vocab, arch, out):
     """Decoder-style embedding models (qwen3 / llama / gemma-embedding)."""
     gemma = arch == "gemma-embedding"
-    rng = random.Random({"qwen3": 20261207, "llama": 20261208, "gemma-embedding": 20261209}[arch])
+    rng = random.Random({"qwen3": 20261207, "llama": 20261208, "gemma-embedding": 20261209,
+                         "llama-embed": 20261210}[arch])
+    lemb = arch == "llama-embed"  # llama-embed-nemotron: llama without biases, bidirectional
     heads, kv_heads = 4, 2
-    hd = 16 if arch != "llama" else DIM // heads
+    hd = 16 if arch not in ("llama", "llama-embed") else DIM // heads
     a = arch + "."
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
            ("general.name", T_STR, "indep-" + arch)]
@@ -397,11 +400,13 @@ def decoder(vocab, arch, out):
             (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
             (a + "attention.head_count", T_U32, heads), (a + "attention.head_count_kv", T_U32, kv_heads),
             (a + "attention.layer_norm_rms_epsilon", T_F32, 1e-6), ("general.file_type", T_U32, 0)]
-    if arch != "llama":
+    if arch not in ("llama", "llama-embed"):
         kvs += [(a + "attention.key_length", T_U32, hd), (a + "attention.value_length", T_U32, hd),
                 (a + "rope.freq_base", T_F32, 1000000.0)]
     else:
         kvs += [(a + "rope.freq_base", T_F32, 1000.0), (a + "rope.dimension_count", T_U32, hd)]
+    if lemb:
+        kvs.append((a + "attention.causal", T_BOOL, False))
     kvs.append((a + "pooling_type", T_U32, 3 if arch == "qwen3" else 1))
     if gemma:
         kvs += [(a + "attention.sliding_window", T_U32, 6), (a + "attention.sliding_window_pattern", T_U32, 2),
@@ -429,7 +434,7 @@ def decoder(vocab, arch, out):
             add(b + "attn_k.bias", [kv_heads * hd], 0.1)
             add(b + "attn_v.bias", [kv_heads * hd], 0.1)
         add(b + "attn_output.weight", [heads * hd, DIM], (heads * hd) ** -0.5)
-        if arch != "llama":
+        if arch not in ("llama", "llama-embed"):
             add(b + "attn_q_norm.weight", [hd], 0.1, 1.0)
             add(b + "attn_k_norm.weight", [hd], 0.1, 1.0)
         if gemma:

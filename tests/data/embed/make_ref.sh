@@ -40,7 +40,7 @@ python3 "$here/make_model.py" "$vocab" jina-bert-v2-qkn "$here/indep-jina-bert-v
 python3 "$here/make_model.py" "$vocab" jina-bert-v3 "$here/indep-jina-bert-v3.gguf"
 python3 "$here/make_model.py" "$vocab" modern-bert "$here/indep-modern-bert.gguf"
 python3 "$here/make_model.py" "$vocab" modern-bert-silu "$here/indep-modern-bert-silu.gguf"
-for arch in qwen3 llama gemma-embedding; do
+for arch in qwen3 llama gemma-embedding llama-embed; do
   python3 "$here/make_model.py" "$vocab" $arch "$here/indep-$arch.gguf"
 done
 
@@ -72,7 +72,7 @@ mk "$here/indep-jina-bert-v3.gguf" indep-jina-bert-v3 "$here/tokens-indep.txt"
 mk "$here/indep-modern-bert.gguf" indep-modern-bert "$here/tokens-indep.txt"
 mk "$here/indep-modern-bert-silu.gguf" indep-modern-bert-silu "$here/tokens-indep.txt"
 # decoder embedding models: one llama_decode per sequence, F32 K/V cache (README.md)
-for arch in qwen3 llama gemma-embedding; do
+for arch in qwen3 llama gemma-embedding llama-embed; do
   mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
 done
 # the bundled trained llama (no pooling_type: the pooling is asked for)
