@@ -146,6 +146,12 @@ loom_status llm_kimi_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
 loom_status llm_kimi_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_kimi_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_step35.c */
+/* block_count with the MTP layers (the trunk's n_layer + nextn_predict_layers) */
+int llm_arch_n_layer_all(const loom_gguf *g, const loom_model_hparams *hp);
+/* Layer il's value of a per-layer float key (one number for all layers, or an F32 array of
+ * n_layer or n_all values); absent: 0. Out of [0, 1e6) or another length: LOOM_ERR_FORMAT. */
+loom_status llm_arch_layer_float(const loom_gguf *g, const loom_model_hparams *hp, int n_all, const char *key, int il,
+                                 float *out, loom_error *err);
 loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_step35_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_step35_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -21,6 +21,15 @@
  *   logits = Woutput (rms_norm(h) * output_norm)
  * Files with the legacy attn_kv_b only are refused: llama.cpp's graph for them puts k_pe
  * before k_nope in the keys, q_pe after q_nope in the queries.
+ *
+ * bailingmoe3 (inclusionAI's Ling / Ring linear models, as llama.cpp's bailingmoe3 graph):
+ * the same hybrid with its own KDA gates: log decay = kda.gate_lower_bound *
+ * sigmoid((Wf_a x + dt_bias) * ssm_a) per channel (ssm_a = exp(A_log) per head, the
+ * converter's), the output gate sigmoid(Wg_a x) without a second projection; the latent
+ * attention rotates q_pe and k_pe (normal rope) and gates each head's output by
+ * sigmoid(Wgate x) before Wo; the experts' and the other MLPs' SwiGLU limited per layer
+ * (swiglu_clamp_exp / _shexp, llm_swiglu_limited); shared experts
+ * expert_shared_feed_forward_length wide in all.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +38,7 @@
 #include "arch.h"
 
 static bool recurrent(const llm_hparams_x *hx, int il) { return hx->recr_bits[il / 64] >> (il % 64) & 1; }
+static bool is_b3(const loom_model_hparams *hp) { return !strcmp(hp->arch, "bailingmoe3"); }
 
 loom_status llm_kimi_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
@@ -64,14 +74,37 @@ loom_status llm_kimi_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
     hx->mla = true;
     hx->head_dim_k_mla = (int)k;
     hx->head_dim_v_mla = (int)vv;
-    hx->rope_off = true; /* no rope anywhere (llama.cpp's graph) */
+    hx->rope_off = !is_b3(hp); /* kimi-linear: no rope anywhere (llama.cpp's graph) */
     /* experts: the gating function is required (no default in llama.cpp) */
     if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
     if ((s = llm_get_int_key(g, a, "expert_gating_func", true, 0, &v, err))) return s;
     if ((s = llm_ds_moe_keys(g, hp, hx, 2, err))) return s;
-    hx->expert_weights_norm = true; /* llama.cpp's graph always normalises */
     if (hx->n_expert_shared < 1) hx->n_expert_shared = 1;
-    return LOOM_OK;
+    if (!is_b3(hp)) {
+        hx->expert_weights_norm = true; /* llama.cpp's kimi graph always normalises */
+        return LOOM_OK;
+    }
+    /* bailingmoe3: safe KDA gates with a lower bound, shared experts of their own width */
+    char key[128];
+    snprintf(key, sizeof key, "%s.kda.safe_gate", a);
+    bool safe = true;
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &safe))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
+    if (!safe) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.kda.safe_gate = false is not supported", a);
+    double lb;
+    bool has;
+    if ((s = llm_get_float_key(g, a, "kda.gate_lower_bound", 0.0, &lb, &has, err))) return s;
+    if (!has) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.kda.gate_lower_bound' is missing", a);
+    if (!(lb < 0 && lb > -1e4))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.kda.gate_lower_bound = %g must be negative", a, lb);
+    hx->kda_lower = (float)lb;
+    if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, 0, &v, err))) return s;
+    if (v == 0) v = (int64_t)hx->n_ff_exp * hx->n_expert_shared;
+    if (v < 1 || v > ((int64_t)1 << 24))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
+                              a, (long long)v);
+    hx->n_ff_shexp = (int)v;
+    return llm_arch_yarn_keys(g, hp, hx, err);
 }
 
 loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
@@ -81,6 +114,7 @@ loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
     const int64_t E = hp->n_embd, H = hp->n_head, D = hx->ssm_dk, C = D * H, K = hx->ssm_conv_k;
     const int64_t DK = hx->head_dim_k_mla, DV = hx->head_dim_v_mla, R = hp->n_rot, NOPE = DK - R, KVL = hx->kv_lora;
     const int64_t QL = hx->q_lora;
+    const bool b3 = is_b3(hp);
     loom_status st = llm_bind_embd_output(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
@@ -94,13 +128,14 @@ loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
             L->wq = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_q.weight", il);
             L->wk = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_k.weight", il);
             L->wv = llm_bind_tensor(be, true, E, C, 1, err, &st, "blk.%d.attn_v.weight", il);
-            L->ssm_f_a = llm_bind_tensor(be, true, E, D, 1, err, &st, "blk.%d.ssm_f_a.weight", il);
-            L->ssm_f_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_f_b.weight", il);
+            /* the decay and output-gate projections: LoRAs (kimi) or full (bailingmoe3) */
+            L->ssm_f_a = llm_bind_tensor(be, true, E, b3 ? C : D, 1, err, &st, "blk.%d.ssm_f_a.weight", il);
+            if (!b3) L->ssm_f_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_f_b.weight", il);
             L->ssm_beta = llm_bind_tensor(be, true, E, H, 1, err, &st, "blk.%d.ssm_beta.weight", il);
             L->ssm_a = llm_bind_tensor(be, true, 1, H, 1, err, &st, "blk.%d.ssm_a", il);
             L->ssm_dt = llm_bind_tensor(be, true, C, 1, 1, err, &st, "blk.%d.ssm_dt.bias", il);
-            L->ssm_g_a = llm_bind_tensor(be, true, E, D, 1, err, &st, "blk.%d.ssm_g_a.weight", il);
-            L->ssm_g_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_g_b.weight", il);
+            L->ssm_g_a = llm_bind_tensor(be, true, E, b3 ? C : D, 1, err, &st, "blk.%d.ssm_g_a.weight", il);
+            if (!b3) L->ssm_g_b = llm_bind_tensor(be, true, D, C, 1, err, &st, "blk.%d.ssm_g_b.weight", il);
             L->ssm_norm = llm_bind_tensor(be, true, D, 1, 1, err, &st, "blk.%d.ssm_norm.weight", il);
             L->wo = llm_bind_tensor(be, true, C, E, 1, err, &st, "blk.%d.attn_output.weight", il);
             t->rs_conv = (int32_t)((K - 1) * 3 * C);
@@ -126,11 +161,26 @@ loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
             L->wk_b = llm_bind_tensor(be, true, NOPE, KVL, H, err, &st, "blk.%d.attn_k_b.weight", il);
             L->wv_b = llm_bind_tensor(be, true, KVL, DV, H, err, &st, "blk.%d.attn_v_b.weight", il);
             L->wo = llm_bind_tensor(be, true, H * DV, E, 1, err, &st, "blk.%d.attn_output.weight", il);
+            if (b3) L->attn_gate = llm_bind_tensor(be, true, E, H, 1, err, &st, "blk.%d.attn_gate.weight", il);
             t->dk = (int32_t)(KVL + R); /* the latent cache: [c ; k_pe], and c as the values */
             t->dv = (int32_t)KVL;
             t->hkv = 1;
         }
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
+        if (b3) {
+            const int na = llm_arch_n_layer_all(loom_model_gguf(m), hp);
+            if (!st && ((st = llm_arch_layer_float(loom_model_gguf(m), hp, na, "swiglu_clamp_exp", il, &L->clamp_exp, err)) ||
+                        (st = llm_arch_layer_float(loom_model_gguf(m), hp, na, "swiglu_clamp_shexp", il, &L->clamp_shexp, err))))
+                break;
+            if (il < hx->n_dense_lead) {
+                llm_ds_bind_ffn(be, hp, hx, L, il, err, &st);
+            } else {
+                llm_bind_experts(be, L, il, E, hx->n_ff_exp, hx->n_expert, err, &st);
+                L->ffn_exp_probs_b = llm_bind_tensor(be, true, hx->n_expert, 1, 1, err, &st, "blk.%d.exp_probs_b.bias", il);
+                llm_bind_shared_expert(be, L, il, E, hx->n_ff_shexp, err, &st);
+            }
+            continue;
+        }
         llm_ds_bind_ffn(be, hp, hx, L, il, err, &st);
         if (!st && il >= hx->n_dense_lead && (!L->ffn_gate_shexp || !L->ffn_exp_probs_b))
             st = loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: %s layer %d: the shared expert and the selection bias "
@@ -160,8 +210,12 @@ static loom_tensor *mla_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b, 
     q = loom_reshape(ctx, q, 3, ne_q);
     loom_tensor *kvp = loom_reshape(ctx, loom_mul_mat(ctx, ly->wkv_a_mqa, x), 3, ne_kvp);
     loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
-    loom_tensor *k_pe = loom_cont(ctx, head_part(ctx, kvp, KVL, R)); /* no rope */
+    loom_tensor *k_pe = loom_cont(ctx, head_part(ctx, kvp, KVL, R)); /* kimi: no rope */
     loom_tensor *q_pe = loom_cont(ctx, head_part(ctx, q, NOPE, R));
+    if (llm_layer_has_rope(m, il)) { /* bailingmoe3 */
+        k_pe = llm_rope(m, ctx, k_pe, in->pos, il, NULL);
+        q_pe = llm_rope(m, ctx, q_pe, in->pos, il, NULL);
+    }
     loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, head_part(ctx, q, 0, NOPE), 0, 2, 1, 3)); /* [NOPE, T, H] */
     loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3)); /* [KVL, H, T] */
     loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);
@@ -169,7 +223,11 @@ static loom_tensor *mla_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b, 
     loom_tensor *a = llm_attention(m, ctx, b, in, il, Q, K, c, in->mask, 1.0f / sqrtf((float)DK), 0.0f, NULL);
     const int64_t ne_a[3] = {KVL, H, T}, ne_o[2] = {DV * H, T};
     loom_tensor *ap = loom_cont(ctx, loom_permute(ctx, loom_reshape(ctx, a, 3, ne_a), 0, 2, 1, 3));
-    loom_tensor *o = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wv_b, ap), 0, 2, 1, 3));
+    loom_tensor *o = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wv_b, ap), 0, 2, 1, 3)); /* [DV, H, T] */
+    if (ly->attn_gate) { /* bailingmoe3: sigmoid(Wgate x) per head */
+        const int64_t ne_g[3] = {1, H, T};
+        o = loom_mul(ctx, o, loom_reshape(ctx, loom_sigmoid(ctx, loom_mul_mat(ctx, ly->attn_gate, x)), 3, ne_g));
+    }
     return loom_mul_mat(ctx, ly->wo, loom_reshape(ctx, o, 2, ne_o));
 }
 
@@ -205,8 +263,14 @@ static loom_tensor *kda_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in
     loom_tensor *v = loom_view(ctx, cc, (size_t)(2 * C) * sizeof(float), 5, av);
     /* the log decay per key dim and the mixing coefficient */
     const int64_t ne_g[3] = {D, H, T}, ne_a[3] = {1, H, 1};
-    loom_tensor *gl = loom_add(ctx, loom_mul_mat(ctx, ly->ssm_f_b, loom_mul_mat(ctx, ly->ssm_f_a, x)), ly->ssm_dt);
-    gl = loom_mul(ctx, loom_reshape(ctx, loom_softplus(ctx, gl), 3, ne_g), loom_reshape(ctx, ly->ssm_a, 3, ne_a));
+    loom_tensor *gl;
+    if (ly->ssm_f_b) { /* kimi: softplus(Wf_b Wf_a x + dt) * ssm_a */
+        gl = loom_add(ctx, loom_mul_mat(ctx, ly->ssm_f_b, loom_mul_mat(ctx, ly->ssm_f_a, x)), ly->ssm_dt);
+        gl = loom_mul(ctx, loom_reshape(ctx, loom_softplus(ctx, gl), 3, ne_g), loom_reshape(ctx, ly->ssm_a, 3, ne_a));
+    } else { /* bailingmoe3: lower * sigmoid((Wf_a x + dt) * ssm_a) */
+        gl = loom_reshape(ctx, loom_add(ctx, loom_mul_mat(ctx, ly->ssm_f_a, x), ly->ssm_dt), 3, ne_g);
+        gl = loom_scale(ctx, loom_sigmoid(ctx, loom_mul(ctx, gl, loom_reshape(ctx, ly->ssm_a, 3, ne_a))), hx->kda_lower);
+    }
     gl = loom_cont(ctx, gl);
     loom_tensor *beta = loom_sigmoid(ctx, loom_mul_mat(ctx, ly->ssm_beta, x)); /* [H, T] */
     const bool ip = llm_rs_in_place(m, il);
@@ -219,7 +283,8 @@ static loom_tensor *kda_layer(loom_model *m, loom_ctx *ctx, const llm_inputs *in
                                        loom_view(ctx, rs, 0, 1, &nss)));
     const int64_t ao[5] = {D, D * es, H, (int64_t)loom_tensor_nb(gd, 1), T}, ne_o[2] = {C, T};
     loom_tensor *o = loom_rms_norm(ctx, loom_cont(ctx, loom_view(ctx, gd, 0, 5, ao)), ly->ssm_norm, eps);
-    loom_tensor *g2 = loom_mul_mat(ctx, ly->ssm_g_b, loom_mul_mat(ctx, ly->ssm_g_a, x)); /* [C, T] */
+    loom_tensor *g2 = loom_mul_mat(ctx, ly->ssm_g_a, x); /* [C, T] (kimi: through its second projection) */
+    if (ly->ssm_g_b) g2 = loom_mul_mat(ctx, ly->ssm_g_b, g2);
     o = loom_mul(ctx, o, loom_sigmoid(ctx, loom_reshape(ctx, g2, 3, ne_g)));
     return loom_mul_mat(ctx, ly->wo, loom_reshape(ctx, o, 2, ne_o));
 }
@@ -239,7 +304,23 @@ loom_tensor *llm_kimi_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         llm_last_rows(ctx, m, &in, il, &x, &r);
         h = llm_named(loom_add(ctx, x, r), "ffn_inp", il);
         loom_tensor *n = llm_named(loom_rms_norm(ctx, h, ly->ffn_norm, eps), "ffn_norm", il);
-        h = llm_named(loom_add(ctx, llm_named(llm_ds_ffn(ctx, hx, ly, n, il), "ffn_out", il), h), "l_out", il);
+        loom_tensor *f;
+        if (!is_b3(hp)) {
+            f = llm_ds_ffn(ctx, hx, ly, n, il);
+        } else if (il < hx->n_dense_lead) { /* bailingmoe3: the SwiGLUs limited per layer */
+            f = loom_mul_mat(ctx, ly->ffn_down, llm_swiglu_limited(ctx, loom_mul_mat(ctx, ly->ffn_gate, n),
+                                                                  loom_mul_mat(ctx, ly->ffn_up, n), ly->clamp_shexp));
+        } else {
+            const llm_moe_opts mo = {.gating = hx->expert_gating ? LLM_MOE_SIGMOID : LLM_MOE_SOFTMAX,
+                                     .norm_w = hx->expert_weights_norm,
+                                     .w_scale = hx->expert_weights_scale,
+                                     .silu_limit = ly->clamp_exp};
+            f = llm_moe_ffn_opts(ctx, ly, n, hx->n_expert, hx->n_expert_used, &mo, il);
+            f = loom_add(ctx, f, loom_mul_mat(ctx, ly->ffn_down_shexp,
+                                              llm_swiglu_limited(ctx, loom_mul_mat(ctx, ly->ffn_gate_shexp, n),
+                                                                 loom_mul_mat(ctx, ly->ffn_up_shexp, n), ly->clamp_shexp)));
+        }
+        h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), h), "l_out", il);
     }
     return llm_llama_output(m, ctx, h);
 }

@@ -52,9 +52,8 @@ static bool array_len_ok(const loom_model_hparams *hp, uint64_t n, int n_all) {
     return n == (uint64_t)hp->n_layer || n == (uint64_t)n_all;
 }
 
-/* a float per layer: one value for all, or an array covering the trunk (+ MTP layers) */
-static loom_status layer_float(const loom_gguf *g, const loom_model_hparams *hp, int n_all, const char *key, int il,
-                               float *out, loom_error *err) {
+loom_status llm_arch_layer_float(const loom_gguf *g, const loom_model_hparams *hp, int n_all, const char *key, int il,
+                                 float *out, loom_error *err) {
     char full[128];
     snprintf(full, sizeof full, "%s.%s", hp->arch, key);
     const int64_t ki = loom_gguf_find_key(g, full);
@@ -92,7 +91,7 @@ static int arr_len(const loom_gguf *g, const loom_model_hparams *hp, const char 
     return array_len_ok(hp, n, n_all) ? (int)n : n_all;
 }
 
-static int n_layer_all(const loom_gguf *g, const loom_model_hparams *hp) {
+int llm_arch_n_layer_all(const loom_gguf *g, const loom_model_hparams *hp) {
     int64_t nextn = 0;
     loom_error e = {0};
     if (llm_get_int_key(g, hp->arch, "nextn_predict_layers", false, 0, &nextn, &e) || nextn < 0 || nextn > 64) nextn = 0;
@@ -101,7 +100,7 @@ static int n_layer_all(const loom_gguf *g, const loom_model_hparams *hp) {
 
 loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
-    const int na = n_layer_all(g, hp);
+    const int na = llm_arch_n_layer_all(g, hp);
     loom_status s;
     int64_t v;
     double d;
@@ -173,7 +172,7 @@ loom_status llm_step35_bind(loom_model *m, loom_error *err) {
     const loom_gguf *g = loom_model_gguf(m);
     const int64_t E = hp->n_embd, F = hp->n_ff, NE = hx->n_expert, FE = hx->n_ff_exp, FS = hx->n_ff_shexp;
     const int64_t DK = hp->head_dim_k, DV = hp->head_dim_v;
-    const int na = n_layer_all(g, hp);
+    const int na = llm_arch_n_layer_all(g, hp);
     loom_status st = llm_bind_embd_output(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
@@ -193,8 +192,8 @@ loom_status llm_step35_bind(loom_model *m, loom_error *err) {
         L->n_head_kv = (int)kv;
         L->n_rot = swa ? hx->n_rot_swa : hp->n_rot;
         m->kv_types[il].hkv = (int32_t)kv; /* the cache keeps this layer's shape */
-        if ((st = layer_float(g, hp, na, "swiglu_clamp_exp", il, &L->clamp_exp, err)) ||
-            (st = layer_float(g, hp, na, "swiglu_clamp_shexp", il, &L->clamp_shexp, err)))
+        if ((st = llm_arch_layer_float(g, hp, na, "swiglu_clamp_exp", il, &L->clamp_exp, err)) ||
+            (st = llm_arch_layer_float(g, hp, na, "swiglu_clamp_shexp", il, &L->clamp_shexp, err)))
             break;
         L->attn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_norm.weight", il);
         L->wq = llm_bind_tensor(be, true, E, h * DK, 1, err, &st, "blk.%d.attn_q.weight", il);

@@ -283,6 +283,7 @@ typedef struct llm_hparams_x {
                                 time_mix_extra_dim, time_decay_extra_dim */
     int rwkv_rescale;        /* RWKV-6 rescale_every_n_layers (0: none): h halves after those layers */
     int rwkv_kv_heads;       /* rwkv6qwen2: key / value heads (GQA; 0: as many as the heads) */
+    float kda_lower;         /* bailingmoe3: kda.gate_lower_bound (< 0): log decay = lower sigmoid(...) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
     uint64_t recr_bits[64];  /* bit il: layer il is recurrent */
