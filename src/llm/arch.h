@@ -167,6 +167,9 @@ loom_status llm_plamo3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
 loom_status llm_dbrx_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_dbrx_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_dbrx_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_grok_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_grok_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_grok_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_openelm.c */
 loom_status llm_openelm_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_openelm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

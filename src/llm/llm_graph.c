@@ -207,7 +207,12 @@ float llm_rope_attn_factor(const loom_model *m) {
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
     float attn_factor = 1.0f;
-    if (hx->yarn) {
+    /* llama.cpp: the ext factor (the file's when grok gives one, else 1 with YaRN scaling);
+     * when it is not 0 the magnitude factor is derived from the scaling factor, else the
+     * file's yarn_attn_factor (grok) or 1 stays */
+    const bool ext = hx->yarn_ext_set ? hx->yarn_ext != 0.0f : hx->yarn;
+    if (hx->yarn_ext_set && !ext) attn_factor = hx->yarn_attn_key;
+    if (ext) {
         /* llama.cpp (llama_context): ext_factor 1; the magnitude factor of the context's
          * (global) scale, divided by the 1 + 0.1 ln(factor) the rope kernel applies */
         const float factor = 1.0f / hp->rope_freq_scale;
@@ -231,6 +236,7 @@ void llm_rope_layer(const loom_model *m, int il, loom_tensor *factors, loom_rope
     ro->beta_fast = hx->yarn_beta_fast;
     ro->beta_slow = hx->yarn_beta_slow;
     if (hx->yarn) ro->ext_factor = 1.0f;
+    if (hx->yarn_ext_set) ro->ext_factor = hx->yarn_ext;
     ro->attn_factor = llm_rope_attn_factor(m);
     *base = swa ? hx->rope_base_swa : hp->rope_base;
     *scale = swa ? hx->rope_scale_swa : hp->rope_freq_scale;
@@ -443,6 +449,8 @@ loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x
         const int64_t ne1[1] = {1};
         loom_tensor *c1 = loom_from_f32(loom_ctx_input(ctx), &one, 1, 1, ne1);
         act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
+    } else if (o->geglu) { /* grok */
+        act = gate ? loom_mul(ctx, loom_gelu_f16(ctx, gate), up) : loom_gelu_f16(ctx, up);
     } else if (!gate) { /* experts without a gate (nemotron_h_moe): relu(up)^2 */
         act = loom_sqr(ctx, loom_relu(ctx, up));
     } else if (o->silu_limit > 0.0f) { /* step35 (llama.cpp's swiglu_clamp_exp) */

@@ -128,6 +128,7 @@ typedef struct llm_moe_opts {
     loom_tensor *router_in;
     bool reglu;
     float silu_limit; /* step35: min(silu(gate), limit) * clamp(up, -limit, limit) (0: none) */
+    bool geglu;       /* grok: gelu(gate) * up, gelu(up) without ffn_gate_exps (llama.cpp's F16 table) */
 } llm_moe_opts;
 loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                               const llm_moe_opts *o, int il);

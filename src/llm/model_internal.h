@@ -252,6 +252,9 @@ typedef struct llm_hparams_x {
     bool yarn;               /* rope.scaling.type == yarn */
     float yarn_log_mul;      /* rope.scaling.yarn_log_multiplier (0: none) */
     float yarn_beta_fast, yarn_beta_slow;
+    bool yarn_ext_set;       /* grok: rope.scaling.yarn_ext_factor given (else 1 with YaRN, 0 without) */
+    float yarn_ext;          /* that ext factor; 0 keeps yarn_attn_key as the rope magnitude factor */
+    float yarn_attn_key;     /* grok: rope.scaling.yarn_attn_factor (used only when yarn_ext_set and 0) */
     bool longrope;           /* phi3 rope_factors_long/short present */
     float attn_temp_scale;   /* mistral3 / llama4 query temperature (0: off) */
     int attn_temp_floor;     /* attention.temperature_length */

@@ -3790,6 +3790,75 @@ def openelm(m, NV):
     m.norm("output_norm.weight", E)
 
 
+def grok(m, NV, two=False):
+    # grok (Grok-1-like): 48 wide, 4 heads of 12, 2 KV heads, 3 layers, q/k/v apart, neox
+    # rope, attn_output_norm after Wo, 5 experts of 32 (feed_forward_length; no
+    # expert_feed_forward_length) top 2 with GELU gates, layer_output_norm after the
+    # experts, no scale / soft-cap keys (llama.cpp's defaults: embedding x 78.38, scores
+    # x 1/sqrt(128) capped at 30, logits x 1/sqrt(3)), tied output.
+    # grok2 (Grok-2-like): 64 wide, 4 heads of 16, 2 KV heads, 3 layers, a fused attn_qkv,
+    # 6 experts of 24 (expert_feed_forward_length) top 2 beside a dense GELU FFN of 96
+    # (their sum x sqrt(2)/2): layer 0 both gated, layer 1 no dense FFN, layer 2 experts
+    # without ffn_gate_exps and a dense FFN without ffn_gate (GELU of up alone, as
+    # llama.cpp); post_ffw_norm; embedding_scale 2, attention.output_scale 0.6 with
+    # attn_logit_softcapping 1.5 and final_logit_softcapping 4 (both bite), logit_scale 3,
+    # YaRN factor 4 over an original 2048 (the beta values move the ramp's ends: dims 3-5
+    # with 8 and 2, 2-6 with 32 and 1), yarn_ext_factor 0.5, yarn_attn_factor 1.3
+    # (llama.cpp recomputes it when the ext factor is not 0), no beta_fast (grok's
+    # default 8), beta_slow 2, router_logit_softcapping and attention.temperature_length
+    # (read, unused); separate
+    # output. F32
+    E, H, HKV, D, F, NL, NE, NU, FE = (64, 4, 2, 16, 96, 3, 6, 2, 24) if two else (48, 4, 2, 12, 32, 3, 5, 2, 32)
+    common(m, E, NL, H, HKV, F, 8192, 1e-5, None, FT_F32)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("rope.dimension_count", T_U32, D)
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    if two:
+        m.kv("expert_feed_forward_length", T_U32, FE)
+        m.kv("embedding_scale", T_F32, 2.0)
+        m.kv("logit_scale", T_F32, 3.0)
+        m.kv("attention.output_scale", T_F32, 0.6)
+        m.kv("attn_logit_softcapping", T_F32, 1.5)
+        m.kv("final_logit_softcapping", T_F32, 4.0)
+        m.kv("router_logit_softcapping", T_F32, 30.0)
+        m.kv("attention.temperature_length", T_U32, 1024)
+        m.kv("rope.scaling.type", T_STR, "yarn")
+        m.kv("rope.scaling.factor", T_F32, 4.0)
+        m.kv("rope.scaling.original_context_length", T_U32, 2048)
+        m.kv("rope.scaling.yarn_ext_factor", T_F32, 0.5)
+        m.kv("rope.scaling.yarn_attn_factor", T_F32, 1.3)
+        m.kv("rope.scaling.yarn_beta_slow", T_F32, 2.0)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        if two:
+            m.mat(b + "attn_qkv.weight", E, (H + 2 * HKV) * D)
+        else:
+            m.mat(b + "attn_q.weight", E, H * D)
+            m.mat(b + "attn_k.weight", E, HKV * D)
+            m.mat(b + "attn_v.weight", E, HKV * D)
+        m.mat(b + "attn_output.weight", H * D, E)
+        m.norm(b + "attn_output_norm.weight", E)
+        m.norm(b + "ffn_norm.weight", E)
+        if two and i != 1:
+            if i == 0:
+                m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        if not (two and i == 2):
+            m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.norm(b + ("post_ffw_norm.weight" if two else "layer_output_norm.weight"), E)
+    m.norm("output_norm.weight", E)
+    if two:
+        m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -3800,11 +3869,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -3812,7 +3881,7 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "granite": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama", "llama-nvfp4": "llama", "qwen3-yarn": "qwen3", "granite_swa-dense": "granite_swa"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama", "llama-nvfp4": "llama", "qwen3-yarn": "qwen3", "granite_swa-dense": "granite_swa", "grok2": "grok"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
@@ -3847,6 +3916,8 @@ def main():
         exaone_moe(m, NV)
     elif arch in ("granite_swa", "granite_swa-dense"):
         granite_swa(m, NV, arch == "granite_swa-dense")
+    elif arch in ("grok", "grok2"):
+        grok(m, NV, arch == "grok2")
     elif arch == "kimi-linear":
         kimi_linear(m, NV)
     elif arch == "deepseek2-ocr":
