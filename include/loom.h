@@ -80,6 +80,7 @@ typedef enum loom_op {
     LOOM_OP_RWKV_WKV6,    /* RWKV-6 state update over a batch of tokens with per-sequence state */
     LOOM_OP_XIELU,        /* xIELU activation (Apertus); op_params: alpha_n, alpha_p, beta, eps as applied */
     LOOM_OP_EXP,          /* e^x */
+    LOOM_OP_TOP_K_MASK,   /* a mask keeping each row's k best-scored keys; op_param: k */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -293,6 +294,14 @@ loom_tensor *loom_get_rows(loom_ctx *ctx, loom_tensor *a, loom_tensor *ids);
 loom_tensor *loom_argsort(loom_ctx *ctx, loom_tensor *a, bool descending);
 /* Indices of the k largest per row, descending; a strided view [k,ne1,ne2,ne3]. */
 loom_tensor *loom_top_k(loom_ctx *ctx, loom_tensor *a, int k);
+/* Sparse attention's key selection (DeepSeek's lightning indexer): scores F32 [L, T]
+ * (rows contiguous), mask F32/F16 [L, Tp] with Tp >= T (an attention mask: 0 or a finite
+ * bias where a key is visible, -inf where not). Returns a tensor of the mask's type and
+ * shape: in row t < T, mask[j, t] where key j is one of the k largest v_j = scores[j, t] +
+ * mask[j, t] among the finite ones (ties: the lower j first), -inf elsewhere; rows t >= T
+ * are the mask's. A row with at most k finite v keeps its mask. CPU only. Errors (sticky,
+ * poison result): LOOM_ERR_TYPE, LOOM_ERR_SHAPE (k < 1, shapes). */
+loom_tensor *loom_top_k_mask(loom_ctx *ctx, loom_tensor *scores, loom_tensor *mask, int k);
 
 /* RoPE. a [head_dim, heads, T, 1] F32/F16 (quantized: cast to F32 first);
  * pos I32 [T]. n_dims even, <= ne0; dims >= n_dims copied unchanged. */

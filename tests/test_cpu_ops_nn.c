@@ -1,5 +1,5 @@
 /* nn ops on the CPU engine: mul_mat (every weight type, broadcast, strided/permuted
- * operands, thread-count independence), mul_mat_id, argsort/top_k, and the sticky
+ * operands, thread-count independence), mul_mat_id, argsort/top_k, top_k_mask, and the sticky
  * errors of the nn op constructors. References are float64 code in this file. */
 #include "cpu/kernels.h"
 #include "nn_test_common.h"
@@ -318,6 +318,70 @@ static void test_argsort(void) {
     loom_ctx_free(ctx);
 }
 
+/* top_k_mask against the rank rule: key j of row t is kept iff fewer than k finite
+ * candidates v_i = score + mask rank before it (v_i > v_j, or equal with i < j), or the
+ * row has at most k candidates; rows t >= T copy the mask */
+static void run_top_k_mask(int64_t L, int64_t T, int64_t Tp, int k, bool f16, int nth) {
+    float *sc = malloc((size_t)(L * T) * sizeof *sc), *mk = malloc((size_t)(L * Tp) * sizeof *mk);
+    float *out = malloc((size_t)(L * Tp) * sizeof *out);
+    uint16_t *mh = malloc((size_t)(L * Tp) * sizeof *mh), *oh = malloc((size_t)(L * Tp) * sizeof *oh);
+    for (int64_t i = 0; i < L * T; i++) sc[i] = (float)(int)(rnd_u() * 9.0) - 4.0f; /* many ties */
+    sc[3] = NAN;
+    for (int64_t t = 0; t < Tp; t++)
+        for (int64_t j = 0; j < L; j++) {
+            const double u = rnd_u();
+            mk[t * L + j] = j > L - 1 - 2 * t ? -INFINITY : u < 0.2 ? -INFINITY : u < 0.4 ? -0.5f : 0.0f;
+            mh[t * L + j] = loom_fp32_to_fp16(mk[t * L + j]);
+        }
+    loom_ctx *ctx = nn_ctx(nth, false);
+    int64_t ne_s[2] = {L, T}, ne_m[2] = {L, Tp};
+    loom_tensor *s = loom_from_f32(loom_ctx_input(ctx), sc, (size_t)(L * T), 2, ne_s);
+    loom_tensor *m = f16 ? loom_from_bytes(loom_ctx_input(ctx), LOOM_TYPE_F16, mh, (size_t)(L * Tp) * 2, 2, ne_m)
+                         : loom_from_f32(loom_ctx_input(ctx), mk, (size_t)(L * Tp), 2, ne_m);
+    loom_tensor *y = loom_top_k_mask(ctx, s, m, k);
+    CHECK_EQ_INT(loom_tensor_type(y), f16 ? LOOM_TYPE_F16 : LOOM_TYPE_F32);
+    CHECK_EQ_INT(nn_run(ctx, y, f16 ? (float *)oh : out, f16 ? (size_t)(L * Tp / 2) : (size_t)(L * Tp)), LOOM_OK);
+    if (f16)
+        for (int64_t i = 0; i < L * Tp; i++) out[i] = loom_fp16_to_fp32(oh[i]);
+    int bad = 0, kept_rows = 0;
+    for (int64_t t = 0; t < Tp; t++) {
+        int64_t nf = 0;
+        for (int64_t j = 0; j < L && t < T; j++) nf += isfinite(sc[t * L + j] + mk[t * L + j]);
+        for (int64_t j = 0; j < L; j++) {
+            float want = mk[t * L + j];
+            if (t < T && nf > k) {
+                const float vj = sc[t * L + j] + mk[t * L + j];
+                int64_t rank = 0;
+                for (int64_t i = 0; i < L; i++) {
+                    const float vi = sc[t * L + i] + mk[t * L + i];
+                    rank += isfinite(vi) && (vi > vj || (vi == vj && i < j));
+                }
+                if (!isfinite(vj) || rank >= k) want = -INFINITY;
+            }
+            const float got = out[t * L + j];
+            bad += !(got == want || (isinf(got) && isinf(want) && got < 0 && want < 0));
+        }
+        kept_rows += t < T && nf > k;
+    }
+    CHECK_MSG(bad == 0, "top_k_mask L=%lld T=%lld k=%d f16=%d nth=%d: %d wrong", (long long)L, (long long)T, k, f16, nth,
+              bad);
+    CHECK_MSG(kept_rows > 0 || k >= L, "top_k_mask L=%lld k=%d: no row selects", (long long)L, k);
+    loom_ctx_free(ctx);
+    free(sc);
+    free(mk);
+    free(out);
+    free(mh);
+    free(oh);
+}
+
+static void test_top_k_mask(void) {
+    run_top_k_mask(23, 5, 8, 4, false, 1);
+    run_top_k_mask(23, 5, 8, 4, true, 3);
+    run_top_k_mask(23, 5, 8, 40, false, 2); /* more than the candidates: the mask */
+    run_top_k_mask(301, 7, 8, 37, false, 3); /* long rows through the selection */
+    run_top_k_mask(300, 3, 4, 1, true, 2);
+}
+
 /* ---------------------------------------------------------------- sticky errors */
 
 static loom_ctx *g_ectx;
@@ -359,6 +423,11 @@ static void test_errors(void) {
     EXPECT_ERR(loom_argsort(g_ectx, T4(LOOM_TYPE_F16, 8, 3, 1, 1), false), LOOM_ERR_TYPE);
     EXPECT_ERR(loom_top_k(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), 9), LOOM_ERR_SHAPE);
     EXPECT_ERR(loom_top_k(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), 0), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), T4(LOOM_TYPE_F16, 8, 4, 1, 1), 0), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 8, 5, 1, 1), T4(LOOM_TYPE_F16, 8, 4, 1, 1), 2), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 9, 3, 1, 1), T4(LOOM_TYPE_F32, 8, 4, 1, 1), 2), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F16, 8, 3, 1, 1), T4(LOOM_TYPE_F16, 8, 4, 1, 1), 2), LOOM_ERR_TYPE);
+    EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), T4(LOOM_TYPE_I32, 8, 4, 1, 1), 2), LOOM_ERR_TYPE);
     EXPECT_ERR(loom_rope(g_ectx, T4(LOOM_TYPE_F32, 8, 2, 3, 1), T4(LOOM_TYPE_I32, 3, 1, 1, 1), 5, 1e4f, 1, NULL),
                LOOM_ERR_SHAPE); /* odd n_dims */
     EXPECT_ERR(loom_rope(g_ectx, T4(LOOM_TYPE_F32, 8, 2, 3, 1), T4(LOOM_TYPE_I32, 3, 1, 1, 1), 10, 1e4f, 1, NULL),
@@ -423,6 +492,7 @@ int main(void) {
     run_mul_mat_id(LOOM_TYPE_Q8_0, 4, 3);
     run_mul_mat_id(LOOM_TYPE_Q4_0, 2, 1);
     test_argsort();
+    test_top_k_mask();
     test_errors();
     return test_finish("test_cpu_ops_nn");
 }

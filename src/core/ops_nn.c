@@ -175,6 +175,25 @@ loom_tensor *loom_top_k(loom_ctx *ctx, loom_tensor *a, int k) {
     return loom_new_view(ctx, s, LOOM_TYPE_I32, ne, s->nb, 0);
 }
 
+loom_tensor *loom_top_k_mask(loom_ctx *ctx, loom_tensor *scores, loom_tensor *mask, int k) {
+    loom_tensor *args[2] = {scores, mask};
+    const loom_op op = LOOM_OP_TOP_K_MASK;
+    if (!loom_op_check(ctx, op, 2, args)) return loom_ctx_poison(ctx);
+    if (scores->type != LOOM_TYPE_F32 || (mask->type != LOOM_TYPE_F32 && mask->type != LOOM_TYPE_F16))
+        return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, scores, mask, "top_k_mask: scores F32, mask F32 or F16");
+    if (k < 1)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, scores, mask, "top_k_mask: k = %d < 1", k);
+    if (scores->ne[0] != mask->ne[0] || scores->ne[1] > mask->ne[1] || scores->ne[2] != 1 || scores->ne[3] != 1 ||
+        mask->ne[2] != 1 || mask->ne[3] != 1 || scores->ne[0] > INT32_MAX)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, scores, mask,
+                             "top_k_mask: scores [L, T] and mask [L, >= T] (2-D) expected");
+    if (scores->nb[0] != sizeof(float) || mask->nb[0] != loom_type_size(mask->type))
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, scores, mask, "top_k_mask: rows must be contiguous");
+    loom_tensor *t = loom_new_node(ctx, op, mask->type, mask->ne, 2, args);
+    loom_set_op_param_i32(t, 0, k);
+    return t;
+}
+
 /* -------------------------------------------------------------------- rope */
 
 /* loom_rope_default_opts is defined in ctx.c */

@@ -56,6 +56,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_RWKV_WKV6: return loom_cpu_op_rwkv_wkv6;
     case LOOM_OP_XIELU: return loom_cpu_op_xielu;
     case LOOM_OP_EXP: return loom_cpu_op_exp;
+    case LOOM_OP_TOP_K_MASK: return loom_cpu_op_top_k_mask;
     }
     return NULL;
 }
@@ -67,6 +68,7 @@ size_t loom_cpu_op_work_size(const loom_tensor *dst, int nth) {
     case LOOM_OP_ROPE: return loom_cpu_work_size_rope(dst, nth);
     case LOOM_OP_FLASH_ATTN: return loom_cpu_work_size_flash_attn(dst, nth);
     case LOOM_OP_ARGSORT: return loom_cpu_work_size_argsort(dst, nth);
+    case LOOM_OP_TOP_K_MASK: return loom_cpu_work_size_top_k_mask(dst, nth);
     case LOOM_OP_IM2COL: return loom_cpu_work_size_im2col(dst, nth);
     case LOOM_OP_POOL_2D: return loom_cpu_work_size_pool_2d(dst, nth);
     case LOOM_OP_GATED_DELTA: return loom_cpu_work_size_gated_delta(dst, nth);

@@ -1,7 +1,8 @@
 /*
  * arch_deepseek2.c - DeepSeek-V2 / V2.5 / V3 and their kin (general.architecture
  * "deepseek2": DeepSeek-Coder-V2, DeepSeek-V2-Lite, Moonlight ...; "mistral4": Mistral's
- * models of this design, the same graph, llama.cpp's YaRN mscale special case aside):
+ * models of this design, the same graph, llama.cpp's YaRN mscale special case aside;
+ * "deepseek32": DeepSeek-V3.2's sparse attention, arch_dsa.c, through this graph):
  * multi-head latent
  * attention and a mixture of experts with shared experts, as llama.cpp's deepseek2
  * graph.
@@ -235,9 +236,8 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         loom_tensor *r = h;
         loom_tensor *ff = llm_layer_rope_factors(m, ctx, il); /* minicpm3's LongRoPE */
         loom_tensor *x = llm_named(loom_rms_norm(ctx, h, ly->attn_norm, eps), "attn_norm", il);
-        loom_tensor *q = ly->wq_a ? loom_mul_mat(ctx, ly->wq_b, loom_rms_norm(ctx, loom_mul_mat(ctx, ly->wq_a, x),
-                                                                               ly->q_a_norm, eps))
-                                  : loom_mul_mat(ctx, ly->wq, x);
+        loom_tensor *qr = ly->wq_a ? loom_rms_norm(ctx, loom_mul_mat(ctx, ly->wq_a, x), ly->q_a_norm, eps) : NULL;
+        loom_tensor *q = qr ? loom_mul_mat(ctx, ly->wq_b, qr) : loom_mul_mat(ctx, ly->wq, x);
         const int64_t ne_q[3] = {DK, H, T};
         q = loom_reshape(ctx, q, 3, ne_q);
         loom_tensor *kvp = loom_mul_mat(ctx, ly->wkv_a_mqa, x); /* [KVL + R, T] */
@@ -254,7 +254,8 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
             loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3));
             loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);  /* [KVL + R, H, T] */
             loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);   /* [KVL + R, 1, T] */
-            a = llm_attention(m, ctx, b, &in, il, Q, K, c, in.mask, kq_scale, 0.0f, NULL); /* [KVL * H, T] */
+            a = hx->dsa_heads > 0 ? llm_dsa_attention(m, ctx, b, &in, il, x, qr, Q, K, c, kq_scale)
+                                  : llm_attention(m, ctx, b, &in, il, Q, K, c, in.mask, kq_scale, 0.0f, NULL); /* [KVL * H, T] */
             const int64_t ne_a[3] = {KVL, H, T};
             loom_tensor *ap = loom_cont(ctx, loom_permute(ctx, loom_reshape(ctx, a, 3, ne_a), 0, 2, 1, 3));
             loom_tensor *o = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wv_b, ap), 0, 2, 1, 3));

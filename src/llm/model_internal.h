@@ -55,6 +55,8 @@ typedef struct llm_layer {
     loom_tensor *ssm_z, *ssm_conv, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out, *ssm_ba, *ssm_in;
     /* Kimi's KDA (arch_kimi.c): the k / v convolutions (ssm_conv: q's), decay and output-gate LoRAs */
     loom_tensor *ssm_conv_k, *ssm_conv_v, *ssm_f_a, *ssm_f_b, *ssm_g_a, *ssm_g_b;
+    /* deepseek32: the lightning indexer (q from the q LoRA latent, k with a LayerNorm, head weights) */
+    loom_tensor *idx_wq_b, *idx_wk, *idx_k_norm, *idx_k_norm_b, *idx_proj;
     /* Mamba-2 (with ssm_in, ssm_conv, ssm_dt, ssm_a, ssm_norm, ssm_out): conv bias, skip D */
     loom_tensor *ssm_conv_b, *ssm_d;
     /* Mamba-1 (ssm_dt is then the dt projection): x projection to dt | B | C, dt bias,
@@ -286,6 +288,7 @@ typedef struct llm_hparams_x {
                                 time_mix_extra_dim, time_decay_extra_dim */
     int rwkv_rescale;        /* RWKV-6 rescale_every_n_layers (0: none): h halves after those layers */
     int rwkv_kv_heads;       /* rwkv6qwen2: key / value heads (GQA; 0: as many as the heads) */
+    int dsa_heads, dsa_dim, dsa_top_k; /* deepseek32 indexer: heads, head width, keys kept (0: no DSA) */
     float kda_lower;         /* bailingmoe3: kda.gate_lower_bound (< 0): log decay = lower sigmoid(...) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
