@@ -338,7 +338,7 @@ static void bad_files(void) {
     expect_open_error("missing k norm", LOOM_ERR_NOT_FOUND, "blk.2.attn_k_norm.weight");
 
     /* the independent files of the other architectures with one thing wrong */
-    static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1};
+    static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1}, dsa_first_shared[3] = {0, 1, 1};
     static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
     static const uint32_t elm_kv[4] = {1, 3, 2, 3}; /* layer 1: 4 heads, 3 KV heads */
     static const uint32_t pat4[5] = {4, 4, 4, 4, 4};
@@ -663,6 +663,12 @@ static void bad_files(void) {
          "blk.1.indexer.k_norm.bias"},
         {"deepseek32", "indexer q of another width", {.u32_key = "deepseek32.attention.indexer.head_count", .u32_val = 8},
          LOOM_ERR_FORMAT, "blk.0.indexer.attn_q_b.weight"},
+        {"glm-dsa", "layer 0 sharing an indexer", {.flags_key = "glm-dsa.attention.indexer.types", .flags = dsa_first_shared,
+         .n_flags = 3}, LOOM_ERR_FORMAT, "layer 0 shares the indexer of no earlier layer"},
+        {"glm-dsa", "indexer types of another count", {.flags_key = "glm-dsa.attention.indexer.types", .flags = three,
+         .n_flags = 2}, LOOM_ERR_FORMAT, "one value per layer (3)"},
+        {"glm-dsa", "missing indexer of a full layer", {.drop = "blk.2.indexer.proj.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.indexer.proj.weight"},
         {"grok", "rope dims other than the head width", {.u32_key = "grok.rope.dimension_count", .u32_val = 8},
          LOOM_ERR_UNSUPPORTED, "rope.dimension_count (12, 12, 8)"},
         {"grok", "missing attention output norm", {.drop = "blk.1.attn_output_norm.weight"}, LOOM_ERR_NOT_FOUND,

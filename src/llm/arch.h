@@ -169,12 +169,18 @@ loom_status llm_dbrx_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_dbrx_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_dsa_bind(loom_model *m, loom_error *err);
-/* deepseek32's attention of layer il (arch_dsa.c): x the attention norm's output, qr the q
- * LoRA latent, q [kv_lora + n_rot, H, T] and k [kv_lora + n_rot, 1, T] the absorbed query and
- * latent key, v [kv_lora, 1, T]; returns [kv_lora * H, T] over the indexer's top_k keys */
+/* deepseek32 / glm-dsa attention of layer il (arch_dsa.c): x the attention norm's output,
+ * qr the q LoRA latent, q [kv_lora + n_rot, H, T] and k [kv_lora + n_rot, 1, T] the
+ * absorbed query and latent key, v [kv_lora, 1, T]; returns [kv_lora * H, T] over the
+ * indexer's top_k keys. *sel_prev: the last indexer layer's key mask (set by an indexer
+ * layer, read by a glm-dsa shared layer; NULL before the first layer). */
 loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
                                loom_tensor *x, loom_tensor *qr, loom_tensor *q, loom_tensor *k, loom_tensor *v,
-                               float kq_scale);
+                               float kq_scale, loom_tensor **sel_prev);
+/* Whether layer il reuses the previous indexer layer's keys (glm-dsa's shared layers). */
+static inline bool llm_dsa_shared(const llm_hparams_x *hx, int il) {
+    return il >= 0 && il < 4096 && (hx->dsa_shared[il / 64] >> (il % 64)) & 1;
+}
 loom_status llm_grok_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_grok_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_grok_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

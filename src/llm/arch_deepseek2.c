@@ -2,7 +2,7 @@
  * arch_deepseek2.c - DeepSeek-V2 / V2.5 / V3 and their kin (general.architecture
  * "deepseek2": DeepSeek-Coder-V2, DeepSeek-V2-Lite, Moonlight ...; "mistral4": Mistral's
  * models of this design, the same graph, llama.cpp's YaRN mscale special case aside;
- * "deepseek32": DeepSeek-V3.2's sparse attention, arch_dsa.c, through this graph):
+ * "deepseek32" / "glm-dsa": DeepSeek sparse attention, arch_dsa.c, through this graph):
  * multi-head latent
  * attention and a mixture of experts with shared experts, as llama.cpp's deepseek2
  * graph.
@@ -231,6 +231,7 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
     loom_tensor *h = loom_get_rows(ctx, m->tok_embd, in.tok);
     if (hx->embd_scale > 0.0f) h = loom_scale(ctx, h, hx->embd_scale);
     h = llm_named(h, "inp_embd", -1);
+    loom_tensor *dsa_sel = NULL; /* deepseek32 / glm-dsa: the last indexer layer's key mask */
     for (int il = 0; il < hp->n_layer; il++) {
         const llm_layer *ly = &m->layers[il];
         loom_tensor *r = h;
@@ -254,7 +255,7 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
             loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3));
             loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);  /* [KVL + R, H, T] */
             loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);   /* [KVL + R, 1, T] */
-            a = hx->dsa_heads > 0 ? llm_dsa_attention(m, ctx, b, &in, il, x, qr, Q, K, c, kq_scale)
+            a = hx->dsa_heads > 0 ? llm_dsa_attention(m, ctx, b, &in, il, x, qr, Q, K, c, kq_scale, &dsa_sel)
                                   : llm_attention(m, ctx, b, &in, il, Q, K, c, in.mask, kq_scale, 0.0f, NULL); /* [KVL * H, T] */
             const int64_t ne_a[3] = {KVL, H, T};
             loom_tensor *ap = loom_cont(ctx, loom_permute(ctx, loom_reshape(ctx, a, 3, ne_a), 0, 2, 1, 3));

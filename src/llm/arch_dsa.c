@@ -5,8 +5,8 @@
  * attends only to the top_k keys its lightning indexer scores highest:
  *
  *   qr = rms_norm(Wq_a x) * q_a_norm                       (the q LoRA's normed latent)
- *   iq = rope_neox(Wiq_b qr)        [Di, Hi, T]            (first n_rot dims of each head)
- *   ik = rope_neox(layer_norm(Wik x) * k_norm + k_norm_b)  [Di, 1, T] (eps 1e-6)
+ *   iq = rope_neox(Wiq_b qr)       [Di, Hi, T]            (first n_rot dims of each head)
+ *   ik = rope_idx(layer_norm(Wik x) * k_norm + k_norm_b)  [Di, 1, T] (eps 1e-6)
  *   iw = Wiproj x / sqrt(Di Hi)     [Hi, T]
  *   score(t, j) = sum_h iw[h, t] relu(iq[:, h, t] . ik[:, j]) + mask(t, j)
  *   keys kept for query t: the top_k scores (loom_top_k_mask; all of them when fewer)
@@ -19,6 +19,13 @@
  * n_rot dims with neox rope, seq.c); the attention reads the first kv_lora + n_rot dims.
  * Ties among the scores keep the lower cell first (llama.cpp's partial sort leaves their
  * order unspecified).
+ *
+ * glm-dsa (GLM-5 / 5.1 / 5.2, as llama.cpp's glm-dsa graph): the same with the indexer's
+ * rope normal (not neox), a sigmoid router by default, no YaRN log multiplier (llama.cpp
+ * reads none), and attention.indexer.types: per layer "full" (an indexer of its own) or
+ * "shared" (the keys the previous full layer picked, no indexer weights or cached
+ * indexer key); absent: every layer full below a context of 2^20, GLM-5.2's pattern
+ * (layers 0, 1 and every fourth from 2 full) from there, as llama.cpp.
  */
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +33,47 @@
 #include <string.h>
 
 #include "arch.h"
+
+
+/* glm-dsa: the indexer's rope, router default, YaRN and indexer types (see the top) */
+static loom_status glm_dsa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    const char *a = hp->arch;
+    char key[128];
+    int64_t v;
+    hx->dsa_rope_mode = LOOM_ROPE_NORMAL;
+    hx->yarn_log_mul = 0.0f;
+    snprintf(key, sizeof key, "%s.expert_gating_func", a);
+    if (loom_gguf_find_key(g, key) < 0) hx->expert_gating = 1;
+    else if (!loom_gguf_kv_int(g, loom_gguf_find_key(g, key), &v) && v == 0) hx->expert_gating = 1;
+    snprintf(key, sizeof key, "%s.attention.indexer.types", a);
+    const int64_t ki = loom_gguf_find_key(g, key);
+    for (int il = 0; il < hp->n_layer; il++) {
+        bool full = hp->n_ctx_train < 1048576 || il < 2 || (il - 2) % 4 == 0;
+        if (ki >= 0 && loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
+            loom_gguf_vtype et;
+            const void *data;
+            uint64_t n;
+            if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key,
+                                      hp->n_layer);
+            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
+            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
+            full = v != 0;
+        } else if (ki >= 0) {
+            bool b;
+            if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_BOOL && !loom_gguf_get_bool(g, key, &b)) v = b;
+            else if (loom_gguf_kv_int(g, ki, &v))
+                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be booleans or integers", key);
+            full = v != 0;
+        }
+        if (!full && il == 0)
+            return loom_error_set(err, LOOM_ERR_FORMAT,
+                                  "model: '%s': layer 0 shares the indexer of no earlier layer", key);
+        if (!full) hx->dsa_shared[il / 64] |= (uint64_t)1 << (il % 64);
+    }
+    return LOOM_OK;
+}
 
 loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     loom_status s = llm_deepseek2_hparams(g, hp, hx, err);
@@ -39,8 +87,9 @@ loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpar
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.attention.q_lora_rank' is missing", a);
     char key[128];
     snprintf(key, sizeof key, "%s.expert_gating_func", a);
-    if (loom_gguf_find_key(g, key) < 0)
+    if (strcmp(a, "glm-dsa") && loom_gguf_find_key(g, key) < 0)
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
     static const char *const names[3] = {"attention.indexer.head_count", "attention.indexer.key_length",
                                          "attention.indexer.top_k"};
     static const int64_t hi[3] = {1024, 65536, (int64_t)1 << 30};
@@ -58,7 +107,10 @@ loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpar
     hx->dsa_heads = (int)v[0];
     hx->dsa_dim = (int)v[1];
     hx->dsa_top_k = (int)v[2];
-    return LOOM_OK;
+    hx->dsa_rope_mode = LOOM_ROPE_NEOX;
+    memset(hx->dsa_shared, 0, sizeof hx->dsa_shared);
+    if (strcmp(a, "glm-dsa")) return LOOM_OK;
+    return glm_dsa_keys(g, hp, hx, err);
 }
 
 loom_status llm_dsa_bind(loom_model *m, loom_error *err) {
@@ -69,6 +121,7 @@ loom_status llm_dsa_bind(loom_model *m, loom_error *err) {
     const int64_t E = hp->n_embd, HI = hx->dsa_heads, DI = hx->dsa_dim;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
+        if (llm_dsa_shared(hx, il)) continue; /* glm-dsa: the previous indexer's keys */
         L->idx_wq_b = llm_bind_tensor(be, true, hx->q_lora, HI * DI, 1, err, &st, "blk.%d.indexer.attn_q_b.weight", il);
         L->idx_wk = llm_bind_tensor(be, true, E, DI, 1, err, &st, "blk.%d.indexer.attn_k.weight", il);
         L->idx_k_norm = llm_bind_tensor(be, true, DI, 1, 1, err, &st, "blk.%d.indexer.k_norm.weight", il);
@@ -80,53 +133,62 @@ loom_status llm_dsa_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-/* neox rope of the first n_rot dims of each head of x, with the layer's rope options */
-static loom_tensor *rope_neox(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il) {
+/* the indexer's rope (neox or normal) of the first n_rot dims of each head of x, with the
+ * layer's rope options */
+static loom_tensor *rope_idx(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il) {
     loom_rope_opts ro;
     float base, scale;
     llm_rope_layer(m, il, NULL, &ro, &base, &scale);
-    ro.mode = LOOM_ROPE_NEOX;
+    ro.mode = (loom_rope_mode)m->hx.dsa_rope_mode;
     return loom_rope(ctx, x, pos, m->hp.n_rot, base, scale, &ro);
 }
 
 loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
                                loom_tensor *x, loom_tensor *qr, loom_tensor *q, loom_tensor *k, loom_tensor *v,
-                               float kq_scale) {
+                               float kq_scale, loom_tensor **sel_prev) {
     const llm_layer *ly = &m->layers[il];
     const llm_hparams_x *hx = &m->hx;
     llm_kv_cache *kv = &m->kv;
     const int64_t T = loom_tensor_ne(q, 2), H = loom_tensor_ne(q, 1), DA = loom_tensor_ne(k, 0);
     const int64_t HI = hx->dsa_heads, DI = hx->dsa_dim, DV = loom_tensor_ne(v, 0);
-    /* the indexer's query, key and head weights */
-    const int64_t ne_iq[3] = {DI, HI, T}, ne_ik[3] = {DI, 1, T};
-    loom_tensor *iq = rope_neox(m, ctx, loom_reshape(ctx, loom_mul_mat(ctx, ly->idx_wq_b, qr), 3, ne_iq), in->pos, il);
-    loom_tensor *ik = loom_layer_norm(ctx, loom_mul_mat(ctx, ly->idx_wk, x), ly->idx_k_norm, ly->idx_k_norm_b, 1e-6f);
-    ik = rope_neox(m, ctx, loom_reshape(ctx, ik, 3, ne_ik), in->pos, il);
-    loom_tensor *iw = loom_scale(ctx, loom_mul_mat(ctx, ly->idx_proj, x), 1.0f / sqrtf((float)(DI * HI))); /* [HI, T] */
-    llm_named(iq, "indexer_q", il);
-    llm_named(ik, "indexer_k", il);
-    /* cache [latent key | indexer key] and the latent value */
-    llm_kv_put(ctx, kv, il, llm_named(loom_concat(ctx, k, ik, 0), "k_dsa", il), v, b->io ? b->io->store + 4 * il : NULL);
+    const bool shared = llm_dsa_shared(hx, il);
+    loom_tensor *iq = NULL, *iw = NULL;
+    if (!shared) {
+        /* the indexer's query, key and head weights; the key cached after the latent one */
+        const int64_t ne_iq[3] = {DI, HI, T}, ne_ik[3] = {DI, 1, T};
+        iq = rope_idx(m, ctx, loom_reshape(ctx, loom_mul_mat(ctx, ly->idx_wq_b, qr), 3, ne_iq), in->pos, il);
+        loom_tensor *ik = loom_layer_norm(ctx, loom_mul_mat(ctx, ly->idx_wk, x), ly->idx_k_norm, ly->idx_k_norm_b, 1e-6f);
+        ik = rope_idx(m, ctx, loom_reshape(ctx, ik, 3, ne_ik), in->pos, il);
+        iw = loom_scale(ctx, loom_mul_mat(ctx, ly->idx_proj, x), 1.0f / sqrtf((float)(DI * HI))); /* [HI, T] */
+        llm_named(iq, "indexer_q", il);
+        k = llm_named(loom_concat(ctx, k, llm_named(ik, "indexer_k", il), 0), "k_dsa", il);
+    }
+    llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc;
-    llm_kv_get(ctx, kv, il, &kc, &vc); /* kc [DA + DI, 1, L] */
+    llm_kv_get(ctx, kv, il, &kc, &vc); /* kc [DA (+ DI), 1, L] */
     const int64_t L = loom_tensor_ne(kc, 2);
     const int64_t nb1 = (int64_t)loom_tensor_nb(kc, 1), nb2 = (int64_t)loom_tensor_nb(kc, 2);
-    /* a quantized cache holds whole blocks of DA + DI (llm_kv_init) and DI is a multiple
-     * of 32 or refused there, so the indexer part starts on a block; else the view below
-     * fails (out of bounds) and the graph carries the error */
-    size_t off = 0;
-    if (loom_type_row_bytes(loom_tensor_type(kc), DA, &off)) off = SIZE_MAX / 2;
-    const int64_t a_args[5] = {DA, nb1, 1, nb2, L}, i_args[3] = {DI, nb2, L};
+    const int64_t a_args[5] = {DA, nb1, 1, nb2, L};
     loom_tensor *ka = loom_view(ctx, kc, 0, 5, a_args);
-    loom_tensor *ki = loom_view(ctx, kc, off, 3, i_args); /* [DI, L] */
-    /* scores [L, T]: the heads' relu(q.k) weighted and summed */
-    const int64_t ne_s[3] = {L, HI, T}, ne_w[3] = {1, HI, T}, ne_st[2] = {L, T};
-    loom_tensor *s = loom_relu(ctx, loom_reshape(ctx, loom_mul_mat(ctx, ki, loom_reshape(ctx, iq, 2, (const int64_t[2]){DI, HI * T})), 3, ne_s));
-    s = loom_mul(ctx, s, loom_reshape(ctx, iw, 3, ne_w));
-    s = loom_sum_rows(ctx, loom_cont(ctx, loom_permute(ctx, s, 1, 0, 2, 3))); /* [1, L, T] */
-    s = llm_named(loom_reshape(ctx, s, 2, ne_st), "indexer_score", il);
-    loom_tensor *mask = llm_kv_layer_mask(kv, in->masks, il);
-    loom_tensor *sel = llm_named(loom_top_k_mask(ctx, s, mask, hx->dsa_top_k), "kq_mask_top_k", il);
+    loom_tensor *sel = shared ? *sel_prev : NULL;
+    if (!shared) {
+        /* a quantized cache holds whole blocks of DA + DI (llm_kv_init) and DI is a
+         * multiple of 32 or refused there, so the indexer part starts on a block; else the
+         * view below fails (out of bounds) and the graph carries the error */
+        size_t off = 0;
+        if (loom_type_row_bytes(loom_tensor_type(kc), DA, &off)) off = SIZE_MAX / 2;
+        const int64_t i_args[3] = {DI, nb2, L};
+        loom_tensor *ki = loom_view(ctx, kc, off, 3, i_args); /* [DI, L] */
+        /* scores [L, T]: the heads' relu(q.k) weighted and summed */
+        const int64_t ne_q2[2] = {DI, HI * T}, ne_s[3] = {L, HI, T}, ne_w[3] = {1, HI, T}, ne_st[2] = {L, T};
+        loom_tensor *s = loom_relu(ctx, loom_reshape(ctx, loom_mul_mat(ctx, ki, loom_reshape(ctx, iq, 2, ne_q2)), 3, ne_s));
+        s = loom_mul(ctx, s, loom_reshape(ctx, iw, 3, ne_w));
+        s = loom_sum_rows(ctx, loom_cont(ctx, loom_permute(ctx, s, 1, 0, 2, 3))); /* [1, L, T] */
+        s = llm_named(loom_reshape(ctx, s, 2, ne_st), "indexer_score", il);
+        loom_tensor *mask = llm_kv_layer_mask(kv, in->masks, il);
+        sel = llm_named(loom_top_k_mask(ctx, s, mask, hx->dsa_top_k), "kq_mask_top_k", il);
+        *sel_prev = sel;
+    }
     const loom_attn_opts o = {0};
     loom_tensor *a = loom_sdpa_opts(ctx, q, ka, vc, sel, kq_scale, &o);
     const int64_t ne_a[2] = {DV * H, T};

@@ -288,7 +288,9 @@ typedef struct llm_hparams_x {
                                 time_mix_extra_dim, time_decay_extra_dim */
     int rwkv_rescale;        /* RWKV-6 rescale_every_n_layers (0: none): h halves after those layers */
     int rwkv_kv_heads;       /* rwkv6qwen2: key / value heads (GQA; 0: as many as the heads) */
-    int dsa_heads, dsa_dim, dsa_top_k; /* deepseek32 indexer: heads, head width, keys kept (0: no DSA) */
+    int dsa_heads, dsa_dim, dsa_top_k; /* deepseek32 / glm-dsa indexer: heads, head width, keys kept (0: no DSA) */
+    int dsa_rope_mode;       /* the indexer's rope (deepseek32 neox, glm-dsa normal) */
+    uint64_t dsa_shared[64]; /* bit il: layer il reuses the previous indexer layer's keys (glm-dsa) */
     float kda_lower;         /* bailingmoe3: kda.gate_lower_bound (< 0): log decay = lower sigmoid(...) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */

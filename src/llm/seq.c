@@ -227,11 +227,11 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     r = loom_set_2d(ctx, s3, rp, (size_t)off * loom_tensor_nb(s3, 0), loom_tensor_nb(s3, 1));
                 }
                 if (m->hx.dsa_dim > 0 && dk > m->hp.head_dim_k) {
-                    /* deepseek32: the indexer key after the latent key turns its first n_rot
-                     * dims with neox rope (arch_dsa.c) */
+                    /* deepseek32 / glm-dsa: the indexer key after the latent key turns its
+                     * first n_rot dims with the indexer's rope (arch_dsa.c) */
                     const int64_t o2 = m->hp.head_dim_k;
                     loom_rope_opts ro2 = ro;
-                    ro2.mode = LOOM_ROPE_NEOX;
+                    ro2.mode = (loom_rope_mode)m->hx.dsa_rope_mode;
                     int64_t pa[5] = {nr, (int64_t)loom_tensor_nb(r, 1), hkv, (int64_t)loom_tensor_nb(r, 2), len};
                     loom_tensor *part = loom_cont(ctx, loom_view(ctx, r, (size_t)o2 * loom_tensor_nb(r, 0), 5, pa));
                     loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro2);

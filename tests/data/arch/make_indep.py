@@ -3879,6 +3879,29 @@ def deepseek32(m, NV):
         m.mat(b + "indexer.proj.weight", E, HI)
 
 
+def glm_dsa(m, NV):
+    # GLM-5-like (glm-dsa): deepseek32's file under this name, with no expert_gating_func
+    # (llama.cpp's default: sigmoid), the YaRN log multiplier the writer adds (glm-dsa
+    # reads none), the indexer's rope normal, and attention.indexer.types [full, shared,
+    # full] (booleans, as the converter writes them): layer 1 has no indexer weights and
+    # reuses layer 0's keys; top_k 5 (with 6, llama.cpp's F16 indexer cache moves one
+    # selection enough to change 4 of 36 top-1 tokens against its F32 run). F32
+    deepseek2(m, NV, False)
+    m.kvs = [kv for kv in m.kvs if not kv[0].endswith(".expert_gating_func")]
+    DI, HI, QL, E = 64, 16, 24, 64
+    m.kv("attention.indexer.head_count", T_U32, HI)
+    m.kv("attention.indexer.key_length", T_U32, DI)
+    m.kv("attention.indexer.top_k", T_U32, 5)
+    m.kv("attention.indexer.types", T_ARR, (T_BOOL, [True, False, True]))
+    for i in (0, 2):
+        b = "blk.%d." % i
+        m.mat(b + "indexer.attn_q_b.weight", QL, HI * DI)
+        m.mat(b + "indexer.attn_k.weight", E, DI)
+        m.norm(b + "indexer.k_norm.weight", DI)
+        m.bias(b + "indexer.k_norm.bias", [DI])
+        m.mat(b + "indexer.proj.weight", E, HI)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -3889,11 +3912,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -3936,6 +3959,8 @@ def main():
         exaone_moe(m, NV)
     elif arch in ("granite_swa", "granite_swa-dense"):
         granite_swa(m, NV, arch == "granite_swa-dense")
+    elif arch == "glm-dsa":
+        glm_dsa(m, NV)
     elif arch in ("grok", "grok2"):
         grok(m, NV, arch == "grok2")
     elif arch == "kimi-linear":
