@@ -301,6 +301,13 @@ static void independent_models(void) {
     }
     fclose(f);
     CHECK_MSG(n >= 44, "indep.txt lists %d models, expected the 44 files", n);
+    /* deepseek32's indexer scores computed in four chunks of queries (the path long
+     * prompts take): the same checks against llama.cpp */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path(ARCH_DIR "/indep-deepseek32.gguf"));
+    setenv("LOOM_DSA_SCORE_FLOATS", "64", 1);
+    check_model("indep-deepseek32", path, 0.95, true, true, false);
+    unsetenv("LOOM_DSA_SCORE_FLOATS");
 }
 
 static void expect_open_error(const char *what, loom_status want, const char *needle) {

@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
@@ -133,6 +134,16 @@ loom_status llm_dsa_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
+/* The most floats one chunk of the indexer's per-head products [L, heads, queries] should
+ * take (64 MiB; LOOM_DSA_SCORE_FLOATS overrides it, for tests of the chunked path): a
+ * prompt batch of T queries over L keys runs in up to four chunks, which keeps the compute
+ * plan a quarter of the unchunked one at long contexts. */
+static int64_t dsa_score_floats(void) {
+    const char *e = getenv("LOOM_DSA_SCORE_FLOATS");
+    long long v = e ? atoll(e) : 0;
+    return v > 0 ? (int64_t)v : (int64_t)1 << 24;
+}
+
 /* the indexer's rope (neox or normal) of the first n_rot dims of each head of x, with the
  * layer's rope options */
 static loom_tensor *rope_idx(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il) {
@@ -179,12 +190,25 @@ loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         if (loom_type_row_bytes(loom_tensor_type(kc), DA, &off)) off = SIZE_MAX / 2;
         const int64_t i_args[3] = {DI, nb2, L};
         loom_tensor *ki = loom_view(ctx, kc, off, 3, i_args); /* [DI, L] */
-        /* scores [L, T]: the heads' relu(q.k) weighted and summed */
-        const int64_t ne_q2[2] = {DI, HI * T}, ne_s[3] = {L, HI, T}, ne_w[3] = {1, HI, T}, ne_st[2] = {L, T};
-        loom_tensor *s = loom_relu(ctx, loom_reshape(ctx, loom_mul_mat(ctx, ki, loom_reshape(ctx, iq, 2, ne_q2)), 3, ne_s));
-        s = loom_mul(ctx, s, loom_reshape(ctx, iw, 3, ne_w));
-        s = loom_sum_rows(ctx, loom_cont(ctx, loom_permute(ctx, s, 1, 0, 2, 3))); /* [1, L, T] */
-        s = llm_named(loom_reshape(ctx, s, 2, ne_st), "indexer_score", il);
+        /* scores [L, T]: the heads' relu(q.k) weighted and summed, in chunks of queries
+         * whose per-head products [L, HI, tc] stay within dsa_score_floats(), at most
+         * four chunks (each adds a dozen nodes to a graph of bounded size) */
+        int64_t tc = dsa_score_floats() / (L * HI);
+        if (tc < (T + 3) / 4) tc = (T + 3) / 4;
+        if (tc > T) tc = T;
+        loom_tensor *s = NULL;
+        for (int64_t t0 = 0; t0 < T; t0 += tc) {
+            const int64_t n = T - t0 < tc ? T - t0 : tc;
+            const int64_t q_args[3] = {DI, (int64_t)loom_tensor_nb(iq, 1), HI * n}, w_args[3] = {HI, (int64_t)loom_tensor_nb(iw, 1), n};
+            const int64_t ne_s[3] = {L, HI, n}, ne_w[3] = {1, HI, n}, ne_st[2] = {L, n};
+            loom_tensor *qc = loom_view(ctx, iq, (size_t)t0 * loom_tensor_nb(iq, 2), 3, q_args);
+            loom_tensor *wc = loom_reshape(ctx, loom_cont(ctx, loom_view(ctx, iw, (size_t)t0 * loom_tensor_nb(iw, 1), 3, w_args)), 3, ne_w);
+            loom_tensor *sc = loom_relu(ctx, loom_reshape(ctx, loom_mul_mat(ctx, ki, qc), 3, ne_s));
+            sc = loom_sum_rows(ctx, loom_cont(ctx, loom_permute(ctx, loom_mul(ctx, sc, wc), 1, 0, 2, 3))); /* [1, L, n] */
+            sc = loom_reshape(ctx, sc, 2, ne_st);
+            s = s ? loom_concat(ctx, s, sc, 1) : sc;
+        }
+        s = llm_named(s, "indexer_score", il);
         loom_tensor *mask = llm_kv_layer_mask(kv, in->masks, il);
         sel = llm_named(loom_top_k_mask(ctx, s, mask, hx->dsa_top_k), "kq_mask_top_k", il);
         *sel_prev = sel;
