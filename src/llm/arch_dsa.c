@@ -130,6 +130,7 @@ loom_status llm_dsa_bind(loom_model *m, loom_error *err) {
         L->idx_proj = llm_bind_tensor(be, true, E, HI, 1, err, &st, "blk.%d.indexer.proj.weight", il);
         /* the cached K row: the latent key, then the indexer key */
         m->kv_types[il].dk = hp->head_dim_k + (int32_t)DI;
+        m->kv_types[il].kdsa = (int32_t)DI;
     }
     return st;
 }

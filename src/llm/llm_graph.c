@@ -303,9 +303,13 @@ int llm_layer_n_rot(const loom_model *m, int il) {
     return m->layers && m->layers[il].n_rot > 0 ? m->layers[il].n_rot : m->hp.n_rot;
 }
 
-int llm_rope_key_offset(const loom_model *m) {
-    /* deepseek2 keys end with their rope dims ([c ; k_pe] or [k_nope ; k_pe]) */
-    return m->hx.kv_lora > 0 ? m->hp.head_dim_k - m->hp.n_rot : 0;
+int llm_rope_key_offset(const loom_model *m, int il) {
+    /* deepseek2 keys end with their rope dims ([c ; k_pe] or [k_nope ; k_pe]), before a
+     * DSA indexer key when the layer caches one; each layer's own width (dots3note's
+     * window layers have a latent of their own) */
+    if (m->hx.kv_lora <= 0) return 0;
+    const int64_t dk = m->kv.ldk && m->kv.ldk[il] > 0 ? m->kv.ldk[il] : m->hp.head_dim_k;
+    return (int)(dk - (m->kv_types ? m->kv_types[il].kdsa : 0) - m->hp.n_rot);
 }
 
 loom_tensor *llm_rope(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il,

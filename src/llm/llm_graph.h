@@ -84,8 +84,9 @@ void llm_mrope_fill(const llm_hparams_x *hx, int n_rot, float *ff);
 loom_tensor *llm_mrope_factors(const loom_model *m, loom_ctx *ctx);
 /* Layer il's rotary dims (gemma4's sliding layers have their own; else hp.n_rot). */
 int llm_layer_n_rot(const loom_model *m, int il);
-/* Where the rotated dims start in a cached key (deepseek2: after the others; else 0). */
-int llm_rope_key_offset(const loom_model *m);
+/* Where the rotated dims start in layer il's cached key (deepseek2: after the others;
+ * else 0). */
+int llm_rope_key_offset(const loom_model *m, int il);
 
 /* Whether layer il's recurrent state update runs in place (loom_*_inplace): a real cache
  * (not a dry run) on the CPU, where the state ops run. Else the op's result carries every

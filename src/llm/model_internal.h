@@ -116,6 +116,9 @@ typedef struct llm_kv_layer_type {
     /* nokv: a layer that keeps nothing per token (nemotron_h's MLP-only layers);
      * attn with rs_*: a layer with both states and K/V (falcon_h1's parallel blocks) */
     int32_t nokv, attn;
+    /* kdsa > 0: the last kdsa dims of each K row are a DSA indexer key (deepseek32, glm-dsa,
+     * dots3note), not read by the attention; a shift turns its first n_rot dims too */
+    int32_t kdsa;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */

@@ -145,7 +145,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     int64_t n_runs = 0;
     for (int64_t i = 0; i < n_cells; i++)
         if (i == 0 || cells[i] != cells[i - 1] + 1) n_runs++;
-    int64_t per_run = 10 * (int64_t)kv->grp[g].n_layers;
+    int64_t per_run = 14 * (int64_t)kv->grp[g].n_layers; /* nodes per layer and run (a DSA key: 13) */
     int64_t max_runs = (loom_backend_max_nodes(m->be) - 64) / per_run;
     if (max_runs < 1) max_runs = 1;
     int32_t *pos = loom_malloc((size_t)n_cells * sizeof *pos);
@@ -157,15 +157,17 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
         return loom_error_set(err, LOOM_ERR_NOMEM, "shift: out of host memory");
     }
     for (int64_t i = 0; i < n_cells; i++) pos[i] = delta;
-    const int64_t off = llm_rope_key_offset(m);
     /* keys normed after rope (hunyuan: w * rms_norm(rope(k))): rotating them needs the
      * weights divided out first and multiplied back after (the rms factor is the same
      * at any position), else the shifted keys differ from keys made at the new
      * positions (llama.cpp rotates them as they are) */
-    bool post = false;
-    for (int il = 0; il < hp->n_layer; il++) post = post || m->layers[il].k_norm_post;
+    bool post = false, offs = false;
+    for (int il = 0; il < hp->n_layer; il++) {
+        post = post || m->layers[il].k_norm_post;
+        offs = offs || llm_rope_key_offset(m, il) != 0 || (m->kv_types && m->kv_types[il].kdsa > 0);
+    }
     /* quantized keys, rope dims not at the start or post-rope norms: read the rows as F32 */
-    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || off != 0 || post;
+    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || offs || post;
     loom_status s = LOOM_OK;
     kv->epoch++;
     int64_t i = 0;
@@ -185,6 +187,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                 if (kv->layer_group[il] != g || kv->share[il] != il || !llm_layer_has_rope(m, il)) continue;
                 int64_t dk, dv, hkv;
                 llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
+                const int64_t off = llm_rope_key_offset(m, il), kdsa = m->kv_types ? m->kv_types[il].kdsa : 0;
                 loom_tensor *rt = NULL;
                 if (q) { /* the run's key rows: cell * hkv + h of [dk, hkv * cells] */
                     for (int64_t c = 0; c < len; c++)
@@ -226,10 +229,10 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro);
                     r = loom_set_2d(ctx, s3, rp, (size_t)off * loom_tensor_nb(s3, 0), loom_tensor_nb(s3, 1));
                 }
-                if (m->hx.dsa_dim > 0 && dk > m->hp.head_dim_k) {
-                    /* deepseek32 / glm-dsa: the indexer key after the latent key turns its
-                     * first n_rot dims with the indexer's rope (arch_dsa.c) */
-                    const int64_t o2 = m->hp.head_dim_k;
+                if (kdsa > 0) {
+                    /* DSA: the indexer key after the latent key turns its first n_rot dims
+                     * with the indexer's rope (arch_dsa.c) */
+                    const int64_t o2 = dk - kdsa;
                     loom_rope_opts ro2 = ro;
                     ro2.mode = (loom_rope_mode)m->hx.dsa_rope_mode;
                     int64_t pa[5] = {nr, (int64_t)loom_tensor_nb(r, 1), hkv, (int64_t)loom_tensor_nb(r, 2), len};
