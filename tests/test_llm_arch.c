@@ -345,7 +345,7 @@ static void bad_files(void) {
     expect_open_error("missing k norm", LOOM_ERR_NOT_FOUND, "blk.2.attn_k_norm.weight");
 
     /* the independent files of the other architectures with one thing wrong */
-    static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1}, dsa_first_shared[3] = {0, 1, 1};
+    static const uint8_t three[3] = {1, 1, 0}, aperiodic[5] = {1, 0, 0, 1, 1}, dsa_first_shared[3] = {0, 1, 1}, dots3_types[4] = {1, 1, 1, 0};
     static const uint32_t deci_ff[5] = {0, 64, 128, 80, 96}; /* layer 0 without FFN */
     static const uint32_t elm_kv[4] = {1, 3, 2, 3}; /* layer 1: 4 heads, 3 KV heads */
     static const uint32_t pat4[5] = {4, 4, 4, 4, 4};
@@ -676,6 +676,16 @@ static void bad_files(void) {
          .n_flags = 2}, LOOM_ERR_FORMAT, "one value per layer (3)"},
         {"glm-dsa", "missing indexer of a full layer", {.drop = "blk.2.indexer.proj.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.2.indexer.proj.weight"},
+        {"dots3note", "indexer types not the full layers", {.flags_key = "dots3note.attention.indexer.types",
+         .flags = dots3_types, .n_flags = 4}, LOOM_ERR_FORMAT, "layer 1 is a window layer but has an indexer"},
+        {"dots3note", "no window latent rank", {.drop = "dots3note.attention.kv_lora_rank_swa"}, LOOM_ERR_NOT_FOUND,
+         "dots3note.attention.kv_lora_rank_swa"},
+        {"dots3note", "no window rope base", {.drop = "dots3note.rope.freq_base_swa"}, LOOM_ERR_NOT_FOUND,
+         "dots3note.rope.freq_base_swa"},
+        {"dots3note", "missing selection bias", {.drop = "blk.2.exp_probs_b.bias"}, LOOM_ERR_NOT_FOUND,
+         "blk.2.exp_probs_b.bias"},
+        {"dots3note", "missing head gate of a window layer", {.drop = "blk.3.attn_gate.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.3.attn_gate.weight"},
         {"grok", "rope dims other than the head width", {.u32_key = "grok.rope.dimension_count", .u32_val = 8},
          LOOM_ERR_UNSUPPORTED, "rope.dimension_count (12, 12, 8)"},
         {"grok", "missing attention output norm", {.drop = "blk.1.attn_output_norm.weight"}, LOOM_ERR_NOT_FOUND,

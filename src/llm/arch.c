@@ -405,6 +405,7 @@ static const llm_arch k_archs[] = {
     {"mistral4", LOOM_ROPE_NORMAL, llm_deepseek2_hparams, llm_deepseek2_bind, llm_deepseek2_build, false},
     {"deepseek32", LOOM_ROPE_NORMAL, llm_dsa_hparams, llm_dsa_bind, llm_deepseek2_build, false},
     {"glm-dsa", LOOM_ROPE_NORMAL, llm_dsa_hparams, llm_dsa_bind, llm_deepseek2_build, false},
+    {"dots3note", LOOM_ROPE_NORMAL, llm_dots3_hparams, llm_dots3_bind, llm_dots3_build, false},
     {"olmo", LOOM_ROPE_NORMAL, llm_olmo_hparams, llm_olmo_bind, llm_olmo_build, false},
     {"olmo2", LOOM_ROPE_NEOX, llm_olmo2_hparams, llm_olmo2_bind, llm_olmo2_build, false},
     {"granite", LOOM_ROPE_NORMAL, llm_granite_hparams, llm_granite_bind, llm_granite_build, false},

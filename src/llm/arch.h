@@ -169,6 +169,11 @@ loom_status llm_dbrx_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_dbrx_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_dsa_bind(loom_model *m, loom_error *err);
+/* attention.indexer.head_count / key_length / top_k (required, checked) into hx->dsa_*. */
+loom_status llm_dsa_indexer_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_dots3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_dots3_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_dots3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* deepseek32 / glm-dsa attention of layer il (arch_dsa.c): x the attention norm's output,
  * qr the q LoRA latent, q [kv_lora + n_rot, H, T] and k [kv_lora + n_rot, 1, T] the
  * absorbed query and latent key, v [kv_lora, 1, T]; returns [kv_lora * H, T] over the

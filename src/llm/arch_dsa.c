@@ -76,21 +76,9 @@ static loom_status glm_dsa_keys(const loom_gguf *g, const loom_model_hparams *hp
     return LOOM_OK;
 }
 
-loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
-    loom_status s = llm_deepseek2_hparams(g, hp, hx, err);
-    if (s) return s;
+loom_status llm_dsa_indexer_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
-    if (!hx->mla)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "model: %s needs the split latent attention (attention.key_length_mla, attn_k_b / "
-                              "attn_v_b)", a);
-    if (hx->q_lora < 1)
-        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.attention.q_lora_rank' is missing", a);
-    char key[128];
-    snprintf(key, sizeof key, "%s.expert_gating_func", a);
-    if (strcmp(a, "glm-dsa") && loom_gguf_find_key(g, key) < 0)
-        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
-    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+    loom_status s;
     static const char *const names[3] = {"attention.indexer.head_count", "attention.indexer.key_length",
                                          "attention.indexer.top_k"};
     static const int64_t hi[3] = {1024, 65536, (int64_t)1 << 30};
@@ -108,6 +96,25 @@ loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpar
     hx->dsa_heads = (int)v[0];
     hx->dsa_dim = (int)v[1];
     hx->dsa_top_k = (int)v[2];
+    return LOOM_OK;
+}
+
+loom_status llm_dsa_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
+    loom_status s = llm_deepseek2_hparams(g, hp, hx, err);
+    if (s) return s;
+    const char *a = hp->arch;
+    if (!hx->mla)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
+                              "model: %s needs the split latent attention (attention.key_length_mla, attn_k_b / "
+                              "attn_v_b)", a);
+    if (hx->q_lora < 1)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s.attention.q_lora_rank' is missing", a);
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_gating_func", a);
+    if (strcmp(a, "glm-dsa") && loom_gguf_find_key(g, key) < 0)
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
+    if ((s = llm_dsa_indexer_keys(g, hp, hx, err))) return s;
     hx->dsa_rope_mode = LOOM_ROPE_NEOX;
     memset(hx->dsa_shared, 0, sizeof hx->dsa_shared);
     if (strcmp(a, "glm-dsa")) return LOOM_OK;

@@ -293,6 +293,7 @@ typedef struct llm_hparams_x {
     int rwkv_kv_heads;       /* rwkv6qwen2: key / value heads (GQA; 0: as many as the heads) */
     int dsa_heads, dsa_dim, dsa_top_k; /* deepseek32 / glm-dsa indexer: heads, head width, keys kept (0: no DSA) */
     int dsa_rope_mode;       /* the indexer's rope (deepseek32 neox, glm-dsa normal) */
+    int kv_lora_swa, head_dim_k_mla_swa, head_dim_v_mla_swa; /* dots3note's window layers' latent */
     uint64_t dsa_shared[64]; /* bit il: layer il reuses the previous indexer layer's keys (glm-dsa) */
     float kda_lower;         /* bailingmoe3: kda.gate_lower_bound (< 0): log decay = lower sigmoid(...) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */

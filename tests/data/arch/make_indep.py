@@ -3902,6 +3902,93 @@ def glm_dsa(m, NV):
         m.mat(b + "indexer.proj.weight", E, HI)
 
 
+def dots3note(m, NV):
+    # dots.llm3-like (dots3note): 64 wide, 4 layers: 0 and 2 full (4 heads; latent 32, nope
+    # 16 + rope 8, values 16; a lightning indexer of 16 heads of 64, top_k 5), 1 and 3
+    # window 5 (2 heads, the per-layer head_count array; latent 24, nope 8 + rope 8, values
+    # 12; rope.freq_base_swa 5000); a norm of the rope key before rope (attn_k_norm), a
+    # sigmoid gate per head (attn_gate), layer 0 a dense SwiGLU of 96, the others 6 experts
+    # of 16 top 2 (sigmoid with exp_probs_b, weights normalised, x 2) plus a shared one;
+    # separate output. F32
+    E, NL, R, QL, F = 64, 4, 8, 24, 96
+    full = [True, False, True, False]
+    HF, KF, NF, VF = 4, 32, 16, 16
+    HS, KS, NS_, VS = 2, 24, 8, 12
+    NE, NU, FE, DI, HI = 6, 2, 16, 64, 16
+    basics(m, E, NL, 4096)
+    m.kv("feed_forward_length", T_U32, F)
+    m.kvs.append((m.arch + ".attention.head_count", T_ARR, (T_U32, [HF if f else HS for f in full])))
+    m.kv("attention.head_count_kv", T_U32, 1)
+    m.kv("attention.layer_norm_rms_epsilon", T_F32, 1e-6)
+    m.kv("attention.key_length", T_U32, KF + R)
+    m.kv("attention.value_length", T_U32, KF)
+    m.kv("attention.key_length_mla", T_U32, NF + R)
+    m.kv("attention.value_length_mla", T_U32, VF)
+    m.kv("attention.q_lora_rank", T_U32, QL)
+    m.kv("attention.kv_lora_rank", T_U32, KF)
+    m.kv("attention.kv_lora_rank_swa", T_U32, KS)
+    m.kv("attention.key_length_swa", T_U32, KS + R)
+    m.kv("attention.value_length_swa", T_U32, KS)
+    m.kv("attention.key_length_mla_swa", T_U32, NS_ + R)
+    m.kv("attention.value_length_mla_swa", T_U32, VS)
+    m.kv("attention.sliding_window", T_U32, 5)
+    m.kv("attention.sliding_window_pattern", T_ARR, (T_BOOL, [not f for f in full]))
+    m.kv("rope.freq_base", T_F32, 10000.0)
+    m.kv("rope.freq_base_swa", T_F32, 5000.0)
+    m.kv("rope.dimension_count", T_U32, R)
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_shared_count", T_U32, 1)
+    m.kv("expert_weights_scale", T_F32, 2.0)
+    m.kv("expert_weights_norm", T_BOOL, True)
+    m.kv("expert_gating_func", T_U32, 2)
+    m.kv("attention.indexer.head_count", T_U32, HI)
+    m.kv("attention.indexer.key_length", T_U32, DI)
+    m.kv("attention.indexer.top_k", T_U32, 5)
+    m.kv("attention.indexer.types", T_ARR, (T_BOOL, full))
+    m.kvs.append(("general.file_type", T_U32, FT_F32))
+    m.add("token_embd.weight", [E, NV], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        H, KVL, NOPE, V = (HF, KF, NF, VF) if full[i] else (HS, KS, NS_, VS)
+        m.norm(b + "attn_norm.weight", E)
+        m.mat(b + "attn_q_a.weight", E, QL)
+        m.norm(b + "attn_q_a_norm.weight", QL)
+        m.mat(b + "attn_q_b.weight", QL, H * (NOPE + R))
+        m.mat(b + "attn_kv_a_mqa.weight", E, KVL + R)
+        m.norm(b + "attn_kv_a_norm.weight", KVL)
+        m.norm(b + "attn_k_norm.weight", R)
+        m.mat(b + "attn_k_b.weight", NOPE, KVL, H)
+        m.mat(b + "attn_v_b.weight", KVL, V, H)
+        m.mat(b + "attn_output.weight", H * V, E)
+        m.mat(b + "attn_gate.weight", E, H)
+        m.norm(b + "ffn_norm.weight", E)
+        if full[i]:
+            m.mat(b + "indexer.attn_q_b.weight", QL, HI * DI)
+            m.mat(b + "indexer.attn_k.weight", E, DI)
+            m.norm(b + "indexer.k_norm.weight", DI)
+            m.bias(b + "indexer.k_norm.bias", [DI])
+            m.mat(b + "indexer.proj.weight", E, HI)
+        if i < 1:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.bias(b + "exp_probs_b.bias", [NE])
+        m.mat(b + "ffn_gate_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", E, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, E, NE)
+        m.mat(b + "ffn_gate_shexp.weight", E, FE)
+        m.mat(b + "ffn_up_shexp.weight", E, FE)
+        m.mat(b + "ffn_down_shexp.weight", FE, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -3912,11 +3999,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141, "dots3note": 142}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa", "dots3note")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
