@@ -374,6 +374,7 @@ static const llm_arch k_archs[] = {
     {"laguna", LOOM_ROPE_NEOX, llm_laguna_hparams, llm_laguna_bind, llm_step35_build, false},
     {"kimi-linear", LOOM_ROPE_NORMAL, llm_kimi_hparams, llm_kimi_bind, llm_kimi_build, false},
     {"bailingmoe3", LOOM_ROPE_NORMAL, llm_kimi_hparams, llm_kimi_bind, llm_kimi_build, false},
+    {"kimi-k3", LOOM_ROPE_NORMAL, llm_kimi_hparams, llm_kimi_bind, llm_kimik3_build, false},
     {"afmoe", LOOM_ROPE_NEOX, llm_afmoe_hparams, llm_afmoe_bind, llm_afmoe_build, false},
     {"smallthinker", LOOM_ROPE_NEOX, llm_smallthinker_hparams, llm_smallthinker_bind, llm_smallthinker_build, false},
     {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},

@@ -144,6 +144,7 @@ loom_tensor *llm_plamo2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_kimi.c */
 loom_status llm_kimi_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_kimi_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_kimik3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_tensor *llm_kimi_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 /* arch_step35.c */
 /* block_count with the MTP layers (the trunk's n_layer + nextn_predict_layers) */

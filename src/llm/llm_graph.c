@@ -77,6 +77,12 @@ loom_tensor *llm_swiglu_limited(loom_ctx *ctx, loom_tensor *gate, loom_tensor *u
     return loom_mul(ctx, g, loom_clamp(ctx, up, -limit, limit));
 }
 
+loom_tensor *llm_situ(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float b, float lb) {
+    loom_tensor *a = loom_mul(ctx, loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, gate, 1.0f / b)), b), loom_sigmoid(ctx, gate));
+    if (lb > 0.0f) up = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, up, 1.0f / lb)), lb);
+    return loom_mul(ctx, a, up);
+}
+
 loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x) {
     return loom_mul_mat(ctx, down, loom_swiglu(ctx, loom_mul_mat(ctx, gate, x), loom_mul_mat(ctx, up, x)));
 }
@@ -453,6 +459,8 @@ loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x
         const int64_t ne1[1] = {1};
         loom_tensor *c1 = loom_from_f32(loom_ctx_input(ctx), &one, 1, 1, ne1);
         act = loom_mul(ctx, glu, loom_add(ctx, u, c1));
+    } else if (o->situ && gate) { /* kimi-k3 */
+        act = llm_situ(ctx, gate, up, o->situ_beta, o->situ_lb);
     } else if (o->geglu) { /* grok */
         act = gate ? loom_mul(ctx, loom_gelu_f16(ctx, gate), up) : loom_gelu_f16(ctx, up);
     } else if (!gate) { /* experts without a gate (nemotron_h_moe): relu(up)^2 */

@@ -53,6 +53,8 @@ void llm_qkv_clamped(loom_ctx *ctx, const loom_model_hparams *hp, const llm_laye
 /* min(silu(gate), limit) * clamp(up, -limit, limit); limit <= 0: silu(gate) * up */
 loom_tensor *llm_swiglu_limited(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float limit);
 loom_tensor *llm_swiglu_mlp(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, loom_tensor *down, loom_tensor *x);
+/* situ(gate, up) = b tanh(gate / b) sigmoid(gate) * (lb > 0 ? lb tanh(up / lb) : up) (Kimi K3) */
+loom_tensor *llm_situ(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float b, float lb);
 
 loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *ly, loom_tensor *x, loom_tensor *r,
                            loom_tensor *outs, int il);
@@ -130,6 +132,8 @@ typedef struct llm_moe_opts {
     bool reglu;
     float silu_limit; /* step35: min(silu(gate), limit) * clamp(up, -limit, limit) (0: none) */
     bool geglu;       /* grok: gelu(gate) * up, gelu(up) without ffn_gate_exps (llama.cpp's F16 table) */
+    bool situ;        /* kimi-k3: b tanh(gate / b) sigmoid(gate) * (lb > 0 ? lb tanh(up / lb) : up) */
+    float situ_beta, situ_lb;
 } llm_moe_opts;
 loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                               const llm_moe_opts *o, int il);

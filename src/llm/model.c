@@ -175,7 +175,7 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
                            !strncmp(arch, "lfm2", 4) || !strcmp(arch, "jamba") || !strcmp(arch, "deci") ||
                            !strcmp(arch, "plamo2") || !strcmp(arch, "openelm") || !strcmp(arch, "mimo2") ||
                            !strcmp(arch, "step35") || !strcmp(arch, "laguna") || !strcmp(arch, "kimi-linear") ||
-                           !strcmp(arch, "bailingmoe3") || !strcmp(arch, "dots3note");
+                           !strcmp(arch, "bailingmoe3") || !strcmp(arch, "dots3note") || !strcmp(arch, "kimi-k3");
     if ((s = get_int_key(g, arch, "attention.head_count_kv", false, n_head, per_layer, &n_head_kv, err))) return s;
     if (ad->no_attn) n_head_kv = 1;
     if ((s = check_range("attention.head_count_kv", n_head_kv, 1, n_head, err))) return s;

@@ -57,6 +57,8 @@ typedef struct llm_layer {
     loom_tensor *ssm_conv_k, *ssm_conv_v, *ssm_f_a, *ssm_f_b, *ssm_g_a, *ssm_g_b;
     /* deepseek32: the lightning indexer (q from the q LoRA latent, k with a LayerNorm, head weights) */
     loom_tensor *idx_wq_b, *idx_wk, *idx_k_norm, *idx_k_norm_b, *idx_proj;
+    /* kimi-k3: cross-layer residual scores, the latent experts' projections and norm */
+    loom_tensor *attn_res_score, *ffn_res_score, *ffn_routed_down, *ffn_routed_up, *ffn_routed_norm;
     /* Mamba-2 (with ssm_in, ssm_conv, ssm_dt, ssm_a, ssm_norm, ssm_out): conv bias, skip D */
     loom_tensor *ssm_conv_b, *ssm_d;
     /* Mamba-1 (ssm_dt is then the dt projection): x projection to dt | B | C, dt bias,
@@ -295,6 +297,9 @@ typedef struct llm_hparams_x {
     int dsa_rope_mode;       /* the indexer's rope (deepseek32 neox, glm-dsa normal) */
     int kv_lora_swa, head_dim_k_mla_swa, head_dim_v_mla_swa; /* dots3note's window layers' latent */
     uint64_t dsa_shared[64]; /* bit il: layer il reuses the previous indexer layer's keys (glm-dsa) */
+    int n_expert_latent;     /* kimi-k3: experts run in this latent width (expert_latent_length; 0: n_embd) */
+    int attn_res_bs;         /* kimi-k3 attn_res.block_size: cross-layer residual checkpoints (0: none) */
+    float situ_beta, situ_lb; /* kimi-k3 situ activation: activation.situ_beta / situ_linear_beta */
     float kda_lower;         /* bailingmoe3: kda.gate_lower_bound (< 0): log decay = lower sigmoid(...) */
     bool rope_off;           /* granite rope.scaling.finetuned false: no layer rotates (NoPE) */
     int max_pos;             /* gpt2, starcoder: learned positions 0..max_pos-1 (0: no limit) */
@@ -318,6 +323,7 @@ struct loom_model {
 
     loom_tensor *tok_embd, *output_norm, *output;
     loom_tensor *output_norm_b, *output_b; /* phi2, starcoder2 (NULL elsewhere) */
+    loom_tensor *output_res_score;         /* kimi-k3: the final cross-layer residual mix's scores */
     loom_tensor *pos_embd;                 /* gpt2, starcoder: learned positions [E, rows] */
     loom_tensor *pl_tok_embd, *pl_model_proj, *pl_proj_norm; /* gemma3n / gemma4 per-layer inputs */
     loom_tensor *altup_proj, *altup_unembd_proj;             /* gemma3n [E, E, n_altup - 1] */

@@ -3989,6 +3989,98 @@ def dots3note(m, NV):
     m.mat("output.weight", E, NV)
 
 
+def kimi_k3(m, NV):
+    # Kimi-K3-like: kimi-linear's hybrid (KDA on layers 0, 1 and 3, latent attention on 2,
+    # heads of 16, conv kernel 4) with K3's parts: ssm_a a plain [H] vector (-exp(A_log)),
+    # the KDA decay bounded (kda.gate_lower_bound -4: lower * sigmoid(-(f + dt) ssm_a)), a
+    # full-rank output gate ssm_g [64, 64]; the latent attention with a q LoRA of 24 and a
+    # sigmoid output gate per element (attn_gate [64, H * DV]); situ activations (beta 0.7,
+    # linear beta 1.2) in the dense layer 0 and the experts; 6 experts of 16 top 2 run in a
+    # latent of 32 (ffn_routed_down / _up, the routed norm), routed on the full-width input,
+    # plus a shared expert; cross-layer residuals with attn_res.block_size 2 (layer inputs
+    # banked at layers 0 and 2, mixed before each attention, each FFN and the output by
+    # softmax over rms_norm(.) . score); separate output. F32
+    E, H, F, NL, NE, NU, FE, EL = 64, 4, 96, 4, 6, 2, 16, 32
+    D, K = 16, 4
+    C = D * H
+    KVL, R, NOPE, DV, QL = 24, 8, 16, 16, 24
+    kda = [True, True, False, True]
+    common(m, E, NL, H, 1, F, 8192, 1e-5, None, FT_F32)
+    m.kvs = [(k, T_ARR, (T_U32, [0 if r else 1 for r in kda])) if k.endswith(".attention.head_count_kv") else (k, t, v)
+             for (k, t, v) in m.kvs]
+    m.kv("vocab_size", T_U32, NV)
+    m.kv("ssm.conv_kernel", T_U32, K)
+    m.kv("kda.head_dim", T_U32, D)
+    m.kv("kda.gate_lower_bound", T_F32, -4.0)
+    m.kv("attention.q_lora_rank", T_U32, QL)
+    m.kv("attention.kv_lora_rank", T_U32, KVL)
+    m.kv("rope.dimension_count", T_U32, R)
+    m.kv("attention.key_length", T_U32, KVL + R)
+    m.kv("attention.value_length", T_U32, KVL)
+    m.kv("attention.key_length_mla", T_U32, NOPE + R)
+    m.kv("attention.value_length_mla", T_U32, DV)
+    m.kv("expert_count", T_U32, NE)
+    m.kv("expert_used_count", T_U32, NU)
+    m.kv("expert_feed_forward_length", T_U32, FE)
+    m.kv("expert_shared_count", T_U32, 1)
+    m.kv("leading_dense_block_count", T_U32, 1)
+    m.kv("expert_weights_scale", T_F32, 2.446)
+    m.kv("expert_weights_norm", T_BOOL, True)
+    m.kv("expert_gating_func", T_U32, 2)
+    m.kv("expert_latent_length", T_U32, EL)
+    m.kv("activation.situ_beta", T_F32, 0.7)
+    m.kv("activation.situ_linear_beta", T_F32, 1.2)
+    m.kv("attn_res.block_size", T_U32, 2)
+    m.add("token_embd.weight", [E, NV], 0.5)
+    m.add("output_res_score.weight", [E], 0.5)
+    for i in range(NL):
+        b = "blk.%d." % i
+        m.norm(b + "attn_norm.weight", E)
+        m.add(b + "attn_res_score.weight", [E], 0.5)
+        m.add(b + "ffn_res_score.weight", [E], 0.5)
+        if kda[i]:
+            for x in ("q", "k", "v"):
+                m.mat(b + "attn_%s.weight" % x, E, C)
+                m.add(b + "ssm_conv1d_%s.weight" % x, [K, 1, C, 1], 0.5)
+            m.mat(b + "ssm_f_a.weight", E, D)
+            m.mat(b + "ssm_f_b.weight", D, C)
+            m.mat(b + "ssm_beta.weight", E, H)
+            m.add_vals(b + "ssm_a", [-math.exp(m.rng.uniform(-1.0, 0.5)) for _ in range(H)], [H])
+            m.bias(b + "ssm_dt.bias", [C])
+            m.mat(b + "ssm_g.weight", E, C)
+            m.norm(b + "ssm_norm.weight", D)
+            m.mat(b + "attn_output.weight", C, E)
+        else:
+            m.mat(b + "attn_q_a.weight", E, QL)
+            m.norm(b + "attn_q_a_norm.weight", QL)
+            m.mat(b + "attn_q_b.weight", QL, H * (NOPE + R))
+            m.mat(b + "attn_kv_a_mqa.weight", E, KVL + R)
+            m.norm(b + "attn_kv_a_norm.weight", KVL)
+            m.mat(b + "attn_k_b.weight", NOPE, KVL, H)
+            m.mat(b + "attn_v_b.weight", KVL, DV, H)
+            m.mat(b + "attn_gate.weight", E, H * DV)
+            m.mat(b + "attn_output.weight", H * DV, E)
+        m.norm(b + "ffn_norm.weight", E)
+        if i == 0:
+            m.mat(b + "ffn_gate.weight", E, F)
+            m.mat(b + "ffn_up.weight", E, F)
+            m.mat(b + "ffn_down.weight", F, E)
+            continue
+        m.mat(b + "ffn_gate_inp.weight", E, NE)
+        m.add(b + "exp_probs_b.bias", [NE], 0.3)
+        m.mat(b + "ffn_gate_exps.weight", EL, FE, NE)
+        m.mat(b + "ffn_up_exps.weight", EL, FE, NE)
+        m.mat(b + "ffn_down_exps.weight", FE, EL, NE)
+        m.mat(b + "ffn_routed_down.weight", E, EL)
+        m.mat(b + "ffn_routed_up.weight", EL, E)
+        m.norm(b + "ffn_routed_norm.weight", EL)
+        m.mat(b + "ffn_gate_shexp.weight", E, FE)
+        m.mat(b + "ffn_up_shexp.weight", E, FE)
+        m.mat(b + "ffn_down_shexp.weight", FE, E)
+    m.norm("output_norm.weight", E)
+    m.mat("output.weight", E, NV)
+
+
 def main():
     # make_indep.py --seed ARCH OUT: a fuzz seed (fuzz/corpus/model): 16 tokens, no
     # tokenizer keys, F16 matrices (F32 where the converter keeps them)
@@ -3999,11 +4091,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141, "dots3note": 142}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141, "dots3note": 142, "kimi-k3": 143}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa", "dots3note")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa", "dots3note", "kimi-k3")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -4046,6 +4138,8 @@ def main():
         exaone_moe(m, NV)
     elif arch in ("granite_swa", "granite_swa-dense"):
         granite_swa(m, NV, arch == "granite_swa-dense")
+    elif arch == "kimi-k3":
+        kimi_k3(m, NV)
     elif arch == "glm-dsa":
         glm_dsa(m, NV)
     elif arch in ("grok", "grok2"):
