@@ -379,6 +379,7 @@ static const llm_arch k_archs[] = {
     {"smallthinker", LOOM_ROPE_NEOX, llm_smallthinker_hparams, llm_smallthinker_bind, llm_smallthinker_build, false},
     {"olmoe", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},
     {"minimax-m2", LOOM_ROPE_NEOX, llm_olmoe_hparams, llm_olmoe_bind, llm_olmoe_build, false},
+    {"minimax-01", LOOM_ROPE_NEOX, llm_minimax01_hparams, llm_minimax01_bind, llm_minimax01_build, false},
     {"qwen2moe", LOOM_ROPE_NEOX, llm_qwen2moe_hparams, llm_qwen2moe_bind, llm_qwen2moe_build, false},
     {"qwen3moe", LOOM_ROPE_NEOX, llm_qwen3moe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"mellum", LOOM_ROPE_NEOX, llm_mellum_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
