@@ -7,7 +7,8 @@
  *        repetition:  l = l > 0 ? l / repeat_penalty : l * repeat_penalty
  *        frequency/presence:  l -= c * freq_penalty + presence_penalty
  *      NaN logits are no candidates at all: NaN never wins (the rule of
- *      loom_model_argmax too); when every logit is NaN, sample fails;
+ *      loom_model_argmax too), nor are suppressed tokens (loom_sampler_suppress);
+ *      when no candidate is left, sample fails;
  *   2. temperature <= 0 (or top_k == 1): greedy, the arg-max (ties: lowest id);
  *   3. top-k: keep the k largest logits (ties: lower id first); k <= 0 = off;
  *   4. top-p: p_i = softmax(l) over the survivors; keep the smallest prefix of
@@ -65,6 +66,12 @@ void loom_sampler_free(loom_sampler *s); /* NULL is a no-op */
  * loom_sampler_accept with the token actually used. LOOM_ERR_INVALID_ARG for
  * NULL arguments and when every logit is NaN (*out untouched then). */
 loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *out);
+
+/* Tokens sample never picks from now on (they are no candidates, as NaN logits; a
+ * model's loom_tokenizer_suppressed list), replacing any earlier set; n = 0 clears it;
+ * ids outside [0, n_vocab) are ignored. Allocates here, never in sample.
+ * LOOM_ERR_INVALID_ARG (s NULL, n < 0, ids NULL with n > 0), LOOM_ERR_NOMEM. */
+loom_status loom_sampler_suppress(loom_sampler *s, const int32_t *ids, int32_t n);
 
 /* Append a token to the penalty window (prompt tokens may be accepted too, but
  * with a constraint attached use loom_sampler_accept_prompt for them).

@@ -238,6 +238,10 @@ bool loom_tokenizer_add_sep(const loom_tokenizer *tok);
  * <|end|> (unless <|return|>/<|call|> exist), <end_of_turn>, <|endoftext|>,
  * <eos>, <turn|>, ...). */
 bool loom_tokenizer_is_eog(const loom_tokenizer *tok, int32_t id);
+/* Tokens never to sample (tokenizer.ggml.suppress_tokens, out-of-range ids dropped as
+ * llama.cpp does; MiniMax's added tokens without embeddings): their count, and *ids
+ * (may be NULL) set to them, owned by tok. Hand them to loom_sampler_suppress. */
+int32_t loom_tokenizer_suppressed(const loom_tokenizer *tok, const int32_t **ids);
 /* Longest token piece in bytes (an upper bound on loom_token_to_piece's *len). */
 size_t loom_tokenizer_max_piece_len(const loom_tokenizer *tok);
 

@@ -329,6 +329,41 @@ static void check_argmax(void) {
     CHECK_EQ_INT(llm_argmax_f32(c, 20), -1);
 }
 
+/* loom_sampler_suppress: suppressed tokens are never picked, greedy or sampled (a
+ * suppressed arg-max gives the best of the rest); out-of-range ids are ignored; n = 0
+ * clears; all suppressed leaves nothing (INVALID_ARG, as all NaN) */
+static void check_suppress(void) {
+    float l[6] = {0.5f, 3.0f, -1.0f, 2.0f, 2.9f, 1.0f};
+    loom_sampler *s;
+    loom_sampler_params p = plain(0.0f);
+    CHECK(loom_sampler_new(&p, 6, &s, NULL) == LOOM_OK);
+    const int32_t ban[3] = {1, 4, 77};
+    CHECK(loom_sampler_suppress(s, ban, 3) == LOOM_OK);
+    int32_t t = -1;
+    CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
+    CHECK_EQ_INT(t, 3);
+    CHECK(loom_sampler_suppress(s, NULL, 0) == LOOM_OK);
+    CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
+    CHECK_EQ_INT(t, 1);
+    const int32_t all[6] = {0, 1, 2, 3, 4, 5};
+    CHECK(loom_sampler_suppress(s, all, 6) == LOOM_OK);
+    CHECK(loom_sampler_sample(s, l, &t) == LOOM_ERR_INVALID_ARG);
+    CHECK(loom_sampler_suppress(s, NULL, 2) == LOOM_ERR_INVALID_ARG);
+    CHECK(loom_sampler_suppress(NULL, ban, 1) == LOOM_ERR_INVALID_ARG);
+    loom_sampler_free(s);
+    /* sampled at temperature 1 over 400 draws: a suppressed token of the largest logit never */
+    p = plain(1.0f);
+    CHECK(loom_sampler_new(&p, 6, &s, NULL) == LOOM_OK);
+    CHECK(loom_sampler_suppress(s, ban, 2) == LOOM_OK);
+    int hits = 0;
+    for (int i = 0; i < 400; i++) {
+        CHECK(loom_sampler_sample(s, l, &t) == LOOM_OK);
+        hits += t == 1 || t == 4;
+    }
+    CHECK_EQ_INT(hits, 0);
+    loom_sampler_free(s);
+}
+
 int main(void) {
     check_argmax();
     check_greedy();
@@ -337,5 +372,6 @@ int main(void) {
     check_distribution();
     check_determinism();
     check_args();
+    check_suppress();
     return test_finish("test_llm_sampler");
 }

@@ -77,6 +77,9 @@ typedef struct syn {
     const char **merges;
     int n_merges;
     int32_t bos, eos;
+    const int32_t *suppress; /* tokenizer.ggml.suppress_tokens (NULL: none) */
+    int n_suppress;
+    bool suppress_u32;       /* write it as a UINT32 array (llama.cpp refuses that type) */
 } syn;
 
 static loom_tokenizer *syn_open(const syn *s, loom_error *err, loom_status *st_out) {
@@ -90,6 +93,9 @@ static loom_tokenizer *syn_open(const syn *s, loom_error *err, loom_status *st_o
     if (s->merges) loom_gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", s->merges, NULL, (uint64_t)s->n_merges);
     if (s->bos >= 0) loom_gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)s->bos);
     if (s->eos >= 0) loom_gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)s->eos);
+    if (s->suppress)
+        loom_gguf_writer_add_arr(w, "tokenizer.ggml.suppress_tokens", s->suppress_u32 ? LOOM_GGUF_U32 : LOOM_GGUF_I32,
+                                 s->suppress, (uint64_t)s->n_suppress);
     void *data = NULL;
     size_t size = 0;
     if (st == LOOM_OK) st = loom_gguf_writer_write_memory(w, &data, &size, err);
@@ -138,7 +144,7 @@ static void check_bpe_rules(void) {
                                   LOOM_TOKEN_CONTROL, LOOM_TOKEN_USER_DEFINED, LOOM_TOKEN_CONTROL};
     for (int i = 0; i < 7; i++) { toks[n] = added[i]; types[n++] = added_type[i]; }
     const char *merges[] = {"a b"};
-    syn s = {"gpt2", "gpt-2", NULL, toks, types, n, merges, 1, 262, 262};
+    syn s = {.model = "gpt2", .pre = "gpt-2", .toks = toks, .types = types, .n = n, .merges = merges, .n_merges = 1, .bos = 262, .eos = 262};
     loom_error err = {0};
     loom_tokenizer *t = syn_open(&s, &err, NULL);
     CHECK_MSG(t != NULL, "%s", err.msg);
@@ -335,11 +341,37 @@ static void check_segments(void) {
     }
 }
 
+/* tokenizer.ggml.suppress_tokens: read in file order with out-of-range ids dropped
+ * (llama.cpp's rule: MiniMax's converter lists added tokens without embeddings), any
+ * other type than an INT32 array refused with the key named; none: an empty list */
+static void check_suppress_tokens(void) {
+    static const char *toks[6] = {"a", "b", "c", "d", "<s>", "</s>"};
+    static const int32_t sup[5] = {3, 9, -1, 1, 5};
+    syn s = {.model = "llama", .toks = toks, .n = 6, .bos = 4, .eos = 5, .suppress = sup, .n_suppress = 5};
+    loom_error err = {0};
+    loom_status st;
+    loom_tokenizer *t = syn_open(&s, &err, &st);
+    CHECK_MSG(t != NULL, "suppress_tokens vocabulary: %s", err.msg);
+    const int32_t *ids = NULL;
+    CHECK_EQ_INT(loom_tokenizer_suppressed(t, &ids), 3);
+    CHECK(ids && ids[0] == 3 && ids[1] == 1 && ids[2] == 5);
+    loom_tokenizer_free(t);
+    s.suppress_u32 = true;
+    t = syn_open(&s, &err, &st);
+    CHECK(t == NULL && st == LOOM_ERR_FORMAT && strstr(err.msg, "tokenizer.ggml.suppress_tokens"));
+    loom_tokenizer_free(t);
+    s.suppress = NULL;
+    t = syn_open(&s, &err, &st);
+    CHECK(t != NULL && loom_tokenizer_suppressed(t, &ids) == 0);
+    loom_tokenizer_free(t);
+}
+
 int main(void) {
     for (size_t i = 0; i < TT_N_VOCABS; i++) check_facts(&TT_VOCABS[i]);
     check_segments();
     check_bpe_rules();
     check_phi3();
     check_embedding_models();
+    check_suppress_tokens();
     return test_finish("test_llm_tokenizer_rules");
 }

@@ -284,6 +284,14 @@ int loom_cmd_run(int argc, char **argv) {
         goto fail;
     }
     if (loom_sampler_new(&sp, loom_model_n_vocab(m), &smp, &err)) goto fail;
+    {
+        const int32_t *sup;
+        const int32_t n_sup = loom_tokenizer_suppressed(tk, &sup); /* tokens the model must not emit */
+        if (n_sup > 0 && loom_sampler_suppress(smp, sup, n_sup)) {
+            loom_error_set(&err, LOOM_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
     size_t cap = loom_tokenizer_max_piece_len(tk) + 8;
     piece = malloc(cap);
     if (!piece) {

@@ -26,6 +26,7 @@ struct loom_sampler {
     bool has_con;                /* a constraint is attached */
     loom_sampler_constraint con;
     uint64_t *mask;              /* (n_vocab + 63) / 64 words, allocated with the constraint */
+    uint64_t *banned;            /* suppressed tokens: (n_vocab + 63) / 64 words, or NULL */
 };
 
 loom_sampler_params loom_sampler_default_params(void) {
@@ -83,6 +84,7 @@ void loom_sampler_free(loom_sampler *s) {
     loom_free(s->counts);
     loom_free(s->ring);
     loom_free(s->mask);
+    loom_free(s->banned);
     loom_free(s);
 }
 
@@ -283,6 +285,21 @@ static loom_status constrain(loom_sampler *s, size_t *n_io, size_t want, size_t 
     return LOOM_OK;
 }
 
+loom_status loom_sampler_suppress(loom_sampler *s, const int32_t *ids, int32_t n) {
+    if (!s || n < 0 || (n > 0 && !ids)) return LOOM_ERR_INVALID_ARG;
+    if (n == 0) {
+        loom_free(s->banned);
+        s->banned = NULL;
+        return LOOM_OK;
+    }
+    const size_t words = ((size_t)s->n_vocab + 63) / 64;
+    if (!s->banned && !(s->banned = loom_malloc(words * sizeof(uint64_t)))) return LOOM_ERR_NOMEM;
+    memset(s->banned, 0, words * sizeof(uint64_t));
+    for (int32_t i = 0; i < n; i++) /* ids outside the vocabulary: ignored */
+        if (ids[i] >= 0 && ids[i] < s->n_vocab) s->banned[ids[i] >> 6] |= (uint64_t)1 << (ids[i] & 63);
+    return LOOM_OK;
+}
+
 loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *out) {
     if (!s || !logits || !out) return LOOM_ERR_INVALID_ARG;
     const loom_sampler_params *p = &s->p;
@@ -292,9 +309,10 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
                (p->repeat_penalty != 1.0f || p->freq_penalty != 0.0f || p->presence_penalty != 0.0f);
     /* NaN never wins: NaN logits are not candidates at all (loom_sampler.h) */
     size_t m = 0;
+    const uint64_t *ban = s->banned;
     for (size_t i = 0; i < n; i++) {
         float l = logits[i];
-        if (isnan(l)) continue;
+        if (isnan(l) || (ban && (ban[i >> 6] >> (i & 63) & 1))) continue;
         if (pen && s->counts[i] > 0) {
             int32_t cnt = s->counts[i];
             l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
@@ -307,7 +325,7 @@ loom_status loom_sampler_sample(loom_sampler *s, const float *logits, int32_t *o
     }
     if (m == 0) {
         s->n_out = 0;
-        return LOOM_ERR_INVALID_ARG; /* every logit is NaN: nothing to choose */
+        return LOOM_ERR_INVALID_ARG; /* every logit is NaN (or suppressed): nothing to choose */
     }
     n = m;
 

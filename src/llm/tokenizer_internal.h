@@ -222,6 +222,8 @@ struct loom_tokenizer {
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
     int32_t *eog;    /* sorted end-of-generation ids */
     int32_t n_eog;
+    int32_t *suppress; /* tokenizer.ggml.suppress_tokens (in range, in file order) */
+    int32_t n_suppress;
     bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
     bool remove_extra_ws, escape_ws, byte_encode, lowercase, strip_accents;
     bool dna;        /* tokenizer.ggml.model "hybriddna": <dna>...</dna> spans become 6-mer tokens */

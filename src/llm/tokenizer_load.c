@@ -537,6 +537,29 @@ loom_status tok_load(loom_tokenizer *t, const loom_gguf *g, loom_error *err) {
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if ((st = read_id(g, ids[i].key, nv, i < 2, ids[i].id, err))) return st;
 
+    /* tokens never to sample (MiniMax: added tokens without embeddings); llama.cpp's rule:
+     * an INT32 array, out-of-range ids dropped */
+    const int64_t ks = loom_gguf_find_key(g, "tokenizer.ggml.suppress_tokens");
+    if (ks >= 0) {
+        loom_gguf_vtype et;
+        const void *data;
+        uint64_t n;
+        if (loom_gguf_kv_type(g, ks) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ks, &et, &data, &n) ||
+            et != LOOM_GGUF_I32)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "tokenizer: %s: key 'tokenizer.ggml.suppress_tokens' must be an "
+                                  "INT32 array", fname(g));
+        if (n > (uint64_t)nv + 1024)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "tokenizer: %s: 'tokenizer.ggml.suppress_tokens' holds %llu ids "
+                                  "for %d tokens", fname(g), (unsigned long long)n, nv);
+        t->suppress = n ? loom_malloc((size_t)n * sizeof(int32_t)) : NULL;
+        if (n && !t->suppress) return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory");
+        for (uint64_t i = 0; i < n; i++) {
+            int32_t id;
+            memcpy(&id, (const char *)data + i * sizeof id, sizeof id);
+            if (id >= 0 && id < nv) t->suppress[t->n_suppress++] = id;
+        }
+    }
+
     if ((st = read_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err))) return st;
     if ((st = read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err))) return st;
     if ((st = read_bool(g, "tokenizer.ggml.add_sep_token", &t->add_sep, err))) return st;

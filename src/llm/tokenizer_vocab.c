@@ -433,6 +433,7 @@ void loom_tokenizer_free(loom_tokenizer *t) {
     loom_free(t->special_rank);
     tok_trie_free(&t->special_trie);
     loom_free(t->eog);
+    loom_free(t->suppress);
     loom_free(t->charsmap);
     tok_trie_free(&t->ugm_trie);
     tok_trie_free(&t->ugm_user);
@@ -741,6 +742,11 @@ bool loom_tokenizer_add_bos(const loom_tokenizer *t) { return t && t->add_bos; }
 bool loom_tokenizer_add_eos(const loom_tokenizer *t) { return t && t->add_eos; }
 bool loom_tokenizer_add_sep(const loom_tokenizer *t) { return t && t->add_sep; }
 size_t loom_tokenizer_max_piece_len(const loom_tokenizer *t) { return t ? t->max_piece : 0; }
+
+int32_t loom_tokenizer_suppressed(const loom_tokenizer *t, const int32_t **ids) {
+    if (ids) *ids = t ? t->suppress : NULL;
+    return t ? t->n_suppress : 0;
+}
 
 bool loom_tokenizer_is_eog(const loom_tokenizer *t, int32_t id) {
     if (!t || id < 0) return false;

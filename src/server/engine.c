@@ -232,6 +232,14 @@ static void slot_assign(srv_engine *e, eng_slot *s, srv_task *t) {
         slot_release(e, s);
         return;
     }
+    const int32_t *sup;
+    const int32_t n_sup = loom_tokenizer_suppressed(e->tok, &sup); /* tokens the model must not emit */
+    if (n_sup > 0 && loom_sampler_suppress(s->smp, sup, n_sup)) {
+        s->state = SLOT_PROMPT;
+        task_finish(t, SRV_DONE_ERROR, 500, "out of memory for the sampler");
+        slot_release(e, s);
+        return;
+    }
     if (t->grammar) { /* structured output: the sampler only picks what the grammar allows */
         loom_error gerr = {0};
         if (loom_grammar_matcher_new(t->grammar, t->gvocab, NULL, &s->gm, &gerr) ||
