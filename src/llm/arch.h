@@ -190,6 +190,9 @@ static inline bool llm_dsa_shared(const llm_hparams_x *hx, int il) {
 loom_status llm_minimax01_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_minimax01_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_minimax01_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
+loom_status llm_cogvlm_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
+loom_status llm_cogvlm_bind(loom_model *m, loom_error *err);
+loom_tensor *llm_cogvlm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_grok_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_grok_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_grok_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
