@@ -367,7 +367,7 @@ static const llm_arch k_archs[] = {
     {"plamo2", LOOM_ROPE_NEOX, llm_plamo2_hparams, llm_plamo2_bind, llm_plamo2_build, false},
     {"plamo3", LOOM_ROPE_NEOX, llm_plamo3_hparams, llm_plamo2_bind, llm_plamo2_build, false},
     {"dbrx", LOOM_ROPE_NEOX, llm_dbrx_hparams, llm_dbrx_bind, llm_dbrx_build, false},
-    {"cogvlm", LOOM_ROPE_NEOX, llm_cogvlm_hparams, llm_cogvlm_bind, llm_cogvlm_build, false},
+    {"cogvlm", LOOM_ROPE_NEOX, llm_cogvlm_hparams, llm_cogvlm_bind, llm_build_llama, false},
     {"grok", LOOM_ROPE_NEOX, llm_grok_hparams, llm_grok_bind, llm_grok_build, false},
     {"mimo2", LOOM_ROPE_NEOX, llm_mimo2_hparams, llm_mimo2_bind, llm_mimo2_build, false},
     {"step35", LOOM_ROPE_NEOX, llm_step35_hparams, llm_step35_bind, llm_step35_build, false},
@@ -505,6 +505,25 @@ loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, 
     return LOOM_OK;
 }
 
+loom_status llm_arch_layer_flags(const loom_gguf *g, const loom_model_hparams *hp, int64_t ki, const char *key,
+                                 int n_alt, uint64_t *bits, loom_error *err) {
+    loom_gguf_vtype et;
+    const void *data;
+    uint64_t n;
+    if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", hp->arch);
+    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) ||
+        (n != (uint64_t)hp->n_layer && (n_alt <= 0 || n != (uint64_t)n_alt)))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
+    for (int il = 0; il < hp->n_layer; il++) {
+        int64_t v = 0;
+        if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
+        else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
+        if (v) bits[il / 64] |= (uint64_t)1 << (il % 64);
+    }
+    return LOOM_OK;
+}
+
 /* attention.sliding_window_pattern: a period p (layer il slides iff p == 0 or
  * il % p < p - 1, as llama.cpp's set_swa_pattern: p = 1, none) or one boolean / integer
  * per layer; absent: no sliding layer */
@@ -517,21 +536,7 @@ loom_status llm_arch_swa_layers(const loom_gguf *g, const loom_model_hparams *hp
     const int64_t ki = loom_gguf_find_key(g, key);
     if (ki < 0) return LOOM_OK;
     int64_t p = 0;
-    if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
-        loom_gguf_vtype et;
-        const void *data;
-        uint64_t n;
-        if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
-        for (int il = 0; il < hp->n_layer; il++) {
-            int64_t v = 0;
-            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
-            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-            if (v) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        }
-        return LOOM_OK;
-    }
+    if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) return llm_arch_layer_flags(g, hp, ki, key, 0, hx->swa_bits, err);
     if (loom_gguf_kv_int(g, ki, &p) || p < 0 || p > 4096)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a period in [0, 4096] or one value per layer",
                               key);

@@ -24,6 +24,11 @@ loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, 
  * (default period); a window < 1 is an error naming the key. */
 loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
                               int64_t def, int period, loom_error *err);
+/* Key ki (named key) of g: one boolean or integer per layer (hp->n_layer of them, or n_alt
+ * when n_alt > 0): sets bit il of bits where layer il's is non-zero (bits holds 64 words;
+ * others unchanged). LOOM_ERR_FORMAT naming the key for another type or count. */
+loom_status llm_arch_layer_flags(const loom_gguf *g, const loom_model_hparams *hp, int64_t ki, const char *key,
+                                 int n_alt, uint64_t *bits, loom_error *err);
 /* The sliding layers from attention.sliding_window_pattern (swa_listed bits): a period p
  * (layer il slides iff p == 0 or il % p < p - 1) or one boolean / integer per layer;
  * absent: none (llama.cpp's reading for muse-glimmer and mellum). The window is the
@@ -192,7 +197,6 @@ loom_status llm_minimax01_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_minimax01_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_cogvlm_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_cogvlm_bind(loom_model *m, loom_error *err);
-loom_tensor *llm_cogvlm_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_grok_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_grok_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_grok_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);

@@ -206,13 +206,6 @@ loom_status llm_deepseek2_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-/* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
-static loom_tensor *head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n) {
-    const int64_t args[5] = {n, (int64_t)loom_tensor_nb(x, 1), loom_tensor_ne(x, 1), (int64_t)loom_tensor_nb(x, 2),
-                             loom_tensor_ne(x, 2)};
-    return loom_view(ctx, x, (size_t)off * loom_tensor_nb(x, 0), 5, args);
-}
-
 loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
@@ -244,10 +237,10 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         loom_tensor *kvp = loom_mul_mat(ctx, ly->wkv_a_mqa, x); /* [KVL + R, T] */
         const int64_t ne_kvp[3] = {KVL + R, 1, T};
         kvp = loom_reshape(ctx, kvp, 3, ne_kvp);
-        loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
-        loom_tensor *k_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, kvp, KVL, R)), in.pos, il, ff);
-        loom_tensor *q_nope = head_part(ctx, q, 0, NOPE);
-        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, q, NOPE, R)), in.pos, il, ff);
+        loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, llm_head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
+        loom_tensor *k_pe = llm_rope(m, ctx, loom_cont(ctx, llm_head_part(ctx, kvp, KVL, R)), in.pos, il, ff);
+        loom_tensor *q_nope = llm_head_part(ctx, q, 0, NOPE);
+        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, llm_head_part(ctx, q, NOPE, R)), in.pos, il, ff);
         loom_tensor *a;
         if (hx->mla) {
             /* q_nope [NOPE, H, T] -> [NOPE, T, H]; Wk_b [NOPE, KVL, H] per head -> [KVL, T, H] */
@@ -265,8 +258,8 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         } else {
             const int64_t ne_kv[3] = {NOPE + DV, H, T};
             loom_tensor *kv = loom_reshape(ctx, loom_mul_mat(ctx, ly->wkv_b, c), 3, ne_kv);
-            loom_tensor *k_nope = loom_cont(ctx, head_part(ctx, kv, 0, NOPE));
-            loom_tensor *v = loom_cont(ctx, head_part(ctx, kv, NOPE, DV));
+            loom_tensor *k_nope = loom_cont(ctx, llm_head_part(ctx, kv, 0, NOPE));
+            loom_tensor *v = loom_cont(ctx, llm_head_part(ctx, kv, NOPE, DV));
             loom_tensor *Q = llm_named(loom_concat(ctx, loom_cont(ctx, q_nope), q_pe, 0), "q", il);
             loom_tensor *K = llm_named(loom_concat(ctx, k_nope, loom_repeat(ctx, k_pe, 1, (int)H), 0), "k", il);
             a = llm_attention(m, ctx, b, &in, il, Q, K, v, in.mask, kq_scale, 0.0f, NULL); /* [DV * H, T] */

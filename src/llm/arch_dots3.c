@@ -87,20 +87,14 @@ loom_status llm_dots3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     snprintf(key, sizeof key, "%s.attention.indexer.types", a);
     const int64_t ki = loom_gguf_find_key(g, key);
     if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
-    loom_gguf_vtype et;
-    const void *data;
-    uint64_t n;
-    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
+    uint64_t full[64] = {0};
+    if ((s = llm_arch_layer_flags(g, hp, ki, key, 0, full, err))) return s;
     for (int il = 0; il < hp->n_layer; il++) {
-        int64_t t = 0;
-        if (et == LOOM_GGUF_BOOL) t = ((const uint8_t *)data)[il];
-        else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &t))
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-        if ((t != 0) == is_swa(hx, il))
+        const bool f = full[il / 64] >> (il % 64) & 1;
+        if (f == is_swa(hx, il))
             return loom_error_set(err, LOOM_ERR_FORMAT,
                                   "model: '%s': layer %d is %s but %s an indexer (the full layers have one)", key, il,
-                                  is_swa(hx, il) ? "a window layer" : "a full layer", t ? "has" : "lacks");
+                                  is_swa(hx, il) ? "a window layer" : "a full layer", f ? "has" : "lacks");
     }
     return LOOM_OK;
 }
@@ -164,13 +158,6 @@ loom_status llm_dots3_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-/* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
-static loom_tensor *head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n) {
-    const int64_t args[5] = {n, (int64_t)loom_tensor_nb(x, 1), loom_tensor_ne(x, 1), (int64_t)loom_tensor_nb(x, 2),
-                             loom_tensor_ne(x, 2)};
-    return loom_view(ctx, x, (size_t)off * loom_tensor_nb(x, 0), 5, args);
-}
-
 loom_tensor *llm_dots3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
@@ -193,12 +180,12 @@ loom_tensor *llm_dots3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         const int64_t ne_q[3] = {DK, H, T}, ne_kvp[3] = {KVL + R, 1, T};
         loom_tensor *q = loom_reshape(ctx, loom_mul_mat(ctx, ly->wq_b, qr), 3, ne_q);
         loom_tensor *kvp = loom_reshape(ctx, loom_mul_mat(ctx, ly->wkv_a_mqa, x), 3, ne_kvp);
-        loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
-        loom_tensor *k_pe = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, KVL, R)), ly->k_norm, eps);
+        loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, llm_head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
+        loom_tensor *k_pe = loom_rms_norm(ctx, loom_cont(ctx, llm_head_part(ctx, kvp, KVL, R)), ly->k_norm, eps);
         k_pe = llm_rope(m, ctx, k_pe, in.pos, il, NULL);
-        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, head_part(ctx, q, NOPE, R)), in.pos, il, NULL);
+        loom_tensor *q_pe = llm_rope(m, ctx, loom_cont(ctx, llm_head_part(ctx, q, NOPE, R)), in.pos, il, NULL);
         /* absorbed: q_nope [NOPE, H, T] -> [NOPE, T, H]; Wk_b [NOPE, KVL, H] per head */
-        loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, head_part(ctx, q, 0, NOPE), 0, 2, 1, 3));
+        loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, llm_head_part(ctx, q, 0, NOPE), 0, 2, 1, 3));
         loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3));
         loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);  /* [KVL + R, H, T] */
         loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);   /* [KVL + R, 1, T] */

@@ -35,7 +35,6 @@
 
 #include "arch.h"
 
-
 /* glm-dsa: the indexer's rope, router default, YaRN and indexer types (see the top) */
 static loom_status glm_dsa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
     const char *a = hp->arch;
@@ -48,30 +47,24 @@ static loom_status glm_dsa_keys(const loom_gguf *g, const loom_model_hparams *hp
     else if (!loom_gguf_kv_int(g, loom_gguf_find_key(g, key), &v) && v == 0) hx->expert_gating = 1;
     snprintf(key, sizeof key, "%s.attention.indexer.types", a);
     const int64_t ki = loom_gguf_find_key(g, key);
+    uint64_t full[64] = {0};
+    int64_t one = -1; /* a single value for every layer */
+    loom_status s;
+    if (ki >= 0 && loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
+        if ((s = llm_arch_layer_flags(g, hp, ki, key, 0, full, err))) return s;
+    } else if (ki >= 0) {
+        bool b;
+        if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_BOOL && !loom_gguf_get_bool(g, key, &b)) one = b;
+        else if (loom_gguf_kv_int(g, ki, &one))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be booleans or integers", key);
+    }
     for (int il = 0; il < hp->n_layer; il++) {
-        bool full = hp->n_ctx_train < 1048576 || il < 2 || (il - 2) % 4 == 0;
-        if (ki >= 0 && loom_gguf_kv_type(g, ki) == LOOM_GGUF_ARRAY) {
-            loom_gguf_vtype et;
-            const void *data;
-            uint64_t n;
-            if (loom_gguf_kv_arr(g, ki, &et, &data, &n) || n != (uint64_t)hp->n_layer)
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key,
-                                      hp->n_layer);
-            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
-            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-            full = v != 0;
-        } else if (ki >= 0) {
-            bool b;
-            if (loom_gguf_kv_type(g, ki) == LOOM_GGUF_BOOL && !loom_gguf_get_bool(g, key, &b)) v = b;
-            else if (loom_gguf_kv_int(g, ki, &v))
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be booleans or integers", key);
-            full = v != 0;
-        }
-        if (!full && il == 0)
+        bool f = hp->n_ctx_train < 1048576 || il < 2 || (il - 2) % 4 == 0;
+        if (ki >= 0) f = one >= 0 ? one != 0 : (full[il / 64] >> (il % 64) & 1);
+        if (!f && il == 0)
             return loom_error_set(err, LOOM_ERR_FORMAT,
                                   "model: '%s': layer 0 shares the indexer of no earlier layer", key);
-        if (!full) hx->dsa_shared[il / 64] |= (uint64_t)1 << (il % 64);
+        if (!f) hx->dsa_shared[il / 64] |= (uint64_t)1 << (il % 64);
     }
     return LOOM_OK;
 }

@@ -270,13 +270,6 @@ loom_status llm_kimi_bind(loom_model *m, loom_error *err) {
     return st;
 }
 
-/* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
-static loom_tensor *head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n) {
-    const int64_t args[5] = {n, (int64_t)loom_tensor_nb(x, 1), loom_tensor_ne(x, 1), (int64_t)loom_tensor_nb(x, 2),
-                             loom_tensor_ne(x, 2)};
-    return loom_view(ctx, x, (size_t)off * loom_tensor_nb(x, 0), 5, args);
-}
-
 static loom_tensor *mla_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
                               loom_tensor *x) {
     const loom_model_hparams *hp = &m->hp;
@@ -290,14 +283,14 @@ static loom_tensor *mla_layer(loom_model *m, loom_ctx *ctx, const llm_batch *b, 
     const int64_t ne_q[3] = {DK, H, T}, ne_kvp[3] = {KVL + R, 1, T};
     q = loom_reshape(ctx, q, 3, ne_q);
     loom_tensor *kvp = loom_reshape(ctx, loom_mul_mat(ctx, ly->wkv_a_mqa, x), 3, ne_kvp);
-    loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
-    loom_tensor *k_pe = loom_cont(ctx, head_part(ctx, kvp, KVL, R)); /* kimi: no rope */
-    loom_tensor *q_pe = loom_cont(ctx, head_part(ctx, q, NOPE, R));
+    loom_tensor *c = loom_rms_norm(ctx, loom_cont(ctx, llm_head_part(ctx, kvp, 0, KVL)), ly->kv_a_norm, eps);
+    loom_tensor *k_pe = loom_cont(ctx, llm_head_part(ctx, kvp, KVL, R)); /* kimi: no rope */
+    loom_tensor *q_pe = loom_cont(ctx, llm_head_part(ctx, q, NOPE, R));
     if (llm_layer_has_rope(m, il)) { /* bailingmoe3 */
         k_pe = llm_rope(m, ctx, k_pe, in->pos, il, NULL);
         q_pe = llm_rope(m, ctx, q_pe, in->pos, il, NULL);
     }
-    loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, head_part(ctx, q, 0, NOPE), 0, 2, 1, 3)); /* [NOPE, T, H] */
+    loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, llm_head_part(ctx, q, 0, NOPE), 0, 2, 1, 3)); /* [NOPE, T, H] */
     loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3)); /* [KVL, H, T] */
     loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);
     loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);

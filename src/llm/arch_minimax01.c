@@ -54,23 +54,7 @@ loom_status llm_minimax01_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     char key[128];
     snprintf(key, sizeof key, "%s.attention.recurrent_layers", a);
     const int64_t ki = loom_gguf_find_key(g, key);
-    if (ki >= 0) {
-        loom_gguf_vtype et;
-        const void *data;
-        uint64_t n;
-        const uint64_t n_all = (uint64_t)llm_arch_n_layer_all(g, hp);
-        if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) ||
-            (n != (uint64_t)hp->n_layer && n != n_all))
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d)", key, hp->n_layer);
-        for (int il = 0; il < hp->n_layer; il++) {
-            int64_t v = 0;
-            if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
-            else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
-                return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-            if (v) hx->recr_bits[il / 64] |= (uint64_t)1 << (il % 64);
-        }
-        return LOOM_OK;
-    }
+    if (ki >= 0) return llm_arch_layer_flags(g, hp, ki, key, llm_arch_n_layer_all(g, hp), hx->recr_bits, err);
     int64_t iv;
     if ((s = llm_get_int_key(g, a, "full_attention_interval", false, 8, &iv, err))) return s;
     if (iv < 1 || iv > 4096)

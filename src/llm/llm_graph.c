@@ -77,6 +77,12 @@ loom_tensor *llm_swiglu_limited(loom_ctx *ctx, loom_tensor *gate, loom_tensor *u
     return loom_mul(ctx, g, loom_clamp(ctx, up, -limit, limit));
 }
 
+loom_tensor *llm_head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n) {
+    const int64_t args[5] = {n, (int64_t)loom_tensor_nb(x, 1), loom_tensor_ne(x, 1), (int64_t)loom_tensor_nb(x, 2),
+                             loom_tensor_ne(x, 2)};
+    return loom_view(ctx, x, (size_t)off * loom_tensor_nb(x, 0), 5, args);
+}
+
 loom_tensor *llm_situ(loom_ctx *ctx, loom_tensor *gate, loom_tensor *up, float b, float lb) {
     loom_tensor *a = loom_mul(ctx, loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, gate, 1.0f / b)), b), loom_sigmoid(ctx, gate));
     if (lb > 0.0f) up = loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, up, 1.0f / lb)), lb);

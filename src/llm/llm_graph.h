@@ -32,6 +32,8 @@ bool llm_layer_is_chunked(const llm_hparams_x *hx, int il);
 static inline bool llm_swa_masked(int n_swa, int64_t pq, int64_t pk) { return pq - pk >= n_swa; }
 
 loom_tensor *llm_named(loom_tensor *t, const char *what, int il);
+/* dims [off, off + n) of each head of x [d_all, H, T] as [n, H, T] (a strided view) */
+loom_tensor *llm_head_part(loom_ctx *ctx, loom_tensor *x, int64_t off, int64_t n);
 /* y = W x (+ b) */
 loom_tensor *llm_linear(loom_ctx *ctx, loom_tensor *w, loom_tensor *b, loom_tensor *x);
 /* The llama attention inputs of x [n_embd, T]: q [Dk, H, T], k [Dk, Hkv, T], v [Dv, Hkv, T]
