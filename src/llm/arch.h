@@ -188,6 +188,9 @@ loom_tensor *llm_dots3_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, const llm_inputs *in, int il,
                                loom_tensor *x, loom_tensor *qr, loom_tensor *q, loom_tensor *k, loom_tensor *v,
                                float kq_scale, loom_tensor **sel_prev);
+/* Queries per chunk of the indexer's scores for T queries over L keys and heads indexer
+ * heads (at most four chunks; LOOM_DSA_SCORE_FLOATS, see arch_dsa.c). */
+int64_t llm_dsa_chunk(int64_t L, int64_t heads, int64_t T);
 /* Whether layer il reuses the previous indexer layer's keys (glm-dsa's shared layers). */
 static inline bool llm_dsa_shared(const llm_hparams_x *hx, int il) {
     return il >= 0 && il < 4096 && (hx->dsa_shared[il / 64] >> (il % 64)) & 1;

@@ -145,6 +145,12 @@ static int64_t dsa_score_floats(void) {
     return v > 0 ? (int64_t)v : (int64_t)1 << 24;
 }
 
+int64_t llm_dsa_chunk(int64_t L, int64_t heads, int64_t T) {
+    int64_t tc = dsa_score_floats() / (L * heads > 0 ? L * heads : 1);
+    if (tc < (T + 3) / 4) tc = (T + 3) / 4;
+    return tc > T ? T : tc < 1 ? 1 : tc;
+}
+
 /* the indexer's rope (neox or normal) of the first n_rot dims of each head of x, with the
  * layer's rope options */
 static loom_tensor *rope_idx(const loom_model *m, loom_ctx *ctx, loom_tensor *x, loom_tensor *pos, int il) {
@@ -194,9 +200,7 @@ loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         /* scores [L, T]: the heads' relu(q.k) weighted and summed, in chunks of queries
          * whose per-head products [L, HI, tc] stay within dsa_score_floats(), at most
          * four chunks (each adds a dozen nodes to a graph of bounded size) */
-        int64_t tc = dsa_score_floats() / (L * HI);
-        if (tc < (T + 3) / 4) tc = (T + 3) / 4;
-        if (tc > T) tc = T;
+        const int64_t tc = llm_dsa_chunk(L, HI, T);
         loom_tensor *s = NULL;
         for (int64_t t0 = 0; t0 < T; t0 += tc) {
             const int64_t n = T - t0 < tc ? T - t0 : tc;

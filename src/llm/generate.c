@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "model_internal.h"
 #include "quant/alloc.h"
 
@@ -95,6 +96,15 @@ static void account_graph_estimate(loom_model *m) {
         if (rw > ssm) ssm = rw;
     }
     if (ssm > ffn) ffn = ssm;
+    if (m->hx.dsa_heads > 0) {
+        /* DSA's indexer (arch_dsa.c): per chunk of tc queries the per-head products
+         * [L, heads, tc], two live at a time (product and relu, relu and weighted, ...), and
+         * the scores [L, T] with the selected mask beside them */
+        const uint64_t HI = (uint64_t)m->hx.dsa_heads;
+        const uint64_t tc = (uint64_t)llm_dsa_chunk((int64_t)L, (int64_t)HI, (int64_t)T);
+        const uint64_t dsa = (2 * L * HI * tc + 3 * L * T) * 4;
+        if (dsa > attn) attn = dsa;
+    }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);
     uint64_t out = 5 * act + V * n_out * 4; /* after the last layer: not concurrent with it */
     /* CPU inputs: tokens/positions/ids, the embeddings, and the KQ mask twice (the
