@@ -609,7 +609,7 @@ static void bad_files(void) {
         {"step35", "a router function Loom lacks (sqrt-softplus)", {.u32_key = "step35.expert_gating_func", .u32_val = 3},
          LOOM_ERR_UNSUPPORTED, "expert_gating_func = 3"},
         {"step35", "window layers of another count", {.flags_key = "step35.attention.sliding_window_pattern",
-         .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT, "one boolean per layer"},
+         .flags = three, .n_flags = 3}, LOOM_ERR_FORMAT, "one value per layer"},
         {"step35", "no shared expert width", {.drop = "step35.expert_shared_feed_forward_length"}, LOOM_ERR_NOT_FOUND,
          "step35.expert_shared_feed_forward_length"},
         {"step35", "missing shared expert", {.drop = "blk.3.ffn_up_shexp.weight"}, LOOM_ERR_NOT_FOUND,

@@ -45,6 +45,10 @@ loom_status llm_arch_mrope_keys(const loom_gguf *g, const loom_model_hparams *hp
  * expert_gating_func (absent or 0: def_gating, 1 softmax or 2 sigmoid). */
 loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, int def_gating,
                             loom_error *err);
+/* The router's keys: expert_weights_scale, expert_weights_norm, expert_gating_func (absent
+ * or 0: def_gating; 1 softmax or 2 sigmoid, others LOOM_ERR_UNSUPPORTED) into hx. */
+loom_status llm_arch_router_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, int def_gating,
+                                 loom_error *err);
 /* Layer il's FFN weights: a SwiGLU MLP on the leading dense layers; else router (+
  * exp_probs_b), experts and shared experts (n_ff_exp * expert_shared_count wide). */
 void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const llm_hparams_x *hx, llm_layer *L,

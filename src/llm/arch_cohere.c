@@ -89,21 +89,7 @@ static loom_status c2moe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
                               a, (long long)fs);
     hx->n_ff_shexp = (int)fs;
-    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
-    if (v == 0) v = 2; /* llama.cpp: none means sigmoid here */
-    if (v != 1 && v != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
-                              "are supported)", a, (long long)v);
-    hx->expert_gating = v == 2;
-    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
-    if (!(d >= 0 && d < 1e6))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
-    hx->expert_weights_scale = (float)d;
-    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
-    bool nw = false;
-    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
-    hx->expert_weights_norm = nw;
+    if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
     return LOOM_OK;
 }
 

@@ -90,8 +90,6 @@ loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, ll
     const char *a = hp->arch;
     loom_status s;
     int64_t v;
-    double d;
-    bool has;
     if ((s = llm_get_int_key(g, a, "leading_dense_block_count", false, 0, &v, err))) return s;
     if (v < 0 || v > hp->n_layer)
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.leading_dense_block_count = %lld is out of range", a,
@@ -103,6 +101,16 @@ loom_status llm_ds_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, ll
                               (long long)v);
     hx->n_expert_shared = (int)v;
     /* expert_group_count: read for every architecture (model.c, llm_moe_ffn_ext) */
+    return llm_arch_router_keys(g, hp, hx, def_gating, err);
+}
+
+loom_status llm_arch_router_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, int def_gating,
+                                 loom_error *err) {
+    const char *a = hp->arch;
+    loom_status s;
+    int64_t v;
+    double d;
+    bool has;
     if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, &has, err))) return s;
     if (has && !(d >= 0 && d < 1e6)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale out of range", a);
     hx->expert_weights_scale = (float)d;

@@ -50,21 +50,8 @@ loom_status llm_mimo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     char key[128];
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
     const int64_t ki = loom_gguf_find_key(g, key);
-    loom_gguf_vtype et;
-    const void *data;
-    uint64_t n;
     if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
-    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) ||
-        n != (uint64_t)layers_all(g, hp, "attention.sliding_window_pattern"))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one value per layer (%d, or %d with the MTP "
-                              "layers)", key, hp->n_layer, layers_all(g, hp, "attention.head_count_kv"));
-    for (int il = 0; il < hp->n_layer; il++) {
-        int64_t v = 0;
-        if (et == LOOM_GGUF_BOOL) v = ((const uint8_t *)data)[il];
-        else if (loom_gguf_kv_arr_int(g, ki, (uint64_t)il, &v))
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must hold booleans or integers", key);
-        if (v) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
-    }
+    if ((s = llm_arch_layer_flags(g, hp, ki, key, llm_arch_n_layer_all(g, hp), hx->swa_bits, err))) return s;
     double d;
     if ((s = llm_get_float_key(g, a, "rope.freq_base_swa", 10000.0, &d, NULL, err))) return s;
     if (!(d > 1 && d < 1e12))

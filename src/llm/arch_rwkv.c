@@ -239,11 +239,26 @@ loom_status llm_rwkv7_bind(loom_model *m, loom_error *err) {
     return st ? st : init_shift(m, err);
 }
 
+/* arwkv7 / rwkv6qwen2: layer il's Qwen SwiGLU MLP and its state sizes (one token shift,
+ * H heads of D x D) */
+static void qwen_mlp_bind(loom_model *m, int il, loom_error *err, loom_status *st) {
+    const loom_backend *be = m->be;
+    const int64_t E = m->hp.n_embd, F = m->hp.n_ff;
+    llm_layer *L = &m->layers[il];
+    L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, st, "blk.%d.ffn_norm.weight", il);
+    L->ffn_gate = llm_bind_tensor(be, true, E, F, 1, err, st, "blk.%d.ffn_gate.weight", il);
+    L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, st, "blk.%d.ffn_up.weight", il);
+    L->ffn_down = llm_bind_tensor(be, true, F, E, 1, err, st, "blk.%d.ffn_down.weight", il);
+    llm_kv_layer_type *t = &m->kv_types[il];
+    t->rs_conv = (int32_t)E;
+    t->rs_ssm = (int32_t)(E * m->hx.rwkv_head);
+}
+
 loom_status llm_arwkv7_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
-    const int64_t E = hp->n_embd, F = hp->n_ff, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
+    const int64_t E = hp->n_embd, RD = hx->rwkv_lora[0], RA = hx->rwkv_lora[1];
     const int64_t RV = hx->rwkv_lora[2], RG = hx->rwkv_lora[3];
     loom_status st = llm_bind_embd_output(m, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
@@ -278,15 +293,9 @@ loom_status llm_arwkv7_bind(loom_model *m, loom_error *err) {
         L->rwkv.ln = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.weight", il);
         L->rwkv.ln_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_ln.bias", il);
         if (!L->rwkv.ln || !L->rwkv.ln_b) L->rwkv.ln = L->rwkv.ln_b = NULL;
-        T1(ffn_norm, E, "ffn_norm.weight");
-        T2(ffn_gate, E, F, "ffn_gate.weight");
-        T2(ffn_up, E, F, "ffn_up.weight");
-        T2(ffn_down, F, E, "ffn_down.weight");
 #undef T1
 #undef T2
-        llm_kv_layer_type *t = &m->kv_types[il];
-        t->rs_conv = (int32_t)E;                    /* one token shift */
-        t->rs_ssm = (int32_t)(E * m->hx.rwkv_head); /* H heads of D x D */
+        qwen_mlp_bind(m, il, err, &st);
     }
     return st ? st : init_shift(m, err);
 }
@@ -295,7 +304,7 @@ loom_status llm_rwkv6qwen2_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     const loom_model_hparams *hp = &m->hp;
     const llm_hparams_x *hx = &m->hx;
-    const int64_t E = hp->n_embd, F = hp->n_ff, D = hx->rwkv_head, D5 = hx->rwkv_lora[0], DD = hx->rwkv_lora[1];
+    const int64_t E = hp->n_embd, D = hx->rwkv_head, D5 = hx->rwkv_lora[0], DD = hx->rwkv_lora[1];
     const int64_t KV = (int64_t)hx->rwkv_kv_heads * D;
     loom_status st = llm_bind_embd_output(m, err);
     m->output_norm_b = llm_bind_tensor(be, false, E, 1, 1, err, &st, "output_norm.bias", 0);
@@ -319,15 +328,9 @@ loom_status llm_rwkv6qwen2_bind(loom_model *m, loom_error *err) {
         L->bk = llm_bind_tensor(be, false, KV, 1, 1, err, &st, "blk.%d.time_mix_key.bias", il);
         L->bv = llm_bind_tensor(be, false, KV, 1, 1, err, &st, "blk.%d.time_mix_value.bias", il);
         L->bq = llm_bind_tensor(be, false, E, 1, 1, err, &st, "blk.%d.time_mix_receptance.bias", il);
-        T1(ffn_norm, E, "ffn_norm.weight");
-        T2(ffn_gate, E, F, "ffn_gate.weight");
-        T2(ffn_up, E, F, "ffn_up.weight");
-        T2(ffn_down, F, E, "ffn_down.weight");
 #undef T1
 #undef T2
-        llm_kv_layer_type *t = &m->kv_types[il];
-        t->rs_conv = (int32_t)E;                    /* one token shift */
-        t->rs_ssm = (int32_t)(E * m->hx.rwkv_head); /* H heads of D x D */
+        qwen_mlp_bind(m, il, err, &st);
     }
     return st ? st : init_shift(m, err);
 }

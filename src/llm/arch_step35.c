@@ -109,17 +109,9 @@ loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
     char key[128];
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
     const int64_t ki = loom_gguf_find_key(g, key);
-    loom_gguf_vtype et;
-    const void *data;
-    uint64_t n;
     if (ki < 0) return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: required key '%s' is missing", key);
-    if (loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY || loom_gguf_kv_arr(g, ki, &et, &data, &n) ||
-        et != LOOM_GGUF_BOOL || !array_len_ok(hp, n, na))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be one boolean per layer (%d or %d)", key,
-                              hp->n_layer, na);
     memset(hx->swa_bits, 0, sizeof hx->swa_bits);
-    for (int il = 0; il < hp->n_layer; il++)
-        if (((const uint8_t *)data)[il]) hx->swa_bits[il / 64] |= (uint64_t)1 << (il % 64);
+    if ((s = llm_arch_layer_flags(g, hp, ki, key, na, hx->swa_bits, err))) return s;
     hx->swa_listed = true;
     if ((s = llm_get_int_key(g, a, "attention.sliding_window", true, 0, &v, err))) return s;
     if (v < 1 || v > ((int64_t)1 << 30))
@@ -147,21 +139,7 @@ loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
                               a, (long long)v);
     hx->n_ff_shexp = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
-    if (v == 0) v = 2; /* llama.cpp: none means sigmoid for step35 */
-    if (v != 1 && v != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
-                              "are supported)", a, (long long)v);
-    hx->expert_gating = v == 2;
-    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
-    if (!(d >= 0 && d < 1e6))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
-    hx->expert_weights_scale = (float)d;
-    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
-    bool nw = false;
-    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
-    hx->expert_weights_norm = nw;
+    if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
     return llm_arch_yarn_keys(g, hp, hx, err);
 }
 
@@ -223,29 +201,13 @@ loom_status llm_hyv3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
     const char *a = hp->arch;
     loom_status s;
     int64_t v;
-    double d;
     if ((s = llm_arch_moe_keys(g, hp, hx, err))) return s;
     if ((s = llm_get_int_key(g, a, "expert_shared_feed_forward_length", false, hx->n_ff_exp, &v, err))) return s;
     if (v < 1 || v > ((int64_t)1 << 24))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
                               a, (long long)v);
     hx->n_ff_shexp = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
-    if (v == 0) v = 2; /* llama.cpp: none means sigmoid for hy_v3 */
-    if (v != 1 && v != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
-                              "are supported)", a, (long long)v);
-    hx->expert_gating = v == 2;
-    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
-    if (!(d >= 0 && d < 1e6))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
-    hx->expert_weights_scale = (float)d;
-    char key[128];
-    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
-    bool nw = false;
-    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
-    hx->expert_weights_norm = nw;
+    if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
     return llm_arch_yarn_keys(g, hp, hx, err);
 }
 
@@ -309,22 +271,7 @@ loom_status llm_laguna_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_shared_feed_forward_length = %lld is out of range",
                               a, (long long)v);
     hx->n_ff_shexp = (int)v;
-    if ((s = llm_get_int_key(g, a, "expert_gating_func", false, 2, &v, err))) return s;
-    if (v == 0) v = 2;
-    if (v != 1 && v != 2)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.expert_gating_func = %lld (1 softmax and 2 sigmoid "
-                              "are supported)", a, (long long)v);
-    hx->expert_gating = v == 2;
-    if ((s = llm_get_float_key(g, a, "expert_weights_scale", 0.0, &d, NULL, err))) return s;
-    if (!(d >= 0 && d < 1e6))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.expert_weights_scale = %g is out of range", a, d);
-    hx->expert_weights_scale = (float)d;
-    char key[128];
-    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
-    bool nw = false;
-    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &nw))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: '%s' must be a boolean", key);
-    hx->expert_weights_norm = nw;
+    if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
     if ((s = llm_get_int_key(g, a, "attention.sliding_window", false, 0, &v, err))) return s;
     if (v < 0 || v > ((int64_t)1 << 30))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
@@ -333,6 +280,7 @@ loom_status llm_laguna_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
     if (v > 0) {
         if (hp->n_layer > 4096) return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s: more than 4096 layers", a);
         int64_t p = 4;
+        char key[128];
         snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
         const int64_t ki = loom_gguf_find_key(g, key);
         if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY && (loom_gguf_kv_int(g, ki, &p) || p < 0 || p > 4096))
