@@ -275,9 +275,51 @@ static void check_recurrent_estimate(void) {
     }
 }
 
+/* Looped layers (nanbeige num_loops: the 2 blocks of indep-nanbeige-loop run 3 times,
+ * each run with its own cache): run j's cache of block i lives on block i's device and
+ * counts as that block's cache, in the dry run as in the real open. Block 0 on the CPU,
+ * block 1 on a simulated accelerator: each holds 3 layers of K and V, 1 KV head of 12,
+ * 256 cells, F16 = 3 * 2 * 12 * 256 * 2 bytes. */
+static void check_looped_cache(void) {
+    loom_sim_device d[1];
+    int nd = 0;
+    CHECK(loom_sim_devices_parse("gpu0=64MiB", d, 1, &nd, NULL) == LOOM_OK);
+    const uint64_t want = 3ull * 2 * 12 * 256 * 2;
+    for (int dry = 0; dry < 2; dry++) {
+        loom_model_params p = loom_model_default_params();
+        p.path = test_path("tests/data/arch/indep-nanbeige-loop.gguf");
+        p.n_ctx = p.n_batch = 256;
+        p.n_threads = 2;
+        p.flash_attn = true;
+        p.dry_run = dry;
+        p.sim_devices = d;
+        p.n_sim_devices = nd;
+        p.n_gpu_layers = 1;
+        loom_model *m = NULL;
+        loom_error err = {0};
+        loom_status st = loom_model_open(&p, &m, &err);
+        CHECK_MSG(st == LOOM_OK, "looped file (dry run %d): %s", dry, err.msg);
+        if (st) continue;
+        loom_backend_memory mem;
+        CHECK(loom_backend_memory_get(loom_model_backend(m), &mem) == LOOM_OK);
+        CHECK(mem.n_devices == 2);
+        for (int dv = 0; dv < mem.n_devices && dv < 2; dv++) {
+            uint64_t c = 0;
+            for (int l = 0; l < mem.devices[dv].n_layers; l++) c += mem.devices[dv].cache[l].size;
+            printf("looped file, dry run %d: %s cache %llu bytes (want %llu)\n", dry, mem.devices[dv].name,
+                   (unsigned long long)c, (unsigned long long)want);
+            CHECK_MSG(c == want, "looped file, dry run %d: %s cache %llu bytes, want %llu", dry, mem.devices[dv].name,
+                      (unsigned long long)c, (unsigned long long)want);
+        }
+        loom_backend_memory_free(&mem);
+        loom_model_close(m);
+    }
+}
+
 int main(void) {
     check_moe_estimate();
     check_recurrent_estimate();
+    check_looped_cache();
 #if defined(LOOM_SANITIZE) || defined(LOOM_TSAN)
     (void)check_model;
     return test_finish_part("test_llm_memplan", "RSS is not meaningful under sanitizers (shadow memory)");

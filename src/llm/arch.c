@@ -145,16 +145,43 @@ static loom_status pangu_bind(loom_model *m, loom_error *err) {
     return s;
 }
 
-/* Nanbeige (nanbeige): the llama block. Looped files (num_loops > 1: the block_count
- * layers run num_loops times, sharing weights, each run with its own cache) are refused.
+/* Nanbeige (nanbeige): the llama block. Looped files (num_loops = N > 1): the file's
+ * block_count layers run N times with the same weights, each run with a cache of its own
+ * (graph layer i + j * block_count runs block i), and output_norm is applied to the
+ * hidden state between the runs unless skip_loop_final_norm is true (llama.cpp's
+ * nanbeige graph). The caches of block i's runs live on block i's device.
  * (llama.cpp's nanbeige graph reads no attention.scale: 1/sqrt(head_dim), as here.) */
 static loom_status nanbeige_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
-    (void)hx;
     int64_t loops;
     loom_status s = llm_get_int_key(g, hp->arch, "num_loops", false, 1, &loops, err);
-    if (!s && loops != 1)
-        s = loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: %s.num_loops = %lld (looped layers) is not supported",
-                           hp->arch, (long long)loops);
+    if (s) return s;
+    if (loops < 1 || loops * hp->n_layer > 4096)
+        return loom_error_set(err, LOOM_ERR_FORMAT,
+                              "model: %s.num_loops = %lld is out of range (1 to %d for %d blocks: at most 4096 layers)",
+                              hp->arch, (long long)loops, 4096 / hp->n_layer, hp->n_layer);
+    char key[96];
+    snprintf(key, sizeof key, "%s.skip_loop_final_norm", hp->arch);
+    bool skip = false;
+    if (loom_gguf_find_key(g, key) >= 0 && loom_gguf_get_bool(g, key, &skip))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: key '%s' must be a boolean", key);
+    if (loops == 1) return LOOM_OK;
+    hx->loop_layers = hp->n_layer;
+    hx->loop_norm = !skip;
+    hp->n_layer = (int)(loops * hp->n_layer);
+    return LOOM_OK;
+}
+
+/* the file's blocks bound once; the later runs share their weights and layer types */
+static loom_status nanbeige_bind(loom_model *m, loom_error *err) {
+    const int nb = m->hx.loop_layers, n = m->hp.n_layer;
+    if (nb <= 0) return llm_bind_llama(m, err);
+    m->hp.n_layer = nb;
+    loom_status s = llm_bind_llama(m, err);
+    m->hp.n_layer = n;
+    for (int il = nb; il < n && !s; il++) {
+        m->layers[il] = m->layers[il % nb];
+        if (m->kv_types) m->kv_types[il] = m->kv_types[il % nb];
+    }
     return s;
 }
 
@@ -339,7 +366,7 @@ static const llm_arch k_archs[] = {
     {"hunyuan_vl", LOOM_ROPE_NEOX, hunyuan_hparams, hunyuan_bind, llm_build_llama, false}, /* + XD-RoPE sections */
     {"maincoder", LOOM_ROPE_NORMAL, NULL, hunyuan_bind, llm_build_llama, false}, /* post-rope q/k norms */
     {"pangu-embedded", LOOM_ROPE_NEOX, NULL, pangu_bind, llm_build_llama, false},
-    {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, llm_bind_llama, llm_build_llama, false},
+    {"nanbeige", LOOM_ROPE_NORMAL, nanbeige_hparams, nanbeige_bind, llm_build_llama, false},
     {"plamo", LOOM_ROPE_NEOX, plamo_hparams, llm_bind_llama, llm_build_llama, false},
     {"arctic", LOOM_ROPE_NORMAL, arctic_hparams, arctic_bind, llm_build_llama, false},
     {"openelm", LOOM_ROPE_NEOX, NULL, llm_openelm_bind, llm_openelm_build, false},

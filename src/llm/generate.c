@@ -126,7 +126,7 @@ static void account_graph_estimate(loom_model *m) {
          * product's (token, slot) pairs and their converted activations */
         uint64_t peak = 0, work = 0;
         for (int il = 0; il < hp->n_layer; il++) {
-            if (loom_backend_layer_device(m->be, il) != d) continue;
+            if (loom_backend_layer_device(m->be, llm_dev_layer(m->be, il)) != d) continue;
             if (layer > peak) peak = layer;
             if (conv > work) work = conv;
             if (!m->layers) continue;
@@ -142,7 +142,7 @@ static void account_graph_estimate(loom_model *m) {
                 if (w > work) work = w;
             }
         }
-        if (loom_backend_layer_device(m->be, hp->n_layer) == d) {
+        if (loom_backend_layer_device(m->be, loom_backend_block_count(m->be)) == d) { /* the output layer */
             if (out > peak) peak = out;
             const uint64_t w = loom_backend_mul_mat_work(m->be, d, m->output ? m->output : m->tok_embd, (int64_t)n_out);
             if (w > work) work = w;

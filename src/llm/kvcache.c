@@ -172,7 +172,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         for (int il = 0; il < kv->n_layer; il++) {
             const llm_kv_layer_type *t = types ? &types[il] : NULL;
             if (t && !t->nokv && (t->rs_conv > 0 || t->rs_ssm > 0)) /* recurrent states */
-                loom_backend_account_cache(be, il, ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
+                loom_backend_account_cache(be, llm_dev_layer(be, il), ((uint64_t)t->rs_conv + (uint64_t)t->rs_ssm) * 4u * (uint64_t)n_seq);
             if (kv->layer_group[il] < 0 || kv->share[il] != il) continue;
             const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
             int64_t cells = gr->cells.n, dk, dv, hkv;
@@ -186,7 +186,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
             uint64_t vb = (uint64_t)vrow * (uint64_t)hkv * (uint64_t)(kv->cfg.permuted_v ? dv : cells);
             kb = (kb + 31) / 32 * 32;
             vb = (vb + 31) / 32 * 32;
-            loom_backend_account_cache(be, il, kb + vb);
+            loom_backend_account_cache(be, llm_dev_layer(be, il), kb + vb);
         }
         return LOOM_OK;
     }
@@ -214,7 +214,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
     }
     for (int il = 0; il < kv->n_layer; il++) {
         if (types && !types[il].nokv) { /* recurrent states, zero at first (lfm2: a convolution only) */
-            loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
+            loom_ctx *lc = loom_ctx_layer(kv->ctx, llm_dev_layer(be, il));
             int64_t nc[2] = {types[il].rs_conv, n_seq}, ns[2] = {types[il].rs_ssm, n_seq};
             if (nc[0] > 0) kv->rs_conv[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, nc);
             if (ns[0] > 0) kv->rs_ssm[il] = loom_zeros(lc, LOOM_TYPE_F32, 2, ns);
@@ -229,7 +229,7 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         const llm_kv_group *gr = &kv->grp[kv->layer_group[il]];
         int64_t cells = gr->cells.n, dk, dv, hkv;
         llm_kv_layer_dims(kv, il, &dk, &dv, &hkv);
-        loom_ctx *lc = loom_ctx_layer(kv->ctx, il);
+        loom_ctx *lc = loom_ctx_layer(kv->ctx, llm_dev_layer(be, il));
         int64_t kne[3] = {dk, hkv, cells};
         int64_t vne_p[3] = {cells, dv, hkv};
         int64_t vne[3] = {dv, hkv, cells};

@@ -10,6 +10,8 @@
  * q/k norms, normal rope), pangu-embedded (attention output bias), nanbeige, arctic (a
  * dense MLP beside experts that read the layer input) and plamo (PLaMo 1: a parallel block, attention and MLP both on the
  * attention norm's output: h = h + Wo a + mlp(x)).
+ * Nanbeige's looped files run the blocks num_loops times (hx.loop_layers), output_norm
+ * between the runs.
  *
  *   h = token_embd[tokens]                                     [E, T]
  *   per layer il:
@@ -127,6 +129,9 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         } else {
             h = llm_llama_ffn(ctx, m, ly, x, r, outs, il);
         }
+        /* nanbeige's looped files: output_norm between the runs of the blocks */
+        if (m->hx.loop_norm && (il + 1) % m->hx.loop_layers == 0 && il + 1 < hp->n_layer)
+            h = named(loom_rms_norm(ctx, h, m->output_norm, hp->rms_eps), "loop_norm", il);
     }
     (void)E;
     return llm_llama_output(m, ctx, h);

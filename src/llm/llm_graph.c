@@ -342,7 +342,7 @@ void llm_last_rows(loom_ctx *ctx, const loom_model *m, const llm_inputs *in, int
 }
 
 bool llm_rs_in_place(const loom_model *m, int il) {
-    return m->kv.rs_ssm && m->kv.rs_ssm[il] && loom_backend_layer_device(m->be, il) == 0;
+    return m->kv.rs_ssm && m->kv.rs_ssm[il] && loom_backend_layer_device(m->be, llm_dev_layer(m->be, il)) == 0;
 }
 
 /* ------------------------------------------------------------------ attention */

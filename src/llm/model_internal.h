@@ -273,6 +273,9 @@ typedef struct llm_hparams_x {
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
     float clamp_kqv;         /* olmo attention.clamp_kqv: q, k, v clamped to [-c, c] (0: none) */
     bool par_res;            /* gptneox use_parallel_residual */
+    int loop_layers;         /* nanbeige num_loops > 1: the file's block_count layers, run
+                                num_loops times (hp.n_layer = loop_layers * num_loops) */
+    bool loop_norm;          /* ... with output_norm applied between the loops */
     bool ln_norms;           /* orion: the llama block's norms are LayerNorms with biases */
     bool swa_rope_plain;     /* mellum: sliding layers rotate without YaRN (ext factor 0, magnitude 1) */
     int no_rope_step;        /* smollm3: layers il with (il + 1) % step == 0 have no rope (0: none) */
@@ -449,6 +452,14 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err);
 /* n_ctx tokens per sequence, n_seq sequences, batches up to n_batch; types [n_layer]
  * (NULL = all full). */
 /* Layer il's K/V shape: key width, value width, KV heads. */
+/* The backend layer (device placement, memory accounting) of graph layer il: the file's
+ * block il, or for looped files (hx.loop_layers) the block whose weights layer il runs:
+ * its cache lives beside them. */
+static inline int llm_dev_layer(const loom_backend *be, int il) {
+    const int nb = loom_backend_block_count(be);
+    return nb > 0 && il >= nb ? il % nb : il;
+}
+
 static inline void llm_kv_layer_dims(const llm_kv_cache *kv, int il, int64_t *dk, int64_t *dv, int64_t *hkv) {
     *dk = kv->ldk[il];
     *dv = kv->ldv[il];
