@@ -81,6 +81,7 @@ typedef enum loom_op {
     LOOM_OP_XIELU,        /* xIELU activation (Apertus); op_params: alpha_n, alpha_p, beta, eps as applied */
     LOOM_OP_EXP,          /* e^x */
     LOOM_OP_TOP_K_MASK,   /* a mask keeping each row's k best-scored keys; op_param: k */
+    LOOM_OP_HADAMARD,     /* orthonormal Walsh-Hadamard transform of blocks along ne0; op_param: n */
     LOOM_OP_COUNT
 } loom_op;
 
@@ -302,6 +303,15 @@ loom_tensor *loom_top_k(loom_ctx *ctx, loom_tensor *a, int k);
  * are the mask's. A row with at most k finite v keeps its mask. CPU only. Errors (sticky,
  * poison result): LOOM_ERR_TYPE, LOOM_ERR_SHAPE (k < 1, shapes). */
 loom_tensor *loom_top_k_mask(loom_ctx *ctx, loom_tensor *scores, loom_tensor *mask, int k);
+
+/* The orthonormal Walsh-Hadamard transform of every n consecutive elements along ne0:
+ * y = H_n x / sqrt(n) per block, H_n[r][c] = (-1)^popcount(r & c) (Sylvester's order;
+ * symmetric, so the transform is its own inverse). a F32 with contiguous rows (nb0 = 4),
+ * n a power of two in [2, 4096] dividing ne0; result F32, a's shape, contiguous.
+ * Computed by the fast transform (n log2 n additions per block). Quantized KV caches
+ * store keys and values turned by it (llama.cpp's attention rotation). Errors (sticky,
+ * poison result): LOOM_ERR_TYPE, LOOM_ERR_SHAPE. */
+loom_tensor *loom_hadamard(loom_ctx *ctx, loom_tensor *a, int n);
 
 /* RoPE. a [head_dim, heads, T, 1] F32/F16 (quantized: cast to F32 first);
  * pos I32 [T]. n_dims even, <= ne0; dims >= n_dims copied unchanged. */

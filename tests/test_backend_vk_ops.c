@@ -264,6 +264,31 @@ static void test_rows(void) {
     }
 }
 
+/* HADAMARD: block sizes 4 to 1024 (the device's limit), several blocks per row, a strided
+ * view (every other row of a [2 * ne0, rows] tensor) */
+static loom_tensor *b_hadamard(loom_ctx *ctx, loom_tensor **in, const void *arg) {
+    const int n = *(const int *)arg;
+    loom_tensor *x = in[0];
+    if (n < 0) {
+        const int64_t args[3] = {x->ne[0] / 2, (int64_t)x->nb[1], x->ne[1]};
+        x = loom_view(ctx, x, 0, 3, args);
+    }
+    return loom_hadamard(ctx, x, n < 0 ? -n : n);
+}
+
+static void test_hadamard(void) {
+    static const int ns[] = {4, 64, 128, 512, 1024, -64};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        const int n = ns[k], w = n < 0 ? -n : n;
+        leaf_spec sp = {LOOM_TYPE_F32, 3, {n < 0 ? 4 * w : 3 * w, 5, 3}, NULL, -3, 3};
+        char what[64];
+        snprintf(what, sizeof what, "hadamard n=%d%s", w, n < 0 ? " (strided rows)" : "");
+        /* the same IEEE additions in the same order, then one product: bit-identical
+         * (measured 0 on lavapipe) */
+        run_both(what, b_hadamard, &ns[k], 1, &sp, 0.0, true);
+    }
+}
+
 typedef struct sm_arg {
     float scale;
     bool mask, mask16, neg_row;
@@ -692,6 +717,7 @@ int main(void) {
     test_binary();
     test_unary();
     test_rows();
+    test_hadamard();
     test_softmax();
     test_rope();
     test_copies();

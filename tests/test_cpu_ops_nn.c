@@ -384,6 +384,64 @@ static void test_top_k_mask(void) {
 
 /* ---------------------------------------------------------------- sticky errors */
 
+/* hadamard against the float64 product with H_n[r][c] = (-1)^popcount(r & c) / sqrt(n),
+ * block by block; a strided view (rows 2*ne0 apart) when strided; applying it twice
+ * gives x back (H is its own inverse). Measured: max |err| / max |y| at most 1.0e-7
+ * (n = 2 to 4096), twice 9.8e-8 */
+static void run_hadamard(int64_t ne0, int64_t rows, int n, bool strided, int nth) {
+    const int64_t stride = strided ? 2 * ne0 : ne0, total = stride * rows;
+    float *x = malloc((size_t)total * sizeof *x), *out = malloc((size_t)(ne0 * rows) * sizeof *out);
+    float *back = malloc((size_t)(ne0 * rows) * sizeof *back);
+    for (int64_t i = 0; i < total; i++) x[i] = (float)(2.0 * rnd_u() - 1.0) * (i % 17 == 3 ? 20.0f : 1.0f);
+    loom_ctx *ctx = nn_ctx(nth, false);
+    int64_t ne_x[2] = {stride, rows};
+    loom_tensor *xt = loom_from_f32(loom_ctx_input(ctx), x, (size_t)total, 2, ne_x);
+    if (strided) {
+        int64_t args[3] = {ne0, (int64_t)(stride * sizeof(float)), rows};
+        xt = loom_view(ctx, xt, 0, 3, args);
+    }
+    loom_tensor *y = loom_hadamard(ctx, xt, n);
+    CHECK_EQ_INT(nn_run(ctx, y, out, (size_t)(ne0 * rows)), LOOM_OK);
+    loom_ctx_free(ctx);
+    ctx = nn_ctx(nth, false);
+    int64_t ne_y[2] = {ne0, rows};
+    loom_tensor *yt = loom_from_f32(loom_ctx_input(ctx), out, (size_t)(ne0 * rows), 2, ne_y);
+    CHECK_EQ_INT(nn_run(ctx, loom_hadamard(ctx, yt, n), back, (size_t)(ne0 * rows)), LOOM_OK);
+    loom_ctx_free(ctx);
+    double err = 0, mx = 0, err2 = 0, mx2 = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < ne0; b += n)
+            for (int64_t i = 0; i < n; i++) {
+                double want = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    const double h = __builtin_popcountll((unsigned long long)(i & j)) & 1 ? -1.0 : 1.0;
+                    want += h * x[r * stride + b + j];
+                }
+                want /= sqrt((double)n);
+                err = fmax(err, fabs(out[r * ne0 + b + i] - want));
+                mx = fmax(mx, fabs(want));
+                const double xi = x[r * stride + b + i];
+                err2 = fmax(err2, fabs(back[r * ne0 + b + i] - xi));
+                mx2 = fmax(mx2, fabs(xi));
+            }
+    printf("hadamard ne0=%lld n=%d: rel err %.2g, twice %.2g\n", (long long)ne0, n, err / mx, err2 / mx2);
+    CHECK_MSG(err <= 3e-7 * mx, "hadamard ne0=%lld n=%d strided=%d nth=%d: max err %.3g of %.3g", (long long)ne0, n,
+              strided, nth, err, mx);
+    CHECK_MSG(err2 <= 3e-7 * mx2, "hadamard twice ne0=%lld n=%d: max err %.3g of %.3g", (long long)ne0, n, err2, mx2);
+    free(x);
+    free(out);
+    free(back);
+}
+
+static void test_hadamard(void) {
+    run_hadamard(2, 5, 2, false, 1);
+    run_hadamard(12, 7, 4, true, 3);     /* three blocks per row, strided rows */
+    run_hadamard(128, 9, 64, false, 2);  /* the V blocks of a 128-wide head */
+    run_hadamard(192, 4, 64, true, 3);   /* MLA-like widths: 64-blocks */
+    run_hadamard(512, 3, 512, false, 2);
+    run_hadamard(4096, 2, 4096, false, 1);
+}
+
 static loom_ctx *g_ectx;
 static loom_tensor *T4(loom_type t, int64_t a, int64_t b, int64_t c, int64_t d) {
     int64_t ne[4] = {a, b, c, d};
@@ -423,6 +481,12 @@ static void test_errors(void) {
     EXPECT_ERR(loom_argsort(g_ectx, T4(LOOM_TYPE_F16, 8, 3, 1, 1), false), LOOM_ERR_TYPE);
     EXPECT_ERR(loom_top_k(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), 9), LOOM_ERR_SHAPE);
     EXPECT_ERR(loom_top_k(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), 0), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_hadamard(g_ectx, T4(LOOM_TYPE_F16, 8, 3, 1, 1), 8), LOOM_ERR_TYPE);
+    EXPECT_ERR(loom_hadamard(g_ectx, T4(LOOM_TYPE_F32, 12, 3, 1, 1), 8), LOOM_ERR_SHAPE); /* 8 does not divide 12 */
+    EXPECT_ERR(loom_hadamard(g_ectx, T4(LOOM_TYPE_F32, 12, 3, 1, 1), 6), LOOM_ERR_SHAPE); /* not a power of two */
+    EXPECT_ERR(loom_hadamard(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), 1), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_hadamard(g_ectx, T4(LOOM_TYPE_F32, 8192, 1, 1, 1), 8192), LOOM_ERR_SHAPE);
+    EXPECT_ERR(loom_hadamard(g_ectx, loom_permute(g_ectx, T4(LOOM_TYPE_F32, 8, 8, 1, 1), 1, 0, 2, 3), 8), LOOM_ERR_SHAPE);
     EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 8, 3, 1, 1), T4(LOOM_TYPE_F16, 8, 4, 1, 1), 0), LOOM_ERR_SHAPE);
     EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 8, 5, 1, 1), T4(LOOM_TYPE_F16, 8, 4, 1, 1), 2), LOOM_ERR_SHAPE);
     EXPECT_ERR(loom_top_k_mask(g_ectx, T4(LOOM_TYPE_F32, 9, 3, 1, 1), T4(LOOM_TYPE_F32, 8, 4, 1, 1), 2), LOOM_ERR_SHAPE);
@@ -493,6 +557,7 @@ int main(void) {
     run_mul_mat_id(LOOM_TYPE_Q4_0, 2, 1);
     test_argsort();
     test_top_k_mask();
+    test_hadamard();
     test_errors();
     return test_finish("test_cpu_ops_nn");
 }

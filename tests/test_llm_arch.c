@@ -191,19 +191,26 @@ static void check_model(const char *name, const char *path, double top1_min, boo
         }
         loom_gguf_close(g);
     }
+    /* turned: K and V stored turned by Hadamard matrices (LOOM_KV_ROTATE=1 forces what
+     * quantized caches do, with blocks from 4 so narrow heads are turned too): every
+     * attention path must give the F32 run's logits to float noise */
     static const struct {
         loom_type cache;
         bool flash;
         int batch;
         const char *what;
-    } cfg[] = {{LOOM_TYPE_F32, false, MAX_TOK, "F32 cache"},
-               {LOOM_TYPE_F16, false, MAX_TOK, "F16 cache"},
-               {LOOM_TYPE_F16, true, MAX_TOK, "F16 cache, flash attention"},
-               {LOOM_TYPE_F32, false, 1, "F32 cache, token by token"},
-               {LOOM_TYPE_F16, true, 5, "F16 cache, flash, batches of 5"}};
+        bool turned;
+    } cfg[] = {{LOOM_TYPE_F32, false, MAX_TOK, "F32 cache", false},
+               {LOOM_TYPE_F16, false, MAX_TOK, "F16 cache", false},
+               {LOOM_TYPE_F16, true, MAX_TOK, "F16 cache, flash attention", false},
+               {LOOM_TYPE_F32, false, 1, "F32 cache, token by token", false},
+               {LOOM_TYPE_F16, true, 5, "F16 cache, flash, batches of 5", false},
+               {LOOM_TYPE_F32, true, 7, "F32 cache turned, flash, batches of 7", true}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         int32_t nv = 0;
+        if (cfg[c].turned) setenv("LOOM_KV_ROTATE", "1", 1);
         float *x = eval_model(path, cfg[c].cache, cfg[c].flash, cfg[c].batch, &nv);
+        if (cfg[c].turned) unsetenv("LOOM_KV_ROTATE");
         if (!x) continue;
         CHECK_EQ_INT(nv, ref.nv);
         /* float weights, F32 cache: the same computation as llama.cpp's F32-cache run up to
@@ -285,6 +292,64 @@ static void quantized_models(void) {
  * its first flip, Loom's scalar and AVX-512 runs identical); tight 8e-4, and 1 position
  * in 4 over 1.5x the floor with an F16
  * cache, measured 3 to 7 of 36 with the scalar, AVX2 and AVX-512 kernels). */
+/* rms over all positions of x - ref (NAN when either is missing) */
+static double all_rms(const float *x, const logits_t *ref) {
+    if (!x || !ref->v || ref->n != g_ntok) return NAN;
+    double s = 0;
+    for (int i = 0; i < g_ntok; i++) {
+        const double r = row_rms_diff(x + (size_t)i * (size_t)ref->nv, ref->v + (size_t)i * (size_t)ref->nv, ref->nv);
+        s += r * r;
+    }
+    return sqrt(s / g_ntok);
+}
+
+/* Quantized caches store keys and values turned by a Hadamard matrix, as llama.cpp does
+ * (model_internal.h). indep-llama-kvrot has heads of 128 and outlier channels in its keys
+ * and values; references: llama.cpp's runs with Q8_0 and Q4_0 K/V caches (flash
+ * attention) and with an F32 cache. Measured (rms over all positions): Loom Q8_0 vs
+ * llama.cpp Q8_0 4.9e-4 (unturned 0.0189); vs the F32 run Loom Q8_0 0.00946 where
+ * llama.cpp's Q8_0 is 0.00951 (unturned 0.0158); Loom Q4_0 0.119 where llama.cpp's Q4_0
+ * is 0.141 (Loom's Q4_0 rows are quantized by its own scale search, not llama.cpp's
+ * round-to-nearest, so the Q4_0 runs do not match each other); an F32 cache turned
+ * (LOOM_KV_ROTATE=1) moves the logits by float noise: 7.1e-7 from the F32 run. */
+static void rotated_caches(void) {
+    logits_t r32, r8, r4;
+    const bool ok = read_logits("indep-llama-kvrot.f32.bin", &r32) && read_logits("indep-llama-kvrot.q8_0.bin", &r8) &&
+                    read_logits("indep-llama-kvrot.q4_0.bin", &r4);
+    CHECK_MSG(ok, "indep-llama-kvrot: reference logits missing");
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_path(ARCH_DIR "/indep-llama-kvrot.gguf"));
+    int32_t nv = 0;
+    float *q8 = ok ? eval_model(path, LOOM_TYPE_Q8_0, true, g_ntok, &nv) : NULL;
+    float *q4 = ok ? eval_model(path, LOOM_TYPE_Q4_0, true, g_ntok, &nv) : NULL;
+    setenv("LOOM_KV_ROTATE", "0", 1);
+    float *q8n = ok ? eval_model(path, LOOM_TYPE_Q8_0, true, g_ntok, &nv) : NULL;
+    setenv("LOOM_KV_ROTATE", "1", 1);
+    float *f32r = ok ? eval_model(path, LOOM_TYPE_F32, false, 5, &nv) : NULL;
+    unsetenv("LOOM_KV_ROTATE");
+    if (ok && q8 && q4 && q8n && f32r && nv == r32.nv) {
+        const double a = all_rms(q8, &r8), b = all_rms(q8, &r32), b_ref = all_rms(r8.v, &r32);
+        const double c = all_rms(q4, &r32), c_ref = all_rms(r4.v, &r32), d = all_rms(q8n, &r32);
+        const double e = all_rms(f32r, &r32);
+        printf("rotated caches: Q8_0 vs llama.cpp Q8_0 %.3g, vs F32 %.3g (llama.cpp %.3g, unturned %.3g); "
+               "Q4_0 vs F32 %.3g (llama.cpp %.3g); turned F32 cache vs F32 %.3g\n", a, b, b_ref, d, c, c_ref, e);
+        CHECK_MSG(a < 1e-3, "Q8_0 cache: %.3g from llama.cpp's Q8_0 run (measured 4.9e-4)", a);
+        CHECK_MSG(b < 1.1 * b_ref, "Q8_0 cache: %.3g from the F32 run, llama.cpp's Q8_0 %.3g", b, b_ref);
+        CHECK_MSG(d > 1.3 * b, "unturned Q8_0 cache %.3g is not worse than the turned one %.3g", d, b);
+        CHECK_MSG(c < 1.2 * c_ref, "Q4_0 cache: %.3g from the F32 run, llama.cpp's Q4_0 %.3g", c, c_ref);
+        CHECK_MSG(e < 3e-6, "turned F32 cache: %.3g from the F32 run (measured 7.1e-7)", e);
+    } else {
+        CHECK_MSG(false, "indep-llama-kvrot: runs failed or vocabularies differ");
+    }
+    free(q8);
+    free(q4);
+    free(q8n);
+    free(f32r);
+    free(r32.v);
+    free(r8.v);
+    free(r4.v);
+}
+
 static void independent_models(void) {
     FILE *f = fopen(test_path(ARCH_DIR "/indep.txt"), "r");
     CHECK_MSG(f != NULL, "cannot read %s/indep.txt", ARCH_DIR);
@@ -875,6 +940,7 @@ int main(int argc, char **argv) {
         float_models();
         quantized_models();
         independent_models();
+        rotated_caches();
     }
     bad_files();
     return test_finish("test_llm_arch");

@@ -35,7 +35,7 @@ static const char *const g_op_names[LOOM_OP_COUNT] = {
     [LOOM_OP_SSM_SCAN] = "SSM_SCAN",
     [LOOM_OP_RWKV_WKV7] = "RWKV_WKV7",
     [LOOM_OP_RWKV_WKV6] = "RWKV_WKV6",
-    [LOOM_OP_XIELU] = "XIELU", [LOOM_OP_EXP] = "EXP", [LOOM_OP_TOP_K_MASK] = "TOP_K_MASK",
+    [LOOM_OP_XIELU] = "XIELU", [LOOM_OP_EXP] = "EXP", [LOOM_OP_TOP_K_MASK] = "TOP_K_MASK", [LOOM_OP_HADAMARD] = "HADAMARD",
 };
 
 const char *loom_op_name(loom_op op) {

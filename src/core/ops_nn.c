@@ -194,6 +194,22 @@ loom_tensor *loom_top_k_mask(loom_ctx *ctx, loom_tensor *scores, loom_tensor *ma
     return t;
 }
 
+loom_tensor *loom_hadamard(loom_ctx *ctx, loom_tensor *a, int n) {
+    loom_tensor *args[1] = {a};
+    const loom_op op = LOOM_OP_HADAMARD;
+    if (!loom_op_check(ctx, op, 1, args)) return loom_ctx_poison(ctx);
+    if (a->type != LOOM_TYPE_F32) return loom_ctx_fail(ctx, LOOM_ERR_TYPE, op, a, NULL, "hadamard: input must be F32");
+    if (n < 2 || n > 4096 || (n & (n - 1)) || a->ne[0] % n)
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, NULL,
+                             "hadamard: block %d is not a power of two in [2, 4096] dividing ne0 = %lld", n,
+                             (long long)a->ne[0]);
+    if (a->nb[0] != sizeof(float))
+        return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, op, a, NULL, "hadamard: rows must be contiguous");
+    loom_tensor *t = loom_new_node(ctx, op, LOOM_TYPE_F32, a->ne, 1, args);
+    loom_set_op_param_i32(t, 0, n);
+    return t;
+}
+
 /* -------------------------------------------------------------------- rope */
 
 /* loom_rope_default_opts is defined in ctx.c */

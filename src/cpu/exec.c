@@ -57,6 +57,7 @@ loom_cpu_op_fn loom_cpu_op_kernel(loom_op op) {
     case LOOM_OP_XIELU: return loom_cpu_op_xielu;
     case LOOM_OP_EXP: return loom_cpu_op_exp;
     case LOOM_OP_TOP_K_MASK: return loom_cpu_op_top_k_mask;
+    case LOOM_OP_HADAMARD: return loom_cpu_op_hadamard;
     }
     return NULL;
 }

@@ -129,6 +129,7 @@ void loom_cpu_op_rope(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_flash_attn(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_argsort(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_top_k_mask(const loom_compute_params *p, loom_tensor *dst);
+void loom_cpu_op_hadamard(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_im2col(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_pool_2d(const loom_compute_params *p, loom_tensor *dst);
 void loom_cpu_op_softplus(const loom_compute_params *p, loom_tensor *dst);

@@ -167,6 +167,33 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         if (n > kv->cells) kv->cells = n;
     }
 
+    /* Hadamard rotation of quantized caches, per group (model_internal.h) */
+    const char *rot_env = getenv("LOOM_KV_ROTATE");
+    const bool rot_on = rot_env && !strcmp(rot_env, "1") ? true /* any cache type: tests */
+                        : (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0) && !(rot_env && !strcmp(rot_env, "0"));
+    for (int g = 0; g < kv->n_groups && rot_on; g++) {
+        int64_t dk = 0, dv = 0;
+        bool same = gt[g].kdsa == 0; /* DSA rows carry an indexer key: arch_dsa.c's own layout */
+        for (int il = 0; il < kv->n_layer && same; il++) {
+            if (kv->layer_group[il] != g || kv->share[il] != il) continue;
+            if (!dk) dk = kv->ldk[il], dv = kv->ldv[il];
+            same = kv->ldk[il] == dk && kv->ldv[il] == dv;
+        }
+        if (!same || !dk) continue;
+        /* forced (tests): blocks from 4, so that narrow heads are turned too */
+        const int64_t lo = rot_env && !strcmp(rot_env, "1") ? LLM_KV_ROT_MIN : 64;
+        if (dk % lo == 0) {
+            int64_t n = lo;
+            while (2 * n <= LLM_KV_ROT_MAX && dk % (2 * n) == 0) n *= 2;
+            kv->rot_k[g] = (int)n;
+        }
+        if (dv % lo == 0) {
+            int64_t n = lo;
+            while (2 * n <= 64 && dv % (2 * n) == 0) n *= 2;
+            kv->rot_v[g] = (int)n;
+        }
+    }
+
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
@@ -436,6 +463,21 @@ void llm_kv_build_masks(loom_ctx *ctx, llm_kv_cache *kv, int T, bool reserve, lo
         }
         masks[g] = loom_tensor_set_name(m, g ? "kq_mask_swa" : "kq_mask");
     }
+}
+
+/* ------------------------------------------------------------------ rotation */
+
+loom_tensor *llm_kv_rotate(loom_ctx *ctx, const llm_kv_cache *kv, int n, loom_tensor *x) {
+    (void)kv;
+    if (n <= 0 || !x) return x;
+    if (loom_tensor_type(x) != LOOM_TYPE_F32) { /* an F16 row read back, say */
+        int64_t ne[4];
+        for (int d = 0; d < 4; d++) ne[d] = loom_tensor_ne(x, d);
+        x = loom_cpy(ctx, x, loom_empty(ctx, LOOM_TYPE_F32, 4, ne));
+    } else if (loom_tensor_nb(x, 0) != sizeof(float)) {
+        x = loom_cont(ctx, x);
+    }
+    return loom_hadamard(ctx, x, n);
 }
 
 /* ------------------------------------------------------------------ cell copies */

@@ -98,11 +98,16 @@ loom_tensor *llm_build_llama(loom_model *m, loom_ctx *ctx, const llm_batch *b) {
         named(k, "k", il);
         named(v, "v", il);
 
-        llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
+        /* quantized caches: q, k, v turned by the cache's Hadamard matrices, the output
+         * turned back (model_internal.h) */
+        q = llm_kv_rot_k(ctx, kv, il, q);
+        llm_kv_put(ctx, kv, il, llm_kv_rot_k(ctx, kv, il, k), llm_kv_rot_v(ctx, kv, il, v),
+                   b->io ? b->io->store + 4 * il : NULL);
         loom_tensor *kc, *vc;
         llm_kv_get(ctx, kv, il, &kc, &vc);
         const loom_attn_opts ao = {.max_bias = m->hx.alibi_bias}; /* refact, Baichuan 13B: ALiBi */
         loom_tensor *a = named(loom_sdpa_opts(ctx, q, kc, vc, llm_kv_layer_mask(kv, masks, il), kq_scale, &ao), "kqv", il);
+        a = llm_kv_rot_v(ctx, kv, il, a);
         int64_t ne_a[2] = {DV * H, T};
         a = loom_reshape(ctx, a, 2, ne_a);
         x = named(linear(ctx, ly->wo, ly->bo, a), "attn_out", il);

@@ -355,13 +355,18 @@ loom_tensor *llm_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b, con
     (void)mask; /* the cache gives each layer the mask of its type (full or window) */
     mask = llm_kv_layer_mask(kv, in->masks, il);
     /* a layer sharing an earlier layer's cache (k, v NULL) only reads it */
-    if (kv->share[il] == il) llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
+    /* quantized caches: q, k, v turned by the cache's Hadamard matrices, the output
+     * turned back (model_internal.h) */
+    q = llm_kv_rot_k(ctx, kv, il, q);
+    if (kv->share[il] == il)
+        llm_kv_put(ctx, kv, il, llm_kv_rot_k(ctx, kv, il, k), llm_kv_rot_v(ctx, kv, il, v),
+                   b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc, *a;
     llm_kv_get(ctx, kv, il, &kc, &vc);
     /* soft-capped scores (gemma2) and sinks (gpt-oss) are parameters of the fused kernel,
      * or of the explicit nodes without flash attention (loom_sdpa_ext) */
     const loom_attn_opts o = {.softcap = softcap > 0.0f ? softcap : 0.0f, .sinks = sinks, .max_bias = m->hx.alibi_bias};
-    a = loom_sdpa_opts(ctx, q, kc, vc, mask, kq_scale, &o);
+    a = llm_kv_rot_v(ctx, kv, il, loom_sdpa_opts(ctx, q, kc, vc, mask, kq_scale, &o));
     int64_t ne_a[2] = {DV * H, T};
     return loom_reshape(ctx, llm_named(a, "kqv", il), 2, ne_a);
 }

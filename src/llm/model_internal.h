@@ -195,6 +195,9 @@ typedef struct llm_kv_group {
     size_t mask_cap;
 } llm_kv_group;
 
+#define LLM_KV_ROT_MIN 4   /* blocks below 64: LOOM_KV_ROTATE=1 only */
+#define LLM_KV_ROT_MAX 512
+
 typedef struct llm_kv_cache {
     loom_ctx *ctx;          /* long-lived context that owns K/V (Layer(i) => Cache[i]) */
     int n_layer;
@@ -214,6 +217,16 @@ typedef struct llm_kv_cache {
     loom_tensor **v;        /* [n_layer] V [cells, dv, hkv] (permuted) or [dv, hkv, cells] */
     int64_t cells;          /* cells of the largest group */
     uint64_t epoch;         /* bumped whenever a graph moved or copied cells */
+    /* Quantized caches (Q8_0 / Q4_0) store keys and values turned by an orthonormal
+     * Walsh-Hadamard matrix H (H = H^T = H^-1), as llama.cpp does (attn_rot_k / _v):
+     * scores and outputs are unchanged, (Hq).(Hk) = q.k and H sum p Hv = sum p v, while
+     * the rotation spreads outlier channels over the block that is quantized. Per group,
+     * 0 = none, else the block size: K the largest power of two >= 64 dividing a head
+     * (at most LLM_KV_ROT_MAX), V 64; only where every layer of the group has the same
+     * head width, a multiple of 64. LOOM_KV_ROTATE=0 turns it off, =1 on for any cache
+ * type and heads whose width is a multiple of 4, blocks from 4 (tests: with F32 caches
+ * the logits must not move). */
+    int rot_k[LLM_KV_MAX_GROUPS], rot_v[LLM_KV_MAX_GROUPS];
 } llm_kv_cache;
 
 /* Handles into a built graph to what changes from one decode step to the next, so
@@ -458,6 +471,25 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err);
 static inline int llm_dev_layer(const loom_backend *be, int il) {
     const int nb = loom_backend_block_count(be);
     return nb > 0 && il >= nb ? il % nb : il;
+}
+
+/* x turned by the Hadamard matrix of size n (loom_hadamard; 0: x itself), per n
+ * consecutive elements (n divides a head: each head turned alone); x F32, any strides,
+ * the result contiguous. */
+loom_tensor *llm_kv_rotate(loom_ctx *ctx, const llm_kv_cache *kv, int n, loom_tensor *x);
+/* ... with layer il's K rotation (queries and keys) / V rotation (values, and the
+ * attention output turned back) */
+static inline int llm_kv_rot_k_size(const llm_kv_cache *kv, int il) {
+    return il >= 0 && il < kv->n_layer && kv->layer_group && kv->layer_group[il] >= 0 ? kv->rot_k[kv->layer_group[il]] : 0;
+}
+static inline int llm_kv_rot_v_size(const llm_kv_cache *kv, int il) {
+    return il >= 0 && il < kv->n_layer && kv->layer_group && kv->layer_group[il] >= 0 ? kv->rot_v[kv->layer_group[il]] : 0;
+}
+static inline loom_tensor *llm_kv_rot_k(loom_ctx *ctx, const llm_kv_cache *kv, int il, loom_tensor *x) {
+    return llm_kv_rotate(ctx, kv, llm_kv_rot_k_size(kv, il), x);
+}
+static inline loom_tensor *llm_kv_rot_v(loom_ctx *ctx, const llm_kv_cache *kv, int il, loom_tensor *x) {
+    return llm_kv_rotate(ctx, kv, llm_kv_rot_v_size(kv, il), x);
 }
 
 static inline void llm_kv_layer_dims(const llm_kv_cache *kv, int il, int64_t *dk, int64_t *dv, int64_t *hkv) {

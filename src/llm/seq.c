@@ -145,7 +145,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
     int64_t n_runs = 0;
     for (int64_t i = 0; i < n_cells; i++)
         if (i == 0 || cells[i] != cells[i - 1] + 1) n_runs++;
-    int64_t per_run = 14 * (int64_t)kv->grp[g].n_layers; /* nodes per layer and run (a DSA key: 13) */
+    int64_t per_run = 20 * (int64_t)kv->grp[g].n_layers; /* nodes per layer and run (a DSA key: 13; turned keys: 16) */
     int64_t max_runs = (loom_backend_max_nodes(m->be) - 64) / per_run;
     if (max_runs < 1) max_runs = 1;
     int32_t *pos = loom_malloc((size_t)n_cells * sizeof *pos);
@@ -166,8 +166,9 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
         post = post || m->layers[il].k_norm_post;
         offs = offs || llm_rope_key_offset(m, il) != 0 || (m->kv_types && m->kv_types[il].kdsa > 0);
     }
-    /* quantized keys, rope dims not at the start or post-rope norms: read the rows as F32 */
-    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || offs || post;
+    /* quantized keys, rope dims not at the start, post-rope norms or turned keys (read
+     * back through F32 rows): read the rows as F32 */
+    const bool q = (kv->type != LOOM_TYPE_F16 && kv->type != LOOM_TYPE_F32) || offs || post || kv->rot_k[g] > 0;
     loom_status s = LOOM_OK;
     kv->epoch++;
     int64_t i = 0;
@@ -214,6 +215,10 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     int64_t ne3[3] = {dk, hkv, len};
                     src = loom_reshape(ctx, rowsv, 3, ne3);
                 }
+                /* a quantized cache's keys are stored turned (model_internal.h): turned
+                 * back (H^-1 = H) for the rope, turned again after */
+                const int rk = llm_kv_rot_k_size(kv, il);
+                src = llm_kv_rotate(ctx, kv, rk, src);
                 loom_tensor *r;
                 loom_tensor *w = m->layers[il].k_norm_post;
                 if (w) {
@@ -240,7 +245,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro2);
                     r = loom_set_2d(ctx, r, rp, (size_t)o2 * loom_tensor_nb(r, 0), loom_tensor_nb(r, 1));
                 }
-                loom_ctx_forward(ctx, loom_cpy(ctx, r, view));
+                loom_ctx_forward(ctx, loom_cpy(ctx, llm_kv_rotate(ctx, kv, rk, r), view));
             }
             runs++;
             i = j;

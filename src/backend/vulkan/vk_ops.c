@@ -7,7 +7,7 @@
  * activations quantized to 8 bits first, chosen when the device reports accelerated
  * integer dot products or LOOM_VK_FORCE_INT8), MUL_MAT_ID, GET_ROWS, RMS_NORM / NORM,
  * ROPE, SOFT_MAX, FLASH_ATTN (+ split-K combine), ADD/SUB/MUL/DIV, the unary ops,
- * SUM_ROWS/MEAN, DUP/CPY (plain types, F32 -> Q8_0/Q4_0, byte copies). Everything
+ * SUM_ROWS/MEAN, HADAMARD, DUP/CPY (plain types, F32 -> Q8_0/Q4_0, byte copies). Everything
  * else runs on the CPU (the scheduler copies at the boundary).
  *
  * Operands larger than one binding window: a MUL_MAT weight is split into row ranges
@@ -505,6 +505,24 @@ static bool rec_sum_rows(vk_rec *r, loom_tensor *t) {
     return vk_dispatch(r, &x);
 }
 
+static bool rec_hadamard(vk_rec *r, loom_tensor *t) {
+    const loom_tensor *a = t->src[0];
+    const uint32_t n = (uint32_t)loom_get_op_param_i32(t, 0);
+    vk_disp x = {.shader = VKS_HADAMARD};
+    set_bind(&x, 0, a, false);
+    set_bind(&x, 4, t, true);
+    if (!vk_bind(r, &x)) return false;
+    const int64_t rows = loom_nrows(t);
+    const uint32_t blocks = (uint32_t)(t->ne[0] / n);
+    uint32_t pc[14] = {(uint32_t)t->ne[1], (uint32_t)t->ne[2], (uint32_t)rows, blocks,
+                       (uint32_t)a->nb[1], (uint32_t)a->nb[2], (uint32_t)a->nb[3], (uint32_t)t->nb[1],
+                       (uint32_t)t->nb[2], (uint32_t)t->nb[3], x.off[0], x.off[4],
+                       n, fbits((float)(1.0 / sqrt((double)n)))};
+    memcpy(x.pc, pc, sizeof pc);
+    vk_groups_1d((uint64_t)rows * blocks, 1, x.groups);
+    return vk_dispatch(r, &x);
+}
+
 /* ---------------------------------------------------------------- ROPE */
 
 static bool rec_rope(vk_rec *r, loom_tensor *t) {
@@ -691,6 +709,9 @@ bool loom_vk_supports(const loom_vk_dev *d, const loom_tensor *t) {
                t->src[0]->nb[0] == loom_type_size(t->type) && loom_tensor_is_contiguous(t) &&
                loom_nelements(t) <= UINT32_MAX;
     case LOOM_OP_FLASH_ATTN: return fa_supported(d, t);
+    case LOOM_OP_HADAMARD:
+        return all_fit(d, t) && loom_get_op_param_i32(t, 0) <= 1024 &&
+               loom_nrows(t) * (t->ne[0] / loom_get_op_param_i32(t, 0)) <= UINT32_MAX;
     default: return false;
     }
 }
@@ -723,6 +744,7 @@ bool vk_record_node(vk_rec *r, loom_tensor *t) {
     case LOOM_OP_SUM_ROWS: case LOOM_OP_MEAN: return rec_sum_rows(r, t);
     case LOOM_OP_ROPE: return rec_rope(r, t);
     case LOOM_OP_FLASH_ATTN: return rec_flash_attn(r, t);
+    case LOOM_OP_HADAMARD: return rec_hadamard(r, t);
     default:
         if (unary_code(t->op) >= 0) return rec_unary(r, t);
         return vk_fail(r, LOOM_ERR_UNSUPPORTED, "device %s: op %s is not supported", r->d->name, loom_op_name(t->op));

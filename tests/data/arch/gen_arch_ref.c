@@ -10,7 +10,9 @@
  *                                         batch, no extra buffer types (no AMX or
  *                                         repacked weights). RUN: "default" (llama.cpp's default
  *                                         context: flash attention auto, F16 cache) or
- *                                         "f32" (flash attention off, F32 cache)
+ *                                         "f32" (flash attention off, F32 cache) or
+ *                                         "q8_0" / "q4_0" (flash attention on, K and V
+ *                                         caches of that type: Hadamard-turned)
  *   gen_arch_ref bench MODEL PP TG THREADS REPS
  *                                         llama.cpp's prompt (one batch of PP tokens) and
  *                                         generation (TG single-token steps) speed, median
@@ -176,6 +178,9 @@ int main(int argc, char **argv) {
             cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
             cp.type_k = GGML_TYPE_F32;
             cp.type_v = GGML_TYPE_F32;
+        } else if (!strcmp(argv[5], "q8_0") || !strcmp(argv[5], "q4_0")) {
+            cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+            cp.type_k = cp.type_v = argv[5][1] == '8' ? GGML_TYPE_Q8_0 : GGML_TYPE_Q4_0;
         } else if (strcmp(argv[5], "default") != 0) {
             return 2;
         }

@@ -29,6 +29,7 @@ list(APPEND LOOM_VK_VARIANTS
   "copy_bytes copy_bytes.comp"
   "norm norm.comp"
   "sum_rows sum_rows.comp"
+  "hadamard hadamard.comp"
   "softmax softmax.comp"
   "rope rope.comp"
   "quantize_q8 quantize_q8.comp"
