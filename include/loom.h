@@ -275,8 +275,10 @@ loom_tensor *loom_cont(loom_ctx *ctx, loom_tensor *a);      /* contiguous copy *
 loom_tensor *loom_cont_nd(loom_ctx *ctx, loom_tensor *a, int n_dims, const int64_t *ne);
 loom_tensor *loom_dup(loom_ctx *ctx, loom_tensor *a);
 /* Copy a's elements (flattened logical order) into b's memory, converting type
- * (F32->F32/F16/BF16/Q8_0/Q4_0, F16->F32/F16, I32->I32). Returns a view of b;
- * has effect only if the returned node is forwarded. Counts must match. */
+ * (F32->F32/F16/BF16/Q8_0/Q4_0, F16->F32/F16, I32->I32, and any quantized type -> F32
+ * when a and b have one shape, rows of whole blocks, contiguous along ne0: dequantization,
+ * CPU). Returns a view of b; has effect only if the returned node is forwarded. Counts
+ * must match. */
 loom_tensor *loom_cpy(loom_ctx *ctx, loom_tensor *a, loom_tensor *b);
 /* Copy of a with b's elements written from byte offset (1-D), or as rows of stride nb1. */
 loom_tensor *loom_set(loom_ctx *ctx, loom_tensor *a, loom_tensor *b, size_t offset);

@@ -807,6 +807,52 @@ static void test_cpy(void) {
     }
 }
 
+/* Dequantizing copies (Q8_0 / Q4_0 -> F32; DSA reads its cached indexer keys so): rows
+ * of a strided view (the last 64 of 96 elements of rows 1..3 of a cache) decoded block by
+ * block as the format says (d * q), exactly; shapes that differ or split a block are refused */
+static void test_cpy_dequant(void) {
+    const loom_type ts[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
+    for (size_t ti = 0; ti < 2; ti++) {
+        const loom_type t = ts[ti];
+        const size_t bb = t == LOOM_TYPE_Q8_0 ? 34 : 18, rb = 3 * bb; /* a row: 96 elements */
+        uint8_t raw[5 * 3 * 34];
+        uint32_t lcg = 777u + (uint32_t)ti; /* its own generator: rnd()'s stream stays as it was */
+        for (size_t i = 0; i < sizeof raw; i++) raw[i] = (uint8_t)((lcg = lcg * 1664525u + 1013904223u) >> 24);
+        for (size_t b = 0; b < 15; b++) { /* finite scales */
+            const uint16_t h = loom_fp32_to_fp16((float)(0.01 + 0.2 * (double)(b % 7)) * (b % 2 ? -1.0f : 1.0f));
+            raw[b * bb] = (uint8_t)(h & 0xFF);
+            raw[b * bb + 1] = (uint8_t)(h >> 8);
+        }
+        loom_ctx *ctx = new_ctx(g_threads);
+        int64_t cne[2] = {96, 5};
+        loom_tensor *cache = loom_from_bytes(loom_ctx_input(ctx), t, raw, 5 * rb, 2, cne);
+        int64_t vargs[3] = {64, (int64_t)rb, 3};
+        loom_tensor *v = loom_view(ctx, cache, rb + bb, 3, vargs); /* rows 1..3, elements 32..95 */
+        int64_t one[2] = {64, 3};
+        loom_tensor *y = loom_cpy(ctx, v, loom_empty(ctx, LOOM_TYPE_F32, 2, one));
+        loom_ctx_forward(ctx, y);
+        CHECK(loom_ctx_compute(ctx, 0, NULL) == LOOM_OK);
+        float out[192];
+        CHECK(loom_tensor_read_f32(y, out, 192) == LOOM_OK);
+        int bad = 0;
+        for (int r = 0; r < 3; r++)
+            for (int b = 0; b < 2; b++) {
+                double blk[32];
+                (t == LOOM_TYPE_Q8_0 ? dec_q8_0 : dec_q4_0)(raw + (size_t)(r + 1) * rb + (size_t)(b + 1) * bb, blk);
+                for (int j = 0; j < 32; j++) bad += out[r * 64 + b * 32 + j] != (float)blk[j];
+            }
+        CHECK_MSG(bad == 0, "dequantizing cpy %s: %d values differ from the format's d * q", loom_type_name(t), bad);
+        loom_ctx_free(ctx);
+        /* refused: another shape, a row that is not whole blocks */
+        ctx = new_ctx(1);
+        cache = loom_from_bytes(loom_ctx_input(ctx), t, raw, 5 * rb, 2, cne);
+        int64_t other[2] = {96 * 5, 1};
+        loom_cpy(ctx, cache, loom_empty(ctx, LOOM_TYPE_F32, 2, other));
+        CHECK_EQ_INT(loom_ctx_status(ctx), LOOM_ERR_SHAPE);
+        loom_ctx_free(ctx);
+    }
+}
+
 /* ------------------------------------------------------------------ threads give identical results */
 
 static void test_threads_identical(void) {
@@ -892,6 +938,7 @@ int main(void) {
         test_views();
         test_get_rows();
         test_cpy();
+    test_cpy_dequant();
         test_mixed();
     }
     test_threads_identical();

@@ -234,7 +234,7 @@ static void check_moe_estimate(void) {
  * 1024 cells) outweigh their layers: measured +20% (jamba, granitehybrid, no flash
  * attention) to +280% (jamba with it), mamba / mamba2 +60% / +72% (no masks), rwkv7
  * (128 wide) +27%, rwkv6 +49%. And the DSA files (deepseek32, glm-dsa, dots3note), whose
- * indexer products [cells, 16 heads, queries] dominate: +2.2% to +13.4% (without the
+ * indexer products [cells, 16 heads, queries] dominate: +6.0% to +13.8% (without the
  * indexer term -60% to -93%). */
 static void check_recurrent_estimate(void) {
     static const char *const files[] = {"mamba", "mamba2", "jamba", "granitehybrid-dense", "rwkv7", "rwkv6",

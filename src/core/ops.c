@@ -349,7 +349,7 @@ static bool cpy_supported(loom_type s, loom_type d) {
         const loom_type_info *ti = loom_type_get((uint32_t)d);
         return ti && ti->can_quantize;
     }
-    return false;
+    return loom_type_is_quantized(s) && d == LOOM_TYPE_F32; /* dequantization: same shapes, whole blocks */
 }
 
 loom_tensor *loom_cpy(loom_ctx *ctx, loom_tensor *a, loom_tensor *b) {
@@ -362,6 +362,15 @@ loom_tensor *loom_cpy(loom_ctx *ctx, loom_tensor *a, loom_tensor *b) {
                              loom_type_name(a->type), loom_type_name(b->type));
     if (loom_type_is_quantized(b->type) && !loom_tensor_is_contiguous_rows(b))
         return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, LOOM_OP_CPY, a, b, "quantized destination rows must be contiguous");
+    if (loom_type_is_quantized(a->type)) {
+        bool same = true;
+        for (int i = 0; i < 4; i++) same = same && a->ne[i] == b->ne[i];
+        const loom_type_info *ti = loom_type_get((uint32_t)a->type);
+        if (!same || !ti || a->ne[0] % ti->block_size || a->nb[0] != loom_type_size(a->type) ||
+            b->nb[0] != sizeof(float))
+            return loom_ctx_fail(ctx, LOOM_ERR_SHAPE, LOOM_OP_CPY, a, b,
+                                 "dequantizing copy: same shapes, whole blocks per row, contiguous rows");
+    }
     if (!loom_tensor_base(b)->data && loom_tensor_base(b)->op == LOOM_OP_NONE && loom_nelements(b) > 0)
         return loom_ctx_fail(ctx, LOOM_ERR_INVALID_ARG, LOOM_OP_CPY, a, b, "destination has no memory");
     loom_tensor *t = loom_new_view(ctx, b, b->type, b->ne, b->nb, 0);

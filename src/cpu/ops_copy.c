@@ -109,6 +109,17 @@ void loom_cpu_op_cpy(const loom_compute_params *p, loom_tensor *dst) {
     const loom_tensor *a = dst->src[0];
     int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
     if (loom_nelements(dst) == 0) return;
+    if (loom_type_is_quantized(a->type)) { /* dequantization: a and dst have one shape */
+        int64_t r0, r1;
+        loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);
+        for (int64_t r = r0; r < r1; r++) {
+            const int64_t j3 = r / (ne1 * ne2), j2 = (r / ne1) % ne2, j1 = r % ne1;
+            loom_status st = loom_dequantize_row(a->type, loom_row_ptr(a, j1, j2, j3),
+                                                 (float *)loom_row_ptr(dst, j1, j2, j3), ne0);
+            if (st) loom_cpu_fail(p, st);
+        }
+        return;
+    }
     if (cpy_contiguous(p, dst, a)) return;
     int64_t r0, r1;
     loom_cpu_split(loom_nrows(dst), p->ith, p->nth, &r0, &r1);

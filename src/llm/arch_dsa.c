@@ -11,9 +11,11 @@
  *   score(t, j) = sum_h iw[h, t] relu(iq[:, h, t] . ik[:, j]) + mask(t, j)
  *   keys kept for query t: the top_k scores (loom_top_k_mask; all of them when fewer)
  *
- * llama.cpp multiplies iq and ik by an orthonormal Walsh-Hadamard matrix before caching
- * the keys (for its quantized indexer caches); the products, hence the scores, are the
- * same without it, so Loom keeps the keys unrotated. The indexer key of each token is
+ * Quantized caches store the row [latent key | indexer key] turned by a Walsh-Hadamard
+ * transform whose blocks divide both parts (kvcache.c), and both queries are turned by
+ * it: the products, hence the scores, are the same (llama.cpp turns its indexer cache
+ * too). The scores read the cached indexer keys as F32 rows, so the queries stay F32 (as
+ * llama.cpp's fused indexer dequantizes the keys). The indexer key of each token is
  * cached in the layer's K row after the latent key: [c (kv_lora) | k_pe (n_rot) | ik
  * (Di)], so cell copies, defragmentation and shifts carry it (a shift rotates its first
  * n_rot dims with neox rope, seq.c); the attention reads the first kv_lora + n_rot dims.
@@ -178,10 +180,15 @@ loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         loom_tensor *ik = loom_layer_norm(ctx, loom_mul_mat(ctx, ly->idx_wk, x), ly->idx_k_norm, ly->idx_k_norm_b, 1e-6f);
         ik = rope_idx(m, ctx, loom_reshape(ctx, ik, 3, ne_ik), in->pos, il);
         iw = loom_scale(ctx, loom_mul_mat(ctx, ly->idx_proj, x), 1.0f / sqrtf((float)(DI * HI))); /* [HI, T] */
+        /* quantized caches: the row [latent key | indexer key] is turned by blocks that
+         * divide both parts (kvcache.c), so both queries are turned by them too */
+        iq = llm_kv_rot_k(ctx, kv, il, iq);
         llm_named(iq, "indexer_q", il);
         k = llm_named(loom_concat(ctx, k, llm_named(ik, "indexer_k", il), 0), "k_dsa", il);
     }
-    llm_kv_put(ctx, kv, il, k, v, b->io ? b->io->store + 4 * il : NULL);
+    q = llm_kv_rot_k(ctx, kv, il, q);
+    llm_kv_put(ctx, kv, il, llm_kv_rot_k(ctx, kv, il, k), llm_kv_rot_v(ctx, kv, il, v),
+               b->io ? b->io->store + 4 * il : NULL);
     loom_tensor *kc, *vc;
     llm_kv_get(ctx, kv, il, &kc, &vc); /* kc [DA (+ DI), 1, L] */
     const int64_t L = loom_tensor_ne(kc, 2);
@@ -197,6 +204,13 @@ loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         if (loom_type_row_bytes(loom_tensor_type(kc), DA, &off)) off = SIZE_MAX / 2;
         const int64_t i_args[3] = {DI, nb2, L};
         loom_tensor *ki = loom_view(ctx, kc, off, 3, i_args); /* [DI, L] */
+        /* the keys as F32 rows, so that the products below keep the queries in F32 (a
+         * product with F16 / Q8_0 / Q4_0 rows would round the queries to that dot type
+         * first: more selection flips; llama.cpp's fused indexer dequantizes the keys) */
+        if (loom_tensor_type(ki) != LOOM_TYPE_F32) {
+            const int64_t ne_k[2] = {DI, L};
+            ki = loom_cpy(ctx, ki, loom_empty(ctx, LOOM_TYPE_F32, 2, ne_k));
+        }
         /* scores [L, T]: the heads' relu(q.k) weighted and summed, in chunks of queries
          * whose per-head products [L, HI, tc] stay within dsa_score_floats(), at most
          * four chunks (each adds a dozen nodes to a graph of bounded size) */
@@ -219,7 +233,7 @@ loom_tensor *llm_dsa_attention(loom_model *m, loom_ctx *ctx, const llm_batch *b,
         *sel_prev = sel;
     }
     const loom_attn_opts o = {0};
-    loom_tensor *a = loom_sdpa_opts(ctx, q, ka, vc, sel, kq_scale, &o);
+    loom_tensor *a = llm_kv_rot_v(ctx, kv, il, loom_sdpa_opts(ctx, q, ka, vc, sel, kq_scale, &o));
     const int64_t ne_a[2] = {DV * H, T};
     return loom_reshape(ctx, llm_named(a, "kqv", il), 2, ne_a);
 }

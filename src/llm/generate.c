@@ -102,7 +102,9 @@ static void account_graph_estimate(loom_model *m) {
          * the scores [L, T] with the selected mask beside them */
         const uint64_t HI = (uint64_t)m->hx.dsa_heads;
         const uint64_t tc = (uint64_t)llm_dsa_chunk((int64_t)L, (int64_t)HI, (int64_t)T);
-        const uint64_t dsa = (2 * L * HI * tc + 3 * L * T) * 4;
+        /* (+ the indexer keys as F32 rows [DI, L] when the cache is not F32) */
+        const uint64_t kf = kv->type != LOOM_TYPE_F32 ? L * (uint64_t)m->hx.dsa_dim : 0;
+        const uint64_t dsa = (2 * L * HI * tc + 3 * L * T + kf) * 4;
         if (dsa > attn) attn = dsa;
     }
     uint64_t layer = 4 * act + (attn > ffn ? attn : ffn);

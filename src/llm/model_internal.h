@@ -121,6 +121,9 @@ typedef struct llm_kv_layer_type {
     /* kdsa > 0: the last kdsa dims of each K row are a DSA indexer key (deepseek32, glm-dsa,
      * dots3note), not read by the attention; a shift turns its first n_rot dims too */
     int32_t kdsa;
+    /* vlat: V holds the first dv dims of each K row (MLA's latent, stored once more):
+     * a quantized cache turns V with K's blocks, as llama.cpp's view of its turned K */
+    int32_t vlat;
 } llm_kv_layer_type;
 
 /* Host metadata of one cell group (pure data, kvcells.c; no backend needed). */
