@@ -314,6 +314,7 @@ int loom_bench_model(int argc, char **argv) {
     mp.sim_devices = n_sims ? sims : NULL;
     mp.n_sim_devices = n_sims;
     mp.no_repack = cli_env_no_repack();
+    mp.kv_rotate = cli_env_kv_rotate();
     loom_error err = {0};
     loom_model *m = NULL;
 

@@ -105,6 +105,12 @@ typedef struct loom_model_params {
     const char *vk_devices;     /* Vulkan device filter (loom_backend_params.vk_devices) */
     unsigned vk_flags;          /* LOOM_VK_* (loom_backend.h) */
     const char *vk_loader;      /* Vulkan loader library (loom_backend_params.vk_loader) */
+    int kv_rotate;              /* quantized caches store K and V turned by a Walsh-Hadamard
+                                   transform, as llama.cpp's do (same scores, smaller
+                                   quantization error where keys have outlier channels):
+                                   0 (default) on for Q8_0 / Q4_0 caches, -1 off, 1 on for
+                                   every cache type, blocks from 4 (tests: logits must not
+                                   move). The CLI reads LOOM_KV_ROTATE=0|1. */
 } loom_model_params;
 
 loom_model_params loom_model_default_params(void);

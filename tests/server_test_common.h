@@ -265,6 +265,7 @@ static inline const char *test_http_header(const test_http *r, const char *name,
 
 /* Run argv, capture stdout (malloc'ed); returns the exit status or -1. */
 static inline int test_run_capture(char *const argv[], char **out) {
+    test_clean_env(); /* the child CLI must not see a developer's or CI's LOOM_* settings */
     int pfd[2];
     if (pipe(pfd)) return -1;
     posix_spawn_file_actions_t fa;

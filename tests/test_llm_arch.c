@@ -37,6 +37,7 @@ typedef struct {
 static int32_t g_tok[MAX_TOK];
 static int g_ntok;
 static char g_tmp[256];
+static int g_kv_rotate; /* loom_model_params.kv_rotate of eval_model's opens */
 
 static bool read_logits(const char *name, logits_t *out) {
     char rel[256];
@@ -83,6 +84,7 @@ static float *eval_model(const char *path, loom_type cache, bool flash, int batc
     p.n_threads = 1;
     p.cache_type = cache;
     p.flash_attn = flash;
+    p.kv_rotate = g_kv_rotate;
     loom_model *m = NULL;
     loom_error e = {0};
     CHECK_MSG(loom_model_open(&p, &m, &e) == LOOM_OK, "%s: %s", path, e.msg);
@@ -191,7 +193,7 @@ static void check_model(const char *name, const char *path, double top1_min, boo
         }
         loom_gguf_close(g);
     }
-    /* turned: K and V stored turned by Hadamard matrices (LOOM_KV_ROTATE=1 forces what
+    /* turned: K and V stored turned by Hadamard matrices (kv_rotate = 1 forces what
      * quantized caches do, with blocks from 4 so narrow heads are turned too): every
      * attention path must give the F32 run's logits to float noise */
     static const struct {
@@ -208,9 +210,9 @@ static void check_model(const char *name, const char *path, double top1_min, boo
                {LOOM_TYPE_F32, true, 7, "F32 cache turned, flash, batches of 7", true}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         int32_t nv = 0;
-        if (cfg[c].turned) setenv("LOOM_KV_ROTATE", "1", 1);
+        g_kv_rotate = cfg[c].turned ? 1 : 0;
         float *x = eval_model(path, cfg[c].cache, cfg[c].flash, cfg[c].batch, &nv);
-        if (cfg[c].turned) unsetenv("LOOM_KV_ROTATE");
+        g_kv_rotate = 0;
         if (!x) continue;
         CHECK_EQ_INT(nv, ref.nv);
         /* float weights, F32 cache: the same computation as llama.cpp's F32-cache run up to
@@ -311,7 +313,7 @@ static double all_rms(const float *x, const logits_t *ref) {
  * llama.cpp's Q8_0 is 0.00951 (unturned 0.0158); Loom Q4_0 0.119 where llama.cpp's Q4_0
  * is 0.141 (Loom's Q4_0 rows are quantized by its own scale search, not llama.cpp's
  * round-to-nearest, so the Q4_0 runs do not match each other); an F32 cache turned
- * (LOOM_KV_ROTATE=1) moves the logits by float noise: 7.1e-7 from the F32 run. */
+ * (kv_rotate = 1) moves the logits by float noise: 7.1e-7 from the F32 run. */
 static void rotated_caches(void) {
     logits_t r32, r8, r4;
     const bool ok = read_logits("indep-llama-kvrot.f32.bin", &r32) && read_logits("indep-llama-kvrot.q8_0.bin", &r8) &&
@@ -322,11 +324,11 @@ static void rotated_caches(void) {
     int32_t nv = 0;
     float *q8 = ok ? eval_model(path, LOOM_TYPE_Q8_0, true, g_ntok, &nv) : NULL;
     float *q4 = ok ? eval_model(path, LOOM_TYPE_Q4_0, true, g_ntok, &nv) : NULL;
-    setenv("LOOM_KV_ROTATE", "0", 1);
+    g_kv_rotate = -1;
     float *q8n = ok ? eval_model(path, LOOM_TYPE_Q8_0, true, g_ntok, &nv) : NULL;
-    setenv("LOOM_KV_ROTATE", "1", 1);
+    g_kv_rotate = 1;
     float *f32r = ok ? eval_model(path, LOOM_TYPE_F32, false, 5, &nv) : NULL;
-    unsetenv("LOOM_KV_ROTATE");
+    g_kv_rotate = 0;
     if (ok && q8 && q4 && q8n && f32r && nv == r32.nv) {
         const double a = all_rms(q8, &r8), b = all_rms(q8, &r32), b_ref = all_rms(r8.v, &r32);
         const double c = all_rms(q4, &r32), c_ref = all_rms(r4.v, &r32), d = all_rms(q8n, &r32);

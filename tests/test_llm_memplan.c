@@ -320,7 +320,7 @@ static void check_looped_cache(void) {
  * tensors too): the estimate stays above the reserved graph. indep-llama-kvrot, heads of
  * 128, Q8_0 / Q4_0 caches with flash attention: measured +89% (a 128-wide file: the
  * inputs the estimate adds for the RSS plan dominate); the reserved graph is 3931 KiB
- * turned or not (LOOM_KV_ROTATE=0): the turned tensors reuse the layer's arena */
+ * turned or not (kv_rotate = -1): the turned tensors reuse the layer's arena */
 static void check_quantized_cache_estimate(void) {
     const loom_type ts[] = {LOOM_TYPE_Q8_0, LOOM_TYPE_Q4_0};
     for (int i = 0; i < 2; i++) {

@@ -46,6 +46,7 @@ static bool npm_ci(void) {
 }
 
 int main(void) {
+    test_clean_env(); /* node runs `loom eval` too: the CLI's LOOM_* settings must not reach it */
     if (!have("node") || !have("npm")) {
         fprintf(stderr, "test_server_clients: node and npm are needed (Debian: apt-get install nodejs npm; `make deps-test`)\n");
         CHECK(false);

@@ -90,13 +90,14 @@ static inline int test_finish_part(const char *name, const char *skipped_why) {
 #define TEST_NO_CLI "the loom CLI binary is not available (LOOM_BIN unset or not executable)"
 
 /* Environment isolation: the LOOM_* variables the CLI honours (LOOM_SIM_DEVICES,
- * LOOM_REPACK, LOOM_MODEL) are removed so a developer's or CI's environment cannot
- * change what a test checks. LOOM_CPU_ISA is kept on purpose: CI runs tests under
- * forced kernel levels. LOOM_BIN (set by ctest) is the CLI under test. */
+ * LOOM_REPACK, LOOM_MODEL, LOOM_KV_ROTATE) are removed so a developer's or CI's
+ * environment cannot change what a test checks. LOOM_CPU_ISA is kept on purpose: CI runs
+ * tests under forced kernel levels. LOOM_BIN (set by ctest) is the CLI under test. */
 static inline void test_clean_env(void) {
     unsetenv("LOOM_SIM_DEVICES");
     unsetenv("LOOM_REPACK");
     unsetenv("LOOM_MODEL");
+    unsetenv("LOOM_KV_ROTATE");
 }
 
 /* The `loom` binary to test (after test_clean_env), or NULL: then the caller

@@ -180,6 +180,12 @@ int cli_env_sim_devices(loom_sim_device *sims, int max, int *n, const char *prog
     return 0;
 }
 
+/* LOOM_KV_ROTATE=0: quantized caches not turned; =1: every cache turned (tests) */
+int cli_env_kv_rotate(void) {
+    const char *env = getenv("LOOM_KV_ROTATE");
+    return !env ? 0 : !strcmp(env, "0") ? -1 : !strcmp(env, "1") ? 1 : 0;
+}
+
 bool cli_env_no_repack(void) {
     const char *env = getenv("LOOM_REPACK");
     return env && !strcmp(env, "0");
@@ -200,5 +206,6 @@ int model_opts_finish(model_opts *o, const char *prog) {
         o->p.n_sim_devices = n;
     }
     if (cli_env_no_repack()) o->p.no_repack = true;
+    o->p.kv_rotate = cli_env_kv_rotate();
     return 0;
 }

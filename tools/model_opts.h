@@ -27,6 +27,8 @@ int model_opts_finish(model_opts *o, const char *prog);
  * themselves: sims from LOOM_SIM_DEVICES unless have_sims; returns -1 on a bad spec. */
 int cli_env_sim_devices(loom_sim_device *sims, int max, int *n, const char *prog);
 bool cli_env_no_repack(void);
+/* LOOM_KV_ROTATE: 0 -> -1 (off), 1 -> 1 (every cache), unset or else -> 0 (quantized caches) */
+int cli_env_kv_rotate(void);
 /* Help text for the shared options. */
 const char *model_opts_help(void);
 /* Parse "1,2,3" into ints; returns count or -1 on error; *out malloc'ed. */

@@ -167,40 +167,6 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         if (n > kv->cells) kv->cells = n;
     }
 
-    /* Hadamard rotation of quantized caches, per group (model_internal.h) */
-    const char *rot_env = getenv("LOOM_KV_ROTATE");
-    const bool rot_on = rot_env && !strcmp(rot_env, "1") ? true /* any cache type: tests */
-                        : (type == LOOM_TYPE_Q8_0 || type == LOOM_TYPE_Q4_0) && !(rot_env && !strcmp(rot_env, "0"));
-    for (int g = 0; g < kv->n_groups && rot_on; g++) {
-        int64_t dk = 0, dv = 0;
-        bool same = true, vlat = false;
-        for (int il = 0; il < kv->n_layer && same; il++) {
-            if (kv->layer_group[il] != g || kv->share[il] != il) continue;
-            if (!dk) dk = kv->ldk[il], dv = kv->ldv[il];
-            same = kv->ldk[il] == dk && kv->ldv[il] == dv;
-            vlat = vlat || (types && types[il].vlat);
-        }
-        if (!same || !dk) continue;
-        /* forced (tests): blocks from 4, so that narrow heads are turned too */
-        const int64_t lo = rot_env && !strcmp(rot_env, "1") ? LLM_KV_ROT_MIN : 64;
-        /* DSA rows (kdsa > 0: the latent key, then the indexer key): blocks that divide both
-         * parts, so turning the row turns each part alone (arch_dsa.c turns the two
-         * queries with the same blocks) */
-        const int64_t dr = gt[g].kdsa > 0 ? dk - gt[g].kdsa : dk;
-        if (dk % lo == 0 && dr % lo == 0) {
-            int64_t n = lo;
-            while (2 * n <= LLM_KV_ROT_MAX && dk % (2 * n) == 0 && dr % (2 * n) == 0) n *= 2;
-            kv->rot_k[g] = (int)n;
-        }
-        if (vlat) { /* MLA: V turned as the K row's first dv dims are */
-            kv->rot_v[g] = kv->rot_k[g] > 0 && dv % kv->rot_k[g] == 0 ? kv->rot_k[g] : 0;
-        } else if (dv % lo == 0) {
-            int64_t n = lo;
-            while (2 * n <= 64 && dv % (2 * n) == 0) n *= 2;
-            kv->rot_v[g] = (int)n;
-        }
-    }
-
     if (loom_backend_is_dry_run(be)) {
         /* no buffers: account the bytes the layer(i) allocations would take */
         for (int il = 0; il < kv->n_layer; il++) {
@@ -284,6 +250,42 @@ loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hpa
         return s;
     }
     return LOOM_OK;
+}
+
+/* Hadamard rotation of quantized caches, per group (model_internal.h) */
+void llm_kv_choose_rotation(llm_kv_cache *kv, const llm_kv_layer_type *types, int mode) {
+    for (int g = 0; g < LLM_KV_MAX_GROUPS; g++) kv->rot_k[g] = kv->rot_v[g] = 0;
+    const bool rot_on = mode > 0 || (mode == 0 && (kv->type == LOOM_TYPE_Q8_0 || kv->type == LOOM_TYPE_Q4_0));
+    /* the group types (window, chunk, kdsa) of each group's first layer */
+    for (int g = 0; g < kv->n_groups && rot_on; g++) {
+        int64_t dk = 0, dv = 0, kdsa = 0;
+        bool same = true, vlat = false;
+        for (int il = 0; il < kv->n_layer && same; il++) {
+            if (kv->layer_group[il] != g || kv->share[il] != il) continue;
+            if (!dk) dk = kv->ldk[il], dv = kv->ldv[il], kdsa = types ? types[il].kdsa : 0;
+            same = kv->ldk[il] == dk && kv->ldv[il] == dv && (types ? types[il].kdsa : 0) == kdsa;
+            vlat = vlat || (types && types[il].vlat);
+        }
+        if (!same || !dk) continue;
+        /* forced (tests): blocks from 4, so that narrow heads are turned too */
+        const int64_t lo = mode > 0 ? LLM_KV_ROT_MIN : 64;
+        /* DSA rows (kdsa > 0: the latent key, then the indexer key): blocks that divide both
+         * parts, so turning the row turns each part alone (arch_dsa.c turns the two
+         * queries with the same blocks) */
+        const int64_t dr = dk - kdsa;
+        if (dk % lo == 0 && dr % lo == 0) {
+            int64_t n = lo;
+            while (2 * n <= LLM_KV_ROT_MAX && dk % (2 * n) == 0 && dr % (2 * n) == 0) n *= 2;
+            kv->rot_k[g] = (int)n;
+        }
+        if (vlat) { /* MLA: V turned as the K row's first dv dims are */
+            kv->rot_v[g] = kv->rot_k[g] > 0 && dv % kv->rot_k[g] == 0 ? kv->rot_k[g] : 0;
+        } else if (dv % lo == 0) {
+            int64_t n = lo;
+            while (2 * n <= 64 && dv % (2 * n) == 0) n *= 2;
+            kv->rot_v[g] = (int)n;
+        }
+    }
 }
 
 void llm_kv_free(llm_kv_cache *kv) {

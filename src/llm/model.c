@@ -598,6 +598,7 @@ loom_status loom_model_plan(loom_backend *be, int32_t n_ctx, int32_t n_batch, in
     if (!s) s = llm_bind_weights(m, err);
     if (!s) s = set_sizes(m, n_ctx, n_batch, n_seq_max, err);
     if (!s) s = llm_kv_init(&m->kv, be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch, cache_type, err);
+    if (!s) llm_kv_choose_rotation(&m->kv, m->kv_types, 0);
     if (!s) kv_alibi(m);
     if (!s && !loom_backend_is_dry_run(be)) {
         m->out_ids = loom_malloc((size_t)m->n_batch * sizeof *m->out_ids);
@@ -674,6 +675,7 @@ loom_status loom_model_open(const loom_model_params *params, loom_model **out, l
     if ((s = llm_kv_init(&m->kv, m->be, &m->hp, m->kv_types, m->n_ctx, m->n_seq_max, m->n_batch,
                          params->cache_type, err)))
         goto fail;
+    llm_kv_choose_rotation(&m->kv, m->kv_types, params->kv_rotate);
     kv_alibi(m);
     m->ctx_shift = params->ctx_shift;
     m->n_keep = params->n_keep < 0 ? 0 : params->n_keep;

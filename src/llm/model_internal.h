@@ -198,7 +198,7 @@ typedef struct llm_kv_group {
     size_t mask_cap;
 } llm_kv_group;
 
-#define LLM_KV_ROT_MIN 4   /* blocks below 64: LOOM_KV_ROTATE=1 only */
+#define LLM_KV_ROT_MIN 4   /* blocks below 64: kv_rotate = 1 only (tests) */
 #define LLM_KV_ROT_MAX 512
 
 typedef struct llm_kv_cache {
@@ -226,9 +226,9 @@ typedef struct llm_kv_cache {
      * the rotation spreads outlier channels over the block that is quantized. Per group,
      * 0 = none, else the block size: K the largest power of two >= 64 dividing a head
      * (at most LLM_KV_ROT_MAX), V 64; only where every layer of the group has the same
-     * head width, a multiple of 64. LOOM_KV_ROTATE=0 turns it off, =1 on for any cache
- * type and heads whose width is a multiple of 4, blocks from 4 (tests: with F32 caches
- * the logits must not move). */
+     * head width, a multiple of 64 (llm_kv_choose_rotation; loom_model_params.kv_rotate
+ * -1 turns it off, 1 on for any cache type and heads whose width is a multiple of 4,
+ * blocks from 4: tests, with F32 caches the logits must not move). */
     int rot_k[LLM_KV_MAX_GROUPS], rot_v[LLM_KV_MAX_GROUPS];
 } llm_kv_cache;
 
@@ -500,6 +500,9 @@ static inline void llm_kv_layer_dims(const llm_kv_cache *kv, int il, int64_t *dk
     *dv = kv->ldv[il];
     *hkv = kv->lhkv[il];
 }
+/* Sets kv->rot_k / rot_v after llm_kv_init (loom_model_params.kv_rotate: 0 quantized
+ * caches, -1 none, 1 every cache, blocks from 4). */
+void llm_kv_choose_rotation(llm_kv_cache *kv, const llm_kv_layer_type *types, int mode);
 loom_status llm_kv_init(llm_kv_cache *kv, loom_backend *be, const loom_model_hparams *hp,
                         const llm_kv_layer_type *types, int n_ctx, int n_seq, int n_batch,
                         loom_type type, loom_error *err);
