@@ -12,6 +12,10 @@
  *               sliding_window_pattern-th layer full and the others a symmetric
  *               window, and the sentence-transformers dense layers (dense_2,
  *               dense_3) after the final norm (EmbeddingGemma);
+ *   t5encoder   a T5 / flan-T5 encoder stack: pre-RMSNorm layers without biases, a
+ *               learned bias per head and relative-position bucket instead of
+ *               positions, unscaled scores, gated GELU (flan-T5) or ReLU (T5) MLPs
+ *               (pooling none unless the file says; llama.cpp's t5encoder);
  *   llama, mistral, qwen2, qwen3 files that carry `<arch>.pooling_type` (what
  *               llama.cpp's converter writes for sentence-transformers models:
  *               Qwen3-Embedding with last-token pooling, e5-mistral ...): the
@@ -93,7 +97,7 @@ typedef struct loom_embed_params {
 loom_embed_params loom_embed_default_params(void);
 
 /* Whether general.architecture `arch` is always an embedding architecture this
- * header serves ("bert", "nomic-bert", "nomic-bert-moe", "gemma-embedding"). NULL: false. The decoder
+ * header serves ("bert", "nomic-bert", "nomic-bert-moe", "gemma-embedding", "t5encoder", ...). NULL: false. The decoder
  * architectures depend on the file: use loom_embed_gguf_supported. */
 bool loom_embed_arch_supported(const char *arch);
 /* Whether the open GGUF g is an embedding model this header serves: one of those

@@ -173,6 +173,16 @@ static void bad_files(void) {
          "blk.1.ffn_up_exps.weight"},
         {"nomic-bert-moe", "no expert count", {.drop = "nomic-bert-moe.expert_count"}, LOOM_ERR_NOT_FOUND,
          "nomic-bert-moe.expert_count"},
+        {"t5encoder", "no bucket count", {.drop = "t5encoder.attention.relative_buckets_count"}, LOOM_ERR_NOT_FOUND,
+         "t5encoder.attention.relative_buckets_count"},
+        {"t5encoder", "two buckets", {.u32_key = "t5encoder.attention.relative_buckets_count", .u32_val = 2},
+         LOOM_ERR_FORMAT, "relative_buckets_count"},
+        {"t5encoder", "no epsilon", {.drop = "t5encoder.attention.layer_norm_rms_epsilon"}, LOOM_ERR_NOT_FOUND,
+         "t5encoder.attention.layer_norm_rms_epsilon"},
+        {"t5encoder", "no position bias on layer 0", {.drop = "enc.blk.0.attn_rel_b.weight"}, LOOM_ERR_NOT_FOUND,
+         "enc.blk.0.attn_rel_b.weight"},
+        {"t5encoder-relu", "missing output norm", {.drop = "enc.output_norm.weight"}, LOOM_ERR_NOT_FOUND,
+         "enc.output_norm.weight"},
     };
     char tmp[128];
     snprintf(tmp, sizeof tmp, "/tmp/loom_test_embed_bad_%ld.gguf", (long)getpid());
@@ -269,6 +279,18 @@ int main(void) {
         snprintf(ip, sizeof ip, "%s", test_path(rel));
         check_model_tol(ip, dec[i], &indep, false, 2e-6, 1 - 1e-10);
         check_model_tol(ip, dec[i], &indep, true, 2e-5, 1 - 1e-9);
+    }
+    /* t5encoder (relative position buckets, no rope, no 1/sqrt(D); flan-T5's gated GELU
+     * through llama.cpp's F16 table, or T5's ReLU; layer 2 of the -relu file with a bias
+     * of its own): llama.cpp runs them through llama_encode. Flash attention does not
+     * apply (the bias is per head): the same graph both ways. */
+    static const char *const t5[] = {"indep-t5encoder", "indep-t5encoder-relu"};
+    for (int i = 0; i < 2; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/data/embed/%s.gguf", t5[i]);
+        snprintf(ip, sizeof ip, "%s", test_path(rel));
+        check_model_tol(ip, t5[i], &indep, false, JINA_NRMSE, JINA_COS);
+        check_model_tol(ip, t5[i], &indep, true, JINA_NRMSE, JINA_COS);
     }
     /* a trained generative llama (no pooling_type): every pooling asked for */
     seqs st;

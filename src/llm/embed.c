@@ -124,6 +124,7 @@ static loom_status build(loom_embedder *e, const emb_batch *b, loom_ctx **ctx_ou
     loom_tensor *h = e->hp.arch == EMB_BERT         ? emb_build_bert(e, ctx, b)
                      : e->hp.arch == EMB_NOMIC_BERT ? emb_build_nomic_bert(e, ctx, b)
                      : e->hp.arch == EMB_MODERN     ? emb_build_modern_bert(e, ctx, b)
+                     : e->hp.arch == EMB_T5         ? emb_build_t5(e, ctx, b)
                                                     : emb_build_decoder(e, ctx, b);
     loom_ctx_forward(ctx, h);
     s = loom_ctx_status(ctx);
@@ -231,7 +232,9 @@ loom_status loom_embed_open(const loom_embed_params *params, loom_embedder **out
     if (e->any_swa) e->mask_swa = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->mask_swa);
     e->hidden = loom_malloc((size_t)n_batch * (size_t)e->hp.n_embd * sizeof *e->hidden);
     e->out_ids = loom_malloc((size_t)n_batch * sizeof *e->out_ids);
-    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids || (e->any_swa && !e->mask_swa)) {
+    if (e->hp.arch == EMB_T5) e->bucket = loom_malloc((size_t)n_batch * (size_t)n_batch * sizeof *e->bucket);
+    if (!e->tok || !e->pos || !e->mask || !e->hidden || !e->out_ids || (e->any_swa && !e->mask_swa) ||
+        (e->hp.arch == EMB_T5 && !e->bucket)) {
         s = loom_error_set(err, LOOM_ERR_NOMEM, "loom_embed_open: out of host memory (n_batch %lld)",
                            (long long)n_batch);
         goto fail;
@@ -256,6 +259,7 @@ void loom_embed_close(loom_embedder *e) {
     loom_free(e->mask_swa);
     loom_free(e->hidden);
     loom_free(e->out_ids);
+    loom_free(e->bucket);
     loom_free(e);
 }
 

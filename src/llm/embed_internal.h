@@ -12,8 +12,9 @@
 
 /* EMB_BERT also covers jina-bert-v2 (hp.alibi_bias > 0). EMB_DECODER: a decoder's layers (llama, mistral, qwen2, qwen3 files with a
  * `<arch>.pooling_type`: Qwen3-Embedding, e5-mistral ...); EMB_GEMMA:
- * gemma-embedding (EmbeddingGemma). */
-typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3, EMB_MODERN = 4 } emb_arch;
+ * gemma-embedding (EmbeddingGemma); EMB_T5: t5encoder (a T5 encoder stack: relative
+ * position buckets, no rope). */
+typedef enum emb_arch { EMB_BERT = 0, EMB_NOMIC_BERT = 1, EMB_DECODER = 2, EMB_GEMMA = 3, EMB_MODERN = 4, EMB_T5 = 5 } emb_arch;
 
 /* modern-bert's gated MLP: act(first half of ffn_up's rows) * second half */
 typedef enum emb_glu { EMB_GLU_GELU = 0, EMB_GLU_SILU = 1, EMB_GLU_RELU = 2 } emb_glu;
@@ -34,6 +35,7 @@ typedef struct emb_layer {
      * residual LayerNorm after attn_out_norm, ffn_up twice ffn wide (GEGLU) or ffn_gate */
     loom_tensor *q_norm_b, *k_norm_b, *attn_norm_2, *attn_norm_2_b;
     bool geglu;
+    loom_tensor *rel_b; /* t5encoder: the relative position bias [heads, buckets] (NULL: layer 0's) */
 } emb_layer;
 
 typedef struct emb_hparams {
@@ -61,6 +63,8 @@ typedef struct emb_hparams {
      * global), the MLP's gate activation */
     bool swa_dense_first;
     emb_glu glu;
+    /* t5encoder: relative_buckets_count (bidirectional: half per direction) */
+    int n_rel_buckets;
 } emb_hparams;
 
 /* One graph's worth of tokens: T tokens of n_seq whole sequences. */
@@ -93,6 +97,7 @@ struct loom_embedder {
     float *mask_swa;        /* [n_batch * n_batch] when any_swa */
     float *hidden;          /* [n_batch * n_embd] */
     int32_t *out_ids;       /* [n_batch] */
+    int32_t *bucket;        /* [n_batch * n_batch] t5encoder: each (key, query) pair's bucket */
 
     loom_tokenizer *tokzr;
     atomic_bool cancel;
@@ -104,6 +109,9 @@ loom_tensor *emb_build_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b)
 loom_tensor *emb_build_nomic_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_decoder(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
 loom_tensor *emb_build_modern_bert(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
+loom_tensor *emb_build_t5(loom_embedder *e, loom_ctx *ctx, const emb_batch *b);
+/* t5_embed.c: T5's bucket of a relative position (key - query), bidirectional */
+int32_t emb_t5_bucket(int32_t rel, int n_buckets);
 
 /* embed_load.c: hyperparameters (e->hp, e->pooling: kept when set on entry, the
  * pooling asked for) and weights of e->be's file. */

@@ -73,6 +73,7 @@ bool emb_arch_of(const loom_gguf *g, const char *arch, bool any_decoder, emb_arc
     else if (!strcmp(arch, "gemma-embedding")) a = EMB_GEMMA;
     else if (!strcmp(arch, "llama-embed")) a = EMB_DECODER; /* llama-embed-nemotron: always an embedding model */
     else if (!strcmp(arch, "modern-bert")) a = EMB_MODERN;
+    else if (!strcmp(arch, "t5encoder")) a = EMB_T5;
     else {
         size_t i = 0;
         while (i < sizeof dec / sizeof dec[0] && strcmp(arch, dec[i])) i++;
@@ -224,28 +225,77 @@ static loom_status encoder_hparams(loom_embedder *e, const loom_gguf *g, const c
     return LOOM_OK;
 }
 
+/* The head width: attention.key_length (default embedding_length / head_count, which
+ * must then divide), value_length equal to it, head_count x width bounded. */
+static loom_status head_width(const loom_gguf *g, const char *arch, int64_t E, int64_t H, int64_t *DK, loom_error *err) {
+    int64_t DV;
+    loom_status s;
+    if (E % H && !has_key(g, arch, "attention.key_length"))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
+                              (long long)E, (long long)H);
+    if ((s = key_int(g, arch, "attention.key_length", false, E / H, 1, 65536, DK, err))) return s;
+    if ((s = key_int(g, arch, "attention.value_length", false, *DK, 1, 65536, &DV, err))) return s;
+    if (DV != *DK)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.attention.value_length %lld != key_length %lld",
+                              arch, (long long)DV, (long long)*DK);
+    if (H * *DK > EMB_MAX_DIM)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s: head_count x key_length is too large", arch);
+    return LOOM_OK;
+}
+
+/* t5encoder: llama.cpp's keys (no defaults for the epsilon and the buckets; a head width
+ * of key_length, else embedding_length / head_count; no pooling_type: none, as
+ * llama.cpp). */
+static loom_status t5_hparams(loom_embedder *e, const loom_gguf *g, const char *arch, loom_error *err) {
+    emb_hparams *hp = &e->hp;
+    int64_t E, L, H, HKV, F, DK, NB, ctx_train, pool;
+    loom_status s;
+    if ((s = base_keys(e, g, arch, &E, &L, &H, &pool, err))) return s;
+    if (!has_key(g, arch, "pooling_type")) pool = LOOM_POOLING_NONE;
+    if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, H, &HKV, err))) return s;
+    if (HKV != H)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.attention.head_count_kv %lld != head_count %lld",
+                              arch, (long long)HKV, (long long)H);
+    if ((s = head_width(g, arch, E, H, &DK, err))) return s;
+    if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
+    if ((s = key_int(g, arch, "context_length", false, 512, 1, 1 << 24, &ctx_train, err))) return s;
+    if ((s = key_int(g, arch, "attention.relative_buckets_count", true, 0, 4, 65536, &NB, err))) return s;
+    double eps;
+    if ((s = key_float(g, arch, "attention.layer_norm_rms_epsilon", -1.0, &eps, err))) return s;
+    if (!has_key(g, arch, "attention.layer_norm_rms_epsilon"))
+        return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: key '%s.attention.layer_norm_rms_epsilon' is missing", arch);
+    if (!(eps > 0 && eps < 1))
+        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.layer_norm_rms_epsilon = %g is out of range",
+                              arch, eps);
+    hp->n_embd = (int)E;
+    hp->n_layer = (int)L;
+    hp->n_head = hp->n_head_kv = (int)H;
+    hp->head_dim = (int)DK;
+    hp->n_ff = (int)F;
+    hp->n_rot = 0;
+    hp->n_ctx_train = (int32_t)ctx_train;
+    hp->norm_eps = (float)eps;
+    hp->rope_base = 10000.0f;
+    hp->rope_freq_scale = 1.0f;
+    hp->causal = false;
+    hp->n_rel_buckets = (int)NB;
+    e->pooling = (loom_pooling)pool;
+    return LOOM_OK;
+}
+
 /* llama / mistral / qwen2 / qwen3 (with a pooling_type) and gemma-embedding: llama.cpp's
  * keys and defaults for those architectures. */
 static loom_status decoder_hparams(loom_embedder *e, const loom_gguf *g, const char *arch, loom_error *err) {
     emb_hparams *hp = &e->hp;
     const bool gemma = hp->arch == EMB_GEMMA;
-    int64_t E, L, H, HKV, F, ctx_train, pool, DK, DV, rot;
+    int64_t E, L, H, HKV, F, ctx_train, pool, DK, rot;
     loom_status s;
     if ((s = base_keys(e, g, arch, &E, &L, &H, &pool, err))) return s;
     if ((s = key_int(g, arch, "attention.head_count_kv", false, H, 1, H, &HKV, err))) return s;
     if (H % HKV)
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.head_count %lld is not a multiple of "
                               "head_count_kv %lld", arch, (long long)H, (long long)HKV);
-    if (E % H && !has_key(g, arch, "attention.key_length"))
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: embedding_length %lld is not a multiple of head_count %lld",
-                              (long long)E, (long long)H);
-    if ((s = key_int(g, arch, "attention.key_length", false, E / H, 1, 65536, &DK, err))) return s;
-    if ((s = key_int(g, arch, "attention.value_length", false, DK, 1, 65536, &DV, err))) return s;
-    if (DV != DK)
-        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "embed: %s.attention.value_length %lld != key_length %lld",
-                              arch, (long long)DV, (long long)DK);
-    if (H * DK > EMB_MAX_DIM)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s: head_count x key_length is too large", arch);
+    if ((s = head_width(g, arch, E, H, &DK, err))) return s;
     if ((s = key_int(g, arch, "feed_forward_length", true, 0, 1, EMB_MAX_DIM * 4, &F, err))) return s;
     if ((s = key_int(g, arch, "context_length", true, 0, 1, 1 << 24, &ctx_train, err))) return s;
     if ((s = key_int(g, arch, "rope.dimension_count", false, DK, 0, DK, &rot, err))) return s;
@@ -330,7 +380,7 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
      * llama.cpp's llama-embedding --pooling) */
     if (!emb_arch_of(g, arch, e->pooling != LOOM_POOLING_UNSPECIFIED, &hp->arch))
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED,
-                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, modern-bert, nomic-bert(-moe), "
+                              "embed: architecture '%s' is not an embedding model (bert, jina-bert-v2/v3, modern-bert, nomic-bert(-moe), t5encoder, "
                               "gemma-embedding, llama-embed, or llama/mistral/qwen2/qwen3 with a %s.pooling_type or a "
                               "pooling asked for)", arch, arch);
     snprintf(hp->name, sizeof hp->name, "%s", arch);
@@ -338,7 +388,9 @@ loom_status emb_load_hparams(loom_embedder *e, loom_error *err) {
     hp->swa_dense_first = false;
     const bool dec = hp->arch == EMB_DECODER || hp->arch == EMB_GEMMA;
     const loom_pooling asked = e->pooling;
-    loom_status s = dec ? decoder_hparams(e, g, arch, err) : encoder_hparams(e, g, arch, err);
+    loom_status s = dec                     ? decoder_hparams(e, g, arch, err)
+                    : hp->arch == EMB_T5 ? t5_hparams(e, g, arch, err)
+                                         : encoder_hparams(e, g, arch, err);
     if (s) return s;
     if (asked != LOOM_POOLING_UNSPECIFIED) e->pooling = asked;
     e->layers = loom_calloc((size_t)hp->n_layer, sizeof *e->layers);
@@ -524,7 +576,33 @@ static loom_status modern_weights(loom_embedder *e, loom_error *err) {
     return st;
 }
 
+/* t5encoder: llama.cpp's enc.* names; the relative position bias on layer 0 (the others
+ * may have their own), ffn_gate optional (flan-T5's gated GELU; without it T5's ReLU). */
+static loom_status t5_weights(loom_embedder *e, loom_error *err) {
+    const loom_backend *be = e->be;
+    emb_hparams *hp = &e->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, QD = (int64_t)hp->n_head * hp->head_dim;
+    loom_status st = LOOM_OK;
+    if ((st = bind_tok_embd(e, err))) return st;
+    e->output_norm = bind(be, true, E, 1, err, &st, "enc.output_norm.weight", 0);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        emb_layer *L = &e->layers[il];
+        L->attn_norm = bind(be, true, E, 1, err, &st, "enc.blk.%d.attn_norm.weight", il);
+        L->rel_b = bind(be, il == 0, hp->n_head, hp->n_rel_buckets, err, &st, "enc.blk.%d.attn_rel_b.weight", il);
+        L->wq = bind(be, true, E, QD, err, &st, "enc.blk.%d.attn_q.weight", il);
+        L->wk = bind(be, true, E, QD, err, &st, "enc.blk.%d.attn_k.weight", il);
+        L->wv = bind(be, true, E, QD, err, &st, "enc.blk.%d.attn_v.weight", il);
+        L->wo = bind(be, true, QD, E, err, &st, "enc.blk.%d.attn_o.weight", il);
+        L->ffn_norm = bind(be, true, E, 1, err, &st, "enc.blk.%d.ffn_norm.weight", il);
+        L->ffn_gate = bind(be, false, E, F, err, &st, "enc.blk.%d.ffn_gate.weight", il);
+        L->ffn_up = bind(be, true, E, F, err, &st, "enc.blk.%d.ffn_up.weight", il);
+        L->ffn_down = bind(be, true, F, E, err, &st, "enc.blk.%d.ffn_down.weight", il);
+    }
+    return st;
+}
+
 loom_status emb_bind_weights(loom_embedder *e, loom_error *err) {
     if (e->hp.arch == EMB_MODERN) return modern_weights(e, err);
+    if (e->hp.arch == EMB_T5) return t5_weights(e, err);
     return e->hp.arch == EMB_DECODER || e->hp.arch == EMB_GEMMA ? decoder_weights(e, err) : encoder_weights(e, err);
 }

@@ -8,7 +8,8 @@
  *       [CLS] ... [SEP]; special-token texts not parsed), comma-separated
  *   embed_ref embed MODEL POOLING OUT IDS...
  *       every IDS (comma-separated) is one sequence; all of them are decoded in ONE
- *       llama_decode (sequence ids 0..n-1), CPU, 2 threads, no flash attention,
+ *       llama_decode (sequence ids 0..n-1; llama_encode for an encoder-only model:
+ *       t5encoder), CPU, 2 threads, no flash attention,
  *       pooling none|mean|cls|last. OUT: int32 n_vectors, int32 n_embd, then
  *       float32 [n_vectors][n_embd], little-endian, NOT normalized (the raw pooled
  *       vectors; pooling none: every token's hidden state, sequence after sequence).
@@ -189,7 +190,9 @@ int main(int argc, char **argv) {
             b.logits[k] = 1;
         }
     b.n_tokens = total;
-    if (llama_decode(ctx, b)) return 1;
+    /* encoder-only models (t5encoder) run through llama_encode */
+    const bool enc = llama_model_has_encoder(m) && !llama_model_has_decoder(m);
+    if (enc ? llama_encode(ctx, b) : llama_decode(ctx, b)) return 1;
     FILE *f = fopen(argv[4], "wb");
     if (!f) return 1;
     put_i32(f, pt == LLAMA_POOLING_TYPE_NONE ? total : n_seq);

@@ -124,6 +124,8 @@ def main():
         return jina3(vocab, out)
     if arch in ("modern-bert", "modern-bert-silu"):
         return modern(vocab, out, arch.endswith("silu"))
+    if arch in ("t5encoder", "t5encoder-relu"):
+        return t5encoder(vocab, out, arch.endswith("relu"))
     nomic = arch == "nomic-bert"
     rng = random.Random(20240601 + (1 if nomic else 0))
     kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
@@ -449,6 +451,56 @@ def decoder(vocab, arch, out):
     if gemma:
         add("dense_2.weight", [DIM, 2 * DIM], w)
         add("dense_3.weight", [2 * DIM, DIM], (2 * DIM) ** -0.5)
+    write(out, kvs, tensors)
+
+
+def t5encoder(vocab, out, relu):
+    """t5encoder (llama.cpp's T5 encoder stack, as its converter writes T5EncoderModel /
+    the encoder of T5ForConditionalGeneration): enc.* names, RMS norms, no biases, a
+    relative position bias [heads, buckets] on layer 0 (the -relu file: on layer 2 too,
+    which then uses its own), flan-T5's gated GELU MLP (ffn_gate; the -relu file: T5's
+    ReLU MLP, no gate), 3 layers, 2 heads of 24 (key_length != dim / heads), 32 buckets
+    (-relu: 8, so distances past 2 take the logarithmic buckets), pooling mean (-relu:
+    none written: llama.cpp's default, none)."""
+    arch, heads, hd, nl = "t5encoder", 2, 24, 3
+    nb = 8 if relu else 32
+    rng = random.Random(20261211 + (1 if relu else 0))
+    a = arch + "."
+    kvs = [("general.architecture", T_STR, arch), ("general.type", T_STR, "model"),
+           ("general.name", T_STR, "indep-" + arch + ("-relu" if relu else "")),
+           (a + "block_count", T_U32, nl), (a + "context_length", T_U32, CTX),
+           (a + "embedding_length", T_U32, DIM), (a + "feed_forward_length", T_U32, FFN),
+           (a + "attention.head_count", T_U32, heads), (a + "attention.key_length", T_U32, hd),
+           (a + "attention.value_length", T_U32, hd), (a + "attention.layer_norm_rms_epsilon", T_F32, 1e-6),
+           (a + "attention.relative_buckets_count", T_U32, nb), ("general.file_type", T_U32, 0)]
+    if not relu:
+        kvs.append((a + "pooling_type", T_U32, 1))
+    kvs += vocab_kvs(vocab)
+    tensors = []
+
+    def add(name, dims, std, mean=0.0):
+        n = 1
+        for d in dims:
+            n *= d
+        tensors.append((name, dims, [rng.gauss(mean, std) for _ in range(n)]))
+
+    add("token_embd.weight", [DIM, NV], 1.0)
+    w = DIM ** -0.5
+    for i in range(nl):
+        b = "enc.blk.%d." % i
+        add(b + "attn_norm.weight", [DIM], 0.1, 1.0)
+        if i == 0 or (relu and i == 2):
+            add(b + "attn_rel_b.weight", [heads, nb], 0.5)
+        add(b + "attn_q.weight", [DIM, heads * hd], w)
+        add(b + "attn_k.weight", [DIM, heads * hd], w)
+        add(b + "attn_v.weight", [DIM, heads * hd], w)
+        add(b + "attn_o.weight", [heads * hd, DIM], (heads * hd) ** -0.5)
+        add(b + "ffn_norm.weight", [DIM], 0.1, 1.0)
+        if not relu:
+            add(b + "ffn_gate.weight", [DIM, FFN], w)
+        add(b + "ffn_up.weight", [DIM, FFN], w)
+        add(b + "ffn_down.weight", [FFN, DIM], FFN ** -0.5)
+    add("enc.output_norm.weight", [DIM], 0.1, 1.0)
     write(out, kvs, tensors)
 
 

@@ -40,6 +40,8 @@ python3 "$here/make_model.py" "$vocab" jina-bert-v2-qkn "$here/indep-jina-bert-v
 python3 "$here/make_model.py" "$vocab" jina-bert-v3 "$here/indep-jina-bert-v3.gguf"
 python3 "$here/make_model.py" "$vocab" modern-bert "$here/indep-modern-bert.gguf"
 python3 "$here/make_model.py" "$vocab" modern-bert-silu "$here/indep-modern-bert-silu.gguf"
+python3 "$here/make_model.py" "$vocab" t5encoder "$here/indep-t5encoder.gguf"
+python3 "$here/make_model.py" "$vocab" t5encoder-relu "$here/indep-t5encoder-relu.gguf"
 for arch in qwen3 llama gemma-embedding llama-embed; do
   python3 "$here/make_model.py" "$vocab" $arch "$here/indep-$arch.gguf"
 done
@@ -71,6 +73,8 @@ mk "$here/indep-jina-bert-v2-qkn.gguf" indep-jina-bert-v2-qkn "$here/tokens-inde
 mk "$here/indep-jina-bert-v3.gguf" indep-jina-bert-v3 "$here/tokens-indep.txt"
 mk "$here/indep-modern-bert.gguf" indep-modern-bert "$here/tokens-indep.txt"
 mk "$here/indep-modern-bert-silu.gguf" indep-modern-bert-silu "$here/tokens-indep.txt"
+mk "$here/indep-t5encoder.gguf" indep-t5encoder "$here/tokens-indep.txt"
+mk "$here/indep-t5encoder-relu.gguf" indep-t5encoder-relu "$here/tokens-indep.txt"
 # decoder embedding models: one llama_decode per sequence, F32 K/V cache (README.md)
 for arch in qwen3 llama gemma-embedding llama-embed; do
   mk "$here/indep-$arch.gguf" indep-$arch "$here/tokens-indep.txt" embed1
