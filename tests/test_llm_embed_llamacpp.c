@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "embed_test_common.h"
+#include "loom_model.h"
 #include "gguf_variant.h"
 #include "test_util.h"
 
@@ -203,6 +204,22 @@ static void bad_files(void) {
         loom_embed_close(e);
     }
     unlink(tmp);
+    /* an embedding file given to the generative API says what it is */
+    static const char *const emb[] = {"indep-t5encoder", "indep-bert", "indep-modern-bert"};
+    for (int i = 0; i < 3; i++) {
+        char rel[128], src[4096];
+        snprintf(rel, sizeof rel, "tests/data/embed/%s.gguf", emb[i]);
+        snprintf(src, sizeof src, "%s", test_path(rel));
+        loom_model_params mp = loom_model_default_params();
+        mp.path = src;
+        mp.n_threads = 1;
+        loom_model *m = NULL;
+        loom_error err = {0};
+        loom_status s = loom_model_open(&mp, &m, &err);
+        CHECK_MSG(s == LOOM_ERR_UNSUPPORTED && !m && strstr(err.msg, "is an embedding model"),
+                  "%s through loom_model_open: %s '%s'", emb[i], loom_status_name(s), err.msg);
+        loom_model_close(m);
+    }
 }
 
 int main(void) {

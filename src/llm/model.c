@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "llm_graph.h"
+#include "loom_embed.h"
 #include "quant/alloc.h"
 
 #define LLM_MAX_DIM ((int64_t)1 << 24) /* sanity bound on every hyperparameter */
@@ -124,6 +125,9 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     if (!arch || !*arch)
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "model: key 'general.architecture' is missing");
     const llm_arch *ad = llm_arch_find(arch);
+    if (!ad && loom_embed_arch_supported(arch))
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: architecture '%.64s' is an embedding model: it makes "
+                              "vectors, not text (`loom embed`, the server's /api/embed and /v1/embeddings)", arch);
     if (!ad)
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: architecture '%.64s' is not supported (`loom info "
                               "--archs` lists the %d that are)", arch, llm_arch_count());
