@@ -366,8 +366,28 @@ static void check_suppress_tokens(void) {
     loom_tokenizer_free(t);
 }
 
+/* Chameleon: its image tokens (ids 4..8195) are suppressed (llama.cpp's chameleon graph
+ * overwrites their logits; Loom leaves them out when sampling), after the file's own list;
+ * tests/data/arch/indep-chameleon.gguf has 8200 tokens */
+static void check_chameleon_suppress(void) {
+    loom_gguf *g = NULL;
+    loom_tokenizer *t = NULL;
+    loom_error err = {0};
+    CHECK(loom_gguf_open(test_path("tests/data/arch/indep-chameleon.gguf"), NULL, &g, &err) == LOOM_OK);
+    CHECK_MSG(g && loom_tokenizer_new_from_gguf(g, &t, &err) == LOOM_OK, "chameleon tokenizer: %s", err.msg);
+    const int32_t *ids = NULL;
+    const int32_t n = t ? loom_tokenizer_suppressed(t, &ids) : 0;
+    CHECK_EQ_INT(n, 8192);
+    bool ok = ids != NULL;
+    for (int32_t i = 0; ok && i < n; i++) ok = ids[i] == 4 + i;
+    CHECK_MSG(ok, "chameleon: the suppressed ids are not 4..8195");
+    loom_tokenizer_free(t);
+    loom_gguf_close(g);
+}
+
 int main(void) {
     for (size_t i = 0; i < TT_N_VOCABS; i++) check_facts(&TT_VOCABS[i]);
+    check_chameleon_suppress();
     check_segments();
     check_bpe_rules();
     check_phi3();

@@ -289,6 +289,7 @@ typedef struct llm_hparams_x {
     float kq_scale;          /* granite attention.scale (0: 1/sqrt(Dk)) */
     float clamp_kqv;         /* olmo attention.clamp_kqv: q, k, v clamped to [-c, c] (0: none) */
     bool par_res;            /* gptneox use_parallel_residual */
+    bool swin_norm;          /* chameleon: the RMS norms after the attention and the MLP */
     int loop_layers;         /* nanbeige num_loops > 1: the file's block_count layers, run
                                 num_loops times (hp.n_layer = loop_layers * num_loops) */
     bool loop_norm;          /* ... with output_norm applied between the loops */

@@ -559,6 +559,16 @@ loom_status tok_load(loom_tokenizer *t, const loom_gguf *g, loom_error *err) {
             if (id >= 0 && id < nv) t->suppress[t->n_suppress++] = id;
         }
     }
+    /* Chameleon: its image tokens (ids 4..8195) are never output (llama.cpp's chameleon
+     * graph sets their logits to -FLT_MAX; Loom suppresses them when sampling) */
+    loom_gguf_str arch;
+    if (loom_gguf_get_str(g, "general.architecture", &arch) == LOOM_OK && arch.len == 9 &&
+        !memcmp(arch.ptr, "chameleon", 9) && nv > 8196) {
+        int32_t *ns = loom_realloc(t->suppress, ((size_t)t->n_suppress + 8192) * sizeof(int32_t));
+        if (!ns) return loom_error_set(err, LOOM_ERR_NOMEM, "tokenizer: out of memory");
+        t->suppress = ns;
+        for (int32_t id = 4; id < 8196; id++) t->suppress[t->n_suppress++] = id;
+    }
 
     if ((st = read_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err))) return st;
     if ((st = read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err))) return st;
