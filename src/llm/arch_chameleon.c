@@ -3,14 +3,16 @@
  * llama.cpp's chameleon graph: the llama block with LayerNorms (eps 1e-5, torch's
  * default) over each head of q and of k whose weights (and optional biases) are per head
  * ([head_dim, heads]), normal rope, a SwiGLU MLP. swin_norm files (Chameleon 30B) move the
- * two RMS norms after the attention and the MLP (h + norm(attn(h)), then h + norm(mlp(h))).
+ * two RMS norms after the attention and the MLP, as llama.cpp's graph computes them: its
+ * MLP reads the normed attention output a, not the residual sum h + a (transformers'
+ * ChameleonSwinDecoderLayer, a Swin-V2 res-post-norm, would read h + a; Loom follows
+ * llama.cpp, against which the files people run are checked).
  *
  *   per layer: x = swin ? h : rms_norm(h) * attn_norm
  *     q, k = Wq x, Wk x -> layer_norm per head * q_norm[:, head] (+ q_norm_b), same for k
  *     a = Wo attn(rope(q), rope(k), Wv x);  (swin: a = rms_norm(a) * attn_norm)
- *     h = h + a
- *     f = mlp(swin ? h : rms_norm(h) * ffn_norm);  (swin: f = rms_norm(f) * ffn_norm)
- *     h = h + f
+ *     f = mlp(swin ? a : rms_norm(h + a) * ffn_norm);  (swin: f = rms_norm(f) * ffn_norm)
+ *     h = h + a + f
  *   logits = Woutput (rms_norm(h) * output_norm)
  *
  * llama.cpp writes -FLT_MAX over the logits of the image tokens (ids 4..8195) of the first
@@ -84,7 +86,7 @@ loom_tensor *llm_chameleon_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         llm_last_rows(ctx, m, &in, il, &a, &r);
         if (swin) a = loom_rms_norm(ctx, a, ly->attn_norm, eps);
         loom_tensor *f_in = llm_named(loom_add(ctx, a, r), "ffn_inp", il);
-        loom_tensor *n = swin ? f_in : llm_named(loom_rms_norm(ctx, f_in, ly->ffn_norm, eps), "ffn_norm", il);
+        loom_tensor *n = swin ? a : llm_named(loom_rms_norm(ctx, f_in, ly->ffn_norm, eps), "ffn_norm", il);
         loom_tensor *f = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, n);
         if (swin) f = loom_rms_norm(ctx, f, ly->ffn_norm, eps);
         h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), f_in), "l_out", il);

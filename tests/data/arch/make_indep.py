@@ -19,7 +19,7 @@ here block by block.
         hunyuan-dense hunyuan-moe minicpm olmo phimoe apertus bitnet gptneox gptneox-seq deci
         rwkv6 minicpm3 xverse baichuan qwen orion bloom mpt mpt-full jais refact baichuan13 deepseek
         smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa
-        maincoder pangu-embedded nanbeige nanbeige-loop nanbeige-loop-skip plamo llama-qkv llama-kvrot chameleon llama-nvfp4 muse-glimmer talkie qwen3-yarn
+        maincoder pangu-embedded nanbeige nanbeige-loop nanbeige-loop-skip plamo llama-qkv llama-kvrot chameleon chameleon-swin llama-nvfp4 muse-glimmer talkie qwen3-yarn
         mellum arctic openelm plamo3 paddleocr hunyuan_vl deepseek2-ocr mimo2 step35 hy_v3 cohere2moe
         arwkv7 granite_swa granite_swa-dense laguna kimi-linear rwkv6qwen2 bailingmoe3
 
@@ -3615,7 +3615,7 @@ def chameleon(m, NV, swin=False):
     # output. The vocabulary is padded to 8200 tokens: llama.cpp writes -FLT_MAX over the
     # logits of the image tokens (ids 4..8195) of its first output row, and its graph
     # needs that many logits (test_llm_arch leaves those entries out). -swin: swin_norm
-    # (the norms after the attention and the MLP; not committed, checked once). F32
+    # (the norms after the attention and the MLP, no q/k norm biases). F32
     if NV > 16:  # not the fuzz seed's 16 tokens
         NV = 8200
         m.pad_vocab = NV
