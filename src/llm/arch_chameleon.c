@@ -15,10 +15,12 @@
  *     h = h + a + f
  *   logits = Woutput (rms_norm(h) * output_norm)
  *
- * llama.cpp writes -FLT_MAX over the logits of the image tokens (ids 4..8195) of the first
- * output row (its generation case); Loom keeps the logits and never samples those tokens
- * (the tokenizer lists them as suppressed, tokenizer_load.c), for every row.
+ * As llama.cpp, the logits of the image tokens (ids 4..8195) of the first output row (the
+ * row a generation step samples) are -FLT_MAX; the sampler also never picks those tokens,
+ * in any row (the tokenizer lists them as suppressed, tokenizer_load.c), so batched
+ * sequences (the server) get the same rule.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -91,5 +93,15 @@ loom_tensor *llm_chameleon_build(loom_model *m, loom_ctx *ctx, const llm_batch *
         if (swin) f = loom_rms_norm(ctx, f, ly->ffn_norm, eps);
         h = llm_named(loom_add(ctx, llm_named(f, "ffn_out", il), f_in), "l_out", il);
     }
-    return llm_llama_output(m, ctx, h);
+    loom_tensor *logits = llm_llama_output(m, ctx, h);
+    /* llama.cpp's graph: -FLT_MAX over the image tokens (ids 4..8195) of the first output
+     * row, the row a generation step samples (the sampler also never picks them, for every
+     * row: tokenizer_load.c) */
+    if (loom_tensor_ne(logits, 0) >= 8196) {
+        const int64_t n = 8192;
+        loom_tensor *img = loom_view(ctx, logits, 4 * sizeof(float), 1, &n);
+        loom_tensor *fill = loom_clamp(ctx, img, -FLT_MAX, -FLT_MAX);
+        logits = llm_named(loom_set(ctx, logits, fill, 4 * sizeof(float)), "result_output", -1);
+    }
+    return logits;
 }
