@@ -261,9 +261,9 @@ static loom_status t5_hparams(loom_embedder *e, const loom_gguf *g, const char *
     if ((s = key_int(g, arch, "context_length", false, 512, 1, 1 << 24, &ctx_train, err))) return s;
     if ((s = key_int(g, arch, "attention.relative_buckets_count", true, 0, 4, 65536, &NB, err))) return s;
     double eps;
-    if ((s = key_float(g, arch, "attention.layer_norm_rms_epsilon", -1.0, &eps, err))) return s;
-    if (!has_key(g, arch, "attention.layer_norm_rms_epsilon"))
+    if (!has_key(g, arch, "attention.layer_norm_rms_epsilon")) /* required, as llama.cpp */
         return loom_error_set(err, LOOM_ERR_NOT_FOUND, "embed: key '%s.attention.layer_norm_rms_epsilon' is missing", arch);
+    if ((s = key_float(g, arch, "attention.layer_norm_rms_epsilon", 0.0, &eps, err))) return s;
     if (!(eps > 0 && eps < 1))
         return loom_error_set(err, LOOM_ERR_FORMAT, "embed: %s.attention.layer_norm_rms_epsilon = %g is out of range",
                               arch, eps);

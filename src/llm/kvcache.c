@@ -476,16 +476,9 @@ void llm_kv_build_masks(loom_ctx *ctx, llm_kv_cache *kv, int T, bool reserve, lo
 
 /* ------------------------------------------------------------------ rotation */
 
-loom_tensor *llm_kv_rotate(loom_ctx *ctx, const llm_kv_cache *kv, int n, loom_tensor *x) {
-    (void)kv;
+loom_tensor *llm_kv_rotate(loom_ctx *ctx, int n, loom_tensor *x) {
     if (n <= 0 || !x) return x;
-    if (loom_tensor_type(x) != LOOM_TYPE_F32) { /* an F16 row read back, say */
-        int64_t ne[4];
-        for (int d = 0; d < 4; d++) ne[d] = loom_tensor_ne(x, d);
-        x = loom_cpy(ctx, x, loom_empty(ctx, LOOM_TYPE_F32, 4, ne));
-    } else if (loom_tensor_nb(x, 0) != sizeof(float)) {
-        x = loom_cont(ctx, x);
-    }
+    if (loom_tensor_nb(x, 0) != sizeof(float)) x = loom_cont(ctx, x); /* a strided view of F32 rows */
     return loom_hadamard(ctx, x, n);
 }
 

@@ -446,11 +446,11 @@ loom_status llm_bind_weights(loom_model *m, loom_error *err) {
             L->group_eye = m->group_eye;
         }
     }
+    /* absorbed MLA (deepseek2's family): V is the latent, the first kv_lora dims of K */
+    for (int il = 0; !s && m->kv_types && m->hx.mla && il < m->hp.n_layer; il++) m->kv_types[il].vlat = 1;
     /* sliding-window layers: the cache's window W counts the positions before the
      * token (masked iff q < p - W), llama.cpp's n_swa the token too (masked iff
      * p - q >= n_swa): W = n_swa - 1 */
-    /* absorbed MLA (deepseek2's family): V is the latent, the first kv_lora dims of K */
-    for (int il = 0; !s && m->kv_types && m->hx.mla && il < m->hp.n_layer; il++) m->kv_types[il].vlat = 1;
     for (int il = 0; !s && m->kv_types && il < m->hp.n_layer; il++)
         if (llm_layer_is_swa(&m->hx, il)) m->kv_types[il].window = m->hx.n_swa - 1;
         else if (llm_layer_is_chunked(&m->hx, il)) m->kv_types[il].chunk = m->hx.n_chunk;

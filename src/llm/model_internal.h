@@ -478,9 +478,9 @@ static inline int llm_dev_layer(const loom_backend *be, int il) {
 }
 
 /* x turned by the Hadamard matrix of size n (loom_hadamard; 0: x itself), per n
- * consecutive elements (n divides a head: each head turned alone); x F32, any strides,
- * the result contiguous. */
-loom_tensor *llm_kv_rotate(loom_ctx *ctx, const llm_kv_cache *kv, int n, loom_tensor *x);
+ * consecutive elements (n divides a head: each head turned alone); x F32 (the shift
+ * reads quantized or turned keys back as F32 rows), any strides, the result contiguous. */
+loom_tensor *llm_kv_rotate(loom_ctx *ctx, int n, loom_tensor *x);
 /* ... with layer il's K rotation (queries and keys) / V rotation (values, and the
  * attention output turned back) */
 static inline int llm_kv_rot_k_size(const llm_kv_cache *kv, int il) {
@@ -490,10 +490,10 @@ static inline int llm_kv_rot_v_size(const llm_kv_cache *kv, int il) {
     return il >= 0 && il < kv->n_layer && kv->layer_group && kv->layer_group[il] >= 0 ? kv->rot_v[kv->layer_group[il]] : 0;
 }
 static inline loom_tensor *llm_kv_rot_k(loom_ctx *ctx, const llm_kv_cache *kv, int il, loom_tensor *x) {
-    return llm_kv_rotate(ctx, kv, llm_kv_rot_k_size(kv, il), x);
+    return llm_kv_rotate(ctx, llm_kv_rot_k_size(kv, il), x);
 }
 static inline loom_tensor *llm_kv_rot_v(loom_ctx *ctx, const llm_kv_cache *kv, int il, loom_tensor *x) {
-    return llm_kv_rotate(ctx, kv, llm_kv_rot_v_size(kv, il), x);
+    return llm_kv_rotate(ctx, llm_kv_rot_v_size(kv, il), x);
 }
 
 static inline void llm_kv_layer_dims(const llm_kv_cache *kv, int il, int64_t *dk, int64_t *dv, int64_t *hkv) {

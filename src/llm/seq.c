@@ -218,7 +218,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                 /* a quantized cache's keys are stored turned (model_internal.h): turned
                  * back (H^-1 = H) for the rope, turned again after */
                 const int rk = llm_kv_rot_k_size(kv, il);
-                src = llm_kv_rotate(ctx, kv, rk, src);
+                src = llm_kv_rotate(ctx, rk, src);
                 loom_tensor *r;
                 loom_tensor *w = m->layers[il].k_norm_post;
                 if (w) {
@@ -245,7 +245,7 @@ static loom_status rope_cells(loom_model *m, int g, const int64_t *cells, int64_
                     loom_tensor *rp = loom_rope(ctx, part, pt, (int)nr, base, scale, &ro2);
                     r = loom_set_2d(ctx, r, rp, (size_t)o2 * loom_tensor_nb(r, 0), loom_tensor_nb(r, 1));
                 }
-                loom_ctx_forward(ctx, loom_cpy(ctx, llm_kv_rotate(ctx, kv, rk, r), view));
+                loom_ctx_forward(ctx, loom_cpy(ctx, llm_kv_rotate(ctx, rk, r), view));
             }
             runs++;
             i = j;
