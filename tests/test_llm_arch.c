@@ -194,14 +194,12 @@ static void check_model(const char *name, const char *path, double top1_min, boo
             n_gone++;
         }
     if (n_gone) printf("  (%zu entries llama.cpp sets to -FLT_MAX left out)\n", n_gone);
-    uint32_t n_layer = 0, n_expert = 0; /* block_count: deep models' F16 caches compound (below) */
+    uint32_t n_expert = 0; /* MoE routers flip on near-ties (below) */
     loom_gguf *g = NULL;
     if (loom_gguf_open(path, NULL, &g, NULL) == LOOM_OK) {
         loom_gguf_str arch;
         char key[96];
         if (loom_gguf_get_str(g, "general.architecture", &arch) == LOOM_OK && arch.len < 64) {
-            snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
-            loom_gguf_get_u32(g, key, &n_layer);
             snprintf(key, sizeof key, "%.*s.expert_count", (int)arch.len, arch.ptr);
             loom_gguf_get_u32(g, key, &n_expert);
         }
@@ -267,17 +265,19 @@ static void check_model(const char *name, const char *path, double top1_min, boo
          * to 1 position in 8 may exceed 1.5x there (every file with experts: kimi-k3's F16
          * run is 4 positions over, Loom's F16 logits 4.8e-4 rms from llama.cpp's F32 run
          * where llama.cpp's own F16 run is 2.6e-3 away). Float dense models with an F16 cache:
-         * 1 position in 18 (measured: gemma3 1.502x at one position with the scalar
-         * kernels). The mean stays within 1.5x always; an F32 cache allows no exception
-         * but GELU-table flips (f32gelu: a flip where llama.cpp's default run has none
+         * 1 position in 12 (measured at every x86 ISA level, LOOM_CPU_ISA scalar ..
+         * avx512bf16: at most 3 of 36, indep-baichuan with the scalar and AVX2 kernels,
+         * 2 on the AVX-512 levels as indep-gemma and indep-deci; baichuan's worst, 3.1x
+         * at position 6, is a floor sample 0.37x its neighbours' while Loom's distance
+         * to the F32 run there, 1.25e-3, is theirs; indep-baichuan13, 40 layers: 3 at
+         * 1.51-1.63x). The mean stays within 1.5x always; an F32 cache allows no
+         * exception but GELU-table flips (f32gelu: a flip where llama.cpp's default run has none
          * meets a floor of float noise; starcoder's single-token run flips at position 0,
          * 1.8e-5 relative; the tight check against the F32-cache run still holds). */
         int allowed = gelu_flips ? g_ntok / 4
                       : cfg[c].cache == LOOM_TYPE_F32 ? 0
                       : n_expert > 1 || strstr(name, "moe") || strstr(name, "gpt-oss") || !is_float ? g_ntok / 8
-                      : n_layer >= 40 ? g_ntok / 12 /* F16 roundings compounding over 40 layers (indep-baichuan13: 3
-                                                       positions at 1.51-1.63x with Loom's non-flash F16 path) */
-                                      : g_ntok / 18;
+                                                                                                   : g_ntok / 12;
         if (nv == ref.nv) compare(cfg[c].what, x, &rc, &r32c, top1_min, tight, allowed);
         if (rc.v != ref.v) free(rc.v);
         if (r32c.v != ref32.v) free(r32c.v);
@@ -588,9 +588,9 @@ static void bad_files(void) {
          "blk.2.exp_probs_b.bias"},
         {"falcon_h1", "missing FFN norm", {.drop = "blk.2.ffn_norm"}, LOOM_ERR_NOT_FOUND, "blk.2.ffn_norm.weight"},
         {"falcon_h1", "missing Mamba output", {.drop = "blk.0.ssm_out.weight"}, LOOM_ERR_NOT_FOUND, "blk.0.ssm_out.weight"},
-        {"mamba", "an architecture Loom does not run", {.str_key = "general.architecture", .str_val = "grovemoe",
-         .u32_key = "grovemoe.block_count", .u32_val = 3},
-         LOOM_ERR_UNSUPPORTED, "'grovemoe' is not supported (`loom info --archs`"},
+        {"mamba", "an architecture Loom does not run", {.str_key = "general.architecture", .str_val = "dream",
+         .u32_key = "dream.block_count", .u32_val = 3},
+         LOOM_ERR_UNSUPPORTED, "'dream' is not supported (`loom info --archs`"},
         {"deci", "attention without an FFN", {.u32s_key = "deci.feed_forward_length", .u32s = deci_ff, .n_u32s = 5},
          LOOM_ERR_UNSUPPORTED, "layer 0: attention without a feed-forward"},
         {"deci", "missing linear-attention output", {.drop = "blk.1.attn_output.weight"}, LOOM_ERR_NOT_FOUND,
@@ -829,6 +829,15 @@ static void bad_files(void) {
          "chameleon.swin_norm' must be a boolean"},
         {"chameleon", "q norm of one head", {.drop = "blk.1.attn_q_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.1.attn_q_norm.weight"},
+        {"grovemoe", "missing chunk experts", {.drop = "blk.1.ffn_up_chexps.weight"}, LOOM_ERR_NOT_FOUND,
+         "blk.1.ffn_up_chexps.weight"},
+        {"grovemoe", "no group scale", {.drop = "grovemoe.expert_group_scale"}, LOOM_ERR_FORMAT, "expert_group_scale"},
+        {"grovemoe", "groups that do not divide the experts", {.u32_key = "grovemoe.experts_per_group", .u32_val = 5},
+         LOOM_ERR_FORMAT, "experts_per_group = 5"},
+        {"grovemoe", "more experts used than chunk experts", {.u32_key = "grovemoe.expert_used_count", .u32_val = 5},
+         LOOM_ERR_UNSUPPORTED, "4 chunk experts"},
+        {"grovemoe", "chunk experts of another width", {.u32_key = "grovemoe.expert_chunk_feed_forward_length", .u32_val = 8},
+         LOOM_ERR_FORMAT, "blk.0.ffn_gate_chexps.weight' has shape [64, 16, 4, 1], expected [64, 8, 4]"},
         {"grok", "rope dims other than the head width", {.u32_key = "grok.rope.dimension_count", .u32_val = 8},
          LOOM_ERR_UNSUPPORTED, "rope.dimension_count (12, 12, 8)"},
         {"grok", "missing attention output norm", {.drop = "blk.1.attn_output_norm.weight"}, LOOM_ERR_NOT_FOUND,

@@ -404,6 +404,7 @@ loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x
                          : gating == LLM_MOE_SIGMOID || before ? loom_sigmoid(ctx, logits)
                                                                          : logits; /* [n_expert, T] */
     loom_tensor *chooser = before ? logits : ly->ffn_exp_probs_b ? loom_add(ctx, probs, ly->ffn_exp_probs_b) : probs;
+    if (o->choose_sigmoid) chooser = loom_sigmoid(ctx, logits);
     if (ly->n_groups > 1) {
         /* llama.cpp's grouped routing (DeepSeek V3): a group's score is the sum of its two
          * best selection scores; experts outside the n_groups_used best groups are out */
@@ -430,6 +431,11 @@ loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x
     loom_tensor *sel = loom_cont(ctx, loom_top_k(ctx, chooser, n_used)); /* [K, T] */
     llm_named(sel, "ffn_moe_topk", il);
     const int64_t ne_p[3] = {1, n_expert, T}, ne_kt[2] = {K, T}, ne_1kt[3] = {1, K, T}, ne_flat[1] = {K * T};
+    if (o->sel_map) { /* sel[k, t] = sel_map[sel[k, t]]: rows of the map [1, n_expert] (I32) */
+        const int64_t ne_m[2] = {1, n_expert};
+        loom_tensor *map = loom_from_i32(loom_ctx_input(ctx), o->sel_map, (size_t)n_expert, 2, ne_m);
+        sel = loom_reshape(ctx, loom_get_rows(ctx, map, loom_reshape(ctx, sel, 1, ne_flat)), 2, ne_kt);
+    }
     loom_tensor *w = loom_get_rows(ctx, loom_reshape(ctx, probs, 3, ne_p), sel); /* [1, K, T] */
     if (gating == LLM_MOE_TOPK_SOFTMAX)
         w = loom_reshape(ctx, loom_softmax(ctx, loom_reshape(ctx, w, 2, ne_kt)), 3, ne_1kt);

@@ -136,6 +136,12 @@ typedef struct llm_moe_opts {
     bool geglu;       /* grok: gelu(gate) * up, gelu(up) without ffn_gate_exps (llama.cpp's F16 table) */
     bool situ;        /* kimi-k3: b tanh(gate / b) sigmoid(gate) * (lb > 0 ? lb tanh(up / lb) : up) */
     float situ_beta, situ_lb;
+    /* grovemoe (llama.cpp's build_moe_ffn for it): choose_sigmoid: the top-k is taken on
+     * sigmoid(logits) (the weights stay the gating's probabilities); sel_map (host,
+     * [n_expert]): each chosen expert id is replaced by sel_map[id] before its weight is
+     * read and the experts' matrices are indexed */
+    bool choose_sigmoid;
+    const int32_t *sel_map;
 } llm_moe_opts;
 loom_tensor *llm_moe_ffn_opts(loom_ctx *ctx, const llm_layer *ly, loom_tensor *x, int n_expert, int n_used,
                               const llm_moe_opts *o, int il);

@@ -733,6 +733,7 @@ void loom_model_close(loom_model *m) {
     loom_free(m->seq_host);
     loom_free(m->mrope_ff);
     loom_free(m->group_eye);
+    loom_free(m->chunk_map);
     loom_free(m->shift_kernel);
     loom_batch_free(&m->eb);
     loom_free(m->logits);

@@ -82,6 +82,8 @@ typedef struct llm_layer {
      * group_eye: the host identity [n_groups x n_groups] it picks rows from */
     int n_groups, n_groups_used;
     const float *group_eye;
+    /* grovemoe: the adjugate ("chunk") experts, one per group of experts [.., .., n_chunk] */
+    loom_tensor *ffn_gate_chexps, *ffn_up_chexps, *ffn_down_chexps;
 } llm_layer;
 
 /* ---- KV cache (contract §7): cells with a position and a set of sequence ids.
@@ -255,6 +257,10 @@ typedef struct llm_batch {
 /* Hyperparameters beyond loom_model_hparams, for the architectures of arch_*.c (0 = off). */
 typedef struct llm_hparams_x {
     int n_expert, n_expert_used, n_ff_exp;  /* MoE */
+    /* grovemoe: experts per group (each group shares a chunk expert of n_ff_chexp), the
+     * chunk branch's scale */
+    int n_group_experts, n_ff_chexp;
+    float expert_group_scale;
     /* deepseek2: leading dense layers, shared experts, router, latent attention */
     int n_dense_lead, n_expert_shared, q_lora, kv_lora, head_dim_k_mla, head_dim_v_mla;
     bool expert_weights_norm, mla;          /* mla: split attn_k_b / attn_v_b (absorbed) */
@@ -384,6 +390,7 @@ struct loom_model {
     llm_hparams_x hx;
     float *attn_temp;       /* host scratch of the query temperatures (n_batch floats) */
     float *group_eye;       /* identity [n_expert_groups^2] for grouped routing, or NULL */
+    int32_t *chunk_map;     /* grovemoe: expert -> its group's chunk expert [n_expert], or NULL */
     float *shift_kernel;    /* RWKV token shift: ssm_conv taps (1, 0) per channel [2, n_embd], or NULL */
     loom_tensor *tok_norm, *tok_norm_b; /* RWKV: LayerNorm of the embeddings (token_embd_norm) */
     int32_t *seq_host;      /* recurrent models: host scratch of each row's sequence (n_batch) */
