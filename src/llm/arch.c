@@ -396,7 +396,7 @@ static const llm_arch k_archs[] = {
     {"dbrx", LOOM_ROPE_NEOX, llm_dbrx_hparams, llm_dbrx_bind, llm_dbrx_build, false},
     {"cogvlm", LOOM_ROPE_NEOX, llm_cogvlm_hparams, llm_cogvlm_bind, llm_build_llama, false},
     {"chameleon", LOOM_ROPE_NORMAL, llm_chameleon_hparams, llm_chameleon_bind, llm_chameleon_build, false},
-    {"grovemoe", LOOM_ROPE_NEOX, llm_grovemoe_hparams, llm_grovemoe_bind, llm_grovemoe_build, false},
+    {"grovemoe", LOOM_ROPE_NEOX, llm_grovemoe_hparams, llm_qwen3moe_bind, llm_qwen3moe_build, false},
     {"grok", LOOM_ROPE_NEOX, llm_grok_hparams, llm_grok_bind, llm_grok_build, false},
     {"mimo2", LOOM_ROPE_NEOX, llm_mimo2_hparams, llm_mimo2_bind, llm_mimo2_build, false},
     {"step35", LOOM_ROPE_NEOX, llm_step35_hparams, llm_step35_bind, llm_step35_build, false},

@@ -208,8 +208,6 @@ loom_status llm_chameleon_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
 loom_status llm_chameleon_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_chameleon_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_grovemoe_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
-loom_status llm_grovemoe_bind(loom_model *m, loom_error *err);
-loom_tensor *llm_grovemoe_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
 loom_status llm_grok_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err);
 loom_status llm_grok_bind(loom_model *m, loom_error *err);
 loom_tensor *llm_grok_build(loom_model *m, loom_ctx *ctx, const llm_batch *b);
