@@ -944,6 +944,15 @@ static void bad_files(void) {
     gguf_change c4 = {.u32_key = "llama4.attention.sliding_window", .u32_val = 0};
     CHECK(gguf_variant(src, g_tmp, &c4));
     expect_open_error("llama4 without chunks", LOOM_OK, "");
+    /* exaone's converter writes sliding_window_pattern as one boolean per layer (EXAONE
+     * 4.0 32B, K-EXAONE); llama.cpp's scalar read ignores an array and keeps period 4:
+     * an all-full list must give llama.cpp's logits of the period-4 file (Loom refused
+     * such files before; reading the list instead: relative rms 1.4 from llama.cpp's) */
+    static const uint8_t all_full[4] = {0};
+    snprintf(src, sizeof src, "%s", test_path(ARCH_DIR "/indep-exaone-moe.gguf"));
+    gguf_change cx = {.flags_key = "exaone-moe.attention.sliding_window_pattern", .flags = all_full, .n_flags = 4};
+    CHECK(gguf_variant(src, g_tmp, &cx));
+    check_model("indep-exaone-moe", g_tmp, 0.95, true, true, false);
     unlink(g_tmp);
     /* learned positions (gpt2: 256 rows): a context past them is refused, the default
      * context stops at them, and a position past them is a range error, not a read */

@@ -45,8 +45,15 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
     hx->yarn_log_mul /= 0.1f;
     hx->yarn_mscale_all = !strcmp(hp->arch, "deepseek2"); /* llama.cpp's special case is deepseek2's only (not mistral4) */
     const char *a = hp->arch;
-    /* older DeepSeek V2/V2.5 files have no gating key: softmax */
-    if ((s = llm_ds_moe_keys(g, hp, hx, 1, err))) return s;
+    /* files without a gating key (older DeepSeek V2/V2.5 conversions): softmax, except
+     * GLM-4.7-Flash's (47 or 48 layers and a vocabulary of 154880 tokens): sigmoid, as
+     * llama.cpp decides */
+    int def_gating = 1;
+    const int64_t kt = loom_gguf_find_key(g, "tokenizer.ggml.tokens");
+    if ((hp->n_layer == 47 || hp->n_layer == 48) && kt >= 0 && loom_gguf_kv_type(g, kt) == LOOM_GGUF_ARRAY &&
+        loom_gguf_kv_array_len(g, kt) == 154880)
+        def_gating = 2;
+    if ((s = llm_ds_moe_keys(g, hp, hx, def_gating, err))) return s;
     if ((s = llm_get_int_key(g, a, "attention.q_lora_rank", false, 0, &v, err))) return s;
     if (v < 0 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.q_lora_rank is out of range", a);
     hx->q_lora = (int)v;
@@ -140,7 +147,7 @@ void llm_ds_bind_ffn(const loom_backend *be, const loom_model_hparams *hp, const
         L->ffn_down = llm_bind_tensor(be, true, hp->n_ff, E, 1, err, st, "blk.%d.ffn_down.weight", il);
         return;
     }
-    llm_bind_experts(be, L, il, E, FE, NE, err, st);
+    llm_bind_experts_fusable(be, L, il, E, FE, NE, err, st); /* Mistral 4's converter keeps gate|up fused */
     L->ffn_exp_probs_b = llm_bind_tensor(be, false, NE, 1, 1, err, st, "blk.%d.exp_probs_b.bias", il);
     if (FS > 0) llm_bind_shared_expert(be, L, il, E, FS, err, st);
 }

@@ -3,9 +3,11 @@
  * exaone4 graph: post-norm blocks (no norm before attention or the MLP, RMS norms after
  * each), per-head q/k RMS norms before rope, normal rope with optional rope_freqs. The
  * 64-layer model (32B) has sliding-window layers (window 4096 unless
- * attention.sliding_window says otherwise, period 4 unless sliding_window_pattern does,
- * rope.freq_base_swa default rope.freq_base) and rotates only those; llama.cpp decides
- * that by the layer count, and so does this file.
+ * attention.sliding_window says otherwise, period 4 unless a scalar
+ * sliding_window_pattern says otherwise: the converter's one boolean per layer is ignored
+ * as llama.cpp ignores it) and rotates only those, with the global rope base (llama.cpp's
+ * graph; its rope.freq_base_swa serves only its cache shift); llama.cpp decides that by
+ * the layer count, and so does this file.
  *
  *   per layer: q, k, v = W h (+ b); q, k = rms_norm per head * q/k_norm; rope(q, k)
  *     h = h + rms_norm(Wo attn(q, k, v)) * post_attention_norm
@@ -20,10 +22,9 @@ loom_status llm_exaone4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
     if (hp->n_layer != 64) return LOOM_OK; /* llama.cpp: no sliding layers (the window key is not used) */
     loom_status s;
     if ((s = llm_arch_swa_keys(g, hp, hx, false, 4096, 4, err))) return s;
-    double d;
-    if ((s = llm_get_float_key(g, hp->arch, "rope.freq_base_swa", hp->rope_base, &d, NULL, err))) return s;
-    if (!(d > 1)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base_swa = %g is out of range", hp->arch, d);
-    hx->rope_base_swa = (float)d;
+    /* llama.cpp's graph rotates every layer with the global base and scale (it reads
+     * rope.freq_base_swa only for its cache shift) */
+    hx->rope_base_swa = hp->rope_base;
     hx->rope_scale_swa = hp->rope_freq_scale;
     return LOOM_OK;
 }

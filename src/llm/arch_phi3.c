@@ -61,8 +61,11 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
         L->wqkv = llm_bind_tensor(be, false, E, HQ + HK + HV, 1, err, &st, "blk.%d.attn_qkv.weight", il);
         if (L->wqkv) {
             L->bqkv = llm_bind_tensor(be, false, HQ + HK + HV, 1, 1, err, &st, "blk.%d.attn_qkv.bias", il);
-        } else {
+        } else { /* biases optional, as llama.cpp's create_tensor_qkv (Phi-3.5-MoE has them) */
             llm_bind_attn_qkv(be, hp, L, il, err, &st);
+            L->bq = llm_bind_tensor(be, false, HQ, 1, 1, err, &st, "blk.%d.attn_q.bias", il);
+            L->bk = llm_bind_tensor(be, false, HK, 1, 1, err, &st, "blk.%d.attn_k.bias", il);
+            L->bv = llm_bind_tensor(be, false, HV, 1, 1, err, &st, "blk.%d.attn_v.bias", il);
         }
         L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);

@@ -138,7 +138,7 @@ static void account_graph_estimate(loom_model *m) {
                 const uint64_t w = loom_backend_mul_mat_work(m->be, d, ws[i], (int64_t)T);
                 if (w > work) work = w;
             }
-            const loom_tensor *xs[] = {ly->ffn_gate_exps, ly->ffn_up_exps, ly->ffn_down_exps};
+            const loom_tensor *xs[] = {ly->ffn_gate_exps, ly->ffn_up_exps, ly->ffn_down_exps, ly->ffn_gate_up_exps};
             for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
                 const uint64_t w = loom_backend_mul_mat_id_work(m->be, d, xs[i], m->hx.n_expert_used, (int64_t)T);
                 if (w > work) work = w;

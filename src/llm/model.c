@@ -377,6 +377,17 @@ void llm_bind_experts(const loom_backend *be, llm_layer *L, int il, int64_t E, i
     L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, st, "blk.%d.ffn_down_exps.weight", il);
 }
 
+void llm_bind_experts_fusable(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FE, int64_t NE,
+                              loom_error *err, loom_status *st) {
+    L->ffn_gate_up_exps = llm_bind_tensor(be, false, E, 2 * FE, NE, err, st, "blk.%d.ffn_gate_up_exps.weight", il);
+    if (!L->ffn_gate_up_exps) {
+        llm_bind_experts(be, L, il, E, FE, NE, err, st);
+        return;
+    }
+    L->ffn_gate_inp = llm_bind_tensor(be, true, E, NE, 1, err, st, "blk.%d.ffn_gate_inp.weight", il);
+    L->ffn_down_exps = llm_bind_tensor(be, true, FE, E, NE, err, st, "blk.%d.ffn_down_exps.weight", il);
+}
+
 void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FS, loom_error *err,
                             loom_status *st) {
     L->ffn_gate_shexp = llm_bind_tensor(be, true, E, FS, 1, err, st, "blk.%d.ffn_gate_shexp.weight", il);
@@ -470,7 +481,8 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
 
     if ((st = llm_bind_embd_output(m, err))) return st;
     bool qwen3 = !strcmp(hp->arch, "qwen3") || !strcmp(hp->arch, "qwen3vl") || !strcmp(hp->arch, "apertus");
-    bool qwen2 = !strcmp(hp->arch, "qwen2");
+    /* ernie4_5 and refact: llama.cpp loads an attn_output.bias but its graphs never add it */
+    const bool bo_unused = !strcmp(hp->arch, "ernie4_5") || !strcmp(hp->arch, "refact");
     /* seed_oss names its FFN norm post_attention_norm */
     const char *ffn_norm = !strcmp(hp->arch, "seed_oss") ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight";
     const int64_t NE = m->hx.n_expert;
@@ -484,19 +496,20 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
                               hp->arch);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         llm_layer *L = &m->layers[il];
-        /* q, k, v apart or fused into attn_qkv (llama.cpp loads either for these graphs) */
+        /* q, k, v apart or fused into attn_qkv (llama.cpp loads either for these graphs);
+         * their biases optional (qwen2's too: llama.cpp's create_tensor_qkv) */
         L->wqkv = bind(be, false, E, HQ + HK + HV, err, &st, "blk.%d.attn_qkv.weight", il);
         if (L->wqkv) {
             L->attn_norm = bind(be, true, E, 1, err, &st, "blk.%d.attn_norm.weight", il);
             L->wo = bind(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, err, &st, "blk.%d.attn_output.weight", il);
-            L->bqkv = bind(be, qwen2, HQ + HK + HV, 1, err, &st, "blk.%d.attn_qkv.bias", il);
+            L->bqkv = bind(be, false, HQ + HK + HV, 1, err, &st, "blk.%d.attn_qkv.bias", il);
         } else {
             llm_bind_attn(be, hp, L, il, err, &st);
-            L->bq = bind(be, qwen2, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
-            L->bk = bind(be, qwen2, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
-            L->bv = bind(be, qwen2, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
+            L->bq = bind(be, false, HQ, 1, err, &st, "blk.%d.attn_q.bias", il);
+            L->bk = bind(be, false, HK, 1, err, &st, "blk.%d.attn_k.bias", il);
+            L->bv = bind(be, false, HV, 1, err, &st, "blk.%d.attn_v.bias", il);
         }
-        L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
+        if (!bo_unused) L->bo = bind(be, false, E, 1, err, &st, "blk.%d.attn_output.bias", il);
         llm_bind_qk_norm(be, hp, L, il, qwen3, err, &st);
         /* plamo's parallel block has one norm (m->hx.par_res) */
         if (!m->hx.par_res) L->ffn_norm = bind(be, true, E, 1, err, &st, ffn_norm, il);

@@ -452,6 +452,11 @@ void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_lay
  * [FE, E, NE] (all required). */
 void llm_bind_experts(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FE, int64_t NE, loom_error *err,
                       loom_status *st);
+/* The same, or gate and up fused per expert in ffn_gate_up_exps [E, 2 FE, NE] (gate rows
+ * first; llama.cpp's create_tensor_gate_up_exps) when the file has it; builds must go
+ * through llm_moe_ffn_opts, which reads either. */
+void llm_bind_experts_fusable(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FE, int64_t NE,
+                              loom_error *err, loom_status *st);
 /* Layer il's shared expert ffn_{gate,up}_shexp [E, FS], ffn_down_shexp [FS, E] (required). */
 void llm_bind_shared_expert(const loom_backend *be, llm_layer *L, int il, int64_t E, int64_t FS, loom_error *err,
                             loom_status *st);
