@@ -54,6 +54,22 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
         loom_gguf_kv_array_len(g, kt) == 154880)
         def_gating = 2;
     if ((s = llm_ds_moe_keys(g, hp, hx, def_gating, err))) return s;
+    /* the query temperature of llama 4 (Mistral Large 3, converted as deepseek2): 1 +
+     * temperature_scale * log(floor(pos / temperature_length) + 1), as llama.cpp */
+    double ts;
+    bool has_ts;
+    if ((s = llm_get_float_key(g, a, "attention.temperature_scale", 0.0, &ts, &has_ts, err))) return s;
+    if (has_ts && ts != 0.0) {
+        if (!isfinite(ts) || fabs(ts) > 1e3)
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.temperature_scale = %g is out of range", a, ts);
+        if ((s = llm_get_int_key(g, a, "attention.temperature_length", false, 0, &v, err))) return s;
+        if (v < 1 || v > ((int64_t)1 << 30))
+            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.temperature_scale needs "
+                                  "%s.attention.temperature_length >= 1 (it is %lld)", a, a, (long long)v);
+        hx->attn_temp_scale = (float)ts;
+        hx->attn_temp_floor = (int)v;
+        hx->attn_temp_offset = 0.0f;
+    }
     if ((s = llm_get_int_key(g, a, "attention.q_lora_rank", false, 0, &v, err))) return s;
     if (v < 0 || v > (1 << 20)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.q_lora_rank is out of range", a);
     hx->q_lora = (int)v;
@@ -262,6 +278,7 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
             loom_tensor *qn = loom_cont(ctx, loom_permute(ctx, q_nope, 0, 2, 1, 3));
             loom_tensor *qa = loom_cont(ctx, loom_permute(ctx, loom_mul_mat(ctx, ly->wk_b, qn), 0, 2, 1, 3));
             loom_tensor *Q = llm_named(loom_concat(ctx, qa, q_pe, 0), "q", il);  /* [KVL + R, H, T] */
+            if (in.attn_temp) Q = llm_named(loom_mul(ctx, Q, in.attn_temp), "q_temp", il);
             loom_tensor *K = llm_named(loom_concat(ctx, c, k_pe, 0), "k", il);   /* [KVL + R, 1, T] */
             a = hx->dsa_heads > 0 ? llm_dsa_attention(m, ctx, b, &in, il, x, qr, Q, K, c, kq_scale, &dsa_sel)
                                   : llm_attention(m, ctx, b, &in, il, Q, K, c, in.mask, kq_scale, 0.0f, NULL); /* [KVL * H, T] */
@@ -276,6 +293,7 @@ loom_tensor *llm_deepseek2_build(loom_model *m, loom_ctx *ctx, const llm_batch *
             loom_tensor *k_nope = loom_cont(ctx, llm_head_part(ctx, kv, 0, NOPE));
             loom_tensor *v = loom_cont(ctx, llm_head_part(ctx, kv, NOPE, DV));
             loom_tensor *Q = llm_named(loom_concat(ctx, loom_cont(ctx, q_nope), q_pe, 0), "q", il);
+            if (in.attn_temp) Q = llm_named(loom_mul(ctx, Q, in.attn_temp), "q_temp", il);
             loom_tensor *K = llm_named(loom_concat(ctx, k_nope, loom_repeat(ctx, k_pe, 1, (int)H), 0), "k", il);
             a = llm_attention(m, ctx, b, &in, il, Q, K, v, in.mask, kq_scale, 0.0f, NULL); /* [DV * H, T] */
         }
