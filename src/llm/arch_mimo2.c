@@ -63,7 +63,9 @@ loom_status llm_mimo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     if (!(isfinite(d) && fabs(d) < 1e6))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.value_scale = %g is out of range", a, d);
     hx->attn_value_scale = (float)d;
-    return llm_arch_yarn_keys(g, hp, hx, err);
+    /* the YaRN betas and log multiplier keep their defaults (32, 1, 0): llama.cpp reads
+     * those keys for deepseek2, deepseek32, grok and mistral3 only */
+    return LOOM_OK;
 }
 
 loom_status llm_mimo2_bind(loom_model *m, loom_error *err) {

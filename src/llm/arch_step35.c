@@ -140,7 +140,7 @@ loom_status llm_step35_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
                               a, (long long)v);
     hx->n_ff_shexp = (int)v;
     if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
-    return llm_arch_yarn_keys(g, hp, hx, err);
+    return LOOM_OK; /* YaRN betas / log multiplier: defaults, as llama.cpp (mimo2's note) */
 }
 
 loom_status llm_step35_bind(loom_model *m, loom_error *err) {
@@ -208,7 +208,7 @@ loom_status llm_hyv3_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hpa
                               a, (long long)v);
     hx->n_ff_shexp = (int)v;
     if ((s = llm_arch_router_keys(g, hp, hx, 2, err))) return s; /* sigmoid unless the file says softmax */
-    return llm_arch_yarn_keys(g, hp, hx, err);
+    return LOOM_OK; /* YaRN betas / log multiplier: defaults, as llama.cpp (mimo2's note) */
 }
 
 loom_status llm_hyv3_bind(loom_model *m, loom_error *err) {
@@ -301,7 +301,7 @@ loom_status llm_laguna_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
                                   (long long)v);
         hx->n_rot_swa = (int)v;
     }
-    return llm_arch_yarn_keys(g, hp, hx, err);
+    return LOOM_OK; /* YaRN betas / log multiplier: defaults, as llama.cpp (mimo2's note) */
 }
 
 loom_status llm_laguna_bind(loom_model *m, loom_error *err) {
