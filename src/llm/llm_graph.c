@@ -34,9 +34,13 @@ void llm_llama_qkv(loom_ctx *ctx, const loom_model_hparams *hp, const llm_layer 
     const int64_t H = hp->n_head, DK = hp->head_dim_k, DV = hp->head_dim_v;
     const int64_t HKV = ly->wk ? loom_tensor_ne(ly->wk, 1) / DK : hp->n_head_kv; /* the layer's (deci: per layer) */
     int64_t ne_q[3] = {DK, H, T}, ne_k[3] = {DK, HKV, T}, ne_v[3] = {DV, HKV, T};
-    *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
-    *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
-    *v = loom_reshape(ctx, llm_linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+    if (ly->wqkv) { /* q|k|v fused (llama.cpp's create_tensor_qkv loads either) */
+        llm_qkv_clamped(ctx, hp, ly, x, T, 0.0f, q, k, v);
+    } else {
+        *q = loom_reshape(ctx, llm_linear(ctx, ly->wq, ly->bq, x), 3, ne_q);
+        *k = loom_reshape(ctx, llm_linear(ctx, ly->wk, ly->bk, x), 3, ne_k);
+        *v = loom_reshape(ctx, llm_linear(ctx, ly->wv, ly->bv, x), 3, ne_v);
+    }
     if (ly->q_norm) *q = llm_named(loom_rms_norm(ctx, *q, ly->q_norm, hp->rms_eps), "q_norm", il);
     if (ly->k_norm) *k = llm_named(loom_rms_norm(ctx, *k, ly->k_norm, hp->rms_eps), "k_norm", il);
 }
