@@ -596,10 +596,8 @@ loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, 
         return loom_error_set(err, LOOM_ERR_FORMAT,
                               "model: %s.attention.sliding_window_pattern = %lld is out of range", hp->arch,
                               (long long)p);
-    if (hp->n_ctx_train > 0 && w > hp->n_ctx_train)
-        return loom_error_set(err, LOOM_ERR_FORMAT,
-                              "model: %s.attention.sliding_window = %lld exceeds %s.context_length = %d",
-                              hp->arch, (long long)w, hp->arch, hp->n_ctx_train);
+    /* a window past context_length is full attention (llama.cpp accepts it; the cache
+     * keeps at most n_ctx cells per sequence either way) */
     hx->n_swa = (int)w;
     hx->swa_period = (int)p;
     return LOOM_OK;

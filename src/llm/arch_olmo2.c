@@ -60,11 +60,11 @@ loom_status llm_olmo2_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     } else { /* the list's period with the window key, checked as llm_arch_swa_keys does */
         int64_t w;
         if ((s = llm_get_int_key(g, hp->arch, "attention.sliding_window", false, 0, &w, err))) return s;
-        if (w < 0 || w > ((int64_t)1 << 30) || (hp->n_ctx_train > 0 && w > hp->n_ctx_train))
+        if (w < 0 || w > ((int64_t)1 << 30))
             return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range",
                                   hp->arch, (long long)w);
         hx->n_swa = period == 0 ? 0 : (int)w; /* every layer full: no window */
-        hx->swa_period = period;
+        hx->swa_period = period == 1 ? 0 : period; /* every layer sliding: llm_layer_is_swa's period 0 */
     }
     double v;
     if ((s = llm_get_float_key(g, hp->arch, "rope.freq_base_swa", hp->rope_base, &v, NULL, err))) return s;

@@ -142,18 +142,18 @@ loom_tensor *llm_softcap(loom_ctx *ctx, loom_tensor *x, float cap) {
     return loom_scale(ctx, loom_tanh(ctx, loom_scale(ctx, x, 1.0f / cap)), cap);
 }
 
+/* period p, as llama.cpp's set_swa_pattern: 0 every layer, 1 none, else il % p < p - 1 */
 bool llm_layer_is_chunked(const llm_hparams_x *hx, int il) {
     if (hx->n_chunk <= 0) return false;
     int p = hx->swa_period;
-    return p <= 1 || il % p < p - 1;
+    return p <= 0 || il % p < p - 1;
 }
 
 bool llm_layer_is_swa(const llm_hparams_x *hx, int il) {
     if (hx->n_swa <= 0) return false;
     if (hx->swa_listed) return il >= 0 && il < 4096 && (hx->swa_bits[il / 64] >> (il % 64) & 1);
     int p = hx->swa_period;
-    if (p <= 1) return true;
-    return il % p < p - 1;
+    return p <= 0 || il % p < p - 1;
 }
 
 /* ------------------------------------------------------------------ inputs */
