@@ -144,7 +144,12 @@ static void compare(const char *what, const float *x, const logits_t *ref, const
         if (d32 / scale > direct_rel) direct_rel = d32 / scale;
         floor_sum += fl;
         err_sum += e;
-        if (e / fl > 1.5) outliers++;
+        /* an outlier: Loom far (1.5 floors) from llama.cpp's run and from its F32-cache run
+         * alike; where Loom stays within 1.5 floors of the F32-cache run its own roundings
+         * are no worse than llama.cpp's, only independent of them (two independent F16
+         * roundings differ by about 1.4 floors: indep-baichuan-nopos, positions 1, 2, 10,
+         * 26 at 1.5-1.8x llama.cpp's run, 0.6-1.2x the floor from the F32-cache run) */
+        if (e / fl > 1.5 && d32 / fl > 1.5) outliers++;
         if (e / fl > worst) {
             worst = e / fl;
             worst_p = p;
@@ -265,19 +270,16 @@ static void check_model(const char *name, const char *path, double top1_min, boo
          * to 1 position in 8 may exceed 1.5x there (every file with experts: kimi-k3's F16
          * run is 4 positions over, Loom's F16 logits 4.8e-4 rms from llama.cpp's F32 run
          * where llama.cpp's own F16 run is 2.6e-3 away). Float dense models with an F16 cache:
-         * 1 position in 12 (measured at every x86 ISA level, LOOM_CPU_ISA scalar ..
-         * avx512bf16: at most 3 of 36, indep-baichuan with the scalar and AVX2 kernels,
-         * 2 on the AVX-512 levels as indep-gemma and indep-deci; baichuan's worst, 3.1x
-         * at position 6, is a floor sample 0.37x its neighbours' while Loom's distance
-         * to the F32 run there, 1.25e-3, is theirs; indep-baichuan13, 40 layers: 3 at
-         * 1.51-1.63x). The mean stays within 1.5x always; an F32 cache allows no
+         * 1 position in 18 (an outlier is far from both of llama.cpp's runs: compare();
+         * measured at every x86 ISA level, LOOM_CPU_ISA scalar .. avx512bf16). The mean
+         * stays within 1.5x always; an F32 cache allows no
          * exception but GELU-table flips (f32gelu: a flip where llama.cpp's default run has none
          * meets a floor of float noise; starcoder's single-token run flips at position 0,
          * 1.8e-5 relative; the tight check against the F32-cache run still holds). */
         int allowed = gelu_flips ? g_ntok / 4
                       : cfg[c].cache == LOOM_TYPE_F32 ? 0
                       : n_expert > 1 || strstr(name, "moe") || strstr(name, "gpt-oss") || !is_float ? g_ntok / 8
-                                                                                                   : g_ntok / 12;
+                                                                                                   : g_ntok / 18;
         if (nv == ref.nv) compare(cfg[c].what, x, &rc, &r32c, top1_min, tight, allowed);
         if (rc.v != ref.v) free(rc.v);
         if (r32c.v != ref32.v) free(r32c.v);

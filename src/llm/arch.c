@@ -235,10 +235,13 @@ static loom_status apertus_bind(loom_model *m, loom_error *err) {
     return s;
 }
 
-/* Baichuan 2 (baichuan): the llama block; the 13B (40 layers, llama.cpp's rule) has ALiBi
- * (max bias 8) in place of rope. */
+/* Baichuan 2 (baichuan): the llama block; llama.cpp decides by the layer count: 32 (the 7B)
+ * rope, 40 (the 13B) ALiBi (max bias 8) in place of rope, any other count neither (its
+ * graph's "unknown" type: no position information at all), as Loom does. */
 static loom_status baichuan_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hparams_x *hx, loom_error *err) {
-    return hp->n_layer == 40 ? llm_alibi_keys(g, hp, hx, 8.0, err) : LOOM_OK;
+    if (hp->n_layer == 40) return llm_alibi_keys(g, hp, hx, 8.0, err);
+    if (hp->n_layer != 32) hx->rope_off = true;
+    return LOOM_OK;
 }
 
 /* Refact (refact): the llama block with ALiBi (max bias 8) in place of rope */
