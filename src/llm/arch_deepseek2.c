@@ -49,10 +49,11 @@ loom_status llm_deepseek2_hparams(const loom_gguf *g, loom_model_hparams *hp, ll
      * GLM-4.7-Flash's (47 or 48 layers and a vocabulary of 154880 tokens): sigmoid, as
      * llama.cpp decides */
     int def_gating = 1;
+    int64_t nv = -1; /* llama.cpp's n_vocab here: vocab_size, else the tokenizer's list */
+    if ((s = llm_get_int_key(g, a, "vocab_size", false, -1, &nv, err))) return s;
     const int64_t kt = loom_gguf_find_key(g, "tokenizer.ggml.tokens");
-    if ((hp->n_layer == 47 || hp->n_layer == 48) && kt >= 0 && loom_gguf_kv_type(g, kt) == LOOM_GGUF_ARRAY &&
-        loom_gguf_kv_array_len(g, kt) == 154880)
-        def_gating = 2;
+    if (nv < 0 && kt >= 0 && loom_gguf_kv_type(g, kt) == LOOM_GGUF_ARRAY) nv = (int64_t)loom_gguf_kv_array_len(g, kt);
+    if ((hp->n_layer == 47 || hp->n_layer == 48) && nv == 154880) def_gating = 2;
     if ((s = llm_ds_moe_keys(g, hp, hx, def_gating, err))) return s;
     /* the query temperature of llama 4 (Mistral Large 3, converted as deepseek2): 1 +
      * temperature_scale * log(floor(pos / temperature_length) + 1), as llama.cpp */
