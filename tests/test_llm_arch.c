@@ -914,7 +914,7 @@ static void bad_files(void) {
          LOOM_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.weight"},
         {"exaone4", "missing post-MLP norm", {.drop = "blk.0.post_ffw_norm.weight"}, LOOM_ERR_NOT_FOUND,
          "blk.0.post_ffw_norm.weight"},
-        {"stablelm", "missing ffn_norm bias", {.drop = "blk.1.ffn_norm.bias"}, LOOM_ERR_NOT_FOUND, "blk.1.ffn_norm.bias"},
+        {"stablelm", "no ffn_norm bias (optional, as llama.cpp)", {.drop = "blk.1.ffn_norm.bias"}, LOOM_OK, ""},
         {"stablelm-12b", "no LayerNorm epsilon", {.drop = "stablelm.attention.layer_norm_epsilon"}, LOOM_ERR_NOT_FOUND,
          "stablelm.attention.layer_norm_epsilon"},
         {"minimax-m2", "missing selection bias", {.drop = "blk.1.exp_probs_b.bias"}, LOOM_ERR_NOT_FOUND,

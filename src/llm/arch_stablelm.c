@@ -38,7 +38,8 @@ loom_status llm_stablelm_bind(loom_model *m, loom_error *err) {
         L->k_norm = llm_bind_tensor(be, false, D, hp->n_head_kv, 1, err, &st, "blk.%d.attn_k_norm.weight", il);
         if (!parallel) {
             L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
-            L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
+            /* optional for stablelm (llama.cpp: TENSOR_NOT_REQUIRED), required for nemotron */
+            L->ffn_norm_b = llm_bind_tensor(be, nemotron, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
         }
         L->ffn_gate = llm_bind_tensor(be, !nemotron, E, F, 1, err, &st, "blk.%d.ffn_gate.weight", il);
         L->ffn_up = llm_bind_tensor(be, true, E, F, 1, err, &st, "blk.%d.ffn_up.weight", il);
