@@ -955,6 +955,12 @@ static void bad_files(void) {
     gguf_change cx = {.flags_key = "exaone-moe.attention.sliding_window_pattern", .flags = all_full, .n_flags = 4};
     CHECK(gguf_variant(src, g_tmp, &cx));
     check_model("indep-exaone-moe", g_tmp, 0.95, true, true, false);
+    /* arwkv7 without attention.gate_lora_rank (optional in llama.cpp: 0, no gate; Loom
+     * required it): the file's logits (its rank is 0) */
+    snprintf(src, sizeof src, "%s", test_path(ARCH_DIR "/indep-arwkv7.gguf"));
+    gguf_change cg = {.drop = "arwkv7.attention.gate_lora_rank"};
+    CHECK(gguf_variant(src, g_tmp, &cg));
+    check_model("indep-arwkv7", g_tmp, 0.95, true, true, false);
     unlink(g_tmp);
     /* learned positions (gpt2: 256 rows): a context past them is refused, the default
      * context stops at them, and a position past them is a range error, not a read */

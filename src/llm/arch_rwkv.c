@@ -125,7 +125,8 @@ loom_status llm_rwkv7_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_hp
     static const char *const lora[4] = {"attention.decay_lora_rank", "attention.iclr_lora_rank",
                                         "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank"};
     for (int i = 0; i < 4; i++) {
-        if ((s = llm_get_int_key(g, a, lora[i], true, 0, &r[i], err))) return s;
+        /* arwkv7's gate rank is optional (llama.cpp: 0, no gate) */
+        if ((s = llm_get_int_key(g, a, lora[i], !(i == 3 && is_arwkv(hp)), 0, &r[i], err))) return s;
         if (r[i] < (i == 3 && is_arwkv(hp) ? 0 : 1) || r[i] > 65536) /* arwkv7: gate rank 0, no gate */
             return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.%s = %lld is out of range", a, lora[i],
                                   (long long)r[i]);
