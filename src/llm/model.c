@@ -222,23 +222,26 @@ loom_status llm_load_hparams(const loom_backend *be, loom_model_hparams *hp, llm
     char key[256];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     loom_gguf_str st;
-    bool linear = false;
+    bool none = false; /* llama.cpp: no type means "linear"; "none" never scales */
     if (loom_gguf_get_str(g, key, &st) == LOOM_OK) {
-        if (st.len == 6 && !memcmp(st.ptr, "linear", 6)) linear = true;
-        else if (st.len == 4 && !memcmp(st.ptr, "yarn", 4)) linear = hx->yarn = true;
+        if (st.len == 4 && !memcmp(st.ptr, "yarn", 4)) hx->yarn = true;
         else if (st.len == 8 && !memcmp(st.ptr, "longrope", 8)) hx->longrope = true;
-        else if (!(st.len == 4 && !memcmp(st.ptr, "none", 4)))
+        else if (st.len == 4 && !memcmp(st.ptr, "none", 4)) none = true;
+        else if (!(st.len == 6 && !memcmp(st.ptr, "linear", 6)))
             return loom_error_set(err, LOOM_ERR_UNSUPPORTED, "model: rope scaling type '%.*s' is not supported",
                                   (int)(st.len > 32 ? 32 : st.len), st.ptr);
     }
     if ((s = llm_get_float_key(g, arch, "rope.scaling.factor", 1.0, &scale_factor, &has_factor, err))) return s;
     if ((s = llm_get_float_key(g, arch, "rope.scale_linear", 1.0, &scale_linear, &has_linear, err))) return s;
-    if (has_linear && !(scale_linear > 0))
+    if (has_linear && !(scale_linear >= 0 && isfinite(scale_linear)))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scale_linear = %g is out of range", arch, scale_linear);
-    if (has_factor && !(scale_factor > 0))
+    if (has_factor && !(scale_factor >= 0 && isfinite(scale_factor)))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.scaling.factor = %g is out of range", arch, scale_factor);
-    if (has_linear) freq_scale = 1.0 / scale_linear;
-    if (linear && has_factor) freq_scale = 1.0 / scale_factor;
+
+    /* llama.cpp: the factor (rope.scaling.factor if the key is there, else the old
+     * rope.scale_linear) divides the frequencies whatever the type, but "none" */
+    const double ropescale = has_factor ? scale_factor : has_linear ? scale_linear : 0.0;
+    if (ropescale > 0 && !none) freq_scale = 1.0 / ropescale; /* 0: no scaling */
 
     hp->n_embd = (int)n_embd;
     hp->n_layer = (int)n_layer;
