@@ -486,6 +486,7 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
     bool qwen3 = !strcmp(hp->arch, "qwen3") || !strcmp(hp->arch, "qwen3vl") || !strcmp(hp->arch, "apertus");
     /* ernie4_5 and refact: llama.cpp loads an attn_output.bias but its graphs never add it */
     const bool bo_unused = !strcmp(hp->arch, "ernie4_5") || !strcmp(hp->arch, "refact");
+    const bool mlp_bias = !strcmp(hp->arch, "llama") || !strcmp(hp->arch, "mistral3");
     /* seed_oss names its FFN norm post_attention_norm */
     const char *ffn_norm = !strcmp(hp->arch, "seed_oss") ? "blk.%d.post_attention_norm.weight" : "blk.%d.ffn_norm.weight";
     const int64_t NE = m->hx.n_expert;
@@ -524,6 +525,11 @@ loom_status llm_bind_llama(loom_model *m, loom_error *err) {
                                "blk.%d.ffn_gate.weight", il);
             L->ffn_up = bind(be, true, E, F, err, &st, "blk.%d.ffn_up.weight", il);
             L->ffn_down = bind(be, true, F, E, err, &st, "blk.%d.ffn_down.weight", il);
+            if (mlp_bias) { /* llama, mistral3: optional MLP biases (llama.cpp's graphs add them) */
+                L->ffn_gate_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_gate.bias", il);
+                L->ffn_up_b = bind(be, false, F, 1, err, &st, "blk.%d.ffn_up.bias", il);
+                L->ffn_down_b = bind(be, false, E, 1, err, &st, "blk.%d.ffn_down.bias", il);
+            }
         }
         llm_bind_rope_freqs(be, hp, L, il, err, &st);
     }
