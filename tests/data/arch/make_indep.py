@@ -21,7 +21,7 @@ here block by block.
         smallthinker smallthinker-swa afmoe exaone-moe bailingmoe jais2 codeshell dbrx plamo2 deci-gqa
         maincoder pangu-embedded nanbeige nanbeige-loop nanbeige-loop-skip plamo llama-qkv llama-kvrot chameleon chameleon-swin llama-nvfp4 muse-glimmer talkie qwen3-yarn
         mellum arctic openelm plamo3 paddleocr hunyuan_vl deepseek2-ocr mimo2 step35 hy_v3 cohere2moe
-        arwkv7 granite_swa granite_swa-dense laguna kimi-linear rwkv6qwen2 bailingmoe3 grovemoe mistral4-fused granite-qkv baichuan-nopos
+        arwkv7 granite_swa granite_swa-dense laguna kimi-linear rwkv6qwen2 bailingmoe3 grovemoe mistral4-fused granite-qkv baichuan-nopos llama-extras
 
 Conventions followed (from the converter, read for facts):
 - 1-D tensors, *_norm.weight and names not ending in ".weight" (biases) are F32;
@@ -2387,6 +2387,19 @@ def baichuan(m, NV):
     llama_like(m, NV, 16, 2, 2, 8, 32, 32, 4096)
 
 
+def llama_extras(m, NV):
+    # the llama writer (3 layers) with what llama.cpp's llama graph takes that the
+    # converter rarely writes: MLP biases (ffn_gate/up/down.bias) and a rope.scaling.factor
+    # of 4 without rope.scaling.type (llama.cpp's default type is linear)
+    llama_like(m, NV, 16, 2, 2, 8, 32, 3, 4096)
+    for i in range(3):
+        b = "blk.%d." % i
+        m.bias(b + "ffn_gate.bias", [32])
+        m.bias(b + "ffn_up.bias", [32])
+        m.bias(b + "ffn_down.bias", [16])
+    m.kv("rope.scaling.factor", T_F32, 4.0)
+
+
 def baichuan_nopos(m, NV):
     # the baichuan writer with 3 layers: llama.cpp's graph takes any count other than 32
     # (rope) and 40 (ALiBi) as its "unknown" type, with no position information at all
@@ -4305,11 +4318,11 @@ def main():
     seeds = {"exaone": 25, "gemma": 10, "granite": 17, "olmo2": 18, "phi2": 19, "starcoder2": 20, "command-r": 21, "cohere2": 22, "deepseek2": 23,
              "deepseek2-lite": 24, "qwen2moe": 26, "gemma2": 11, "gemma3": 12, "phi3": 13, "mistral3": 14, "qwen3moe": 15, "gpt-oss": 16,
              "mixtral": 27, "smollm3": 28, "internlm2": 29, "ernie4_5": 30, "seed_oss": 31, "qwen2vl": 32, "qwen3vl": 33,
-             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141, "dots3note": 142, "kimi-k3": 143, "minimax-01": 144, "cogvlm": 145, "nanbeige-loop": 146, "nanbeige-loop-skip": 147, "llama-kvrot": 148, "chameleon": 149, "chameleon-swin": 150, "grovemoe": 151, "mistral4-fused": 152, "granite-qkv": 153, "baichuan-nopos": 154}
+             "qwen3vlmoe": 34, "glm4": 35, "olmoe": 36, "glm4moe": 37, "llama4": 38, "gemma4": 40, "gemma4moe": 41, "gemma3n": 42, "mistral4": 44, "granitemoe": 45, "ernie4_5-moe": 46, "exaone4": 47, "stablelm": 48, "stablelm-12b": 49, "minimax-m2": 50, "arcee": 51, "dots1": 52, "chatglm": 53, "qwen35": 54, "qwen35moe": 55, "qwen3next": 56, "qwen3next-legacy": 57, "granitehybrid": 58, "granitehybrid-dense": 59, "nemotron_h": 60, "nemotron_h_moe": 62, "lfm2": 63, "lfm2moe": 64, "falcon_h1": 65, "nemotron": 66, "falcon": 67, "falcon-40b": 68, "gpt2": 69, "starcoder": 70, "bailingmoe2": 71, "mamba": 72, "falcon-mamba": 73, "mamba2": 74, "jamba": 75, "rwkv7": 76, "hunyuan-dense": 77, "hunyuan-moe": 78, "minicpm": 79, "olmo": 80, "phimoe": 81, "apertus": 82, "bitnet": 83, "gptneox": 84, "gptneox-seq": 85, "deci": 86, "rwkv6": 87, "minicpm3": 88, "xverse": 89, "baichuan": 90, "qwen": 91, "orion": 92, "bloom": 93, "mpt": 94, "mpt-full": 95, "jais": 96, "refact": 97, "baichuan13": 98, "deepseek": 99, "smallthinker": 100, "smallthinker-swa": 101, "afmoe": 102, "exaone-moe": 103, "bailingmoe": 104, "jais2": 105, "codeshell": 106, "dbrx": 107, "plamo2": 108, "deci-gqa": 109, "maincoder": 110, "pangu-embedded": 111, "nanbeige": 112, "plamo": 113, "llama-qkv": 114, "llama-nvfp4": 115, "muse-glimmer": 116, "talkie": 117, "qwen3-yarn": 119, "mellum": 120, "arctic": 121, "openelm": 122, "plamo3": 123, "paddleocr": 124, "hunyuan_vl": 125, "deepseek2-ocr": 126, "mimo2": 127, "step35": 128, "hy_v3": 129, "cohere2moe": 130, "arwkv7": 131, "granite_swa": 132, "granite_swa-dense": 133, "laguna": 134, "kimi-linear": 135, "rwkv6qwen2": 136, "bailingmoe3": 137, "grok": 138, "grok2": 139, "deepseek32": 140, "glm-dsa": 141, "dots3note": 142, "kimi-k3": 143, "minimax-01": 144, "cogvlm": 145, "nanbeige-loop": 146, "nanbeige-loop-skip": 147, "llama-kvrot": 148, "chameleon": 149, "chameleon-swin": 150, "grovemoe": 151, "mistral4-fused": 152, "granite-qkv": 153, "baichuan-nopos": 154, "llama-extras": 155}
     new = ("mixtral", "smollm3", "internlm2", "ernie4_5", "seed_oss", "qwen2vl", "qwen3vl", "qwen3vlmoe", "glm4", "olmoe",
            "glm4moe", "llama4", "gemma4", "gemma4moe", "gemma3n", "granitemoe", "ernie4_5-moe",
            "exaone4", "stablelm", "stablelm-12b", "minimax-m2", "arcee", "dots1",
-           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa", "dots3note", "kimi-k3", "minimax-01", "cogvlm", "nanbeige-loop", "nanbeige-loop-skip", "llama-kvrot", "chameleon", "chameleon-swin", "grovemoe", "mistral4-fused", "granite-qkv", "baichuan-nopos")
+           "chatglm", "qwen35", "qwen35moe", "qwen3next", "qwen3next-legacy", "granitehybrid", "granitehybrid-dense", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "falcon_h1", "nemotron", "falcon", "gpt2", "bailingmoe2", "mamba", "falcon-mamba", "mamba2", "jamba", "rwkv7", "hunyuan-dense", "hunyuan-moe", "minicpm", "olmo", "phimoe", "apertus", "bitnet", "gptneox", "deci", "rwkv6", "minicpm3", "xverse", "baichuan", "qwen", "orion", "bloom", "mpt", "mpt-full", "jais", "refact", "baichuan13", "deepseek", "smallthinker", "smallthinker-swa", "afmoe", "exaone-moe", "bailingmoe", "jais2", "codeshell", "dbrx", "plamo2", "deci-gqa", "maincoder", "pangu-embedded", "nanbeige", "plamo", "llama-qkv", "llama-nvfp4", "muse-glimmer", "talkie", "qwen3-yarn", "mellum", "arctic", "openelm", "plamo3", "paddleocr", "hunyuan_vl", "deepseek2-ocr", "mimo2", "step35", "hy_v3", "cohere2moe", "arwkv7", "granite_swa", "granite_swa-dense", "laguna", "kimi-linear", "rwkv6qwen2", "bailingmoe3", "grok", "grok2", "deepseek32", "glm-dsa", "dots3note", "kimi-k3", "minimax-01", "cogvlm", "nanbeige-loop", "nanbeige-loop-skip", "llama-kvrot", "chameleon", "chameleon-swin", "grovemoe", "mistral4-fused", "granite-qkv", "baichuan-nopos", "llama-extras")
     if arch not in seeds:
         raise SystemExit("unknown architecture " + arch)
     # gemma (1) is F32 (the converter's --outtype f32): llama.cpp then rounds no
@@ -4317,13 +4330,15 @@ def main():
     mtype = {"gemma3": GGML_BF16, "gemma": GGML_F32, "mistral4": GGML_F32, "mistral4-fused": GGML_F32, "granite": GGML_F32, "granite-qkv": GGML_F32, "exaone": GGML_F32, "olmo2": GGML_F32, "phi2": GGML_F32,
              "starcoder2": GGML_F32, "command-r": GGML_F32, "cohere2": GGML_F32, "deepseek2": GGML_F32,
              "deepseek2-lite": GGML_F32, "qwen2moe": GGML_F32}.get(arch, GGML_F32 if arch in new and arch != "qwen3vlmoe" else GGML_F16)
-    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama", "llama-nvfp4": "llama", "qwen3-yarn": "qwen3", "granite_swa-dense": "granite_swa", "grok2": "grok", "nanbeige-loop": "nanbeige", "nanbeige-loop-skip": "nanbeige", "llama-kvrot": "llama", "chameleon-swin": "chameleon", "mistral4-fused": "mistral4", "granite-qkv": "granite", "baichuan-nopos": "baichuan"}.get(arch, arch)
+    name = {"deepseek2-lite": "deepseek2", "mixtral": "llama", "gemma4moe": "gemma4", "stablelm-12b": "stablelm", "qwen3next-legacy": "qwen3next", "falcon_h1": "falcon-h1", "falcon-40b": "falcon", "granitehybrid-dense": "granitehybrid", "falcon-mamba": "mamba", "gptneox-seq": "gptneox", "deci-gqa": "deci", "mpt-full": "mpt", "baichuan13": "baichuan", "smallthinker-swa": "smallthinker", "llama-qkv": "llama", "llama-nvfp4": "llama", "qwen3-yarn": "qwen3", "granite_swa-dense": "granite_swa", "grok2": "grok", "nanbeige-loop": "nanbeige", "nanbeige-loop-skip": "nanbeige", "llama-kvrot": "llama", "chameleon-swin": "chameleon", "mistral4-fused": "mistral4", "granite-qkv": "granite", "baichuan-nopos": "baichuan", "llama-extras": "llama"}.get(arch, arch)
     if seed:
         mtype = GGML_F16
     m = Model(name, 20261202 + seeds[arch], mtype)
     NV = 16 if seed else n_vocab_of(vocab)
     if arch in ("deepseek2", "deepseek2-lite", "mistral4"):
         deepseek2(m, NV, arch == "deepseek2-lite")
+    elif arch == "llama-extras":
+        llama_extras(m, NV)
     elif arch == "baichuan-nopos":
         baichuan_nopos(m, NV)
     elif arch == "granite-qkv":
