@@ -577,6 +577,24 @@ loom_status llm_arch_swa_layers(const loom_gguf *g, const loom_model_hparams *hp
     return LOOM_OK;
 }
 
+loom_status llm_arch_swa_period(const loom_gguf *g, const loom_model_hparams *hp, int def, int64_t *p,
+                                loom_error *err) {
+    /* one boolean per layer (exaone's converter writes that for EXAONE 4.0 32B and
+     * K-EXAONE) is ignored, as llama.cpp's scalar get_key_or_arr ignores an array */
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
+    const int64_t ki = loom_gguf_find_key(g, key);
+    loom_status s;
+    *p = def;
+    if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY &&
+        (s = llm_get_int_key(g, hp->arch, "attention.sliding_window_pattern", false, def, p, err)))
+        return s;
+    if (*p < 0 || *p > 4096)
+        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window_pattern = %lld is out of range",
+                              hp->arch, (long long)*p);
+    return LOOM_OK;
+}
+
 loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
                               int64_t def, int period, loom_error *err) {
     int64_t w, p;
@@ -585,20 +603,7 @@ loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, 
     if (w < (required ? 1 : 0) || w > ((int64_t)1 << 30))
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range",
                               hp->arch, (long long)w);
-    /* one boolean per layer (exaone's converter writes that for EXAONE 4.0 32B and
-     * K-EXAONE) is ignored, as llama.cpp's scalar get_key_or_arr ignores an array: the
-     * architecture's default period then */
-    char key[128];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
-    const int64_t ki = loom_gguf_find_key(g, key);
-    p = period;
-    if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY &&
-        (s = llm_get_int_key(g, hp->arch, "attention.sliding_window_pattern", false, period, &p, err)))
-        return s;
-    if (p < 0 || p > 4096)
-        return loom_error_set(err, LOOM_ERR_FORMAT,
-                              "model: %s.attention.sliding_window_pattern = %lld is out of range", hp->arch,
-                              (long long)p);
+    if ((s = llm_arch_swa_period(g, hp, period, &p, err))) return s;
     /* a window past context_length is full attention (llama.cpp accepts it; the cache
      * keeps at most n_ctx cells per sequence either way) */
     hx->n_swa = (int)w;

@@ -20,8 +20,12 @@ loom_status llm_arch_ssm_keys(const loom_gguf *g, const char *arch, int64_t v[5]
 /* MoE keys: expert_count, expert_used_count, expert_feed_forward_length (required). */
 loom_status llm_arch_moe_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx,
                               loom_error *err);
+/* attention.sliding_window_pattern as llama.cpp reads it: a scalar period (def when absent
+ * or an array, which llama.cpp ignores), in [0, 4096]. */
+loom_status llm_arch_swa_period(const loom_gguf *g, const loom_model_hparams *hp, int def, int64_t *p,
+                                loom_error *err);
 /* attention.sliding_window (required or not, default def) and sliding_window_pattern
- * (default period); a window < 1 is an error naming the key. */
+ * (llm_arch_swa_period, default period); a window < 1 is an error naming the key. */
 loom_status llm_arch_swa_keys(const loom_gguf *g, const loom_model_hparams *hp, llm_hparams_x *hx, bool required,
                               int64_t def, int period, loom_error *err);
 /* Key ki (named key) of g: one boolean or integer per layer (hp->n_layer of them, or n_alt

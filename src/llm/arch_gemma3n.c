@@ -39,14 +39,8 @@ loom_status llm_gemma3n_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_
         return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window = %lld is out of range", a,
                               (long long)v);
     hx->n_swa = (int)v;
-    char key[128];
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a);
-    int64_t ki = loom_gguf_find_key(g, key), p = 5;
-    if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY && (s = llm_get_int_key(g, a, "attention.sliding_window_pattern", false, 5, &p, err)))
-        return s;
-    if (p < 0 || p > 4096)
-        return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window_pattern = %lld is out of range", a,
-                              (long long)p);
+    int64_t p;
+    if ((s = llm_arch_swa_period(g, hp, 5, &p, err))) return s;
     hx->swa_period = (int)p;
     if ((s = llm_get_float_key(g, a, "rope.freq_base_swa", 10000.0, &d, NULL, err))) return s;
     if (!(d > 1)) return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.rope.freq_base_swa = %g is out of range", a, d);

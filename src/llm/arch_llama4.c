@@ -50,15 +50,8 @@ loom_status llm_llama4_hparams(const loom_gguf *g, loom_model_hparams *hp, llm_h
          * it asserts on their zero temperature scale); Loom ropes every layer */
         hx->no_rope_step = 0;
     } else {
-        int64_t p = 4; /* an array is ignored, as llama.cpp's scalar get_key_or_arr does */
-        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
-        const int64_t ki = loom_gguf_find_key(g, key);
-        if (ki >= 0 && loom_gguf_kv_type(g, ki) != LOOM_GGUF_ARRAY &&
-            (s = llm_get_int_key(g, hp->arch, "attention.sliding_window_pattern", false, 4, &p, err)))
-            return s;
-        if (p < 0 || p > 4096)
-            return loom_error_set(err, LOOM_ERR_FORMAT, "model: %s.attention.sliding_window_pattern = %lld is out of range",
-                                  hp->arch, (long long)p);
+        int64_t p;
+        if ((s = llm_arch_swa_period(g, hp, 4, &p, err))) return s;
         hx->n_chunk = LLAMA4_CHUNK;
         hx->swa_period = (int)p;
         hx->no_rope_step = 4;

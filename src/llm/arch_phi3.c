@@ -41,8 +41,7 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
     const loom_backend *be = m->be;
     loom_model_hparams *hp = &m->hp;
     loom_status st = LOOM_OK;
-    const int64_t E = hp->n_embd, F = hp->n_ff, DK = hp->head_dim_k;
-    const int64_t HQ = hp->n_head * DK, HK = hp->n_head_kv * DK, HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t E = hp->n_embd, F = hp->n_ff;
     const int64_t HO = (int64_t)hp->n_head * hp->head_dim_v;
     const bool moe = is_moe(hp);
     if ((st = llm_bind_embd_output(m, err))) return st;
@@ -58,15 +57,7 @@ loom_status llm_phi3_bind(loom_model *m, loom_error *err) {
             L->ffn_norm_b = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.bias", il);
             L->bo = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.attn_output.bias", il);
         }
-        L->wqkv = llm_bind_tensor(be, false, E, HQ + HK + HV, 1, err, &st, "blk.%d.attn_qkv.weight", il);
-        if (L->wqkv) {
-            L->bqkv = llm_bind_tensor(be, false, HQ + HK + HV, 1, 1, err, &st, "blk.%d.attn_qkv.bias", il);
-        } else { /* biases optional, as llama.cpp's create_tensor_qkv (Phi-3.5-MoE has them) */
-            llm_bind_attn_qkv(be, hp, L, il, err, &st);
-            L->bq = llm_bind_tensor(be, false, HQ, 1, 1, err, &st, "blk.%d.attn_q.bias", il);
-            L->bk = llm_bind_tensor(be, false, HK, 1, 1, err, &st, "blk.%d.attn_k.bias", il);
-            L->bv = llm_bind_tensor(be, false, HV, 1, 1, err, &st, "blk.%d.attn_v.bias", il);
-        }
+        llm_bind_qkv_any(be, hp, L, il, err, &st); /* Phi-3.5-MoE has q/k/v biases */
         L->wo = llm_bind_tensor(be, true, HO, E, 1, err, &st, "blk.%d.attn_output.weight", il);
         L->ffn_norm = llm_bind_tensor(be, true, E, 1, 1, err, &st, "blk.%d.ffn_norm.weight", il);
         if (moe) {

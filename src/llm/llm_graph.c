@@ -122,11 +122,9 @@ loom_tensor *llm_llama_ffn(loom_ctx *ctx, const loom_model *m, const llm_layer *
                                                        ly->xielu[2], ly->xielu[3]));
     } else if (!ly->ffn_gate) { /* arcee: Wdown relu(Wup x)^2 */
         x = loom_mul_mat(ctx, ly->ffn_down, loom_sqr(ctx, loom_relu(ctx, loom_mul_mat(ctx, ly->ffn_up, x))));
-    } else if (ly->ffn_gate_b || ly->ffn_up_b || ly->ffn_down_b) { /* llama's optional MLP biases */
+    } else { /* SwiGLU, with llama's optional MLP biases (NULL: none) */
         loom_tensor *g = llm_linear(ctx, ly->ffn_gate, ly->ffn_gate_b, x), *u = llm_linear(ctx, ly->ffn_up, ly->ffn_up_b, x);
         x = llm_linear(ctx, ly->ffn_down, ly->ffn_down_b, loom_swiglu(ctx, g, u));
-    } else {
-        x = llm_swiglu_mlp(ctx, ly->ffn_gate, ly->ffn_up, ly->ffn_down, x);
     }
     x = llm_named(x, "ffn_out", il);
     return llm_named(loom_add(ctx, x, h), "l_out", il);

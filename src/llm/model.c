@@ -351,6 +351,12 @@ void llm_bind_attn_any(const loom_backend *be, const loom_model_hparams *hp, llm
     L->wo = llm_bind_tensor(be, true, (int64_t)hp->n_head * hp->head_dim_v, E, 1, err, st, "blk.%d.attn_output.weight",
                             il);
     L->bo = llm_bind_tensor(be, bo_required, E, 1, 1, err, st, "blk.%d.attn_output.bias", il);
+    llm_bind_qkv_any(be, hp, L, il, err, st);
+}
+
+void llm_bind_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                      loom_status *st) {
+    const int64_t E = hp->n_embd;
     const int64_t HQ = (int64_t)hp->n_head * hp->head_dim_k, HK = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const int64_t HV = (int64_t)hp->n_head_kv * hp->head_dim_v;
     L->wqkv = llm_bind_tensor(be, false, E, HQ + HK + HV, 1, err, st, "blk.%d.attn_qkv.weight", il);

@@ -446,6 +446,10 @@ void llm_bind_attn_qkv(const loom_backend *be, const loom_model_hparams *hp, llm
  * Errors as llm_bind_tensor. */
 void llm_bind_attn_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, bool bo_required,
                        loom_error *err, loom_status *st);
+/* Only its q|k|v part: attn_qkv (+ optional bias), else attn_q/k/v (+ optional biases), as
+ * llama.cpp's create_tensor_qkv. */
+void llm_bind_qkv_any(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
+                      loom_status *st);
 void llm_bind_attn(const loom_backend *be, const loom_model_hparams *hp, llm_layer *L, int il, loom_error *err,
                    loom_status *st);
 /* Layer il's router [E, NE] and experts ffn_{gate,up}_exps [E, FE, NE], ffn_down_exps
